@@ -1,0 +1,22 @@
+//! c10k: which concurrency model should a network server use? Measured.
+//!
+//! The architecture in a page:
+//!
+//! - [`cli`] holds the raw flags; [`plan`] validates them into settings.
+//! - [`server`] is the echo server: a [`server::Model`] per concurrency model
+//!   (thread per connection, process per connection, pre-forked pool, select,
+//!   poll, epoll, epoll with worker threads, io_uring, tokio, poll + thread
+//!   pool), all running one connection state machine ([`server::conn`]) and
+//!   one accept policy ([`server::accept`]), so a measurement sees only how
+//!   each waits and who runs the handler.
+//! - [`sys`] is the only home of `unsafe`: select past FD_SETSIZE, poll over
+//!   a raw array, fork and wait4, shared memory, signals, rlimits, pinning.
+//!
+//! `c10k serve` runs a server as its own process: it prints `READY ip:port`
+//! once it accepts, echoes until SIGTERM or SIGINT, then prints a one-line
+//! JSON summary. Everything that measures a server starts it that way.
+
+pub mod cli;
+pub mod plan;
+pub mod server;
+pub mod sys;

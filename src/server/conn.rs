@@ -1,0 +1,218 @@
+//! The one echo state machine every model runs (RFC 862).
+//!
+//! A connection owns a bounded buffer (`--buffer`, 16 KiB by default). It
+//! reads into the buffer, writes it all back, and only then reads again, so a
+//! peer that stops reading makes the server stop reading from it: TCP flow
+//! control pushes back on the sender and memory stays bounded at one buffer
+//! per connection. Writes may be partial; the rest is written when the socket
+//! is writable again. When the peer shuts down its write side (read returns
+//! 0), everything still owed is sent before the connection is closed.
+//!
+//! The same code serves blocking sockets (it simply returns when the peer is
+//! done) and non-blocking ones (it returns what to wait for next), so the
+//! thread, process, readiness and async models differ only in how they wait.
+
+use std::io::{self, Read, Write};
+
+use super::Stats;
+
+/// What a connection needs next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Want {
+    /// Wait until the socket is readable.
+    Read,
+    /// Wait until the socket is writable (the peer is slow to read).
+    Write,
+    /// The read budget ran out while data may still be waiting: call again
+    /// soon (an edge-triggered loop will not be told a second time).
+    More,
+    /// The peer closed and everything owed was sent: close the socket.
+    Done,
+}
+
+/// The per-connection echo state.
+#[derive(Debug)]
+pub struct Conn {
+    buf: Box<[u8]>,
+    /// Bytes `head..tail` of `buf` are read but not yet echoed.
+    head: usize,
+    tail: usize,
+    /// The peer has shut down its write side.
+    eof: bool,
+}
+
+impl Conn {
+    /// A connection with a buffer of `capacity` bytes (at least 1).
+    pub fn new(capacity: usize) -> Conn {
+        Conn {
+            buf: vec![0; capacity.max(1)].into_boxed_slice(),
+            head: 0,
+            tail: 0,
+            eof: false,
+        }
+    }
+
+    /// Bytes read from the peer and not yet written back.
+    pub fn owed(&self) -> usize {
+        self.tail - self.head
+    }
+
+    /// Echoes as much as the socket allows: at most `budget` reads, stopping
+    /// early when a read or write would block. On a blocking socket it runs
+    /// until the peer is done. Echoed bytes are added to `stats`.
+    pub fn drive<S: Read + Write>(
+        &mut self,
+        sock: &mut S,
+        budget: usize,
+        stats: &Stats,
+    ) -> io::Result<Want> {
+        let mut reads = 0;
+        let mut echoed = 0u64;
+        let want = loop {
+            match self.flush(sock, &mut echoed) {
+                Ok(true) => {}
+                Ok(false) => break Want::Write,
+                Err(e) => {
+                    stats.add_bytes(echoed);
+                    return Err(e);
+                }
+            }
+            if self.eof {
+                break Want::Done;
+            }
+            if reads == budget {
+                break Want::More;
+            }
+            match sock.read(&mut self.buf) {
+                Ok(0) => self.eof = true,
+                Ok(n) => {
+                    self.head = 0;
+                    self.tail = n;
+                    reads += 1;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Want::Read,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    stats.add_bytes(echoed);
+                    return Err(e);
+                }
+            }
+        };
+        stats.add_bytes(echoed);
+        Ok(want)
+    }
+
+    /// Writes what is owed; `Ok(false)` when the socket would block first.
+    fn flush<S: Write>(&mut self, sock: &mut S, echoed: &mut u64) -> io::Result<bool> {
+        while self.head < self.tail {
+            match sock.write(&self.buf[self.head..self.tail]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    self.head += n;
+                    *echoed += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.head = 0;
+        self.tail = 0;
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+
+    /// A socket stand-in: reads from `input` in chunks, accepts at most
+    /// `room` bytes per write, and would-block when either runs dry.
+    struct Fake {
+        input: VecDeque<Vec<u8>>,
+        output: Vec<u8>,
+        room: usize,
+        closed: bool,
+    }
+
+    impl Read for Fake {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            match self.input.front_mut() {
+                Some(chunk) => {
+                    let n = chunk.len().min(buf.len());
+                    buf[..n].copy_from_slice(&chunk[..n]);
+                    chunk.drain(..n);
+                    if chunk.is_empty() {
+                        self.input.pop_front();
+                    }
+                    Ok(n)
+                }
+                None if self.closed => Ok(0),
+                None => Err(io::ErrorKind::WouldBlock.into()),
+            }
+        }
+    }
+
+    impl Write for Fake {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if self.room == 0 {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            let n = buf.len().min(self.room);
+            self.room -= n;
+            self.output.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn partial_writes_then_half_close() {
+        let stats = Stats::default();
+        let data: Vec<u8> = (0..50_000u32).map(|i| i as u8).collect();
+        let mut s = Fake {
+            input: data.chunks(7000).map(<[u8]>::to_vec).collect(),
+            output: Vec::new(),
+            room: 1000,
+            closed: true,
+        };
+        let mut c = Conn::new(4096);
+        // The writer accepts 1000 bytes, then would block: the state machine
+        // must stop reading (backpressure) and ask to write.
+        assert_eq!(c.drive(&mut s, usize::MAX, &stats).unwrap(), Want::Write);
+        assert_eq!(s.output.len(), 1000);
+        assert!(c.owed() > 0 && c.owed() <= 4096);
+        let mut rounds = 0;
+        loop {
+            s.room = 1000;
+            match c.drive(&mut s, usize::MAX, &stats).unwrap() {
+                Want::Done => break,
+                Want::Write => {}
+                other => panic!("unexpected {other:?}"),
+            }
+            rounds += 1;
+            assert!(rounds < 100, "did not finish");
+        }
+        assert_eq!(s.output, data);
+        assert_eq!(stats.summary("t").bytes_echoed, data.len() as u64);
+    }
+
+    #[test]
+    fn budget_yields_more() {
+        let stats = Stats::default();
+        let mut s = Fake {
+            input: vec![vec![1; 10]; 5].into(),
+            output: Vec::new(),
+            room: usize::MAX,
+            closed: false,
+        };
+        let mut c = Conn::new(10);
+        assert_eq!(c.drive(&mut s, 2, &stats).unwrap(), Want::More);
+        assert_eq!(s.output.len(), 20);
+        assert_eq!(c.drive(&mut s, 100, &stats).unwrap(), Want::Read);
+        assert_eq!(s.output.len(), 50);
+    }
+}

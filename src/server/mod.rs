@@ -1,0 +1,127 @@
+//! Echo servers, one file per concurrency model, behind one trait.
+//!
+//! Every model shares the connection state machine in [`conn`], the accept
+//! policy in [`accept`] (max-conns refusals, EMFILE back-off) and the counters
+//! in [`Stats`]; models differ only in how they wait for readiness and who
+//! runs the handler. Adding a model is a file, an `impl Model` and a line in
+//! [`MODELS`].
+
+pub mod accept;
+pub mod conn;
+pub mod run;
+pub mod stats;
+pub mod table;
+
+mod epoll;
+mod epoll_workers;
+mod fork;
+mod hybrid;
+mod poll;
+mod prefork;
+mod select;
+mod threads;
+mod tokio_tasks;
+mod uring;
+
+use std::net::{SocketAddr, TcpListener};
+
+pub use stats::{Stats, Summary};
+
+use crate::sys::signals::Shutdown;
+
+/// How `epoll-workers` shares the listening socket among its threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AcceptMode {
+    /// One thread accepts and hands sockets out round-robin.
+    Acceptor,
+    /// Every worker's epoll watches the listener (the thundering herd).
+    Shared,
+    /// Every worker watches the listener with EPOLLEXCLUSIVE.
+    Exclusive,
+    /// A listener per worker on one port with SO_REUSEPORT.
+    Reuseport,
+}
+
+/// Validated settings of one server.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub bind: SocketAddr,
+    /// Bytes of echo buffer per connection.
+    pub buffer: usize,
+    /// Connections past this many open at once are closed at once.
+    pub max_conns: Option<u64>,
+    /// Threads or processes, for the models that use several.
+    pub workers: usize,
+    /// Stack size of connection threads (`threads`), `None` for the default.
+    pub stack_size: Option<usize>,
+    /// Edge-triggered epoll.
+    pub edge: bool,
+    pub accept: AcceptMode,
+    /// listen(2) backlog.
+    pub backlog: i32,
+    /// Set SO_REUSEPORT on the listener so several servers share a port.
+    pub reuseport: bool,
+}
+
+/// What a model gets to run with.
+pub struct Context<'a> {
+    pub config: &'a Config,
+    pub stats: &'static Stats,
+    pub shutdown: &'a Shutdown,
+}
+
+/// Why a model cannot run here (io_uring blocked, say).
+#[derive(Debug, thiserror::Error)]
+#[error("model {model} is not supported here: {reason}")]
+pub struct Unsupported {
+    pub model: &'static str,
+    pub reason: String,
+}
+
+/// A concurrency model of an echo server.
+pub trait Model: Sync {
+    /// The name used on the command line.
+    fn name(&self) -> &'static str;
+    /// One line: how it waits and who runs the handler.
+    fn about(&self) -> &'static str;
+    /// Checks that the kernel allows this model; the reason when not.
+    fn probe(&self, _config: &Config) -> Result<(), String> {
+        Ok(())
+    }
+    /// Whether the model forks (it must then stay single-threaded and be
+    /// woken by SIGCHLD).
+    fn forks(&self) -> bool {
+        false
+    }
+    /// Whether the model opens more listeners on the same port.
+    fn needs_reuseport(&self, _config: &Config) -> bool {
+        false
+    }
+    /// Serves on `listener` (non-blocking) until `ctx.shutdown` is requested.
+    fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()>;
+}
+
+/// The registry: every model, in the order the README presents them.
+pub static MODELS: &[&dyn Model] = &[
+    &threads::Threads,
+    &fork::Fork,
+    &prefork::Prefork,
+    &select::Select,
+    &poll::Poll,
+    &epoll::Epoll,
+    &epoll_workers::EpollWorkers,
+    &uring::Uring,
+    &tokio_tasks::Tokio,
+    &hybrid::Hybrid,
+];
+
+/// Looks a model up by name.
+pub fn find(name: &str) -> Option<&'static dyn Model> {
+    MODELS.iter().copied().find(|m| m.name() == name)
+}
+
+/// The model names, for help texts and errors.
+pub fn names() -> Vec<&'static str> {
+    MODELS.iter().map(|m| m.name()).collect()
+}

@@ -1,0 +1,103 @@
+//! `c10k serve`: set the process up, bind, print READY, run the model until
+//! SIGTERM or SIGINT, print the JSON summary.
+//!
+//! The READY line is the contract with whoever started us (the runner, the
+//! tests, a person): it appears once the listener accepts connections and
+//! carries the bound address, so nobody has to sleep and hope.
+
+use std::io::{self, Write};
+use std::net::{SocketAddr, TcpListener};
+
+use socket2::{Domain, Socket, Type};
+
+use super::{Config, Context, Model, Stats, Summary, Unsupported};
+use crate::sys;
+
+/// Process-wide settings applied before the server starts.
+#[derive(Debug, Clone, Default)]
+pub struct Setup {
+    /// Soft open-files limit to set (to study EMFILE).
+    pub nofile: Option<u64>,
+    /// CPUs to pin the server (and its threads and children) to.
+    pub cpus: Option<Vec<usize>>,
+}
+
+/// Why serving failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
+    #[error("{0}")]
+    Setup(String),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: SocketAddr, source: io::Error },
+    #[error(transparent)]
+    Failed(#[from] anyhow::Error),
+}
+
+/// Runs `model` with `config`, writing READY and the summary to `out`.
+pub fn serve(
+    model: &dyn Model,
+    config: &Config,
+    setup: &Setup,
+    out: &mut dyn Write,
+) -> Result<Summary, ServeError> {
+    if let Some(n) = setup.nofile {
+        sys::rlimit::set_nofile_soft(n)
+            .map_err(|e| ServeError::Setup(format!("cannot set the open-files limit: {e}")))?;
+    }
+    if let Some(cpus) = &setup.cpus {
+        sys::affinity::pin_current(cpus)
+            .map_err(|e| ServeError::Setup(format!("cannot pin to CPUs {cpus:?}: {e}")))?;
+    }
+    model.probe(config).map_err(|reason| Unsupported {
+        model: model.name(),
+        reason,
+    })?;
+    let reuseport = config.reuseport || model.needs_reuseport(config);
+    let listener =
+        listen(config.bind, config.backlog, reuseport).map_err(|source| ServeError::Bind {
+            addr: config.bind,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(anyhow::Error::from)?;
+    let stats: &'static Stats = sys::shared::shared().map_err(anyhow::Error::from)?;
+    let shutdown = sys::signals::Shutdown::install(model.forks()).map_err(anyhow::Error::from)?;
+    writeln!(out, "READY {addr}")
+        .and_then(|()| out.flush())
+        .map_err(anyhow::Error::from)?;
+    let config = Config {
+        bind: addr,
+        ..config.clone()
+    };
+    let ctx = Context {
+        config: &config,
+        stats,
+        shutdown: &shutdown,
+    };
+    model.serve(listener, &ctx)?;
+    let summary = stats.summary(model.name());
+    let line = serde_json::to_string(&summary).map_err(anyhow::Error::from)?;
+    writeln!(out, "{line}")
+        .and_then(|()| out.flush())
+        .map_err(anyhow::Error::from)?;
+    Ok(summary)
+}
+
+/// A non-blocking listener on `addr` with SO_REUSEADDR (and SO_REUSEPORT
+/// when asked). Models that want a listener per worker call this again with
+/// the bound address.
+pub fn listen(addr: SocketAddr, backlog: i32, reuseport: bool) -> io::Result<TcpListener> {
+    let socket = Socket::new(
+        Domain::for_address(addr),
+        Type::STREAM.nonblocking().cloexec(),
+        None,
+    )?;
+    socket.set_reuse_address(true)?;
+    if reuseport {
+        socket.set_reuse_port(true)?;
+    }
+    socket.bind(&addr.into())?;
+    socket.listen(backlog)?;
+    Ok(socket.into())
+}

@@ -1,0 +1,139 @@
+//! Server counters, kept in memory shared with forked children so that the
+//! summary adds up the whole process tree, and the JSON summary line.
+
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use serde::Serialize;
+
+/// Counters updated by every model. Plain atomics: safe to place in a
+/// `MAP_SHARED` mapping (see [`crate::sys::shared`]).
+#[derive(Debug, Default)]
+pub struct Stats {
+    accepted: AtomicU64,
+    active: AtomicU64,
+    peak: AtomicU64,
+    bytes: AtomicU64,
+    refused_max_conns: AtomicU64,
+    accept_exhausted: AtomicU64,
+    accept_other: AtomicU64,
+    reset: AtomicU64,
+    io_other: AtomicU64,
+    spawn_failed: AtomicU64,
+}
+
+/// The one line of JSON a server prints when it stops.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct Summary {
+    pub model: String,
+    /// Connections accepted and served (refused ones not included).
+    pub connections: u64,
+    /// Most connections open at once.
+    pub peak_connections: u64,
+    /// Still open when the server stopped.
+    pub open_at_exit: u64,
+    pub bytes_echoed: u64,
+    pub refused: Refused,
+    pub errors: Errors,
+}
+
+/// Connections closed on purpose.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct Refused {
+    /// Closed at once because `--max-conns` were open.
+    pub max_conns: u64,
+    /// Closed because no thread or process could be made for them.
+    pub spawn_failed: u64,
+}
+
+/// Errors by kind.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct Errors {
+    /// accept() failed for lack of descriptors or memory (EMFILE, ENFILE,
+    /// ENOBUFS, ENOMEM); the server backs off and retries.
+    pub accept_exhausted: u64,
+    pub accept_other: u64,
+    /// Connections that ended with ECONNRESET or EPIPE.
+    pub reset: u64,
+    /// Connections that ended with any other I/O error.
+    pub io_other: u64,
+}
+
+impl Stats {
+    /// A connection was accepted and will be served.
+    pub fn opened(&self) {
+        self.accepted.fetch_add(1, Relaxed);
+        let now = self.active.fetch_add(1, Relaxed) + 1;
+        self.peak.fetch_max(now, Relaxed);
+    }
+
+    /// A served connection was closed.
+    pub fn closed(&self) {
+        self.active.fetch_sub(1, Relaxed);
+    }
+
+    /// Connections open now.
+    pub fn active(&self) -> u64 {
+        self.active.load(Relaxed)
+    }
+
+    pub fn add_bytes(&self, n: u64) {
+        if n > 0 {
+            self.bytes.fetch_add(n, Relaxed);
+        }
+    }
+
+    pub fn refused_max_conns(&self) {
+        self.refused_max_conns.fetch_add(1, Relaxed);
+    }
+
+    pub fn spawn_failed(&self) {
+        self.spawn_failed.fetch_add(1, Relaxed);
+    }
+
+    /// Counts a failed accept() as exhaustion (descriptors or memory) or
+    /// another error; returns whether it was exhaustion.
+    pub fn accept_failed(&self, e: &io::Error) -> bool {
+        let exhausted = matches!(
+            e.raw_os_error(),
+            Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+        );
+        if exhausted {
+            self.accept_exhausted.fetch_add(1, Relaxed);
+        } else {
+            self.accept_other.fetch_add(1, Relaxed);
+        }
+        exhausted
+    }
+
+    /// Counts the error that ended a connection.
+    pub fn conn_failed(&self, e: &io::Error) {
+        match e.kind() {
+            io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe => {
+                self.reset.fetch_add(1, Relaxed)
+            }
+            _ => self.io_other.fetch_add(1, Relaxed),
+        };
+    }
+
+    /// A snapshot for the summary line.
+    pub fn summary(&self, model: &str) -> Summary {
+        Summary {
+            model: model.to_string(),
+            connections: self.accepted.load(Relaxed),
+            peak_connections: self.peak.load(Relaxed),
+            open_at_exit: self.active.load(Relaxed),
+            bytes_echoed: self.bytes.load(Relaxed),
+            refused: Refused {
+                max_conns: self.refused_max_conns.load(Relaxed),
+                spawn_failed: self.spawn_failed.load(Relaxed),
+            },
+            errors: Errors {
+                accept_exhausted: self.accept_exhausted.load(Relaxed),
+                accept_other: self.accept_other.load(Relaxed),
+                reset: self.reset.load(Relaxed),
+                io_other: self.io_other.load(Relaxed),
+            },
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! Connections of a readiness loop, in an array indexed by descriptor (as in
+//! redis's `ae.c`): a lookup is an index, and the kernel hands out the lowest
+//! free descriptor, so the array stays dense.
+
+use std::net::TcpStream;
+use std::os::fd::{AsRawFd, RawFd};
+
+use super::conn::{Conn, Want};
+use super::Stats;
+
+/// How many reads one connection may do per wake-up before others get a turn.
+pub const READ_BUDGET: usize = 16;
+
+/// One served connection.
+#[derive(Debug)]
+pub struct Slot {
+    pub stream: TcpStream,
+    pub conn: Conn,
+    /// What it waits for now (Read or Write).
+    pub want: Want,
+}
+
+/// What became of a connection after it was serviced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Still open; wait for this.
+    Wait(Want),
+    /// Closed and removed.
+    Closed,
+}
+
+/// Open connections by descriptor.
+#[derive(Debug)]
+pub struct Table {
+    slots: Vec<Option<Slot>>,
+    buffer: usize,
+    len: usize,
+}
+
+impl Table {
+    /// An empty table whose connections get `buffer`-byte buffers.
+    pub fn new(buffer: usize) -> Table {
+        Table {
+            slots: Vec::new(),
+            buffer,
+            len: 0,
+        }
+    }
+
+    /// Open connections.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Adds a connection (waiting to read) and returns its descriptor.
+    pub fn insert(&mut self, stream: TcpStream) -> RawFd {
+        let fd = stream.as_raw_fd();
+        let i = fd as usize;
+        if i >= self.slots.len() {
+            self.slots.resize_with(i + 1, || None);
+        }
+        debug_assert!(self.slots[i].is_none());
+        self.slots[i] = Some(Slot {
+            stream,
+            conn: Conn::new(self.buffer),
+            want: Want::Read,
+        });
+        self.len += 1;
+        fd
+    }
+
+    /// The connection on `fd`, if any.
+    pub fn get(&self, fd: RawFd) -> Option<&Slot> {
+        self.slots.get(fd as usize).and_then(Option::as_ref)
+    }
+
+    /// Removes and returns the connection on `fd` (it stays open until
+    /// dropped).
+    pub fn take(&mut self, fd: RawFd) -> Option<Slot> {
+        let slot = self.slots.get_mut(fd as usize)?.take();
+        if slot.is_some() {
+            self.len -= 1;
+        }
+        slot
+    }
+
+    /// Puts back a connection taken with [`Table::take`].
+    pub fn put(&mut self, slot: Slot) {
+        let i = slot.stream.as_raw_fd() as usize;
+        if i >= self.slots.len() {
+            self.slots.resize_with(i + 1, || None);
+        }
+        self.slots[i] = Some(slot);
+        self.len += 1;
+    }
+
+    /// Echoes on `fd` as far as the socket allows; closes it when done or
+    /// broken. Unknown descriptors count as closed.
+    pub fn service(&mut self, fd: RawFd, stats: &Stats) -> Step {
+        let Some(slot) = self.slots.get_mut(fd as usize).and_then(Option::as_mut) else {
+            return Step::Closed;
+        };
+        match service(slot, stats) {
+            Step::Closed => {
+                self.take(fd);
+                Step::Closed
+            }
+            step => step,
+        }
+    }
+
+    /// Every open descriptor (for shutdown or bookkeeping).
+    pub fn fds(&self) -> impl Iterator<Item = RawFd> + '_ {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.is_some())
+            .map(|(i, _)| i as RawFd)
+    }
+}
+
+/// Services one connection; on `Closed` the caller drops the slot (closing
+/// the socket), and the close is already counted in `stats`.
+pub fn service(slot: &mut Slot, stats: &Stats) -> Step {
+    match slot.conn.drive(&mut slot.stream, READ_BUDGET, stats) {
+        Ok(Want::Done) => {
+            stats.closed();
+            Step::Closed
+        }
+        Ok(want) => {
+            slot.want = want;
+            Step::Wait(want)
+        }
+        Err(e) => {
+            stats.conn_failed(&e);
+            stats.closed();
+            Step::Closed
+        }
+    }
+}

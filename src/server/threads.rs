@@ -1,0 +1,77 @@
+//! `threads`: a thread per connection, blocking I/O.
+//!
+//! How it waits: each connection's thread blocks in read or write, and the
+//! kernel scheduler is the event loop. The code is the simplest of all; the
+//! cost is a thread per connection: its stack (virtual size `--stack-size`,
+//! resident only as touched), a kernel stack and task struct, creation time
+//! per connection, and a context switch per wake-up.
+//!
+//! The main thread waits in poll(2) on the listener and the stop pipe only, so
+//! SIGTERM is seen at once; when accept fails for lack of descriptors it stops
+//! watching the listener for a while instead of spinning.
+
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+
+use anyhow::Context as _;
+
+use super::accept::{accept_all, Gate};
+use super::conn::Conn;
+use super::{Context, Model, Stats};
+use crate::sys::pollset::{self, POLLIN};
+
+pub struct Threads;
+
+impl Model for Threads {
+    fn name(&self) -> &'static str {
+        "threads"
+    }
+    fn about(&self) -> &'static str {
+        "a thread per connection, blocking I/O; the scheduler is the event loop (--stack-size)"
+    }
+    fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
+        let mut gate = Gate::default();
+        let stats: &'static Stats = ctx.stats;
+        loop {
+            let open = gate.is_open();
+            let mut fds = vec![pollset::pollfd(ctx.shutdown.fd().as_raw_fd(), POLLIN)];
+            if open {
+                fds.push(pollset::pollfd(listener.as_raw_fd(), POLLIN));
+            }
+            match pollset::poll(&mut fds, gate.timeout()) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e).context("poll"),
+            }
+            if ctx.shutdown.requested() {
+                // Connection threads die with the process.
+                return Ok(());
+            }
+            if open && fds[1].revents != 0 {
+                accept_all(&listener, ctx, false, &mut gate, |s| spawn(s, ctx, stats));
+            }
+        }
+    }
+}
+
+/// Starts the thread that serves `stream`; a connection that gets no thread
+/// is closed and counted.
+fn spawn(stream: TcpStream, ctx: &Context, stats: &'static Stats) {
+    let buffer = ctx.config.buffer;
+    let mut builder = std::thread::Builder::new();
+    if let Some(size) = ctx.config.stack_size {
+        builder = builder.stack_size(size);
+    }
+    let spawned = builder.spawn(move || {
+        let mut stream = stream;
+        // A blocking socket: drive returns only when the peer is done.
+        if let Err(e) = Conn::new(buffer).drive(&mut stream, usize::MAX, stats) {
+            stats.conn_failed(&e);
+        }
+        stats.closed();
+    });
+    if spawned.is_err() {
+        stats.spawn_failed();
+        stats.closed();
+    }
+}

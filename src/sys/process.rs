@@ -1,0 +1,125 @@
+//! Processes: fork, exit without unwinding, reap with resource usage, signal.
+//!
+//! `fork` here refuses to run in a process with more than one thread: after a
+//! fork only the calling thread exists in the child, and any lock another
+//! thread held stays locked forever. The fork and prefork models fork from a
+//! single-threaded parent, and this check keeps it that way.
+
+use std::io;
+
+/// Who we are after [`fork`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forked {
+    /// The parent, with the child's pid.
+    Parent(i32),
+    /// The new child.
+    Child,
+}
+
+/// Number of threads in this process, from /proc/self/status.
+pub fn thread_count() -> io::Result<usize> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| io::Error::other("no Threads: line in /proc/self/status"))
+}
+
+/// `fork()`, only from a single-threaded process.
+pub fn fork() -> io::Result<Forked> {
+    let threads = thread_count()?;
+    if threads != 1 {
+        return Err(io::Error::other(format!(
+            "refusing to fork a process with {threads} threads"
+        )));
+    }
+    // SAFETY: the process has exactly one thread (checked above), so no lock
+    // can be held by a thread that does not exist in the child; the child
+    // continues in ordinary single-threaded Rust.
+    match unsafe { libc::fork() } {
+        -1 => Err(io::Error::last_os_error()),
+        0 => Ok(Forked::Child),
+        pid => Ok(Forked::Parent(pid)),
+    }
+}
+
+/// Ends the process at once with `code`, without running destructors or
+/// atexit handlers (which belong to the parent in a forked child).
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: `_exit` is always safe to call; it never returns.
+    unsafe { libc::_exit(code) }
+}
+
+/// A reaped child.
+#[derive(Debug, Clone, Copy)]
+pub struct Reaped {
+    pub pid: i32,
+    /// Raw wait status (see `waitpid(2)`).
+    pub status: i32,
+    /// User and system CPU time of the child and everything it reaped.
+    pub user: std::time::Duration,
+    pub system: std::time::Duration,
+    /// Peak resident set size in KiB (`ru_maxrss`).
+    pub max_rss_kib: u64,
+}
+
+impl Reaped {
+    /// Exit code when the child exited normally.
+    pub fn exit_code(&self) -> Option<i32> {
+        libc::WIFEXITED(self.status).then(|| libc::WEXITSTATUS(self.status))
+    }
+    /// Signal number when the child was killed by a signal.
+    pub fn signal(&self) -> Option<i32> {
+        libc::WIFSIGNALED(self.status).then(|| libc::WTERMSIG(self.status))
+    }
+}
+
+/// `wait4(pid, …)`: `pid` -1 reaps any child. With `block` false, returns
+/// `Ok(None)` when no child has exited yet; `Ok(None)` also when there are no
+/// children at all (ECHILD).
+pub fn reap(pid: i32, block: bool) -> io::Result<Option<Reaped>> {
+    let mut status = 0;
+    // SAFETY: rusage is plain old data; all-zero is a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let flags = if block { 0 } else { libc::WNOHANG };
+    loop {
+        // SAFETY: `status` and `ru` are live, writable locals.
+        let r = unsafe { libc::wait4(pid, &mut status, flags, &mut ru) };
+        if r > 0 {
+            let tv = |t: libc::timeval| {
+                std::time::Duration::from_micros(t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64)
+            };
+            return Ok(Some(Reaped {
+                pid: r,
+                status,
+                user: tv(ru.ru_utime),
+                system: tv(ru.ru_stime),
+                max_rss_kib: ru.ru_maxrss as u64,
+            }));
+        }
+        if r == 0 {
+            return Ok(None);
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::ECHILD) => return Ok(None),
+            _ => return Err(e),
+        }
+    }
+}
+
+/// Sends `signal` to process `pid`; a process already gone is not an error.
+pub fn kill(pid: i32, signal: i32) -> io::Result<()> {
+    // SAFETY: kill has no memory-safety preconditions.
+    if unsafe { libc::kill(pid, signal) } == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::ESRCH) {
+        Ok(())
+    } else {
+        Err(e)
+    }
+}

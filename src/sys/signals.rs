@@ -1,0 +1,65 @@
+//! Turning SIGTERM, SIGINT and SIGCHLD into something an event loop can wait
+//! on: a flag plus a byte in a non-blocking pipe (the self-pipe trick, via
+//! signal-hook). Every model watches the pipe's read end beside its sockets.
+
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use rustix::pipe::{pipe_with, PipeFlags};
+use signal_hook::consts::{SIGCHLD, SIGINT, SIGTERM};
+
+/// The stop request of a server.
+#[derive(Debug)]
+pub struct Shutdown {
+    flag: Arc<AtomicBool>,
+    read: OwnedFd,
+}
+
+impl Shutdown {
+    /// Installs handlers for SIGTERM and SIGINT (and SIGCHLD when
+    /// `children` is set, as a wake-up only).
+    pub fn install(children: bool) -> io::Result<Shutdown> {
+        let flag = Arc::new(AtomicBool::new(false));
+        let (read, write) = pipe_with(PipeFlags::NONBLOCK | PipeFlags::CLOEXEC)?;
+        for sig in [SIGTERM, SIGINT] {
+            signal_hook::flag::register(sig, Arc::clone(&flag))?;
+            signal_hook::low_level::pipe::register(sig, write.try_clone()?)?;
+        }
+        if children {
+            signal_hook::low_level::pipe::register(SIGCHLD, write.try_clone()?)?;
+        }
+        Ok(Shutdown { flag, read })
+    }
+
+    /// Whether SIGTERM or SIGINT has arrived.
+    pub fn requested(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+
+    /// The pipe to wait on: readable once any watched signal arrived.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.read.as_fd()
+    }
+
+    /// Empties the pipe so a level-triggered wait does not wake again for
+    /// the same signals (leave it full after a stop so every waiter wakes).
+    pub fn drain(&self) {
+        let mut buf = [0u8; 64];
+        while matches!(rustix::io::read(&self.read, &mut buf), Ok(n) if n > 0) {}
+    }
+}
+
+/// In a freshly forked child: restore the default action of the signals the
+/// parent handles, so SIGTERM ends the child instead of writing to the
+/// parent's pipe.
+pub fn reset_in_child() {
+    for sig in [SIGTERM, SIGINT, SIGCHLD] {
+        // SAFETY: installing SIG_DFL touches no Rust state and is
+        // async-signal-safe.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+        }
+    }
+}
