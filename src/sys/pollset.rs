@@ -35,3 +35,98 @@ pub fn poll(fds: &mut [PollFd], timeout: Option<Duration>) -> io::Result<usize> 
         Ok(n as usize)
     }
 }
+
+/// A `pollfd` array maintained incrementally: adding, changing or removing a
+/// descriptor touches one entry (removal swaps the last entry into the hole),
+/// and a side index maps descriptor to entry, so nothing is rebuilt per call.
+#[derive(Debug, Default)]
+pub struct PollSet {
+    fds: Vec<PollFd>,
+    /// `index[fd]` is the entry of `fd` plus one, or 0 when absent.
+    index: Vec<u32>,
+}
+
+impl PollSet {
+    /// Watches `fd` for `events`, adding it or updating its entry.
+    pub fn set(&mut self, fd: RawFd, events: libc::c_short) {
+        let i = fd as usize;
+        if i >= self.index.len() {
+            self.index.resize(i + 1, 0);
+        }
+        match self.index[i] {
+            0 => {
+                self.fds.push(pollfd(fd, events));
+                self.index[i] = self.fds.len() as u32;
+            }
+            k => self.fds[k as usize - 1].events = events,
+        }
+    }
+
+    /// Stops watching `fd` (a no-op when absent).
+    pub fn remove(&mut self, fd: RawFd) {
+        let Some(&k) = self.index.get(fd as usize) else {
+            return;
+        };
+        if k == 0 {
+            return;
+        }
+        let k = k as usize - 1;
+        self.fds.swap_remove(k);
+        self.index[fd as usize] = 0;
+        if let Some(moved) = self.fds.get(k) {
+            self.index[moved.fd as usize] = k as u32 + 1;
+        }
+    }
+
+    /// Whether `fd` is watched.
+    pub fn contains(&self, fd: RawFd) -> bool {
+        self.index.get(fd as usize).is_some_and(|&k| k != 0)
+    }
+
+    /// Descriptors watched.
+    pub fn len(&self) -> usize {
+        self.fds.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.fds.is_empty()
+    }
+
+    /// Polls every entry; returns how many have events.
+    pub fn wait(&mut self, timeout: Option<Duration>) -> io::Result<usize> {
+        poll(&mut self.fds, timeout)
+    }
+
+    /// The first `nready` entries with events, as (descriptor, revents):
+    /// the scan stops as soon as all ready ones were found.
+    pub fn ready(&self, nready: usize) -> Vec<(RawFd, libc::c_short)> {
+        self.fds
+            .iter()
+            .filter(|p| p.revents != 0)
+            .take(nready)
+            .map(|p| (p.fd, p.revents))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn incremental_updates_keep_the_index_right() {
+        let mut s = PollSet::default();
+        for fd in [3, 7, 5, 9] {
+            s.set(fd, POLLIN);
+        }
+        s.remove(7);
+        assert!(!s.contains(7));
+        s.set(9, POLLOUT);
+        s.remove(3);
+        assert_eq!(s.len(), 2);
+        assert!(s.contains(5) && s.contains(9));
+        let mut entries: Vec<_> = s.fds.iter().map(|p| (p.fd, p.events)).collect();
+        entries.sort();
+        assert_eq!(entries, vec![(5, POLLIN), (9, POLLOUT)]);
+    }
+}
