@@ -10,14 +10,16 @@
 //!   descriptor is free) or after [`Gate::PAUSE`] in case one was freed
 //!   elsewhere. Pending clients wait in the kernel's backlog meanwhile.
 
+use std::io;
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use rustix::io::Errno;
 use rustix::net::{accept_with, SocketFlags};
 
 use super::{Context, Stats};
+use crate::sys::pollset::{self, POLLIN};
 
 /// The result of one accept.
 #[derive(Debug)]
@@ -74,6 +76,40 @@ pub fn accept_all(
                 gate.pause();
                 return;
             }
+        }
+    }
+}
+
+/// The loop of a thread that only accepts (threads, the epoll-workers
+/// acceptor, the fork parent): waits in poll(2) on the stop pipe and, while
+/// the gate is open, the listener; accepts until EAGAIN and hands each
+/// connection to `serve`. `on_wake` runs after every wake-up (the fork
+/// model reaps its children there). Returns once a stop is requested.
+pub fn accept_loop(
+    listener: &TcpListener,
+    ctx: &Context,
+    nonblocking: bool,
+    mut on_wake: impl FnMut(),
+    mut serve: impl FnMut(TcpStream),
+) -> io::Result<()> {
+    let mut gate = Gate::default();
+    loop {
+        let open = gate.is_open();
+        let mut fds = vec![pollset::pollfd(ctx.shutdown.fd().as_raw_fd(), POLLIN)];
+        if open {
+            fds.push(pollset::pollfd(listener.as_raw_fd(), POLLIN));
+        }
+        match pollset::poll(&mut fds, gate.timeout()) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+        if ctx.shutdown.requested() {
+            return Ok(());
+        }
+        on_wake();
+        if open && fds[1].revents != 0 {
+            accept_all(listener, ctx, nonblocking, &mut gate, &mut serve);
         }
     }
 }

@@ -11,14 +11,12 @@
 //! watching the listener for a while instead of spinning.
 
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 
 use anyhow::Context as _;
 
-use super::accept::{accept_all, Gate};
+use super::accept::accept_loop;
 use super::conn::Conn;
 use super::{Context, Model, Stats};
-use crate::sys::pollset::{self, POLLIN};
 
 pub struct Threads;
 
@@ -30,27 +28,9 @@ impl Model for Threads {
         "a thread per connection, blocking I/O; the scheduler is the event loop (--stack-size)"
     }
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
-        let mut gate = Gate::default();
         let stats: &'static Stats = ctx.stats;
-        loop {
-            let open = gate.is_open();
-            let mut fds = vec![pollset::pollfd(ctx.shutdown.fd().as_raw_fd(), POLLIN)];
-            if open {
-                fds.push(pollset::pollfd(listener.as_raw_fd(), POLLIN));
-            }
-            match pollset::poll(&mut fds, gate.timeout()) {
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e).context("poll"),
-            }
-            if ctx.shutdown.requested() {
-                // Connection threads die with the process.
-                return Ok(());
-            }
-            if open && fds[1].revents != 0 {
-                accept_all(&listener, ctx, false, &mut gate, |s| spawn(s, ctx, stats));
-            }
-        }
+        // Connection threads die with the process when this returns.
+        accept_loop(&listener, ctx, false, || {}, |s| spawn(s, ctx, stats)).context("accept loop")
     }
 }
 
