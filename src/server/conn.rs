@@ -67,21 +67,15 @@ impl Conn {
         stats: &Stats,
     ) -> io::Result<Want> {
         let mut reads = 0;
-        let mut echoed = 0u64;
-        let want = loop {
-            match self.flush(sock, &mut echoed) {
-                Ok(true) => {}
-                Ok(false) => break Want::Write,
-                Err(e) => {
-                    stats.add_bytes(echoed);
-                    return Err(e);
-                }
+        loop {
+            if !self.flush(sock, stats)? {
+                return Ok(Want::Write);
             }
             if self.eof {
-                break Want::Done;
+                return Ok(Want::Done);
             }
             if reads == budget {
-                break Want::More;
+                return Ok(Want::More);
             }
             match sock.read(&mut self.buf) {
                 Ok(0) => self.eof = true,
@@ -90,26 +84,23 @@ impl Conn {
                     self.tail = n;
                     reads += 1;
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Want::Read,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Want::Read),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    stats.add_bytes(echoed);
-                    return Err(e);
-                }
+                Err(e) => return Err(e),
             }
-        };
-        stats.add_bytes(echoed);
-        Ok(want)
+        }
     }
 
-    /// Writes what is owed; `Ok(false)` when the socket would block first.
-    fn flush<S: Write>(&mut self, sock: &mut S, echoed: &mut u64) -> io::Result<bool> {
+    /// Writes what is owed, counting it in `stats` as it goes (a blocking
+    /// connection may live as long as the server); `Ok(false)` when the
+    /// socket would block first.
+    fn flush<S: Write>(&mut self, sock: &mut S, stats: &Stats) -> io::Result<bool> {
         while self.head < self.tail {
             match sock.write(&self.buf[self.head..self.tail]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => {
                     self.head += n;
-                    *echoed += n as u64;
+                    stats.add_bytes(n as u64);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

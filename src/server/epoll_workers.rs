@@ -48,32 +48,40 @@ impl Model for EpollWorkers {
                 .context("opening a listener per worker")?,
             _ => Vec::new(),
         };
-        std::thread::scope(|scope| {
-            let mut handles = Vec::new();
-            let mut inboxes: Vec<(Sender<TcpStream>, OwnedFd)> = Vec::new();
-            for i in 0..cfg.workers {
-                let mut reactor = Reactor::new(ctx, cfg.edge)?;
-                match cfg.accept {
-                    AcceptMode::Acceptor => {
-                        let (tx, rx) = channel();
-                        let wake = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
-                            .context("eventfd")?;
-                        inboxes.push((tx, wake.try_clone().context("dup eventfd")?));
-                        reactor.watch_inbox(Inbox { rx, wake })?;
-                    }
-                    AcceptMode::Shared => reactor.watch_listener(&listener, false)?,
-                    AcceptMode::Exclusive => reactor.watch_listener(&listener, true)?,
-                    AcceptMode::Reuseport => {
-                        let l = if i == 0 { &listener } else { &listeners[i - 1] };
-                        reactor.watch_listener(l, false)?;
-                    }
+        // Every worker's epoll and eventfd exists before any worker runs:
+        // a running worker may take the last descriptors.
+        let mut reactors = Vec::with_capacity(cfg.workers);
+        let mut inboxes: Vec<(Sender<TcpStream>, OwnedFd)> = Vec::new();
+        for i in 0..cfg.workers {
+            let mut reactor = Reactor::new(ctx, cfg.edge)?;
+            match cfg.accept {
+                AcceptMode::Acceptor => {
+                    let (tx, rx) = channel();
+                    let wake = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
+                        .context("eventfd")?;
+                    inboxes.push((tx, wake.try_clone().context("dup eventfd")?));
+                    reactor.watch_inbox(Inbox { rx, wake })?;
                 }
-                let handle = std::thread::Builder::new()
-                    .name(format!("epoll-worker-{i}"))
-                    .spawn_scoped(scope, move || reactor.run())
-                    .context("starting a worker thread")?;
-                handles.push(handle);
+                AcceptMode::Shared => reactor.watch_listener(&listener, false)?,
+                AcceptMode::Exclusive => reactor.watch_listener(&listener, true)?,
+                AcceptMode::Reuseport => {
+                    let l = if i == 0 { &listener } else { &listeners[i - 1] };
+                    reactor.watch_listener(l, false)?;
+                }
             }
+            reactors.push(reactor);
+        }
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = reactors
+                .into_iter()
+                .enumerate()
+                .map(|(i, mut reactor)| {
+                    std::thread::Builder::new()
+                        .name(format!("epoll-worker-{i}"))
+                        .spawn_scoped(scope, move || reactor.run())
+                })
+                .collect::<Result<_, _>>()
+                .context("starting a worker thread")?;
             let accepted = if cfg.accept == AcceptMode::Acceptor {
                 acceptor(&listener, ctx, &inboxes)
             } else {
