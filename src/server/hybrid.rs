@@ -1,8 +1,56 @@
-//! `hybrid`: not built yet.
+//! `hybrid`: one poll loop finds ready connections, a thread pool echoes.
+//!
+//! How it waits: the main thread keeps every idle connection in a `poll(2)`
+//! array ([`PollSet`], updated in place) beside the listener, the stop pipe
+//! and an eventfd. When a connection is ready, the loop stops watching it,
+//! takes its [`Slot`] out of the [`Table`] and sends it down a job channel.
+//!
+//! Who runs the handler: one of `--workers` pool threads receives the slot,
+//! runs the shared echo step ([`service`]: at most
+//! [`READ_BUDGET`](super::table::READ_BUDGET) reads,
+//! never blocking), sends the slot back with what it wants next on a return
+//! channel and writes the eventfd to wake the loop. The loop puts the slot
+//! back and watches it for POLLIN or POLLOUT (a connection that used up its
+//! budget is simply watched for POLLIN again: poll is level-triggered and
+//! reports it at once), or drops it when it is finished, which closes the
+//! socket on the thread that accepts, so a descriptor is never reused while
+//! a worker still holds it.
+//!
+//! A connection is owned by exactly one thread at a time — in the poll set
+//! or in a worker's hands, never both — so no lock guards a connection and
+//! no two workers can race on one socket.
+//!
+//! What it costs, per readiness event: two cross-thread hand-offs (the job
+//! channel, whose receiver the workers share behind a mutex, and the return
+//! channel; each a futex wake when the other side sleeps), an eventfd write
+//! by the worker and an eventfd read by the loop (one read serves all the
+//! slots that came back together), on top of the echo's reads and writes
+//! and a cache miss or two as the connection's buffer moves between cores. Per `poll` call
+//! the kernel scans every watched descriptor, O(n) in open connections, and
+//! the loop scans the array for the ready ones. The pool spreads the echo
+//! work over cores, but the single loop thread does all waiting, accepting
+//! and bookkeeping and becomes the ceiling; `epoll-workers` avoids both the
+//! hand-offs and the O(n) scan. Per connection: the `--buffer` echo buffer,
+//! one `pollfd` and one table slot.
+//!
+//! Stop: on SIGTERM the loop closes the job channel; each worker finishes
+//! the slots already queued (each step is non-blocking, so this is quick)
+//! and exits; the loop joins them and returns.
 
 use std::net::TcpListener;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
 
-use super::{Context, Model};
+use anyhow::Context as _;
+use rustix::event::{eventfd, EventfdFlags};
+
+use super::accept::{accept_all, Gate};
+use super::conn::Want;
+use super::table::{service, Slot, Step, Table};
+use super::{Context, Model, Stats};
+use crate::sys::pollset::{PollSet, POLLIN, POLLOUT};
 
 pub struct Hybrid;
 
@@ -11,12 +59,175 @@ impl Model for Hybrid {
         "hybrid"
     }
     fn about(&self) -> &'static str {
-        "not built yet"
+        "one poll loop hands ready sockets to --workers pool threads and takes them back: two hand-offs per event"
     }
-    fn probe(&self, _config: &super::Config) -> Result<(), String> {
-        Err("not built yet".into())
+    fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
+        let wake = Arc::new(
+            eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).context("eventfd")?,
+        );
+        let (done_tx, done_rx) = mpsc::channel();
+        let mut pool = Pool::start(ctx.config.workers.max(1), ctx.stats, done_tx, &wake)?;
+        let result = run(&listener, ctx, &mut pool, &wake, &done_rx);
+        // Close the job channel and wait for the workers (also on an error).
+        pool.stop();
+        result
     }
-    fn serve(&self, _listener: TcpListener, _ctx: &Context) -> anyhow::Result<()> {
-        anyhow::bail!("not built yet")
+}
+
+/// The worker threads and the sending end of their job channel.
+struct Pool {
+    jobs: Option<Sender<Slot>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Pool {
+    /// Starts `n` workers that service the slots sent to them and return
+    /// each with its next step on `done`, writing `wake` after each.
+    fn start(
+        n: usize,
+        stats: &'static Stats,
+        done: Sender<(Slot, Step)>,
+        wake: &Arc<OwnedFd>,
+    ) -> anyhow::Result<Pool> {
+        let (jobs, rx) = mpsc::channel::<Slot>();
+        let rx = Arc::new(Mutex::new(rx));
+        let mut pool = Pool {
+            jobs: Some(jobs),
+            threads: Vec::with_capacity(n),
+        };
+        for i in 0..n {
+            let rx = Arc::clone(&rx);
+            let done = done.clone();
+            let wake = Arc::clone(wake);
+            let thread = std::thread::Builder::new()
+                .name(format!("c10k-pool-{i}"))
+                .spawn(move || work(&rx, &done, &wake, stats))
+                .context("starting a pool thread")?;
+            // On an error above, dropping `pool` stops the threads started.
+            pool.threads.push(thread);
+        }
+        Ok(pool)
     }
+
+    /// Hands a ready connection to the pool.
+    fn submit(&self, slot: Slot) -> anyhow::Result<()> {
+        let Some(jobs) = &self.jobs else {
+            anyhow::bail!("the pool is stopped");
+        };
+        // Fails only if every worker is gone (they exit only when the
+        // channel closes, so: all panicked).
+        jobs.send(slot)
+            .map_err(|_| anyhow::anyhow!("every pool thread has died"))
+    }
+
+    /// Closes the job channel and joins the workers.
+    fn stop(&mut self) {
+        self.jobs = None;
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A worker: take a slot, echo what the socket allows, give it back.
+fn work(jobs: &Mutex<Receiver<Slot>>, done: &Sender<(Slot, Step)>, wake: &OwnedFd, stats: &Stats) {
+    loop {
+        // The lock is held while waiting, so one idle worker waits in recv
+        // and the others wait for the lock (the receiver cannot be shared).
+        // Nothing in here panics, but a poisoned lock is still usable.
+        let job = jobs.lock().unwrap_or_else(PoisonError::into_inner).recv();
+        let Ok(mut slot) = job else {
+            return; // Channel closed and drained: stopping.
+        };
+        let step = service(&mut slot, stats);
+        if done.send((slot, step)).is_err() {
+            return; // The loop is gone.
+        }
+        // After the send, so a loop woken by this write finds the slot.
+        // EAGAIN would mean the counter is about to overflow: the loop is
+        // awake anyway.
+        let _ = rustix::io::write(wake, &1u64.to_ne_bytes());
+    }
+}
+
+/// The poll loop: runs until a stop is requested.
+fn run(
+    listener: &TcpListener,
+    ctx: &Context,
+    pool: &mut Pool,
+    wake: &OwnedFd,
+    done: &Receiver<(Slot, Step)>,
+) -> anyhow::Result<()> {
+    let stop_fd = ctx.shutdown.fd().as_raw_fd();
+    let wake_fd = wake.as_raw_fd();
+    let listen_fd = listener.as_raw_fd();
+    let mut set = PollSet::default();
+    set.set(stop_fd, POLLIN);
+    set.set(wake_fd, POLLIN);
+    let mut table = Table::new(ctx.config.buffer);
+    let mut gate = Gate::default();
+    loop {
+        if gate.is_open() {
+            set.set(listen_fd, POLLIN);
+        } else {
+            set.remove(listen_fd);
+        }
+        let n = match set.wait(gate.timeout()) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => 0,
+            Err(e) => return Err(e).context("poll"),
+        };
+        for (fd, _revents) in set.ready(n) {
+            if fd == stop_fd {
+                if ctx.shutdown.requested() {
+                    return Ok(());
+                }
+                // Not a stop (not expected): empty the pipe so poll does
+                // not report it again and again.
+                ctx.shutdown.drain();
+            } else if fd == wake_fd {
+                let mut buf = [0u8; 8];
+                let _ = rustix::io::read(wake.as_fd(), &mut buf);
+                for (slot, step) in done.try_iter() {
+                    come_back(&mut set, &mut table, &mut gate, slot, step);
+                }
+            } else if fd == listen_fd {
+                accept_all(listener, ctx, true, &mut gate, |s| {
+                    let fd = table.insert(s);
+                    set.set(fd, POLLIN);
+                });
+            } else {
+                // A connection (POLLHUP and POLLERR too: the worker's read
+                // or write reports them and the connection closes).
+                set.remove(fd);
+                if let Some(slot) = table.take(fd) {
+                    pool.submit(slot)?;
+                }
+            }
+        }
+    }
+}
+
+/// Takes a connection back from a worker: watch it again, or close it.
+fn come_back(set: &mut PollSet, table: &mut Table, gate: &mut Gate, slot: Slot, step: Step) {
+    let events = match step {
+        Step::Closed => {
+            drop(slot); // Closes the socket (already counted as closed).
+            gate.resume();
+            return;
+        }
+        Step::Wait(Want::Write) => POLLOUT,
+        // Read, or More (budget used up): level-triggered poll reports it
+        // at once if data is still waiting.
+        Step::Wait(_) => POLLIN,
+    };
+    let fd: RawFd = slot.stream.as_raw_fd();
+    table.put(slot);
+    set.set(fd, events);
 }

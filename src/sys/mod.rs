@@ -5,6 +5,7 @@
 //! Every `unsafe` block carries a `// SAFETY:` comment saying why it holds.
 
 pub mod affinity;
+pub mod async_fd;
 pub mod fdset;
 pub mod pollset;
 pub mod process;
