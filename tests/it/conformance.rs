@@ -371,8 +371,10 @@ fn reset_mid_message(case: &Case) -> Result<Completion, Failed> {
     }
     drop(good);
     let summary = stop(server, case)?;
-    ensure(summary.connections == 28, || {
-        format!("{} connections counted, 28 made", summary.connections)
+    // The 8 good clients and the 10 resets that saw part of their echo were
+    // accepted for sure; the other 10 may have been reset in the backlog.
+    ensure((18..=28).contains(&summary.connections), || {
+        format!("{} connections counted; 18 to 28 expected", summary.connections)
     })?;
     Ok(Completion::Completed)
 }
