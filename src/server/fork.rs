@@ -1,8 +1,49 @@
-//! `fork`: not built yet.
+//! `fork`: a process per connection, blocking I/O (the classic inetd and
+//! early-Apache design).
+//!
+//! How it waits: the parent is a single thread in poll(2) on the listener and
+//! the stop pipe. For each connection it accepts a blocking socket and forks;
+//! the child blocks in read and write on that one socket, so, as with
+//! `threads`, the kernel scheduler is the event loop. The parent closes its
+//! copy of the socket at once, so its descriptor count does not grow with the
+//! connections; each child has its own descriptor table.
+//!
+//! What it costs: a fork per connection (copying the parent's page tables and
+//! descriptor table; pages are shared copy-on-write), then a process per
+//! connection: a task struct, a kernel stack, page tables, the pages the child
+//! writes (its `--buffer` among them), and a context switch per wake-up. The
+//! end costs an exit, a SIGCHLD (a pipe write and a wake-up of the parent) and
+//! a wait4. In return, connections are isolated: a crash takes down one.
+//!
+//! Counting: the parent calls `opened` when it accepts (in `admit`) and
+//! `closed` when it reaps the child, so a child that crashes is still counted
+//! as closed; the child only adds the bytes it echoed and its I/O error, both
+//! in memory shared with the parent. Children cut off by a stop (killed by a
+//! signal while the parent stops) are left open and show as `open_at_exit`,
+//! as in every other model.
+//!
+//! Children: SIGCHLD writes to the stop pipe and wakes the parent, which
+//! empties the pipe and reaps every exited child without blocking, so a
+//! zombie lives only until that wake-up. On SIGTERM or SIGINT the parent
+//! sends SIGTERM to every live child and waits for them all. A fork failure
+//! (EAGAIN: the process limit) closes that connection, counts it as
+//! `spawn_failed`, and pauses accepting like descriptor exhaustion does (until
+//! a child exits, or [`Gate::PAUSE`]), so the rest of the backlog waits
+//! instead of being refused in a burst. The parent itself rarely runs out of
+//! descriptors, since it keeps none per connection; if it does, it pauses
+//! the same way.
 
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
 
+use anyhow::Context as _;
+
+use super::accept::{accept, Accepted, Gate};
+use super::children::{run_child, Children};
+use super::conn::Conn;
 use super::{Context, Model};
+use crate::sys::pollset::{self, POLLIN};
+use crate::sys::process::Forked;
 
 pub struct Fork;
 
@@ -11,12 +52,88 @@ impl Model for Fork {
         "fork"
     }
     fn about(&self) -> &'static str {
-        "not built yet"
+        "a process per connection, blocking I/O; the parent polls, accepts, forks and reaps"
     }
-    fn probe(&self, _config: &super::Config) -> Result<(), String> {
-        Err("not built yet".into())
+    fn forks(&self) -> bool {
+        true
     }
-    fn serve(&self, _listener: TcpListener, _ctx: &Context) -> anyhow::Result<()> {
-        anyhow::bail!("not built yet")
+    fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
+        let stats = ctx.stats;
+        let mut children = Children::default();
+        let mut gate = Gate::default();
+        loop {
+            let open = gate.is_open();
+            let mut fds = vec![pollset::pollfd(ctx.shutdown.fd().as_raw_fd(), POLLIN)];
+            if open {
+                fds.push(pollset::pollfd(listener.as_raw_fd(), POLLIN));
+            }
+            match pollset::poll(&mut fds, gate.timeout()) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e).context("poll"),
+            }
+            if ctx.shutdown.requested() {
+                children
+                    .stop(|r| {
+                        // A child that exited closed its connection; one
+                        // killed by our SIGTERM (or a Ctrl-C to the whole
+                        // group) was still serving.
+                        if r.exit_code().is_some() {
+                            stats.closed();
+                        }
+                    })
+                    .context("stopping the children")?;
+                return Ok(());
+            }
+            // Empty the pipe before reaping: a SIGCHLD that arrives after
+            // this writes again and wakes the next poll.
+            ctx.shutdown.drain();
+            children
+                .reap(|_| {
+                    stats.closed();
+                    // A process fewer: if forking or accepting ran out of
+                    // something, try again.
+                    gate.resume();
+                })
+                .context("reaping the children")?;
+            if !open || fds[1].revents == 0 {
+                continue;
+            }
+            loop {
+                let stream = match accept(&listener, ctx, false) {
+                    Accepted::Conn(s) => s,
+                    Accepted::Empty => break,
+                    Accepted::Exhausted => {
+                        gate.pause();
+                        break;
+                    }
+                };
+                match children.fork() {
+                    Ok(Forked::Child) => {
+                        // The child serves this one connection and exits;
+                        // the listener is the parent's business.
+                        drop(listener);
+                        run_child(ctx, || echo(stream, ctx))
+                    }
+                    // The child has its own copy; ours would keep the
+                    // connection open after the child is done.
+                    Ok(Forked::Parent(_)) => drop(stream),
+                    Err(_) => {
+                        drop(stream);
+                        stats.spawn_failed();
+                        stats.closed();
+                        gate.pause();
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The child's whole job: echo on the blocking socket until the peer is done.
+fn echo(mut stream: TcpStream, ctx: &Context) {
+    if let Err(e) = Conn::new(ctx.config.buffer).drive(&mut stream, usize::MAX, ctx.stats) {
+        ctx.stats.conn_failed(&e);
     }
 }

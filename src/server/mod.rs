@@ -12,6 +12,7 @@ pub mod run;
 pub mod stats;
 pub mod table;
 
+mod children;
 mod epoll;
 mod epoll_workers;
 mod fork;
