@@ -47,7 +47,10 @@ fn opts() -> Result<Opts, String> {
             }
             "--models" => {
                 let list = args.next().ok_or("--models takes a list")?;
-                o.models = list.split(',').map(|m| (m.to_string(), Vec::new())).collect();
+                o.models = list
+                    .split(',')
+                    .map(|m| (m.to_string(), Vec::new()))
+                    .collect();
             }
             "--pin" => match args.next().as_deref() {
                 Some("same") => o.pin_same = true,
@@ -104,7 +107,14 @@ fn main() {
     );
     println!(
         "{:<14} {:>12} {:>9} {:>12} {:>9} {:>12} {:>12} {:>12}",
-        "model", "1 conn rt/s", "p50 µs", "100 conn rt/s", "p50 µs", "1k idle HWM", "1k idle RSS", "1k idle PSS"
+        "model",
+        "1 conn rt/s",
+        "p50 µs",
+        "100 conn rt/s",
+        "p50 µs",
+        "1k idle HWM",
+        "1k idle RSS",
+        "1k idle PSS"
     );
     for (model, flags) in &o.models {
         match cell(model, flags, server_cpu, o.seconds) {
@@ -144,7 +154,8 @@ fn cell(model: &str, flags: &[String], cpu: usize, seconds: f64) -> Result<Row, 
     let mut conns = Vec::with_capacity(1000);
     for _ in 0..1000 {
         let mut s = TcpStream::connect(server.addr).map_err(|e| e.to_string())?;
-        s.set_read_timeout(Some(Duration::from_secs(10))).map_err(|e| e.to_string())?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))
+            .map_err(|e| e.to_string())?;
         // One round trip: the server has accepted and set the connection up.
         s.write_all(&[7; MESSAGE]).map_err(|e| e.to_string())?;
         s.read_exact(&mut [0; MESSAGE]).map_err(|e| e.to_string())?;
@@ -165,7 +176,8 @@ fn closed_loop(addr: SocketAddr, n: usize, d: Duration) -> Result<(f64, u64), St
         let s = TcpStream::connect(addr).map_err(e)?;
         s.set_nodelay(true).map_err(e)?;
         s.set_nonblocking(true).map_err(e)?;
-        epoll::add(&ep, s.as_fd(), EventData::new_u64(i as u64), EventFlags::IN).map_err(|x| e(x.into()))?;
+        epoll::add(&ep, s.as_fd(), EventData::new_u64(i as u64), EventFlags::IN)
+            .map_err(|x| e(x.into()))?;
         conns.push((s, Instant::now(), 0usize));
     }
     let warmup = d / 4;
@@ -201,7 +213,10 @@ fn closed_loop(addr: SocketAddr, n: usize, d: Duration) -> Result<(f64, u64), St
         if now - start > d * 4 + Duration::from_secs(10) {
             return Err("the server stopped answering".into());
         }
-        let timeout = rustix::event::Timespec { tv_sec: 1, tv_nsec: 0 };
+        let timeout = rustix::event::Timespec {
+            tv_sec: 1,
+            tv_nsec: 0,
+        };
         let k = epoll::wait(&ep, &mut events[..], Some(&timeout)).map_err(|x| e(x.into()))?;
         for ev in &events[..k] {
             let (s, sent, got) = &mut conns[ev.data.u64() as usize];
@@ -267,10 +282,17 @@ impl Server {
         let mut i = 0;
         while i < all.len() {
             let p = all[i];
-            for task in std::fs::read_dir(format!("/proc/{p}/task")).into_iter().flatten().flatten() {
+            for task in std::fs::read_dir(format!("/proc/{p}/task"))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
                 let path = task.path().join("children");
                 if let Ok(kids) = std::fs::read_to_string(path) {
-                    all.extend(kids.split_whitespace().filter_map(|k| k.parse::<u32>().ok()));
+                    all.extend(
+                        kids.split_whitespace()
+                            .filter_map(|k| k.parse::<u32>().ok()),
+                    );
                 }
             }
             i += 1;
@@ -289,7 +311,8 @@ impl Server {
         let mut m = (0, 0, 0);
         for p in self.tree() {
             let status = std::fs::read_to_string(format!("/proc/{p}/status")).unwrap_or_default();
-            let rollup = std::fs::read_to_string(format!("/proc/{p}/smaps_rollup")).unwrap_or_default();
+            let rollup =
+                std::fs::read_to_string(format!("/proc/{p}/smaps_rollup")).unwrap_or_default();
             m.0 += field(&status, "VmHWM:");
             m.1 += field(&status, "VmRSS:");
             m.2 += field(&rollup, "Pss:");
@@ -298,7 +321,10 @@ impl Server {
     }
 
     fn stop(&mut self) {
-        let _ = c10k::sys::process::kill(self.child.id() as i32, rustix::process::Signal::TERM.as_raw());
+        let _ = c10k::sys::process::kill(
+            self.child.id() as i32,
+            rustix::process::Signal::TERM.as_raw(),
+        );
         let _ = self.child.wait();
     }
 }

@@ -20,7 +20,7 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let mut out = std::io::stdout().lock();
+            let mut out = std::io::stdout();
             match server::run::serve(plan.model, &plan.config, &plan.setup, &mut out) {
                 Ok(_) => ExitCode::SUCCESS,
                 Err(e @ ServeError::Unsupported(_)) => {

@@ -70,6 +70,15 @@ pub struct Context<'a> {
     pub config: &'a Config,
     pub stats: &'static Stats,
     pub shutdown: &'a Shutdown,
+    /// Prints the READY line (once, however often it is called).
+    pub ready: &'a (dyn Fn() + Sync),
+}
+
+impl Context<'_> {
+    /// Tells whoever started us that connections are being served.
+    pub fn ready(&self) {
+        (self.ready)()
+    }
 }
 
 /// Why a model cannot run here (io_uring blocked, say).
@@ -93,6 +102,12 @@ pub trait Model: Sync {
     /// Whether the model forks (it must then stay single-threaded and be
     /// woken by SIGCHLD).
     fn forks(&self) -> bool {
+        false
+    }
+    /// Whether the model calls `ctx.ready()` itself once its setup is done
+    /// (forking a pool, say); otherwise READY is printed just before
+    /// [`Model::serve`] runs.
+    fn announces_ready(&self) -> bool {
         false
     }
     /// Whether the model opens more listeners on the same port.

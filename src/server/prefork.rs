@@ -55,6 +55,9 @@ impl Model for Prefork {
     fn forks(&self) -> bool {
         true
     }
+    fn announces_ready(&self) -> bool {
+        true
+    }
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
         listener
             .set_nonblocking(false)
@@ -67,6 +70,7 @@ impl Model for Prefork {
                 ctx.config.workers
             ));
         }
+        ctx.ready();
         // Set when a replacement could not be forked: try again this soon.
         let mut retry: Option<Duration> = None;
         loop {

@@ -2,11 +2,13 @@
 //! SIGTERM or SIGINT, print the JSON summary.
 //!
 //! The READY line is the contract with whoever started us (the runner, the
-//! tests, a person): it appears once the listener accepts connections and
-//! carries the bound address, so nobody has to sleep and hope.
+//! tests, a person): it appears once the model serves connections (for
+//! prefork, once its pool exists) and carries the bound address, so nobody
+//! has to sleep and hope.
 
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener};
+use std::sync::{Mutex, Once};
 
 use socket2::{Domain, Socket, Type};
 
@@ -40,7 +42,7 @@ pub fn serve(
     model: &dyn Model,
     config: &Config,
     setup: &Setup,
-    out: &mut dyn Write,
+    out: &mut (dyn Write + Send),
 ) -> Result<Summary, ServeError> {
     if let Some(n) = setup.nofile {
         sys::rlimit::set_nofile_soft(n)
@@ -63,9 +65,15 @@ pub fn serve(
     let addr = listener.local_addr().map_err(anyhow::Error::from)?;
     let stats: &'static Stats = sys::shared::shared().map_err(anyhow::Error::from)?;
     let shutdown = sys::signals::Shutdown::install(model.forks()).map_err(anyhow::Error::from)?;
-    writeln!(out, "READY {addr}")
-        .and_then(|()| out.flush())
-        .map_err(anyhow::Error::from)?;
+    let out = Mutex::new(out);
+    let say = |line: &str| -> io::Result<()> {
+        let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
+        writeln!(out, "{line}")?;
+        out.flush()
+    };
+    let announced = Once::new();
+    // A reader that went away is no reason to stop serving.
+    let ready = || announced.call_once(|| drop(say(&format!("READY {addr}"))));
     let config = Config {
         bind: addr,
         ..config.clone()
@@ -74,13 +82,15 @@ pub fn serve(
         config: &config,
         stats,
         shutdown: &shutdown,
+        ready: &ready,
     };
+    if !model.announces_ready() {
+        ctx.ready();
+    }
     model.serve(listener, &ctx)?;
     let summary = stats.summary(model.name());
     let line = serde_json::to_string(&summary).map_err(anyhow::Error::from)?;
-    writeln!(out, "{line}")
-        .and_then(|()| out.flush())
-        .map_err(anyhow::Error::from)?;
+    say(&line).map_err(anyhow::Error::from)?;
     Ok(summary)
 }
 

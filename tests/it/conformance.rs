@@ -374,7 +374,10 @@ fn reset_mid_message(case: &Case) -> Result<Completion, Failed> {
     // The 8 good clients and the 10 resets that saw part of their echo were
     // accepted for sure; the other 10 may have been reset in the backlog.
     ensure((18..=28).contains(&summary.connections), || {
-        format!("{} connections counted; 18 to 28 expected", summary.connections)
+        format!(
+            "{} connections counted; 18 to 28 expected",
+            summary.connections
+        )
     })?;
     Ok(Completion::Completed)
 }
