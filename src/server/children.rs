@@ -79,7 +79,8 @@ impl Children {
 pub(super) fn run_child(ctx: &Context, body: impl FnOnce()) -> ! {
     signals::reset_in_child();
     if ctx.shutdown.requested() {
-        process::exit_now(0);
+        // Status 1: left without doing its work (see `fork` on counting).
+        process::exit_now(1);
     }
     let code = match catch_unwind(AssertUnwindSafe(body)) {
         Ok(()) => 0,

@@ -15,12 +15,13 @@
 //! end costs an exit, a SIGCHLD (a pipe write and a wake-up of the parent) and
 //! a wait4. In return, connections are isolated: a crash takes down one.
 //!
-//! Counting: the parent calls `opened` when it accepts (in `admit`) and
-//! `closed` when it reaps the child, so a child that crashes is still counted
-//! as closed; the child only adds the bytes it echoed and its I/O error, both
-//! in memory shared with the parent. Children cut off by a stop (killed by a
-//! signal while the parent stops) are left open and show as `open_at_exit`,
-//! as in every other model.
+//! Counting: the parent calls `opened` when it accepts (in `admit`). A child
+//! that finishes its connection calls `closed` itself, before its socket
+//! closes, so a client that has seen EOF can count on the slot being free
+//! (`--max-conns`), and exits with status 0. A child that ends any other way
+//! (a crash, a panic, a signal) is counted closed by the parent when it reaps
+//! it. Children cut off by a stop (killed by the parent's SIGTERM) were still
+//! serving and show as `open_at_exit`, as in every other model.
 //!
 //! Children: SIGCHLD writes to the stop pipe and wakes the parent, which
 //! empties the pipe and reaps every exited child without blocking, so a
@@ -75,10 +76,10 @@ impl Model for Fork {
             if ctx.shutdown.requested() {
                 children
                     .stop(|r| {
-                        // A child that exited closed its connection; one
-                        // killed by our SIGTERM (or a Ctrl-C to the whole
-                        // group) was still serving.
-                        if r.exit_code().is_some() {
+                        // Status 0 counted itself; another status ended
+                        // without counting; one killed by our SIGTERM (or a
+                        // Ctrl-C to the whole group) was still serving.
+                        if r.exit_code().is_some_and(|c| c != 0) {
                             stats.closed();
                         }
                     })
@@ -89,8 +90,10 @@ impl Model for Fork {
             // this writes again and wakes the next poll.
             ctx.shutdown.drain();
             children
-                .reap(|_| {
-                    stats.closed();
+                .reap(|r| {
+                    if r.exit_code() != Some(0) {
+                        stats.closed();
+                    }
                     // A process fewer: if forking or accepting ran out of
                     // something, try again.
                     gate.resume();
@@ -131,9 +134,11 @@ impl Model for Fork {
     }
 }
 
-/// The child's whole job: echo on the blocking socket until the peer is done.
+/// The child's whole job: echo on the blocking socket until the peer is
+/// done, and count the close before the socket closes.
 fn echo(mut stream: TcpStream, ctx: &Context) {
     if let Err(e) = Conn::new(ctx.config.buffer).drive(&mut stream, usize::MAX, ctx.stats) {
         ctx.stats.conn_failed(&e);
     }
+    ctx.stats.closed();
 }

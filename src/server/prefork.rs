@@ -115,8 +115,10 @@ fn work(listener: &TcpListener, ctx: &Context) {
                 if let Err(e) = conn {
                     ctx.stats.conn_failed(&e);
                 }
-                drop(stream);
+                // Counted before the socket closes: a client that sees EOF
+                // can rely on the slot being free.
                 ctx.stats.closed();
+                drop(stream);
             }
             // Out of descriptors or memory. (Empty cannot happen on a
             // blocking listener; pausing keeps it from spinning if it did.)

@@ -117,6 +117,7 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("slow_reader_bounded_memory", slow_reader_bounded_memory),
     ("emfile", emfile),
     ("sigterm", sigterm),
+    ("max_conns_refuses_the_rest", max_conns_refuses_the_rest),
 ];
 
 /// Starts the case's server with `extra` flags; `Err(Completion)` when the
@@ -340,6 +341,8 @@ fn half_close(case: &Case) -> Result<Completion, Failed> {
 ///    echoing: no crash, the others unaffected.
 fn reset_mid_message(case: &Case) -> Result<Completion, Failed> {
     let server = server!(case, &[]);
+    // Clients that connect and never send must not disturb anyone either.
+    let silent: Vec<TcpStream> = (0..5).map(|_| server.connect()).collect();
     let mut good: Vec<TcpStream> = (0..8).map(|_| server.connect()).collect();
     let round = |good: &mut Vec<TcpStream>, tag: u8| -> Result<(), Failed> {
         for (i, s) in good.iter_mut().enumerate() {
@@ -370,6 +373,7 @@ fn reset_mid_message(case: &Case) -> Result<Completion, Failed> {
         round(&mut good, k as u8 + 2)?;
     }
     drop(good);
+    drop(silent);
     let summary = stop(server, case)?;
     // The 8 good clients and the 10 resets that saw part of their echo were
     // accepted for sure; the other 10 may have been reset in the backlog.
@@ -625,5 +629,53 @@ fn sigterm(case: &Case) -> Result<Completion, Failed> {
         format!("processes left after exit: {left:?}")
     })?;
     drop(streams);
+    Ok(Completion::Completed)
+}
+
+/// 8. `--max-conns 3`: three clients are served; connections past them are
+///    closed at once and counted as refused; once one leaves, a new client
+///    is served.
+fn max_conns_refuses_the_rest(case: &Case) -> Result<Completion, Failed> {
+    let server = server!(case, &["--max-conns", "3"]);
+    let mut served: Vec<TcpStream> = (0..3).map(|_| server.connect()).collect();
+    for (i, mut s) in served.iter().enumerate() {
+        s.write_all(&[i as u8; 8])?;
+        let mut back = [0u8; 8];
+        s.read_exact(&mut back)?;
+        ensure(back == [i as u8; 8], || {
+            format!("client {i} got other bytes")
+        })?;
+    }
+    for k in 0..2 {
+        let extra = server.connect();
+        // The server closes it without reading: EOF or a reset, never an echo.
+        let _ = (&extra).write_all(b"let me in");
+        let mut buf = [0u8; 9];
+        match (&extra).read(&mut buf) {
+            Ok(0) => {}
+            Err(e) if matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::BrokenPipe) => {}
+            Ok(n) => return Err(format!("refused client {k} got {n} bytes back").into()),
+            Err(e) => return Err(format!("refused client {k}: {e}").into()),
+        }
+    }
+    // One leaves (and the server has finished it once we see EOF).
+    let gone = served.pop().ok_or("no client")?;
+    finish(&gone)?;
+    let late = server.connect();
+    (&late).write_all(b"my turn")?;
+    let mut back = [0u8; 7];
+    (&late).read_exact(&mut back)?;
+    ensure(&back == b"my turn", || {
+        "the late client got other bytes".into()
+    })?;
+    drop(served);
+    drop(late);
+    let summary = stop(server, case)?;
+    ensure(summary.refused.max_conns == 2, || {
+        format!("{} refusals counted, 2 expected", summary.refused.max_conns)
+    })?;
+    ensure(summary.peak_connections == 3, || {
+        format!("peak {} with --max-conns 3", summary.peak_connections)
+    })?;
     Ok(Completion::Completed)
 }
