@@ -376,10 +376,11 @@ fn reset_mid_message(case: &Case) -> Result<Completion, Failed> {
     drop(silent);
     let summary = stop(server, case)?;
     // The 8 good clients and the 10 resets that saw part of their echo were
-    // accepted for sure; the other 10 may have been reset in the backlog.
-    ensure((18..=28).contains(&summary.connections), || {
+    // accepted for sure; the other 10 may have been reset in the backlog,
+    // and the 5 silent ones may not have been accepted yet.
+    ensure((18..=33).contains(&summary.connections), || {
         format!(
-            "{} connections counted; 18 to 28 expected",
+            "{} connections counted; 18 to 33 expected",
             summary.connections
         )
     })?;
