@@ -622,9 +622,7 @@ fn sigterm(case: &Case) -> Result<Completion, Failed> {
     ensure(summary.connections == 5, || {
         format!("{} connections counted, 5 made", summary.connections)
     })?;
-    ensure(summary.bytes_echoed == 20, || {
-        format!("{} bytes echoed, 20 sent", summary.bytes_echoed)
-    })?;
+
     let left: Vec<i32> = tree.into_iter().filter(|&p| alive(p)).collect();
     ensure(left.is_empty(), || {
         format!("processes left after exit: {left:?}")
