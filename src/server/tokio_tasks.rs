@@ -20,10 +20,9 @@
 //! and writes themselves — close to a hand-written epoll loop, plus the
 //! scheduler's bookkeeping. Per connection: the task (a few hundred bytes),
 //! tokio's registration, and the `--buffer` echo buffer; no stack of its own.
-//! The accept path pays two extra `epoll_ctl` calls per connection: the
-//! socket tokio registered on accept is taken back out (`into_std`) so the
-//! shared [`admit`] policy applies to a plain descriptor, as in every model,
-//! and registered again (`from_std`).
+//! Accepting uses the shared policy ([`accept`]) on the plain listener, with
+//! tokio only reporting when the listener is readable; each accepted socket
+//! is then registered with the runtime once (`from_std`, one `epoll_ctl`).
 //!
 //! The accepting loop runs on the main thread in `block_on`, racing the
 //! accept against the stop pipe (`tokio::select!`). When accept fails for
@@ -33,18 +32,17 @@
 
 use std::io::{self, Read, Write};
 use std::net::TcpListener;
-use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use rustix::io::Errno;
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
-use super::accept::{admit, Gate};
+use super::accept::{accept, Accepted, Gate};
 use super::conn::{Conn, Want};
 use super::table::READ_BUDGET;
 use super::{Context, Model, Stats};
@@ -84,9 +82,10 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 async fn accept_loop(listener: TcpListener, ctx: &Context<'_>) -> anyhow::Result<()> {
     let stats: &'static Stats = ctx.stats;
     let buffer = ctx.config.buffer;
-    let max_conns = ctx.config.max_conns;
-    let listener =
-        tokio::net::TcpListener::from_std(listener).context("registering the listener")?;
+    // tokio only tells when the listener is readable; accepting is the
+    // shared policy, as in every model.
+    let listening = async_fd::watch(listener.as_fd(), Interest::READABLE)
+        .context("registering the listener")?;
     // Borrowed, not owned: the pipe belongs to `Shutdown`. It is never
     // drained, so every waiter sees it readable.
     let pipe = async_fd::watch(ctx.shutdown.fd(), Interest::READABLE)
@@ -96,15 +95,20 @@ async fn accept_loop(listener: TcpListener, ctx: &Context<'_>) -> anyhow::Result
     // Signalled by every connection task after it closed its socket.
     let freed = Arc::new(Notify::new());
     loop {
-        let accepted = tokio::select! {
+        let mut ready = tokio::select! {
             biased;
             r = &mut stop => return r,
-            r = listener.accept() => r,
+            r = listening.readable() => r.context("waiting for connections")?,
         };
-        match accepted {
-            Ok((stream, _)) => {
-                let Some(stream) = register(stream, max_conns, stats) else {
-                    continue;
+        match accept(&listener, ctx, true) {
+            Accepted::Conn(stream) => {
+                let stream = match TcpStream::from_std(stream) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        stats.conn_failed(&e);
+                        stats.closed();
+                        continue;
+                    }
                 };
                 let freed = Arc::clone(&freed);
                 tokio::spawn(async move {
@@ -114,11 +118,9 @@ async fn accept_loop(listener: TcpListener, ctx: &Context<'_>) -> anyhow::Result
                     freed.notify_one();
                 });
             }
-            Err(e) if transient(&e) => {}
-            Err(e) => {
-                // Out of descriptors or memory (or an error we do not know):
-                // the listener stays readable, so retrying now would spin.
-                stats.accept_failed(&e);
+            Accepted::Empty => ready.clear_ready(),
+            Accepted::Exhausted => {
+                // The listener stays readable, so retrying now would spin.
                 tokio::select! {
                     biased;
                     r = &mut stop => return r,
@@ -140,37 +142,6 @@ async fn stopped(pipe: &AsyncFd<BorrowedFd<'_>>, shutdown: &Shutdown) -> anyhow:
         // Woken without a stop (not expected: only stop signals write to
         // the pipe); wait for the next write.
         ready.clear_ready();
-    }
-}
-
-/// Accept errors worth retrying at once, as in [`super::accept::accept`].
-fn transient(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
-    ) || e.raw_os_error() == Some(Errno::PROTO.raw_os_error())
-}
-
-/// Applies the shared accept policy (`--max-conns`, TCP_NODELAY, counting)
-/// to a socket tokio accepted; `None` when it was refused or lost.
-fn register(stream: TcpStream, max_conns: Option<u64>, stats: &Stats) -> Option<TcpStream> {
-    let std_stream = match stream.into_std() {
-        Ok(s) => s,
-        Err(e) => {
-            // Not admitted yet, so not opened: count it with accept errors.
-            stats.accept_failed(&e);
-            return None;
-        }
-    };
-    // Still non-blocking, as `from_std` requires.
-    let std_stream = admit(OwnedFd::from(std_stream), max_conns, stats)?;
-    match TcpStream::from_std(std_stream) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            stats.conn_failed(&e);
-            stats.closed();
-            None
-        }
     }
 }
 
@@ -197,8 +168,10 @@ async fn serve_conn(stream: TcpStream, buffer: usize, stats: &'static Stats) {
     if let Err(e) = result {
         stats.conn_failed(&e);
     }
-    drop(stream);
+    // Counted before the socket closes: a client that sees EOF can rely on
+    // its slot being free.
     stats.closed();
+    drop(stream);
 }
 
 /// The std `Read`/`Write` face of a tokio socket that [`Conn`] needs:
