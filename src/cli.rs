@@ -43,7 +43,8 @@ pub struct ServeArgs {
     #[arg(short, long)]
     pub workers: Option<usize>,
     /// Stack size of each connection thread (threads), e.g. 64KiB
-    /// [default: the platform's].
+    /// [default: the platform's, as glibc threads get it from RLIMIT_STACK].
+
     #[arg(long)]
     pub stack_size: Option<String>,
     /// Edge-triggered epoll (epoll, epoll-workers).

@@ -3,8 +3,10 @@
 //! How it waits: each connection's thread blocks in read or write, and the
 //! kernel scheduler is the event loop. The code is the simplest of all; the
 //! cost is a thread per connection: its stack (virtual size `--stack-size`,
+//! by default the platform's, RLIMIT_STACK as glibc's threads get it;
 //! resident only as touched), a kernel stack and task struct, creation time
 //! per connection, and a context switch per wake-up.
+
 //!
 //! The main thread waits in poll(2) on the listener and the stop pipe only, so
 //! SIGTERM is seen at once; when accept fails for lack of descriptors it stops
@@ -17,6 +19,7 @@ use anyhow::Context as _;
 use super::accept::accept_loop;
 use super::conn::Conn;
 use super::{Context, Model, Stats};
+use crate::sys::rlimit;
 
 pub struct Threads;
 
@@ -38,10 +41,11 @@ impl Model for Threads {
 /// is closed and counted.
 fn spawn(stream: TcpStream, ctx: &Context, stats: &'static Stats) {
     let buffer = ctx.config.buffer;
-    let mut builder = std::thread::Builder::new();
-    if let Some(size) = ctx.config.stack_size {
-        builder = builder.stack_size(size);
-    }
+    let stack = ctx
+        .config
+        .stack_size
+        .unwrap_or_else(rlimit::platform_thread_stack);
+    let builder = std::thread::Builder::new().stack_size(stack);
     let spawned = builder.spawn(move || {
         let mut stream = stream;
         // A blocking socket: drive returns only when the peer is done.

@@ -56,3 +56,14 @@ pub fn raise_nofile() -> io::Result<u64> {
 pub fn soft_nofile() -> usize {
     nofile().soft.unwrap_or(1 << 20) as usize
 }
+
+/// The stack size a C program's threads get by default: glibc's
+/// `pthread_create` uses the soft RLIMIT_STACK when it is finite (8 MiB on
+/// most systems) and 2 MiB when it is unlimited. Rust's std would use 2 MiB
+/// either way; the `threads` model uses this to match the platform.
+pub fn platform_thread_stack() -> usize {
+    match getrlimit(Resource::Stack).current {
+        Some(n) if n >= 16 << 10 => n as usize,
+        _ => 2 << 20,
+    }
+}
