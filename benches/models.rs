@@ -16,7 +16,9 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsFd;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
+
 use std::time::{Duration, Instant};
 
 use rustix::event::epoll::{self, CreateFlags, Event, EventData, EventFlags};
@@ -253,6 +255,7 @@ impl Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_c10k"))
             .args(["serve", "--model", model, "--cpus", &cpu.to_string()])
             .args(flags)
+            .process_group(0)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -325,6 +328,14 @@ impl Server {
             self.child.id() as i32,
             rustix::process::Signal::TERM.as_raw(),
         );
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    /// Whatever happened, nothing of the server's process group survives.
+    fn drop(&mut self) {
+        let _ = c10k::sys::process::kill(-(self.child.id() as i32), 9);
         let _ = self.child.wait();
     }
 }

@@ -25,9 +25,14 @@ impl Children {
     /// Forks; the parent learns the child's pid and remembers it. The
     /// process must be single-threaded (see [`process::fork`]).
     pub fn fork(&mut self) -> io::Result<Forked> {
+        let parent = std::process::id() as i32;
         let forked = process::fork()?;
-        if let Forked::Parent(pid) = forked {
-            self.pids.insert(pid);
+        match forked {
+            Forked::Parent(pid) => {
+                self.pids.insert(pid);
+            }
+            // A parent killed outright takes its children with it.
+            Forked::Child => process::die_with_parent(parent),
         }
         Ok(forked)
     }

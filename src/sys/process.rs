@@ -110,7 +110,8 @@ pub fn reap(pid: i32, block: bool) -> io::Result<Option<Reaped>> {
     }
 }
 
-/// Sends `signal` to process `pid`; a process already gone is not an error.
+/// Sends `signal` to process `pid` (to process group `-pid` when negative);
+/// a process already gone is not an error.
 pub fn kill(pid: i32, signal: i32) -> io::Result<()> {
     // SAFETY: kill has no memory-safety preconditions.
     if unsafe { libc::kill(pid, signal) } == 0 {
@@ -121,5 +122,18 @@ pub fn kill(pid: i32, signal: i32) -> io::Result<()> {
         Ok(())
     } else {
         Err(e)
+    }
+}
+
+/// In a freshly forked child: ask for SIGKILL when the parent dies, so a
+/// worker never outlives a server that was killed outright (it would keep
+/// the port and accept connections nobody counts). If `parent` is already
+/// gone, exits at once.
+pub fn die_with_parent(parent: i32) {
+    use rustix::process::{getppid, set_parent_process_death_signal, Signal};
+    if set_parent_process_death_signal(Some(Signal::KILL)).is_err()
+        || getppid().map(|p| p.as_raw_nonzero().get()) != Some(parent)
+    {
+        exit_now(1);
     }
 }

@@ -4,7 +4,9 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::{SocketAddr, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
+
 use std::sync::mpsc::{channel, Receiver};
 use std::time::Duration;
 
@@ -52,6 +54,9 @@ impl Server {
         let mut child = Command::new(bin())
             .arg("serve")
             .args(args)
+            // Its own process group, so cleanup reaches every process the
+            // server made, even those whose parent is gone.
+            .process_group(0)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -152,11 +157,9 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        // A failed test must not leave a server (or its children) behind.
-        for pid in descendants(self.pid()) {
-            let _ = c10k::sys::process::kill(pid, 9);
-        }
-        let _ = self.child.kill();
+        // A failed test must not leave a server (or its children) behind:
+        // kill the whole process group (after a clean stop, nobody is left).
+        let _ = c10k::sys::process::kill(-self.pid(), 9);
         let _ = self.child.wait();
     }
 }
