@@ -12,3 +12,4 @@ pub mod process;
 pub mod rlimit;
 pub mod shared;
 pub mod signals;
+pub mod uring;
