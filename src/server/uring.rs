@@ -71,6 +71,7 @@
 use std::io;
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsFd, OwnedFd};
+use std::sync::{Condvar, Mutex};
 
 use anyhow::Context as _;
 use rustix::event::{eventfd, EventfdFlags};
@@ -104,16 +105,19 @@ impl Model for Uring {
         let abort =
             eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).context("eventfd")?;
         let abort = &abort;
+        let start = StartLine::new(extra.len() + 1);
+        let start = &start;
         std::thread::scope(|s| {
             let mut handles = Vec::new();
             let mut result = Ok(());
             for (i, l) in extra.into_iter().enumerate() {
                 let spawned = std::thread::Builder::new()
                     .name(format!("uring-{}", i + 1))
-                    .spawn_scoped(s, move || worker(&l, ctx, abort));
+                    .spawn_scoped(s, move || worker(&l, ctx, abort, start));
                 match spawned {
                     Ok(h) => handles.push(h),
                     Err(e) => {
+                        start.arrive(false);
                         raise(abort);
                         result = Err(e).context("starting a worker thread");
                         break;
@@ -121,7 +125,7 @@ impl Model for Uring {
                 }
             }
             let first = if result.is_ok() {
-                worker(&listener, ctx, abort)
+                worker(&listener, ctx, abort, start)
             } else {
                 Ok(())
             };
@@ -160,12 +164,56 @@ fn tag(slot: usize, kind: u64) -> u64 {
 }
 
 /// Runs one worker; on failure, wakes the others so they stop too.
-fn worker(listener: &TcpListener, ctx: &Context, abort: &OwnedFd) -> anyhow::Result<()> {
-    let result = Worker::new(listener, ctx, abort).and_then(|mut w| w.run());
+///
+/// A ring must be made on the thread that submits to it (SINGLE_ISSUER), so
+/// each worker makes its own, then waits at `start` until every worker has
+/// one: a worker that began accepting first could take the descriptors the
+/// others' rings need. If any worker could not set up, none starts.
+fn worker(
+    listener: &TcpListener,
+    ctx: &Context,
+    abort: &OwnedFd,
+    start: &StartLine,
+) -> anyhow::Result<()> {
+    let made = Worker::new(listener, ctx, abort);
+    let result = if start.arrive(made.is_ok()) {
+        made.and_then(|mut w| w.run())
+    } else {
+        made.map(drop)
+    };
     if result.is_err() {
         raise(abort);
     }
     result
+}
+
+/// Where the workers wait for each other before serving: like a barrier,
+/// but one that any failure releases at once.
+struct StartLine {
+    state: Mutex<(usize, bool)>,
+    all: Condvar,
+}
+
+impl StartLine {
+    fn new(workers: usize) -> Self {
+        StartLine {
+            state: Mutex::new((workers, true)),
+            all: Condvar::new(),
+        }
+    }
+
+    /// Reports this worker's setup (`ok`) and waits for the rest; returns
+    /// whether every worker set up.
+    fn arrive(&self, ok: bool) -> bool {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.0 = s.0.saturating_sub(1);
+        s.1 &= ok;
+        self.all.notify_all();
+        while s.0 > 0 && s.1 {
+            s = self.all.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        s.1
+    }
 }
 
 fn raise(abort: &OwnedFd) {

@@ -195,6 +195,16 @@ fn echo_fragmented(stream: &TcpStream, data: &[u8], rng: &mut StdRng) -> std::io
     })
 }
 
+/// Adds what the server says when stopped (its summary, or why it has none)
+/// to a failure, so a failed check shows the server's side too.
+fn diagnose(server: Server, failure: Failed) -> Failed {
+    let told = match server.stop() {
+        Ok((status, summary)) => format!("server {status}: {summary:?}"),
+        Err(e) => format!("server: {e}"),
+    };
+    format!("{}\n{told}", failure.message().unwrap_or("failed")).into()
+}
+
 /// Half-closes `stream` and expects EOF with nothing more: the server has
 /// finished the connection, so its counters include it.
 fn finish(stream: &TcpStream) -> Result<(), String> {
@@ -512,7 +522,10 @@ fn emfile(case: &Case) -> Result<Completion, Failed> {
     while quiet_cpu.is_none() && started.elapsed() < PATIENCE {
         let cpu0 = server.cpu_ticks();
         let t0 = Instant::now();
-        let got = read_echoes(&clients, &mut served, window)?;
+        let got = match read_echoes(&clients, &mut served, window) {
+            Ok(n) => n,
+            Err(e) => return Err(diagnose(server, e)),
+        };
         if got == 0 {
             quiet_cpu = Some((server.cpu_ticks() - cpu0, t0.elapsed()));
         }
@@ -545,7 +558,9 @@ fn emfile(case: &Case) -> Result<Completion, Failed> {
     let started = Instant::now();
     while served.iter().any(|s| !s) && started.elapsed() < PATIENCE {
         let before = served.clone();
-        read_echoes(&clients, &mut served, Duration::from_millis(200))?;
+        if let Err(e) = read_echoes(&clients, &mut served, Duration::from_millis(200)) {
+            return Err(diagnose(server, e));
+        }
         for i in 0..CLIENTS {
             if served[i] && !before[i] {
                 clients[i] = None;
