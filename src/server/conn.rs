@@ -11,7 +11,16 @@
 //! The same code serves blocking sockets (it simply returns when the peer is
 //! done) and non-blocking ones (it returns what to wait for next), so the
 //! thread, process, readiness and async models differ only in how they wait.
+//!
+//! Memory: a connection holds its buffer only while it needs one. When a
+//! non-blocking read would block with nothing owed, the buffer goes back to
+//! a small per-thread spare list and the next readable event takes one from
+//! it (no allocation, no zeroing per event). So an idle connection of a
+//! readiness or async model costs no buffer, while a blocking model's thread
+//! or process holds one for as long as it is parked in read: that difference
+//! is the models', not the state machine's.
 
+use std::cell::RefCell;
 use std::io::{self, Read, Write};
 
 use super::Stats;
@@ -30,10 +39,43 @@ pub enum Want {
     Done,
 }
 
+/// Spare buffers kept per thread for connections that become readable.
+const SPARES: usize = 64;
+
+thread_local! {
+    static SPARE: RefCell<Vec<Box<[u8]>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A buffer of `capacity` bytes: a spare one if this thread has it.
+fn take_buffer(capacity: usize) -> Box<[u8]> {
+    SPARE
+        .with(|s| {
+            let mut s = s.borrow_mut();
+            match s.last() {
+                Some(b) if b.len() == capacity => s.pop(),
+                _ => None,
+            }
+        })
+        .unwrap_or_else(|| vec![0; capacity].into_boxed_slice())
+}
+
+/// Keeps `buf` for the next connection on this thread, up to [`SPARES`].
+fn give_buffer(buf: Box<[u8]>) {
+    // During thread exit the list may be gone; the buffer is then freed.
+    let _ = SPARE.try_with(|s| {
+        let mut s = s.borrow_mut();
+        if s.len() < SPARES {
+            s.push(buf);
+        }
+    });
+}
+
 /// The per-connection echo state.
 #[derive(Debug)]
 pub struct Conn {
-    buf: Box<[u8]>,
+    /// Present while reading or owing bytes; see the module docs.
+    buf: Option<Box<[u8]>>,
+    capacity: usize,
     /// Bytes `head..tail` of `buf` are read but not yet echoed.
     head: usize,
     tail: usize,
@@ -45,7 +87,8 @@ impl Conn {
     /// A connection with a buffer of `capacity` bytes (at least 1).
     pub fn new(capacity: usize) -> Conn {
         Conn {
-            buf: vec![0; capacity.max(1)].into_boxed_slice(),
+            buf: None,
+            capacity: capacity.max(1),
             head: 0,
             tail: 0,
             eof: false,
@@ -55,6 +98,11 @@ impl Conn {
     /// Bytes read from the peer and not yet written back.
     pub fn owed(&self) -> usize {
         self.tail - self.head
+    }
+
+    /// Whether the connection holds a buffer now.
+    pub fn holds_buffer(&self) -> bool {
+        self.buf.is_some()
     }
 
     /// Echoes as much as the socket allows: at most `budget` reads, stopping
@@ -77,14 +125,23 @@ impl Conn {
             if reads == budget {
                 return Ok(Want::More);
             }
-            match sock.read(&mut self.buf) {
+            let capacity = self.capacity;
+            let buf = self.buf.get_or_insert_with(|| take_buffer(capacity));
+            match sock.read(buf) {
                 Ok(0) => self.eof = true,
                 Ok(n) => {
                     self.head = 0;
                     self.tail = n;
                     reads += 1;
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Want::Read),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    // Nothing owed (flushed above): an idle connection
+                    // holds no buffer.
+                    if let Some(b) = self.buf.take() {
+                        give_buffer(b);
+                    }
+                    return Ok(Want::Read);
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
@@ -95,8 +152,12 @@ impl Conn {
     /// connection may live as long as the server); `Ok(false)` when the
     /// socket would block first.
     fn flush<S: Write>(&mut self, sock: &mut S, stats: &Stats) -> io::Result<bool> {
+        // Bytes are owed only while there is a buffer holding them.
+        let Some(buf) = self.buf.as_deref() else {
+            return Ok(true);
+        };
         while self.head < self.tail {
-            match sock.write(&self.buf[self.head..self.tail]) {
+            match sock.write(&buf[self.head..self.tail]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => {
                     self.head += n;
@@ -110,6 +171,14 @@ impl Conn {
         self.head = 0;
         self.tail = 0;
         Ok(true)
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        if let Some(b) = self.buf.take() {
+            give_buffer(b);
+        }
     }
 }
 
@@ -189,6 +258,27 @@ mod tests {
         }
         assert_eq!(s.output, data);
         assert_eq!(stats.summary("t").bytes_echoed, data.len() as u64);
+    }
+
+    #[test]
+    fn an_idle_connection_holds_no_buffer() {
+        let stats = Stats::default();
+        let mut s = Fake {
+            input: vec![vec![5; 100]].into(),
+            output: Vec::new(),
+            room: usize::MAX,
+            closed: false,
+        };
+        let mut c = Conn::new(64);
+        assert!(!c.holds_buffer());
+        assert_eq!(c.drive(&mut s, 100, &stats).unwrap(), Want::Read);
+        assert_eq!(s.output, vec![5; 100]);
+        assert!(!c.holds_buffer(), "kept a buffer while idle");
+        // Backpressure keeps it: bytes are owed.
+        s.input.push_back(vec![6; 100]);
+        s.room = 10;
+        assert_eq!(c.drive(&mut s, 100, &stats).unwrap(), Want::Write);
+        assert!(c.holds_buffer() && c.owed() > 0);
     }
 
     #[test]
