@@ -188,8 +188,10 @@ fn closed_loop(addr: SocketAddr, n: usize, d: Duration) -> Result<(f64, u64), St
     let mut samples: Vec<u32> = Vec::new();
     let mut count = 0u64;
     for (s, sent, _) in &mut conns {
-        s.write_all(&[1; MESSAGE]).map_err(e)?;
+        // The clock starts before the write: on one core the echo can be
+        // back before write() returns.
         *sent = Instant::now();
+        s.write_all(&[1; MESSAGE]).map_err(e)?;
     }
     let mut events = vec![
         Event {
@@ -233,8 +235,8 @@ fn closed_loop(addr: SocketAddr, n: usize, d: Duration) -> Result<(f64, u64), St
                                 count += 1;
                                 samples.push(sent.elapsed().as_micros() as u32);
                             }
-                            s.write_all(&[1; MESSAGE]).map_err(e)?;
                             *sent = Instant::now();
+                            s.write_all(&[1; MESSAGE]).map_err(e)?;
                         }
                     }
                     Err(x) if x.kind() == ErrorKind::WouldBlock => break,
