@@ -17,6 +17,9 @@
 //! JSON summary. Everything that measures a server starts it that way.
 
 pub mod cli;
+pub mod client;
+pub mod env;
+
 pub mod plan;
 pub mod server;
 pub mod sys;

@@ -33,7 +33,12 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Load(_) => {
+            eprintln!("c10k load: not built yet");
+            ExitCode::from(1)
+        }
         Command::Models => {
+
             for m in server::MODELS {
                 println!("{:<14} {}", m.name(), m.about());
             }

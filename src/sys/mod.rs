@@ -7,6 +7,8 @@
 pub mod affinity;
 pub mod async_fd;
 pub mod fdset;
+pub mod net;
+
 pub mod pollset;
 pub mod process;
 pub mod rlimit;
