@@ -20,7 +20,7 @@ pub enum Command {
     /// List the concurrency models and how each waits.
     Models,
     /// Drive a TCP echo server with many connections and measure it.
-    Load(LoadArgs),
+    Load(Box<LoadArgs>),
 }
 
 /// `c10k load HOST:PORT`: closed loop by default; `--rate` for open loop,
