@@ -19,6 +19,8 @@
 pub mod cli;
 pub mod client;
 pub mod env;
+pub mod export;
+
 
 pub mod plan;
 pub mod server;

@@ -1,5 +1,6 @@
 //! The c10k binary: parse flags, call the library, map errors to exit codes
-//! (1 failure, 2 bad usage, 3 model not supported here).
+//! (1 failure, 2 bad usage, 3 model not supported here, 4 `load
+//! --fail-on-error` saw errors).
 
 use std::process::ExitCode;
 
@@ -33,10 +34,7 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Load(_) => {
-            eprintln!("c10k load: not built yet");
-            ExitCode::from(1)
-        }
+        Command::Load(args) => load(&args),
         Command::Models => {
 
             for m in server::MODELS {
@@ -45,4 +43,31 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
     }
+}
+
+/// `c10k load`: run, print the summary, write every output asked for.
+fn load(args: &c10k::cli::LoadArgs) -> ExitCode {
+    let plan = match c10k::plan::LoadPlan::from_args(args) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("c10k load: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let outcome = match c10k::client::run::run(plan.clone()) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("c10k load: {e:#}");
+            return ExitCode::from(1);
+        }
+    };
+    print!("{}", outcome.report.summary());
+    if let Err(e) = c10k::client::run::write_outputs(&plan, &outcome) {
+        eprintln!("c10k load: {e:#}");
+        return ExitCode::from(1);
+    }
+    if plan.fail_on_error && outcome.report.failures() > 0 {
+        return ExitCode::from(4);
+    }
+    ExitCode::SUCCESS
 }

@@ -118,3 +118,185 @@ mod tests {
         assert!(parse_size("").is_err());
     }
 }
+
+/// Parses a duration: `10s`, `500ms`, `1.5s`, `2m`, `1h`, `250us`; a bare
+/// number is seconds.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration (e.g. 10s, 500ms, 2m)"))?;
+    let secs = match unit.trim() {
+        "" | "s" => n,
+        "ms" => n / 1e3,
+        "us" | "µs" => n / 1e6,
+        "m" | "min" => n * 60.0,
+        "h" => n * 3600.0,
+        u => return Err(format!("'{text}': unknown unit '{u}' (use us, ms, s, m or h)")),
+    };
+    if !secs.is_finite() || !(0.0..=86_400.0 * 365.0).contains(&secs) {
+        return Err(format!("'{text}' is out of range"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+/// What the load generator does with its connections.
+#[derive(Debug, Clone, Copy, PartialEq)]
+
+pub enum Workload {
+    /// Closed loop: `depth` messages in flight per connection.
+    Closed { depth: usize },
+    /// Open loop: `rate` messages per second in total.
+    Open { rate: f64 },
+    /// Connect all, then send one message on each and time every echo back.
+    Burst { rounds: usize },
+    /// Open, optionally echo one message, close; repeat.
+    Churn { echo: bool },
+}
+
+/// When a measured run ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// After this many messages per connection.
+    Messages(u64),
+    /// After this long.
+    Duration(std::time::Duration),
+}
+
+/// A validated `c10k load`.
+#[derive(Debug, Clone)]
+pub struct LoadPlan {
+    pub target: SocketAddr,
+    pub connections: usize,
+    pub idle: usize,
+    pub threads: usize,
+    pub workload: Workload,
+    pub stop: Stop,
+    pub warmup: std::time::Duration,
+    /// Bytes of each message; `payload` when the user gave the text.
+    pub message_size: usize,
+    pub payload: Option<Vec<u8>>,
+    pub connect_rate: Option<f64>,
+    pub linger0: bool,
+    pub timeout: std::time::Duration,
+    /// Explicit source addresses (empty: let the kernel choose, or pick
+    /// loopback sources automatically).
+    pub sources: Vec<std::net::IpAddr>,
+    pub cpus: Option<Vec<usize>>,
+    pub json: Option<std::path::PathBuf>,
+    pub csv: Option<std::path::PathBuf>,
+    pub hdr: Option<std::path::PathBuf>,
+    pub fail_on_error: bool,
+    pub quiet: bool,
+    /// The command line, for the results.
+    pub command: String,
+}
+
+impl LoadPlan {
+    pub fn from_args(a: &crate::cli::LoadArgs) -> Result<LoadPlan, String> {
+        use std::net::ToSocketAddrs;
+        let target = a
+            .target
+            .to_socket_addrs()
+            .map_err(|e| format!("target '{}': {e} (expected HOST:PORT)", a.target))?
+            .next()
+            .ok_or_else(|| format!("target '{}' resolves to no address", a.target))?;
+        if a.connections == 0 && !a.churn {
+            return Err("--connections must be at least 1".into());
+        }
+        if a.connections > 10_000_000 || a.idle > 10_000_000 {
+            return Err("more than 10,000,000 connections is beyond any machine".into());
+        }
+        let (message_size, payload) = match &a.payload {
+            Some(text) if text.is_empty() => return Err("--payload must not be empty".into()),
+            Some(text) => (text.len(), Some(text.as_bytes().to_vec())),
+            None => {
+                let n = parse_size(&a.message_size).map_err(|e| format!("--message-size: {e}"))?;
+                if !(1..=64 << 20).contains(&n) {
+                    return Err(format!("--message-size {n}: must be from 1 B to 64 MiB"));
+                }
+                (n, None)
+            }
+        };
+        if a.depth == 0 || a.depth > 65_536 {
+            return Err(format!("--depth {}: must be from 1 to 65536", a.depth));
+        }
+        let workload = if a.burst {
+            if a.rounds == 0 || a.rounds > 1_000_000 {
+                return Err(format!("--rounds {}: must be from 1 to 1000000", a.rounds));
+            }
+            Workload::Burst { rounds: a.rounds }
+        } else if a.churn {
+            Workload::Churn { echo: a.churn_echo }
+        } else if let Some(rate) = a.rate {
+            if !(rate.is_finite() && rate > 0.0 && rate <= 1e9) {
+                return Err(format!("--rate {rate}: must be above 0 and at most 1e9 per second"));
+            }
+            Workload::Open { rate }
+        } else {
+            Workload::Closed { depth: a.depth }
+        };
+        let stop = match (a.messages, &a.duration) {
+            (Some(0), _) => return Err("--messages must be at least 1".into()),
+            (Some(n), _) => Stop::Messages(n),
+            (None, Some(d)) => {
+                let d = parse_duration(d).map_err(|e| format!("--duration: {e}"))?;
+                if d.is_zero() {
+                    return Err("--duration must be above 0".into());
+                }
+                Stop::Duration(d)
+            }
+            (None, None) => Stop::Duration(std::time::Duration::from_secs(10)),
+        };
+        let warmup = parse_duration(&a.warmup).map_err(|e| format!("--warmup: {e}"))?;
+        let timeout = parse_duration(&a.timeout).map_err(|e| format!("--timeout: {e}"))?;
+        if timeout < std::time::Duration::from_millis(1) {
+            return Err("--timeout must be at least 1ms".into());
+        }
+        if let Some(r) = a.connect_rate {
+            if !(r.is_finite() && r > 0.0) {
+                return Err(format!("--connect-rate {r}: must be above 0"));
+            }
+        }
+        let sources = match &a.source {
+            Some(s) => crate::client::source::parse_sources(s).map_err(|e| format!("--source: {e}"))?,
+            None => Vec::new(),
+        };
+        let cpus = a
+            .cpus
+            .as_deref()
+            .map(crate::sys::affinity::parse_cpu_list)
+            .transpose()?;
+        let slots = a.connections.max(1);
+        let threads = a.threads.unwrap_or_else(|| cpus.as_ref().map_or_else(cpus_available, Vec::len));
+        if threads == 0 || threads > 1024 {
+            return Err(format!("--threads {threads}: must be from 1 to 1024"));
+        }
+        Ok(LoadPlan {
+            target,
+            connections: a.connections,
+            idle: a.idle,
+            threads: threads.min(slots + a.idle).max(1),
+            workload,
+            stop,
+            warmup,
+            message_size,
+            payload,
+            connect_rate: a.connect_rate,
+            linger0: a.linger0,
+            timeout,
+            sources,
+            cpus,
+            json: a.json.clone(),
+            csv: a.per_connection_csv.clone(),
+            hdr: a.hdr.clone(),
+            fail_on_error: a.fail_on_error,
+            quiet: a.quiet,
+            command: std::env::args().collect::<Vec<_>>().join(" "),
+        })
+    }
+}

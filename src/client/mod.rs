@@ -1,4 +1,10 @@
 //! `c10k load`: the load generator.
 
+pub mod conn;
+pub mod engine;
 pub mod preflight;
+pub mod record;
+pub mod report;
+pub mod run;
 pub mod source;
+

@@ -87,17 +87,16 @@ pub fn reap(pid: i32, block: bool) -> io::Result<Option<Reaped>> {
         // SAFETY: `status` and `ru` are live, writable locals.
         let r = unsafe { libc::wait4(pid, &mut status, flags, &mut ru) };
         if r > 0 {
-            let tv = |t: libc::timeval| {
-                std::time::Duration::from_micros(t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64)
-            };
+            let u = Usage::of(&ru);
             return Ok(Some(Reaped {
                 pid: r,
                 status,
-                user: tv(ru.ru_utime),
-                system: tv(ru.ru_stime),
-                max_rss_kib: ru.ru_maxrss as u64,
+                user: u.user,
+                system: u.system,
+                max_rss_kib: u.max_rss_kib,
             }));
         }
+
         if r == 0 {
             return Ok(None);
         }
@@ -135,5 +134,39 @@ pub fn die_with_parent(parent: i32) {
         || getppid().map(|p| p.as_raw_nonzero().get()) != Some(parent)
     {
         exit_now(1);
+    }
+}
+
+/// CPU time and peak memory of a process (`getrusage`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Usage {
+    pub user: std::time::Duration,
+    pub system: std::time::Duration,
+    /// Peak resident set size in KiB.
+    pub max_rss_kib: u64,
+}
+
+impl Usage {
+    fn of(ru: &libc::rusage) -> Usage {
+        let tv = |t: libc::timeval| {
+            std::time::Duration::from_micros(t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64)
+        };
+        Usage {
+            user: tv(ru.ru_utime),
+            system: tv(ru.ru_stime),
+            max_rss_kib: ru.ru_maxrss as u64,
+        }
+    }
+
+    /// This process, all its threads included.
+    pub fn of_self() -> Usage {
+        // SAFETY: rusage is plain old data; all-zero is a valid value, and
+        // getrusage writes into the live local it is given.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: as above; RUSAGE_SELF is always valid.
+        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+            return Usage::default();
+        }
+        Usage::of(&ru)
     }
 }

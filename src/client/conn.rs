@@ -1,0 +1,312 @@
+//! One client connection: what it has sent, what came back, and whether
+//! the echo is right.
+//!
+//! Messages are checked byte for byte: the bytes sent stay queued until
+//! their echo arrives and is compared with them (a `memcmp`, so checking
+//! costs little even at gigabytes per second). Generated messages are cut
+//! from a fixed pseudo-random template at an offset that depends on the
+//! connection and the message number, so a dropped, duplicated or corrupted
+//! byte shows as a mismatch at once; with `--payload` every message is the
+//! user's text. A message is complete when
+//! the bytes received pass its end; its latency is measured from the time it
+//! was due to be sent (open loop: the intended time, which corrects for
+//! coordinated omission) and, beside it, from the time it was written.
+
+use std::collections::VecDeque;
+use std::net::TcpStream;
+use std::time::Instant;
+
+use serde::Serialize;
+
+/// Why a connection ended early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Failure {
+    /// ECONNREFUSED: nothing listens there.
+    Refused,
+    /// ECONNRESET or EPIPE: the peer reset the connection.
+    Reset,
+    /// No connect or no echo within `--timeout`.
+    Timeout,
+    /// EADDRNOTAVAIL: no free local port for this source address.
+    AddrNotAvail,
+    /// EMFILE or ENFILE: the client ran out of descriptors.
+    Emfile,
+    /// The echo differed from what was sent.
+    Mismatch,
+    /// The peer closed the connection while echoes were owed.
+    Closed,
+    /// Anything else.
+    Other,
+}
+
+impl Failure {
+    /// Classifies an I/O error.
+    pub fn of(e: &std::io::Error) -> Failure {
+        match e.raw_os_error() {
+            Some(libc::ECONNREFUSED) => Failure::Refused,
+            Some(libc::ECONNRESET | libc::EPIPE) => Failure::Reset,
+            Some(libc::ETIMEDOUT) => Failure::Timeout,
+            Some(libc::EADDRNOTAVAIL) => Failure::AddrNotAvail,
+            Some(libc::EMFILE | libc::ENFILE) => Failure::Emfile,
+            _ => Failure::Other,
+        }
+    }
+
+    pub const ALL: [Failure; 8] = [
+        Failure::Refused,
+        Failure::Reset,
+        Failure::Timeout,
+        Failure::AddrNotAvail,
+        Failure::Emfile,
+        Failure::Mismatch,
+        Failure::Closed,
+        Failure::Other,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Failure::Refused => "refused",
+            Failure::Reset => "reset",
+            Failure::Timeout => "timeout",
+            Failure::AddrNotAvail => "addr_not_avail",
+            Failure::Emfile => "emfile",
+            Failure::Mismatch => "mismatch",
+            Failure::Closed => "closed",
+            Failure::Other => "other",
+        }
+    }
+}
+
+/// The bytes of every message: generated, or the user's text.
+#[derive(Debug, Clone)]
+pub enum Payload {
+    Generated(usize),
+    Text(Vec<u8>),
+}
+
+/// Length of the generated-message template (a prime, so offsets of
+/// consecutive messages do not line up).
+const TEMPLATE_LEN: usize = 4093;
+
+/// Pseudo-random bytes that generated messages are cut from.
+fn template() -> &'static [u8; TEMPLATE_LEN] {
+    static T: std::sync::OnceLock<[u8; TEMPLATE_LEN]> = std::sync::OnceLock::new();
+    T.get_or_init(|| {
+        let mut t = [0u8; TEMPLATE_LEN];
+        let mut x: u32 = 0x1234_5678;
+        for b in t.iter_mut() {
+            // xorshift32
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            *b = x as u8;
+        }
+        t
+    })
+}
+
+impl Payload {
+    pub fn len(&self) -> usize {
+        match self {
+            Payload::Generated(n) => *n,
+            Payload::Text(t) => t.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends message `k` of connection `conn` to `out`.
+    pub fn write_message(&self, conn: u32, k: u64, out: &mut Vec<u8>) {
+        match self {
+            Payload::Text(t) => out.extend_from_slice(t),
+            Payload::Generated(n) => {
+                let t = template();
+                let mut at = ((k.wrapping_mul(131) + conn as u64 * 31) % TEMPLATE_LEN as u64) as usize;
+                let mut left = *n;
+                while left > 0 {
+                    let take = left.min(TEMPLATE_LEN - at);
+                    out.extend_from_slice(&t[at..at + take]);
+                    left -= take;
+                    at = 0;
+                }
+            }
+        }
+    }
+}
+
+/// Where a connection is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Not opened yet.
+    Waiting,
+    /// connect() in progress.
+    Connecting,
+    /// Established.
+    Up,
+    /// Closed, by us or by a failure.
+    Done,
+}
+
+/// A message written (or due) and not yet echoed.
+#[derive(Debug, Clone, Copy)]
+pub struct InFlight {
+    /// When it was due (open loop) or written (closed loop, burst).
+    pub intended: Instant,
+    /// When it was handed to the socket.
+    pub sent: Instant,
+    /// Whether it counts (sent inside the measured window).
+    pub measured: bool,
+}
+
+/// One connection's state and its record.
+#[derive(Debug)]
+pub struct Conn {
+    /// Global id: row in the per-connection CSV, input of the pattern.
+    pub id: u32,
+    pub idle: bool,
+    pub state: State,
+    pub sock: Option<TcpStream>,
+    pub source: Option<std::net::IpAddr>,
+    /// Bytes sent and not yet echoed (`out[acked..out_pos]`), then bytes
+    /// queued and not yet written (`out[out_pos..]`).
+    pub out: Vec<u8>,
+    pub acked: usize,
+    pub out_pos: usize,
+    /// Messages queued so far (the next one's number).
+    pub queued: u64,
+    pub in_flight: VecDeque<InFlight>,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Measured messages echoed, and their round trips in nanoseconds.
+    pub requests: u64,
+    pub rt_sum_ns: u128,
+    pub rt_min_ns: u64,
+    pub rt_max_ns: u64,
+    pub connect_started: Option<Instant>,
+    pub established: Option<Instant>,
+    pub ended: Option<Instant>,
+    /// Last time bytes arrived or the connect started (for timeouts).
+    pub last_progress: Instant,
+    pub failure: Option<Failure>,
+    /// Open loop: when the next message is due.
+    pub next_due: Option<Instant>,
+}
+
+impl Conn {
+    pub fn new(id: u32, idle: bool, now: Instant) -> Conn {
+        Conn {
+            id,
+            idle,
+            state: State::Waiting,
+            sock: None,
+            source: None,
+            out: Vec::new(),
+            acked: 0,
+            out_pos: 0,
+            queued: 0,
+            in_flight: VecDeque::new(),
+            bytes_sent: 0,
+            bytes_received: 0,
+            requests: 0,
+            rt_sum_ns: 0,
+            rt_min_ns: u64::MAX,
+            rt_max_ns: 0,
+            connect_started: None,
+            established: None,
+            ended: None,
+            last_progress: now,
+            failure: None,
+            next_due: None,
+        }
+    }
+
+    /// Checks `data` (the next bytes received) against what was sent and
+    /// counts completed messages, pushing their in-flight entries to `done`;
+    /// `Err(())` on a mismatch (or bytes never sent).
+    pub fn receive(&mut self, data: &[u8], message: usize, done: &mut Vec<InFlight>) -> Result<(), ()> {
+        let end = self.acked + data.len();
+        if end > self.out_pos || self.out[self.acked..end] != *data {
+            return Err(());
+        }
+        self.acked = end;
+        let m = message as u64;
+        let before = self.bytes_received / m;
+        self.bytes_received += data.len() as u64;
+        for _ in before..self.bytes_received / m {
+            if let Some(f) = self.in_flight.pop_front() {
+                done.push(f);
+            }
+        }
+        // Drop what is checked once it is worth a move.
+        if self.acked == self.out.len() {
+            self.out.clear();
+            self.out_pos = 0;
+            self.acked = 0;
+        } else if self.acked >= 64 << 10 {
+            self.out.drain(..self.acked);
+            self.out_pos -= self.acked;
+            self.acked = 0;
+        }
+        Ok(())
+    }
+
+    /// Records one measured round trip.
+    pub fn record(&mut self, ns: u64) {
+        self.requests += 1;
+        self.rt_sum_ns += ns as u128;
+        self.rt_min_ns = self.rt_min_ns.min(ns);
+        self.rt_max_ns = self.rt_max_ns.max(ns);
+    }
+
+    /// Bytes queued and not yet written.
+    pub fn unsent(&self) -> usize {
+        self.out.len() - self.out_pos
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dropped_byte_is_a_mismatch() {
+        let p = Payload::Generated(64);
+        let now = Instant::now();
+        let mut c = Conn::new(7, false, now);
+        for k in 0..3 {
+            p.write_message(7, k, &mut c.out);
+            c.queued += 1;
+            c.in_flight.push_back(InFlight {
+                intended: now,
+                sent: now,
+                measured: true,
+            });
+        }
+        c.out_pos = c.out.len();
+        let sent = c.out.clone();
+        let mut done = Vec::new();
+        assert!(c.receive(&sent[..100], 64, &mut done).is_ok());
+        assert_eq!(done.len(), 1);
+        let mut dropped = sent[100..].to_vec();
+        dropped.remove(5);
+        assert!(c.receive(&dropped, 64, &mut done).is_err());
+        // Two messages of one connection differ, and so do two connections.
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        p.write_message(7, 0, &mut a);
+        p.write_message(7, 1, &mut b);
+        assert_ne!(a, b);
+        b.clear();
+        p.write_message(8, 0, &mut b);
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn bytes_beyond_what_was_sent_are_a_mismatch() {
+        let mut c = Conn::new(0, false, Instant::now());
+        let mut done = Vec::new();
+        assert!(c.receive(b"h", 2, &mut done).is_err());
+    }
+}

@@ -1,0 +1,823 @@
+//! One event loop of the load generator: a thread, an epoll instance, and a
+//! shard of the connections.
+//!
+//! Every socket is registered once, edge-triggered, for both directions, so
+//! the hot path makes no `epoll_ctl` calls: a readable event reads until
+//! EAGAIN, a writable one writes until EAGAIN. Connects are non-blocking and
+//! paced (at most [`PENDING_CONNECTS`] in progress per thread, and
+//! `--connect-rate` when given) so the server's listen backlog is not flooded.
+//!
+//! The loop's phases are set by the coordinator through [`Shared`]: connect
+//! everything, then (after a barrier) warm up and measure until the schedule
+//! ends. Timers (open-loop sends, connect pacing, timeouts) come from a heap
+//! and the wait's timeout; nothing sleeps.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::{self, ErrorKind, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Barrier, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use rustix::event::epoll::{self, CreateFlags, Event, EventData, EventFlags};
+use socket2::{Domain, Socket, Type};
+
+use super::conn::{Conn, Failure, InFlight, Payload, State};
+use super::record::ConnRecord;
+use crate::plan::{LoadPlan, Stop, Workload};
+
+/// Connects in progress per thread at most: enough to keep a fast server
+/// busy, few enough not to overflow a default backlog.
+pub const PENDING_CONNECTS: usize = 256;
+/// Open loop: a connection with this much unsent data skips sends (the
+/// client cannot keep up, or the server stopped reading); counted as missed.
+const MAX_UNSENT: usize = 4 << 20;
+/// How often connections are checked for timeouts.
+const SWEEP: Duration = Duration::from_millis(100);
+/// Largest latency recorded: an hour, in nanoseconds.
+const MAX_NS: u64 = 3_600_000_000_000;
+
+/// A latency histogram in nanoseconds, 3 significant digits.
+pub fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_NS, 3).expect("valid histogram bounds")
+}
+
+/// When the measured window runs (set once all connections are up).
+#[derive(Debug, Clone, Copy)]
+pub struct Schedule {
+    /// Start of the warm-up (open-loop phases are laid out from here).
+    pub start: Instant,
+    /// Start of the measured window.
+    pub measure_from: Instant,
+    /// End of the measured window (duration runs).
+    pub until: Option<Instant>,
+}
+
+impl Schedule {
+    fn measures(&self, t: Instant) -> bool {
+        t >= self.measure_from && self.until.is_none_or(|u| t < u)
+    }
+}
+
+/// State shared by the coordinator and every event loop.
+pub struct Shared {
+    pub plan: LoadPlan,
+    pub payload: Payload,
+    /// Source addresses, used round-robin by connection id.
+    pub sources: Vec<IpAddr>,
+    /// Set by the coordinator after the connect phase.
+    pub schedule: OnceLock<Schedule>,
+    /// Phase boundaries: every loop and the coordinator.
+    pub barrier: Barrier,
+    /// Burst: whether another round follows (written before a barrier).
+    pub more_rounds: AtomicBool,
+    /// Ctrl-C: finish now, keep what was measured.
+    pub interrupted: AtomicBool,
+    // Progress, read by the coordinator once a second.
+    pub up: AtomicU64,
+    pub completed: AtomicU64,
+    pub failed: AtomicU64,
+    pub live: Mutex<Histogram<u64>>,
+}
+
+impl Shared {
+    pub fn new(plan: LoadPlan, sources: Vec<IpAddr>) -> Shared {
+        let payload = match &plan.payload {
+            Some(t) => Payload::Text(t.clone()),
+            None => Payload::Generated(plan.message_size),
+        };
+        Shared {
+            barrier: Barrier::new(plan.threads + 1),
+            plan,
+            payload,
+            sources,
+            schedule: OnceLock::new(),
+            more_rounds: AtomicBool::new(false),
+            interrupted: AtomicBool::new(false),
+            up: AtomicU64::new(0),
+            completed: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            live: Mutex::new(histogram()),
+        }
+    }
+}
+
+/// What one event loop measured.
+pub struct ThreadResult {
+    /// Round trips: from the intended send time (open loop: corrected for
+    /// coordinated omission), in ns.
+    pub latency: Histogram<u64>,
+    /// Open loop: round trips from the actual write, in ns.
+    pub latency_uncorrected: Histogram<u64>,
+    /// Connect start to writable, in ns.
+    pub connect: Histogram<u64>,
+    pub records: Vec<ConnRecord>,
+    /// Open loop: sends skipped because the connection was backed up.
+    pub missed: u64,
+    /// Burst: (start, end of last echo) per round.
+    pub rounds: Vec<(Instant, Option<Instant>)>,
+    /// When this loop had every connection up (or failed).
+    pub connected_at: Instant,
+}
+
+/// Runs event loop `index` of `shared.plan.threads` to the end.
+///
+/// The phases meet the coordinator at barriers: every loop has its
+/// connections up; the coordinator has published the schedule; then (burst)
+/// one pair per round.
+pub fn run(shared: &Shared, index: usize) -> io::Result<ThreadResult> {
+    let e = Engine::new(shared, index);
+    // A loop that could not start still takes part in every barrier, or the
+    // others would wait for it for ever.
+    let mut e = match e {
+        Ok(e) => e,
+        Err(err) => {
+            shared.barrier.wait();
+            shared.barrier.wait();
+            if let Workload::Burst { .. } = shared.plan.workload {
+                loop {
+                    shared.barrier.wait();
+                    if !shared.more_rounds.load(Relaxed) {
+                        break;
+                    }
+                    shared.barrier.wait();
+                }
+            }
+            return Err(err);
+        }
+    };
+    match shared.plan.workload {
+        Workload::Closed { .. } | Workload::Open { .. } => {
+            e.connect_all();
+            shared.barrier.wait();
+            shared.barrier.wait();
+            e.traffic();
+        }
+        Workload::Burst { .. } => {
+            e.connect_all();
+            shared.barrier.wait();
+            shared.barrier.wait();
+            loop {
+                shared.barrier.wait();
+                if !shared.more_rounds.load(Relaxed) {
+                    break;
+                }
+                let round = e.burst_round();
+                e.rounds.push(round);
+                shared.barrier.wait();
+            }
+        }
+        Workload::Churn { echo } => {
+            e.connected_at = Instant::now();
+            shared.barrier.wait();
+            shared.barrier.wait();
+            e.churn(echo);
+        }
+    }
+    Ok(e.finish())
+}
+
+struct Engine<'a> {
+    shared: &'a Shared,
+    plan: &'a LoadPlan,
+    ep: OwnedFd,
+    conns: Vec<Conn>,
+    /// Next connection to open (index into `conns`).
+    next_open: usize,
+    pending: usize,
+    opened: u64,
+    started: Instant,
+    /// Connects per second allowed to this loop.
+    rate: Option<f64>,
+    timers: BinaryHeap<Reverse<(Instant, usize)>>,
+    latency: Histogram<u64>,
+    latency_raw: Histogram<u64>,
+    connect: Histogram<u64>,
+    /// Latencies since the last publication to `shared.live`.
+    interval: Histogram<u64>,
+    last_publish: Instant,
+    records: Vec<ConnRecord>,
+    missed: u64,
+    rounds: Vec<(Instant, Option<Instant>)>,
+    connected_at: Instant,
+    scratch: Vec<u8>,
+    done: Vec<InFlight>,
+    events: Vec<Event>,
+    last_sweep: Instant,
+}
+
+impl<'a> Engine<'a> {
+    fn new(shared: &'a Shared, index: usize) -> io::Result<Engine<'a>> {
+        let plan = &shared.plan;
+        let threads = plan.threads;
+        let now = Instant::now();
+        // Connection j belongs to loop j % threads; ids < connections are
+        // active, the rest idle.
+        let slots = match plan.workload {
+            Workload::Churn { .. } => plan.connections.max(1),
+            _ => plan.connections + plan.idle,
+        };
+        let conns = (index..slots)
+            .step_by(threads)
+            .map(|j| {
+                let mut c = Conn::new(j as u32, j >= plan.connections, now);
+                if !shared.sources.is_empty() {
+                    c.source = Some(shared.sources[j % shared.sources.len()]);
+                }
+                c
+            })
+            .collect();
+        Ok(Engine {
+            shared,
+            plan,
+            ep: epoll::create(CreateFlags::CLOEXEC)?,
+            conns,
+            next_open: 0,
+            pending: 0,
+            opened: 0,
+            started: now,
+            rate: plan.connect_rate.map(|r| r / threads as f64),
+            timers: BinaryHeap::new(),
+            latency: histogram(),
+            latency_raw: histogram(),
+            connect: histogram(),
+            interval: histogram(),
+            last_publish: now,
+            records: Vec::new(),
+            missed: 0,
+            rounds: Vec::new(),
+            connected_at: now,
+            scratch: vec![0; 256 << 10],
+            done: Vec::new(),
+            events: vec![
+                Event {
+                    flags: EventFlags::empty(),
+                    data: EventData::new_u64(0),
+                };
+                1024
+            ],
+            last_sweep: now,
+        })
+    }
+
+    fn interrupted(&self) -> bool {
+        self.shared.interrupted.load(Relaxed)
+    }
+
+    // ---- connecting ------------------------------------------------------
+
+    /// Opens every connection of this loop, paced; returns when all are up
+    /// or failed (or on Ctrl-C).
+    fn connect_all(&mut self) {
+        self.started = Instant::now();
+        while !self.interrupted() {
+            self.open_more();
+            if self.pending == 0 && self.next_open >= self.conns.len() {
+                break;
+            }
+            let wait = self.pacing_wait().min(SWEEP);
+            self.poll(Some(wait));
+            self.sweep(Instant::now());
+        }
+        self.connected_at = Instant::now();
+    }
+
+    /// Starts connects while pacing and the pending cap allow.
+    fn open_more(&mut self) {
+        while self.next_open < self.conns.len() && self.pending < PENDING_CONNECTS {
+            if let Some(r) = self.rate {
+                let allowed = (self.started.elapsed().as_secs_f64() * r) as u64 + 1;
+                if self.opened >= allowed {
+                    return;
+                }
+            }
+            let i = self.next_open;
+            self.next_open += 1;
+            self.open(i);
+        }
+    }
+
+    /// How long until pacing allows the next connect.
+    fn pacing_wait(&self) -> Duration {
+        match self.rate {
+            Some(r) if self.next_open < self.conns.len() => {
+                let due = self.started + Duration::from_secs_f64(self.opened as f64 / r);
+                due.saturating_duration_since(Instant::now())
+            }
+            _ => Duration::from_secs(3600),
+        }
+    }
+
+    /// Starts a non-blocking connect for `conns[i]`.
+    fn open(&mut self, i: usize) {
+        let now = Instant::now();
+        self.opened += 1;
+        let c = &mut self.conns[i];
+        c.connect_started = Some(now);
+        c.last_progress = now;
+        match start_connect(self.plan.target, c.source, self.plan.linger0) {
+            Ok(sock) => {
+                let flags = EventFlags::IN | EventFlags::OUT | EventFlags::ET | EventFlags::RDHUP;
+                if let Err(e) = epoll::add(&self.ep, sock.as_fd(), EventData::new_u64(i as u64), flags) {
+                    self.fail(i, Failure::of(&e.into()));
+                    return;
+                }
+                let c = &mut self.conns[i];
+                c.sock = Some(sock);
+                c.state = State::Connecting;
+                self.pending += 1;
+            }
+            Err(e) => self.fail(i, Failure::of(&e)),
+        }
+    }
+
+    /// A connecting socket became writable (or failed).
+    fn on_connected(&mut self, i: usize) {
+        let result = match &self.conns[i].sock {
+            Some(s) => s.take_error().and_then(|e| e.map_or(Ok(()), Err)),
+            None => return,
+        };
+        self.pending -= 1;
+        match result {
+            Ok(()) => {
+                let now = Instant::now();
+                let c = &mut self.conns[i];
+                c.state = State::Up;
+                c.established = Some(now);
+                c.last_progress = now;
+                if let Some(t) = c.connect_started {
+                    let _ = self.connect.record(ns(now - t));
+                }
+                self.shared.up.fetch_add(1, Relaxed);
+            }
+            Err(e) => self.fail(i, Failure::of(&e)),
+        }
+    }
+
+    // ---- traffic ---------------------------------------------------------
+
+    /// Closed or open loop until the schedule or the message count ends.
+    fn traffic(&mut self) {
+        let Some(&sched) = self.shared.schedule.get() else {
+            return;
+        };
+        let interval = match self.plan.workload {
+            Workload::Open { rate } => Some(Duration::from_secs_f64(self.plan.connections as f64 / rate)),
+            _ => None,
+        };
+        for i in 0..self.conns.len() {
+            if self.conns[i].idle || self.conns[i].state != State::Up {
+                continue;
+            }
+            match (interval, self.plan.workload) {
+                (Some(iv), _) => {
+                    // Staggered phases: connection j starts j/N of an
+                    // interval after the start.
+                    let phase = iv.mul_f64(self.conns[i].id as f64 / self.plan.connections as f64);
+                    let due = sched.start + phase;
+                    self.conns[i].next_due = Some(due);
+                    self.timers.push(Reverse((due, i)));
+                }
+                (None, Workload::Closed { depth }) => {
+                    for _ in 0..depth {
+                        self.send(i, Instant::now(), &sched);
+                    }
+                }
+                _ => {}
+            }
+        }
+        loop {
+            let now = Instant::now();
+            if self.interrupted() || sched.until.is_some_and(|u| now >= u) || self.all_active_done() {
+                break;
+            }
+            if let Some(iv) = interval {
+                self.fire_timers(now, iv, &sched);
+            }
+            let mut wait = SWEEP;
+            if let Some(Reverse((t, _))) = self.timers.peek() {
+                wait = wait.min(t.saturating_duration_since(now));
+            }
+            if let Some(u) = sched.until {
+                wait = wait.min(u.saturating_duration_since(now));
+            }
+            self.poll(Some(wait));
+            let now = Instant::now();
+            self.sweep(now);
+            self.publish(now);
+        }
+    }
+
+    /// Open loop: sends every message now due.
+    fn fire_timers(&mut self, now: Instant, interval: Duration, sched: &Schedule) {
+        while let Some(&Reverse((due, i))) = self.timers.peek() {
+            if due > now {
+                break;
+            }
+            self.timers.pop();
+            if self.conns[i].state != State::Up {
+                continue;
+            }
+            if self.may_send(i, due, sched) {
+                if self.conns[i].unsent() > MAX_UNSENT {
+                    self.missed += 1;
+                } else {
+                    self.send(i, due, sched);
+                }
+            }
+            let next = due + interval;
+            if sched.until.is_none_or(|u| next < u) && self.may_send(i, next, sched) {
+                self.conns[i].next_due = Some(next);
+                self.timers.push(Reverse((next, i)));
+            }
+        }
+    }
+
+    /// Whether a message due at `t` is still wanted (`-n` not reached).
+    fn may_send(&self, i: usize, t: Instant, sched: &Schedule) -> bool {
+        match self.plan.stop {
+            Stop::Messages(n) => !sched.measures(t) || self.measured_queued(i) < n,
+            Stop::Duration(_) => sched.until.is_none_or(|u| t < u),
+        }
+    }
+
+    /// Measured messages queued so far on connection `i`.
+    fn measured_queued(&self, i: usize) -> u64 {
+        let c = &self.conns[i];
+        c.requests + c.in_flight.iter().filter(|f| f.measured).count() as u64
+    }
+
+    /// Queues message number `queued` on connection `i`, due at `intended`,
+    /// and writes what the socket takes.
+    fn send(&mut self, i: usize, intended: Instant, sched: &Schedule) {
+        let now = Instant::now();
+        let payload = &self.shared.payload;
+        let c = &mut self.conns[i];
+        if c.in_flight.is_empty() {
+            c.last_progress = now;
+        }
+        payload.write_message(c.id, c.queued, &mut c.out);
+        c.queued += 1;
+        c.in_flight.push_back(InFlight {
+            intended,
+            sent: now,
+            measured: sched.measures(intended),
+        });
+        self.flush(i);
+    }
+
+    /// A message on connection `i` completed: closed loop sends the next.
+    fn on_complete(&mut self, i: usize) {
+        let Some(&sched) = self.shared.schedule.get() else {
+            return;
+        };
+        if let Workload::Closed { .. } = self.plan.workload {
+            let now = Instant::now();
+            if self.may_send(i, now, &sched) && !self.interrupted() {
+                self.send(i, now, &sched);
+            }
+        }
+        if let Stop::Messages(n) = self.plan.stop {
+            let c = &self.conns[i];
+            if c.requests >= n && c.in_flight.is_empty() && !matches!(self.plan.workload, Workload::Burst { .. }) {
+                self.close(i);
+            }
+        }
+    }
+
+    fn all_active_done(&self) -> bool {
+        self.conns.iter().all(|c| c.idle || c.state == State::Done)
+    }
+
+    // ---- burst -----------------------------------------------------------
+
+    /// Sends one message on every active connection and waits for every
+    /// echo; returns the round's start and the time of its last echo.
+    fn burst_round(&mut self) -> (Instant, Option<Instant>) {
+        let start = Instant::now();
+        let sched = Schedule {
+            start,
+            measure_from: start,
+            until: None,
+        };
+        for i in 0..self.conns.len() {
+            if !self.conns[i].idle && self.conns[i].state == State::Up {
+                self.send(i, start, &sched);
+            }
+        }
+        let mut last = None;
+        while !self.interrupted() {
+            let waiting = self.conns.iter().any(|c| c.state == State::Up && !c.in_flight.is_empty());
+            if !waiting {
+                break;
+            }
+            let before: u64 = self.conns.iter().map(|c| c.requests).sum();
+            self.poll(Some(SWEEP));
+            let after: u64 = self.conns.iter().map(|c| c.requests).sum();
+            if after > before {
+                last = Some(Instant::now());
+            }
+            let now = Instant::now();
+            self.sweep(now);
+            self.publish(now);
+        }
+        (start, last)
+    }
+
+    // ---- churn -----------------------------------------------------------
+
+    /// Opens, optionally echoes one message on, and closes connections in
+    /// every slot until the schedule (or `-n` per slot) ends.
+    fn churn(&mut self, echo: bool) {
+        let Some(&sched) = self.shared.schedule.get() else {
+            return;
+        };
+        self.started = Instant::now();
+        let per_slot = match self.plan.stop {
+            Stop::Messages(n) => Some(n),
+            Stop::Duration(_) => None,
+        };
+        let mut cycles = vec![0u64; self.conns.len()];
+        loop {
+            let now = Instant::now();
+            if self.interrupted() || sched.until.is_some_and(|u| now >= u) {
+                break;
+            }
+            // Slots that are free (never opened, or done) open again.
+            for i in 0..self.conns.len() {
+                let c = &self.conns[i];
+                let free = c.state == State::Waiting || c.state == State::Done;
+                if !free || per_slot.is_some_and(|n| cycles[i] >= n) || self.pending >= PENDING_CONNECTS {
+                    continue;
+                }
+                if let Some(r) = self.rate {
+                    let allowed = (self.started.elapsed().as_secs_f64() * r) as u64 + 1;
+                    if self.opened >= allowed {
+                        break;
+                    }
+                }
+                if self.conns[i].state == State::Done {
+                    let id = self.conns[i].id;
+                    let source = self.conns[i].source;
+                    self.conns[i] = Conn::new(id, false, now);
+                    self.conns[i].source = source;
+                }
+                cycles[i] += 1;
+                self.open(i);
+            }
+            if per_slot.is_some() && self.conns.iter().enumerate().all(|(i, c)| {
+                c.state == State::Done && per_slot.is_some_and(|n| cycles[i] >= n)
+            }) {
+                break;
+            }
+            // Connections that came up: echo one message or close.
+            for i in 0..self.conns.len() {
+                let c = &self.conns[i];
+                if c.state != State::Up {
+                    continue;
+                }
+                if echo && c.queued == 0 {
+                    self.send(i, Instant::now(), &sched);
+                } else if !echo || (c.queued > 0 && c.in_flight.is_empty()) {
+                    self.close(i);
+                }
+            }
+            let wait = self.pacing_wait().min(SWEEP);
+            self.poll(Some(wait));
+            let now = Instant::now();
+            self.sweep(now);
+            self.publish(now);
+        }
+    }
+
+    // ---- I/O -------------------------------------------------------------
+
+    /// Waits up to `timeout` and handles what is ready.
+    fn poll(&mut self, timeout: Option<Duration>) {
+        let ts = timeout.map(|d| rustix::event::Timespec::try_from(d).unwrap_or_default());
+        let n = match epoll::wait(&self.ep, &mut self.events[..], ts.as_ref()) {
+            Ok(n) => n,
+            Err(_) => return,
+        };
+        for k in 0..n {
+            let ev = self.events[k];
+            let i = ev.data.u64() as usize;
+            let flags = ev.flags;
+            match self.conns.get(i).map(|c| c.state) {
+                Some(State::Connecting) => {
+                    self.on_connected(i);
+                    if self.conns[i].state == State::Up {
+                        self.flush(i);
+                        self.read(i);
+                    }
+                }
+                Some(State::Up) => {
+                    if flags.intersects(EventFlags::OUT) {
+                        self.flush(i);
+                    }
+                    if flags.intersects(EventFlags::IN | EventFlags::RDHUP | EventFlags::HUP | EventFlags::ERR) {
+                        self.read(i);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Writes queued bytes until the socket would block.
+    fn flush(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        let Some(sock) = c.sock.as_mut() else {
+            return;
+        };
+        while c.out_pos < c.out.len() {
+            match sock.write(&c.out[c.out_pos..]) {
+                Ok(n) => {
+                    c.out_pos += n;
+                    c.bytes_sent += n as u64;
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.fail(i, Failure::of(&e));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Reads until the socket would block, checking every byte and timing
+    /// every completed message.
+    fn read(&mut self, i: usize) {
+        loop {
+            let Some(sock) = self.conns[i].sock.as_mut() else {
+                return;
+            };
+            match sock.read(&mut self.scratch) {
+                Ok(0) => {
+                    // The server closed: a failure unless we were done.
+                    self.fail(i, Failure::Closed);
+                    return;
+                }
+                Ok(n) => {
+                    let now = Instant::now();
+                    let m = self.shared.payload.len();
+                    self.done.clear();
+                    let c = &mut self.conns[i];
+                    c.last_progress = now;
+                    if c.receive(&self.scratch[..n], m, &mut self.done).is_err() {
+                        self.fail(i, Failure::Mismatch);
+                        return;
+                    }
+                    let completed = std::mem::take(&mut self.done);
+                    for f in &completed {
+                        if f.measured {
+                            let corrected = ns(now.saturating_duration_since(f.intended));
+                            let raw = ns(now.saturating_duration_since(f.sent));
+                            let _ = self.latency.record(corrected.max(1));
+                            let _ = self.latency_raw.record(raw.max(1));
+                            let _ = self.interval.record(corrected.max(1));
+                            self.conns[i].record(corrected);
+                            self.shared.completed.fetch_add(1, Relaxed);
+                        } else {
+                            // Warm-up echoes count as traffic, not as results.
+                        }
+                        self.on_complete(i);
+                        if self.conns[i].state != State::Up {
+                            self.done = completed;
+                            return;
+                        }
+                    }
+                    self.done = completed;
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.fail(i, Failure::of(&e));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Fails connections whose connect or echo is overdue.
+    fn sweep(&mut self, now: Instant) {
+        if now - self.last_sweep < SWEEP {
+            return;
+        }
+        self.last_sweep = now;
+        let timeout = self.plan.timeout;
+        for i in 0..self.conns.len() {
+            let c = &self.conns[i];
+            let waiting = match c.state {
+                State::Connecting => true,
+                State::Up => !c.in_flight.is_empty(),
+                _ => false,
+            };
+            if waiting && now.saturating_duration_since(c.last_progress) > timeout {
+                self.fail(i, Failure::Timeout);
+            }
+        }
+    }
+
+    /// Publishes recent latencies for the progress line.
+    fn publish(&mut self, now: Instant) {
+        if now - self.last_publish < Duration::from_millis(250) {
+            return;
+        }
+        self.last_publish = now;
+        if let Ok(mut live) = self.shared.live.lock() {
+            let _ = live.add(&self.interval);
+        }
+        self.interval.reset();
+    }
+
+    // ---- ending ----------------------------------------------------------
+
+    /// Ends connection `i` with `why`.
+    fn fail(&mut self, i: usize, why: Failure) {
+        let c = &mut self.conns[i];
+        if c.state == State::Done {
+            return;
+        }
+        if c.state == State::Connecting {
+            self.pending -= 1;
+        }
+        if c.failure.is_none() {
+            c.failure = Some(why);
+        }
+        self.shared.failed.fetch_add(1, Relaxed);
+        self.end(i);
+    }
+
+    /// Closes connection `i` normally.
+    fn close(&mut self, i: usize) {
+        if self.conns[i].state == State::Connecting {
+            self.pending -= 1;
+        }
+        self.end(i);
+    }
+
+    fn end(&mut self, i: usize) {
+        let now = Instant::now();
+        let c = &mut self.conns[i];
+        if c.state == State::Done {
+            return;
+        }
+        if c.state == State::Up {
+            self.shared.up.fetch_sub(1, Relaxed);
+        }
+        c.state = State::Done;
+        c.ended = Some(now);
+        if let Some(sock) = c.sock.take() {
+            let _ = epoll::delete(&self.ep, sock.as_fd());
+            drop(sock);
+        }
+        self.records.push(ConnRecord::of(c));
+    }
+
+    fn finish(mut self) -> ThreadResult {
+        for i in 0..self.conns.len() {
+            if self.conns[i].state != State::Waiting || self.conns[i].connect_started.is_some() {
+                self.close(i);
+            }
+        }
+        self.publish(Instant::now() + Duration::from_secs(1));
+        ThreadResult {
+            latency: self.latency,
+            latency_uncorrected: self.latency_raw,
+            connect: self.connect,
+            records: self.records,
+            missed: self.missed,
+            rounds: self.rounds,
+            connected_at: self.connected_at,
+        }
+    }
+}
+
+/// Starts a non-blocking connect from `source` (port chosen at connect
+/// time) to `target`.
+fn start_connect(target: SocketAddr, source: Option<IpAddr>, linger0: bool) -> io::Result<TcpStream> {
+    let sock = Socket::new(Domain::for_address(target), Type::STREAM.nonblocking().cloexec(), None)?;
+    sock.set_tcp_nodelay(true)?;
+    if linger0 {
+        sock.set_linger(Some(Duration::ZERO))?;
+    }
+    if let Some(ip) = source {
+        crate::sys::net::set_bind_address_no_port(&sock, true)?;
+        sock.bind(&SocketAddr::new(ip, 0).into())?;
+    }
+    match sock.connect(&target.into()) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+        Err(e) => return Err(e),
+    }
+    Ok(sock.into())
+}
+
+fn ns(d: Duration) -> u64 {
+    d.as_nanos().min(MAX_NS as u128) as u64
+}
