@@ -1,1 +1,356 @@
-//! Not built yet.
+//! The environment a measurement ran in, recorded with every result: kernel,
+//! CPUs and pinning, memory, limits and the sysctls that bound a TCP echo
+//! benchmark. Also the kernel's TCP counters (SYN retransmits, listen queue
+//! overflows, failed connects, resets), sampled before and after a run.
+//!
+//! Everything comes from /proc, /sys and `uname`; a value that cannot be read
+//! is left empty (or omitted, for a sysctl) rather than failing the run.
+
+use std::collections::BTreeMap;
+use std::io;
+
+use serde::{Deserialize, Serialize};
+
+use crate::sys;
+
+/// The sysctls that matter for these benchmarks, as `/proc/sys` paths with
+/// dots. Why each: the listen backlog (`somaxconn`, `tcp_max_syn_backlog`,
+/// `tcp_syncookies`, `netdev_max_backlog`); ports and TIME_WAIT
+/// (`ip_local_port_range`, `tcp_tw_reuse`, `tcp_fin_timeout`); socket memory
+/// (`rmem`/`wmem`, `tcp_mem`); descriptors (`file-max`, `nr_open`); threads
+/// and their stacks for a thread per connection (`pid_max`, `threads-max`,
+/// `max_map_count`); whether io_uring may run (`io_uring_disabled`).
+pub const SYSCTLS: &[&str] = &[
+    "net.core.somaxconn",
+    "net.ipv4.tcp_max_syn_backlog",
+    "net.ipv4.ip_local_port_range",
+    "net.ipv4.tcp_tw_reuse",
+    "net.ipv4.tcp_fin_timeout",
+    "net.ipv4.tcp_syncookies",
+    "net.core.rmem_default",
+    "net.core.wmem_default",
+    "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_wmem",
+    "net.ipv4.tcp_mem",
+    "net.core.netdev_max_backlog",
+    "fs.file-max",
+    "fs.nr_open",
+    "kernel.pid_max",
+    "kernel.threads-max",
+    "vm.max_map_count",
+    "kernel.io_uring_disabled",
+];
+
+/// Where a measurement ran.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Environment {
+    /// This build of c10k.
+    pub c10k_version: String,
+    /// `uname -srvm`: system, release, version, machine.
+    pub kernel: String,
+    pub hostname: String,
+    /// CPUs online in the system (/sys/devices/system/cpu/online).
+    pub cpus_online: usize,
+    /// CPUs this process may run on (its affinity mask).
+    pub cpus_allowed: Vec<usize>,
+    /// Whether the process was limited to fewer CPUs than are online.
+    pub pinned: bool,
+    pub cpu_model: String,
+    pub memory_total_kib: u64,
+    /// Open-files limits (`None`: unlimited).
+    pub nofile_soft: Option<u64>,
+    pub nofile_hard: Option<u64>,
+    /// `net.ipv4.ip_local_port_range`, low and high inclusive; `(0, 0)` when
+    /// it could not be read.
+    pub ephemeral_ports: (u16, u16),
+    /// The [`SYSCTLS`] that exist here, whitespace collapsed to one space.
+    pub sysctls: BTreeMap<String, String>,
+}
+
+/// Records the environment of this process now.
+pub fn capture() -> Environment {
+    let uname = rustix::system::uname();
+    let text = |s: &std::ffi::CStr| s.to_string_lossy().into_owned();
+    let kernel = [
+        uname.sysname(),
+        uname.release(),
+        uname.version(),
+        uname.machine(),
+    ]
+    .map(text)
+    .join(" ");
+    let online = online_cpus();
+    let allowed = sys::affinity::current_cpus();
+    let nofile = sys::rlimit::nofile();
+    Environment {
+        c10k_version: env!("CARGO_PKG_VERSION").to_string(),
+        kernel,
+        hostname: text(uname.nodename()),
+        cpus_online: online.len(),
+        pinned: !online.is_empty() && allowed != online,
+        cpus_allowed: allowed,
+        cpu_model: std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|t| cpu_model(&t))
+            .unwrap_or_default(),
+        memory_total_kib: meminfo_kib("MemTotal").unwrap_or(0),
+        nofile_soft: nofile.soft,
+        nofile_hard: nofile.hard,
+        ephemeral_ports: sysctl("net.ipv4.ip_local_port_range")
+            .and_then(|v| parse_port_range(&v))
+            .unwrap_or((0, 0)),
+        sysctls: SYSCTLS
+            .iter()
+            .filter_map(|&name| sysctl(name).map(|v| (name.to_string(), v)))
+            .collect(),
+    }
+}
+
+/// Reads one sysctl by its dotted name (`net.core.somaxconn`), whitespace
+/// collapsed to single spaces; `None` when it does not exist or cannot be
+/// read (some are hidden in containers).
+pub fn sysctl(name: &str) -> Option<String> {
+    let path = format!("/proc/sys/{}", name.replace('.', "/"));
+    let raw = std::fs::read_to_string(path).ok()?;
+    Some(raw.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// A sysctl holding one number.
+pub fn sysctl_u64(name: &str) -> Option<u64> {
+    sysctl(name)?.parse().ok()
+}
+
+/// A sysctl holding several numbers (`tcp_rmem`, `tcp_mem`, ...).
+pub fn sysctl_u64s(name: &str) -> Option<Vec<u64>> {
+    sysctl(name)?.split(' ').map(|v| v.parse().ok()).collect()
+}
+
+/// A field of /proc/meminfo in KiB (`MemTotal`, `MemAvailable`, ...).
+pub fn meminfo_kib(field: &str) -> Option<u64> {
+    parse_meminfo(&std::fs::read_to_string("/proc/meminfo").ok()?, field)
+}
+
+/// The CPUs online, from /sys; empty when it cannot be read.
+fn online_cpus() -> Vec<usize> {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|t| sys::affinity::parse_cpu_list(t.trim()).ok())
+        .unwrap_or_default()
+}
+
+fn parse_meminfo(text: &str, field: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let (name, rest) = line.split_once(':')?;
+        if name != field {
+            return None;
+        }
+        rest.split_whitespace().next()?.parse().ok()
+    })
+}
+
+/// The first CPU's model name: x86 says `model name`, some ARM kernels
+/// `Model` or `Hardware`, others nothing useful.
+fn cpu_model(cpuinfo: &str) -> Option<String> {
+    ["model name", "Model", "cpu model", "Hardware", "Processor"]
+        .iter()
+        .find_map(|&key| {
+            cpuinfo.lines().find_map(|line| {
+                let (k, v) = line.split_once(':')?;
+                (k.trim() == key && !v.trim().is_empty()).then(|| v.trim().to_string())
+            })
+        })
+}
+
+/// `"32768 60999"` (tabs or spaces) into `(32768, 60999)`.
+pub fn parse_port_range(text: &str) -> Option<(u16, u16)> {
+    let mut it = text.split_whitespace().map(str::parse::<u16>);
+    match (it.next(), it.next(), it.next()) {
+        (Some(Ok(lo)), Some(Ok(hi)), None) if lo <= hi => Some((lo, hi)),
+        _ => None,
+    }
+}
+
+/// The kernel's TCP counters that show a load run going wrong.
+///
+/// They are counters of the whole network namespace (normally the whole
+/// system), not of this process: a run on loopback sees both its own connects
+/// and the server's listen queue, and also every other program's traffic in
+/// the meantime. Take the difference of two samples with [`TcpCounters::since`].
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TcpCounters {
+    /// SYNs (and SYN-ACKs) sent again: a connect that waited on the backlog
+    /// (TcpExt TCPSynRetrans).
+    pub syn_retrans: u64,
+    /// Connections dropped because a listener's accept queue was full
+    /// (TcpExt ListenOverflows).
+    pub listen_overflows: u64,
+    /// Connections dropped at a listener for any reason, overflows included
+    /// (TcpExt ListenDrops).
+    pub listen_drops: u64,
+    /// Connects started (Tcp ActiveOpens).
+    pub active_opens: u64,
+    /// Connects that failed (Tcp AttemptFails).
+    pub attempt_fails: u64,
+    /// Established connections reset (Tcp EstabResets).
+    pub estab_resets: u64,
+}
+
+impl TcpCounters {
+    /// What happened between `before` and `self`; a counter that went
+    /// backwards (a reset namespace) counts as zero.
+    pub fn since(&self, before: &TcpCounters) -> TcpCounters {
+        TcpCounters {
+            syn_retrans: self.syn_retrans.saturating_sub(before.syn_retrans),
+            listen_overflows: self
+                .listen_overflows
+                .saturating_sub(before.listen_overflows),
+            listen_drops: self.listen_drops.saturating_sub(before.listen_drops),
+            active_opens: self.active_opens.saturating_sub(before.active_opens),
+            attempt_fails: self.attempt_fails.saturating_sub(before.attempt_fails),
+            estab_resets: self.estab_resets.saturating_sub(before.estab_resets),
+        }
+    }
+}
+
+/// Samples the TCP counters of this network namespace from /proc/net/netstat
+/// and /proc/net/snmp.
+pub fn tcp_counters() -> io::Result<TcpCounters> {
+    let netstat = std::fs::read_to_string("/proc/net/netstat")?;
+    let snmp = std::fs::read_to_string("/proc/net/snmp")?;
+    parse_tcp_counters(&netstat, &snmp)
+}
+
+fn parse_tcp_counters(netstat: &str, snmp: &str) -> io::Result<TcpCounters> {
+    let get = |text: &str, file: &str, section: &str, name: &str| {
+        proc_net_value(text, section, name).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("no {section} {name} in /proc/net/{file}"),
+            )
+        })
+    };
+    Ok(TcpCounters {
+        syn_retrans: get(netstat, "netstat", "TcpExt", "TCPSynRetrans")?,
+        listen_overflows: get(netstat, "netstat", "TcpExt", "ListenOverflows")?,
+        listen_drops: get(netstat, "netstat", "TcpExt", "ListenDrops")?,
+        active_opens: get(snmp, "snmp", "Tcp", "ActiveOpens")?,
+        attempt_fails: get(snmp, "snmp", "Tcp", "AttemptFails")?,
+        estab_resets: get(snmp, "snmp", "Tcp", "EstabResets")?,
+    })
+}
+
+/// One value from the /proc/net/{netstat,snmp} format: for each section a
+/// line `Section: Name1 Name2 ...` followed by `Section: v1 v2 ...`.
+fn proc_net_value(text: &str, section: &str, name: &str) -> Option<u64> {
+    let prefix = format!("{section}:");
+    let mut lines = text.lines().filter_map(|l| l.strip_prefix(&prefix));
+    while let (Some(names), Some(values)) = (lines.next(), lines.next()) {
+        if let Some(i) = names.split_whitespace().position(|n| n == name) {
+            return values.split_whitespace().nth(i)?.parse().ok();
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NETSTAT: &str = "\
+TcpExt: SyncookiesSent ListenOverflows ListenDrops TCPSynRetrans
+TcpExt: 0 7 9 123
+IpExt: InNoRoutes InOctets
+IpExt: 0 5555
+";
+    const SNMP: &str = "\
+Ip: Forwarding DefaultTTL
+Ip: 1 64
+Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails EstabResets CurrEstab
+Tcp: 1 200 120000 -1 948578 948529 3 50766 1
+Udp: InDatagrams
+Udp: 10
+";
+
+    #[test]
+    fn parses_tcp_counters() {
+        let c = parse_tcp_counters(NETSTAT, SNMP).unwrap();
+        assert_eq!(
+            c,
+            TcpCounters {
+                syn_retrans: 123,
+                listen_overflows: 7,
+                listen_drops: 9,
+                active_opens: 948578,
+                attempt_fails: 3,
+                estab_resets: 50766,
+            }
+        );
+    }
+
+    #[test]
+    fn missing_counter_is_an_error_that_names_it() {
+        let e = parse_tcp_counters("TcpExt: ListenDrops\nTcpExt: 1\n", SNMP).unwrap_err();
+        assert!(e.to_string().contains("TCPSynRetrans"), "{e}");
+    }
+
+    #[test]
+    fn proc_net_value_skips_other_sections_and_negative_fields() {
+        assert_eq!(proc_net_value(SNMP, "Udp", "InDatagrams"), Some(10));
+        assert_eq!(proc_net_value(SNMP, "Tcp", "MaxConn"), None);
+        assert_eq!(proc_net_value(SNMP, "Tcp", "Nope"), None);
+        assert_eq!(proc_net_value(SNMP, "Icmp", "InMsgs"), None);
+    }
+
+    #[test]
+    fn since_saturates() {
+        let before = TcpCounters {
+            syn_retrans: 5,
+            active_opens: 100,
+            ..Default::default()
+        };
+        let after = TcpCounters {
+            syn_retrans: 2,
+            active_opens: 150,
+            estab_resets: 1,
+            ..Default::default()
+        };
+        let d = after.since(&before);
+        assert_eq!(d.syn_retrans, 0);
+        assert_eq!(d.active_opens, 50);
+        assert_eq!(d.estab_resets, 1);
+    }
+
+    #[test]
+    fn parses_meminfo_cpuinfo_and_port_range() {
+        let mem = "MemTotal:       24684084 kB\nMemAvailable:   24095204 kB\n";
+        assert_eq!(parse_meminfo(mem, "MemTotal"), Some(24684084));
+        assert_eq!(parse_meminfo(mem, "MemAvailable"), Some(24095204));
+        assert_eq!(parse_meminfo(mem, "Mem"), None);
+        let x86 = "processor\t: 0\nmodel name\t: Intel(R) Xeon(R)\n";
+        assert_eq!(cpu_model(x86).as_deref(), Some("Intel(R) Xeon(R)"));
+        let arm = "processor\t: 0\nBogoMIPS\t: 50.00\nModel\t: Raspberry Pi 4\n";
+        assert_eq!(cpu_model(arm).as_deref(), Some("Raspberry Pi 4"));
+        assert_eq!(cpu_model("processor\t: 0\n"), None);
+        assert_eq!(parse_port_range("32768\t60999\n"), Some((32768, 60999)));
+        assert_eq!(parse_port_range("60999 32768"), None);
+        assert_eq!(parse_port_range("1 2 3"), None);
+    }
+
+    /// Run with `--nocapture` to see what this machine reports.
+    #[test]
+    fn capture_reads_this_machine() {
+        let env = capture();
+        println!("{}", serde_json::to_string_pretty(&env).unwrap());
+        assert!(!env.kernel.is_empty());
+        assert!(env.cpus_online >= 1);
+        assert!(!env.cpus_allowed.is_empty());
+        assert!(env.memory_total_kib > 0);
+        assert!(env.sysctls.contains_key("net.core.somaxconn"));
+        let back: Environment =
+            serde_json::from_str(&serde_json::to_string(&env).unwrap()).unwrap();
+        assert_eq!(back, env);
+        let counters = tcp_counters().unwrap();
+        println!("{counters:?}");
+        assert_eq!(counters.since(&counters), TcpCounters::default());
+    }
+}
