@@ -109,7 +109,6 @@ pub struct LoadArgs {
     pub worker: Option<usize>,
 }
 
-
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Concurrency model (see `c10k models`).

@@ -21,7 +21,6 @@ pub mod client;
 pub mod env;
 pub mod export;
 
-
 pub mod plan;
 pub mod server;
 pub mod sys;

@@ -36,7 +36,6 @@ fn main() -> ExitCode {
         }
         Command::Load(args) => load(&args),
         Command::Models => {
-
             for m in server::MODELS {
                 println!("{:<14} {}", m.name(), m.about());
             }

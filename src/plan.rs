@@ -136,7 +136,11 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
         "us" | "µs" => n / 1e6,
         "m" | "min" => n * 60.0,
         "h" => n * 3600.0,
-        u => return Err(format!("'{text}': unknown unit '{u}' (use us, ms, s, m or h)")),
+        u => {
+            return Err(format!(
+                "'{text}': unknown unit '{u}' (use us, ms, s, m or h)"
+            ))
+        }
     };
     if !secs.is_finite() || !(0.0..=86_400.0 * 365.0).contains(&secs) {
         return Err(format!("'{text}' is out of range"));
@@ -234,7 +238,9 @@ impl LoadPlan {
             Workload::Churn { echo: a.churn_echo }
         } else if let Some(rate) = a.rate {
             if !(rate.is_finite() && rate > 0.0 && rate <= 1e9) {
-                return Err(format!("--rate {rate}: must be above 0 and at most 1e9 per second"));
+                return Err(format!(
+                    "--rate {rate}: must be above 0 and at most 1e9 per second"
+                ));
             }
             Workload::Open { rate }
         } else {
@@ -263,7 +269,9 @@ impl LoadPlan {
             }
         }
         let sources = match &a.source {
-            Some(s) => crate::client::source::parse_sources(s).map_err(|e| format!("--source: {e}"))?,
+            Some(s) => {
+                crate::client::source::parse_sources(s).map_err(|e| format!("--source: {e}"))?
+            }
             None => Vec::new(),
         };
         let cpus = a
@@ -272,7 +280,9 @@ impl LoadPlan {
             .map(crate::sys::affinity::parse_cpu_list)
             .transpose()?;
         let slots = a.connections.max(1);
-        let threads = a.threads.unwrap_or_else(|| cpus.as_ref().map_or_else(cpus_available, Vec::len));
+        let threads = a
+            .threads
+            .unwrap_or_else(|| cpus.as_ref().map_or_else(cpus_available, Vec::len));
         if threads == 0 || threads > 1024 {
             return Err(format!("--threads {threads}: must be from 1 to 1024"));
         }

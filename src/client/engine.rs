@@ -15,7 +15,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{self, ErrorKind, Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::net::{IpAddr, TcpStream};
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Barrier, Mutex, OnceLock};
@@ -23,10 +23,10 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use rustix::event::epoll::{self, CreateFlags, Event, EventData, EventFlags};
-use socket2::{Domain, Socket, Type};
 
 use super::conn::{Conn, Failure, InFlight, Payload, State};
 use super::record::ConnRecord;
+use super::source::connect_socket;
 use crate::plan::{LoadPlan, Stop, Workload};
 
 /// Connects in progress per thread at most: enough to keep a fast server
@@ -278,7 +278,9 @@ impl<'a> Engine<'a> {
             if self.pending == 0 && self.next_open >= self.conns.len() {
                 break;
             }
-            let wait = self.pacing_wait().min(SWEEP);
+            let wait = self
+                .pacing_wait(self.next_open < self.conns.len())
+                .min(SWEEP);
             self.poll(Some(wait));
             self.sweep(Instant::now());
         }
@@ -300,10 +302,11 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// How long until pacing allows the next connect.
-    fn pacing_wait(&self) -> Duration {
+    /// How long until pacing allows the next connect (when `more` are
+    /// waiting to be opened).
+    fn pacing_wait(&self, more: bool) -> Duration {
         match self.rate {
-            Some(r) if self.next_open < self.conns.len() => {
+            Some(r) if more => {
                 let due = self.started + Duration::from_secs_f64(self.opened as f64 / r);
                 due.saturating_duration_since(Instant::now())
             }
@@ -318,10 +321,13 @@ impl<'a> Engine<'a> {
         let c = &mut self.conns[i];
         c.connect_started = Some(now);
         c.last_progress = now;
-        match start_connect(self.plan.target, c.source, self.plan.linger0) {
-            Ok(sock) => {
+        match connect_socket(self.plan.target, c.source, self.plan.linger0) {
+            Ok((sock, _)) => {
+                let sock = TcpStream::from(sock);
                 let flags = EventFlags::IN | EventFlags::OUT | EventFlags::ET | EventFlags::RDHUP;
-                if let Err(e) = epoll::add(&self.ep, sock.as_fd(), EventData::new_u64(i as u64), flags) {
+                if let Err(e) =
+                    epoll::add(&self.ep, sock.as_fd(), EventData::new_u64(i as u64), flags)
+                {
                     self.fail(i, Failure::of(&e.into()));
                     return;
                 }
@@ -365,7 +371,9 @@ impl<'a> Engine<'a> {
             return;
         };
         let interval = match self.plan.workload {
-            Workload::Open { rate } => Some(Duration::from_secs_f64(self.plan.connections as f64 / rate)),
+            Workload::Open { rate } => {
+                Some(Duration::from_secs_f64(self.plan.connections as f64 / rate))
+            }
             _ => None,
         };
         for i in 0..self.conns.len() {
@@ -391,7 +399,8 @@ impl<'a> Engine<'a> {
         }
         loop {
             let now = Instant::now();
-            if self.interrupted() || sched.until.is_some_and(|u| now >= u) || self.all_active_done() {
+            if self.interrupted() || sched.until.is_some_and(|u| now >= u) || self.all_active_done()
+            {
                 break;
             }
             if let Some(iv) = interval {
@@ -408,6 +417,32 @@ impl<'a> Engine<'a> {
             let now = Instant::now();
             self.sweep(now);
             self.publish(now);
+        }
+        self.drain();
+    }
+
+    /// After the window: sends nothing more and collects the echoes still
+    /// owed (they finish after the window, so they are not counted), for a
+    /// moment at most, so that closing sends a FIN rather than a reset of
+    /// unread data, which the server would have to count as an error.
+    fn drain(&mut self) {
+        for c in &mut self.conns {
+            for f in &mut c.in_flight {
+                f.measured = false;
+            }
+        }
+        self.timers.clear();
+        let deadline = Instant::now() + self.plan.timeout.min(Duration::from_secs(1));
+        while !self.interrupted() {
+            let owed = self
+                .conns
+                .iter()
+                .any(|c| c.state == State::Up && !c.in_flight.is_empty());
+            let now = Instant::now();
+            if !owed || now >= deadline {
+                break;
+            }
+            self.poll(Some((deadline - now).min(SWEEP)));
         }
     }
 
@@ -482,7 +517,10 @@ impl<'a> Engine<'a> {
         }
         if let Stop::Messages(n) = self.plan.stop {
             let c = &self.conns[i];
-            if c.requests >= n && c.in_flight.is_empty() && !matches!(self.plan.workload, Workload::Burst { .. }) {
+            if c.requests >= n
+                && c.in_flight.is_empty()
+                && !matches!(self.plan.workload, Workload::Burst { .. })
+            {
                 self.close(i);
             }
         }
@@ -510,7 +548,10 @@ impl<'a> Engine<'a> {
         }
         let mut last = None;
         while !self.interrupted() {
-            let waiting = self.conns.iter().any(|c| c.state == State::Up && !c.in_flight.is_empty());
+            let waiting = self
+                .conns
+                .iter()
+                .any(|c| c.state == State::Up && !c.in_flight.is_empty());
             if !waiting {
                 break;
             }
@@ -546,11 +587,26 @@ impl<'a> Engine<'a> {
             if self.interrupted() || sched.until.is_some_and(|u| now >= u) {
                 break;
             }
-            // Slots that are free (never opened, or done) open again.
+            // Connections that came up: echo one message or close.
             for i in 0..self.conns.len() {
                 let c = &self.conns[i];
+                if c.state != State::Up {
+                    continue;
+                }
+                if echo && c.queued == 0 {
+                    self.send(i, Instant::now(), &sched);
+                } else if !echo || (c.queued > 0 && c.in_flight.is_empty()) {
+                    self.close(i);
+                }
+            }
+            // Slots that are free (never opened, or done) open again.
+            for (i, cycle) in cycles.iter_mut().enumerate() {
+                let c = &self.conns[i];
                 let free = c.state == State::Waiting || c.state == State::Done;
-                if !free || per_slot.is_some_and(|n| cycles[i] >= n) || self.pending >= PENDING_CONNECTS {
+                if !free
+                    || per_slot.is_some_and(|n| *cycle >= n)
+                    || self.pending >= PENDING_CONNECTS
+                {
                     continue;
                 }
                 if let Some(r) = self.rate {
@@ -565,27 +621,21 @@ impl<'a> Engine<'a> {
                     self.conns[i] = Conn::new(id, false, now);
                     self.conns[i].source = source;
                 }
-                cycles[i] += 1;
+                *cycle += 1;
                 self.open(i);
             }
-            if per_slot.is_some() && self.conns.iter().enumerate().all(|(i, c)| {
-                c.state == State::Done && per_slot.is_some_and(|n| cycles[i] >= n)
-            }) {
+            if per_slot.is_some()
+                && self.conns.iter().enumerate().all(|(i, c)| {
+                    c.state == State::Done && per_slot.is_some_and(|n| cycles[i] >= n)
+                })
+            {
                 break;
             }
-            // Connections that came up: echo one message or close.
-            for i in 0..self.conns.len() {
-                let c = &self.conns[i];
-                if c.state != State::Up {
-                    continue;
-                }
-                if echo && c.queued == 0 {
-                    self.send(i, Instant::now(), &sched);
-                } else if !echo || (c.queued > 0 && c.in_flight.is_empty()) {
-                    self.close(i);
-                }
-            }
-            let wait = self.pacing_wait().min(SWEEP);
+            let free = self.conns.iter().enumerate().any(|(i, c)| {
+                matches!(c.state, State::Waiting | State::Done)
+                    && per_slot.is_none_or(|n| cycles[i] < n)
+            });
+            let wait = self.pacing_wait(free).min(SWEEP);
             self.poll(Some(wait));
             let now = Instant::now();
             self.sweep(now);
@@ -618,7 +668,9 @@ impl<'a> Engine<'a> {
                     if flags.intersects(EventFlags::OUT) {
                         self.flush(i);
                     }
-                    if flags.intersects(EventFlags::IN | EventFlags::RDHUP | EventFlags::HUP | EventFlags::ERR) {
+                    if flags.intersects(
+                        EventFlags::IN | EventFlags::RDHUP | EventFlags::HUP | EventFlags::ERR,
+                    ) {
                         self.read(i);
                     }
                 }
@@ -668,7 +720,7 @@ impl<'a> Engine<'a> {
                     self.done.clear();
                     let c = &mut self.conns[i];
                     c.last_progress = now;
-                    if c.receive(&self.scratch[..n], m, &mut self.done).is_err() {
+                    if !c.receive(&self.scratch[..n], m, &mut self.done) {
                         self.fail(i, Failure::Mismatch);
                         return;
                     }
@@ -796,26 +848,6 @@ impl<'a> Engine<'a> {
             connected_at: self.connected_at,
         }
     }
-}
-
-/// Starts a non-blocking connect from `source` (port chosen at connect
-/// time) to `target`.
-fn start_connect(target: SocketAddr, source: Option<IpAddr>, linger0: bool) -> io::Result<TcpStream> {
-    let sock = Socket::new(Domain::for_address(target), Type::STREAM.nonblocking().cloexec(), None)?;
-    sock.set_tcp_nodelay(true)?;
-    if linger0 {
-        sock.set_linger(Some(Duration::ZERO))?;
-    }
-    if let Some(ip) = source {
-        crate::sys::net::set_bind_address_no_port(&sock, true)?;
-        sock.bind(&SocketAddr::new(ip, 0).into())?;
-    }
-    match sock.connect(&target.into()) {
-        Ok(()) => {}
-        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
-        Err(e) => return Err(e),
-    }
-    Ok(sock.into())
 }
 
 fn ns(d: Duration) -> u64 {

@@ -7,4 +7,3 @@ pub mod record;
 pub mod report;
 pub mod run;
 pub mod source;
-

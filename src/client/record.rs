@@ -42,7 +42,11 @@ impl ConnRecord {
             } else {
                 0.0
             },
-            min_response_us: if c.requests > 0 { us(c.rt_min_ns as f64) } else { 0.0 },
+            min_response_us: if c.requests > 0 {
+                us(c.rt_min_ns as f64)
+            } else {
+                0.0
+            },
             max_response_us: us(c.rt_max_ns as f64),
             connect_us: match (c.connect_started, c.established) {
                 (Some(a), Some(b)) => Some((b - a).as_nanos() as f64 / 1000.0),

@@ -135,6 +135,9 @@ pub struct Report {
     /// System-wide TCP counters over the run (SYN retransmits and listen
     /// overflows show a backlog that overflowed).
     pub tcp: serde_json::Value,
+    /// Source addresses the connections were spread over (empty: the
+    /// kernel's choice).
+    pub sources: Vec<String>,
     pub warnings: Vec<String>,
     pub environment: serde_json::Value,
 }
@@ -155,9 +158,17 @@ impl Report {
             self.target,
             self.workload_text(),
             c.requested,
-            if c.idle > 0 { format!(" (+{} idle)", c.idle) } else { String::new() },
+            if c.idle > 0 {
+                format!(" (+{} idle)", c.idle)
+            } else {
+                String::new()
+            },
             self.message_bytes,
-            if self.workload == "closed" { format!(", depth {}", self.depth) } else { String::new() },
+            if self.workload == "closed" {
+                format!(", depth {}", self.depth)
+            } else {
+                String::new()
+            },
             self.client.threads,
             if self.client.threads == 1 { "" } else { "s" },
         );
@@ -172,7 +183,11 @@ impl Report {
             us(self.connect.latency_us.max),
         );
         if self.workload == "churn" {
-            let _ = writeln!(s, "  churn        {:.0} connects/s", self.connect.per_second);
+            let _ = writeln!(
+                s,
+                "  churn        {:.0} connects/s",
+                self.connect.per_second
+            );
         }
         let _ = writeln!(
             s,
@@ -196,7 +211,11 @@ impl Report {
                 "  rate         {:.0}/s achieved of {:.0}/s target{}",
                 o.achieved_rate,
                 o.target_rate,
-                if o.missed > 0 { format!(", {} sends skipped (backed up)", o.missed) } else { String::new() },
+                if o.missed > 0 {
+                    format!(", {} sends skipped (backed up)", o.missed)
+                } else {
+                    String::new()
+                },
             );
         }
         if let Some(b) = &self.burst {
@@ -216,7 +235,11 @@ impl Report {
         let _ = writeln!(
             s,
             "  errors       {}",
-            if errors.is_empty() { "none".to_string() } else { errors.join(", ") }
+            if errors.is_empty() {
+                "none".to_string()
+            } else {
+                errors.join(", ")
+            }
         );
         let cl = &self.client;
         let _ = writeln!(

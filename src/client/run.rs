@@ -18,6 +18,7 @@ use super::conn::Failure;
 use super::engine::{self, histogram, Schedule, Shared, ThreadResult};
 use super::record::ConnRecord;
 use super::report::{self, Percentiles, Report};
+use super::{preflight, source};
 use crate::plan::{LoadPlan, Stop, Workload};
 use crate::sys;
 
@@ -36,21 +37,45 @@ pub fn run(plan: LoadPlan) -> anyhow::Result<Outcome> {
         sys::affinity::pin_current(cpus).with_context(|| format!("cannot pin to CPUs {cpus:?}"))?;
     }
     let mut warnings = Vec::new();
-    let needed = plan.connections + plan.idle + 64;
-    let limit = sys::rlimit::nofile();
-    match limit.hard {
-        Some(hard) if (needed as u64) > hard => anyhow::bail!(
-            "{} connections need {needed} descriptors but the open-files hard limit is {hard}: \
-             raise it (ulimit -Hn, limits.conf) or use fewer connections",
-            plan.connections + plan.idle
-        ),
-        _ => {
-            if limit.soft.is_some_and(|s| (needed as u64) > s) {
-                sys::rlimit::set_nofile_soft(needed as u64).context("raising the open-files limit")?;
-            }
+    let total = plan.connections + plan.idle;
+    // Limits first, each stated with its shortfall and its fix.
+    let needs = preflight::Needs {
+        connections: total,
+        target: plan.target,
+        sources: plan.sources.len(),
+        threads: plan.threads,
+    };
+    let findings = preflight::check_with(&needs, plan.connect_rate, &preflight::System::read());
+    for f in &findings {
+        if f.level >= preflight::Level::Warn || !plan.quiet {
+            eprintln!("{f}");
+        }
+        if f.level >= preflight::Level::Warn {
+            warnings.push(format!("{}; fix: {}", f.what, f.fix));
         }
     }
-    let sources = plan.sources.clone();
+    if let Some(f) = findings.iter().find(|f| f.level == preflight::Level::Block) {
+        anyhow::bail!("{} (fix: {})", f.what, f.fix);
+    }
+    let hard = sys::rlimit::nofile().hard.unwrap_or(u64::MAX);
+    if preflight::processes_needed(total, hard) > 1 {
+        anyhow::bail!(
+            "{total} connections need more descriptors than one process may hold (hard limit {hard}); \
+             spreading them over worker processes is not built yet: use at most {} connections per run",
+            hard.saturating_sub(preflight::HEADROOM)
+        );
+    }
+    preflight::raise_nofile_for(total).context("raising the open-files limit")?;
+    let mut sources = plan.sources.clone();
+    if sources.is_empty() && plan.target.ip().is_loopback() && plan.target.is_ipv4() {
+        let auto = source::auto_loopback_sources(total, source::ephemeral_port_count());
+        if auto.len() > 1 {
+            sources = auto;
+        }
+    }
+    source::check_family(&sources, plan.target).map_err(anyhow::Error::msg)?;
+    let environment = crate::env::capture();
+    let tcp_before = crate::env::tcp_counters().ok();
     let shared = Shared::new(plan, sources);
     let interrupted = Arc::new(std::sync::atomic::AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupted))
@@ -76,9 +101,16 @@ pub fn run(plan: LoadPlan) -> anyhow::Result<Outcome> {
         // Every loop has its connections up (or failed).
         shared.barrier.wait();
         let start = Instant::now();
-        let measure_from = start + if matches!(plan.workload, Workload::Burst { .. }) { Duration::ZERO } else { plan.warmup };
+        let measure_from = start
+            + if matches!(plan.workload, Workload::Burst { .. }) {
+                Duration::ZERO
+            } else {
+                plan.warmup
+            };
         let until = match plan.stop {
-            Stop::Duration(d) if !matches!(plan.workload, Workload::Burst { .. }) => Some(measure_from + d),
+            Stop::Duration(d) if !matches!(plan.workload, Workload::Burst { .. }) => {
+                Some(measure_from + d)
+            }
             _ => None,
         };
         let s = Schedule {
@@ -110,7 +142,9 @@ pub fn run(plan: LoadPlan) -> anyhow::Result<Outcome> {
         let results = handles
             .into_iter()
             .map(|h| match h {
-                Ok(h) => h.join().unwrap_or_else(|_| Err(std::io::Error::other("an event loop panicked"))),
+                Ok(h) => h
+                    .join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("an event loop panicked"))),
                 Err(e) => Err(e),
             })
             .collect();
@@ -124,10 +158,39 @@ pub fn run(plan: LoadPlan) -> anyhow::Result<Outcome> {
         parts.push(r.context("an event loop failed")?);
     }
     let schedule = schedule.context("the run never started")?;
+    let tcp = match (tcp_before, crate::env::tcp_counters().ok()) {
+        (Some(a), Some(b)) => Some(b.since(&a)),
+        _ => None,
+    };
+    if let Some(t) = &tcp {
+        if t.syn_retrans > 0 || t.listen_overflows > 0 {
+            warnings.push(format!(
+                "the listen backlog overflowed: {} SYN retransmits, {} listen overflows system-wide during the run; \
+                 connect latencies include retransmit timeouts (lower --connect-rate or raise net.core.somaxconn and the server's backlog)",
+                t.syn_retrans, t.listen_overflows
+            ));
+        }
+    }
     if shared.interrupted.load(Relaxed) || interrupted.load(Relaxed) {
         warnings.push("interrupted (Ctrl-C): results cover the run so far".into());
     }
-    Ok(assemble(&shared, parts, schedule, t0, ended, wall_start, cpu_at_measure, cpu_end, warnings))
+    let mut outcome = assemble(
+        &shared,
+        parts,
+        schedule,
+        t0,
+        ended,
+        wall_start,
+        cpu_at_measure,
+        cpu_end,
+        warnings,
+    );
+    outcome.report.tcp = serde_json::to_value(tcp).unwrap_or_default();
+    outcome.report.environment = serde_json::to_value(environment).unwrap_or_default();
+    if !shared.sources.is_empty() {
+        outcome.report.sources = shared.sources.iter().map(|s| s.to_string()).collect();
+    }
+    Ok(outcome)
 }
 
 /// Prints a progress line once a second on a terminal until `finished`;
@@ -140,7 +203,10 @@ fn progress(
 ) {
     let bar = if show {
         let b = indicatif::ProgressBar::new_spinner();
-        b.set_style(indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()));
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        );
         Some(b)
     } else {
         None
@@ -163,7 +229,10 @@ fn progress(
             let rate = (done - last.1) as f64 / (now - last.0).as_secs_f64();
             last = (now, done);
             let (p50, p99) = match shared.live.lock() {
-                Ok(h) if !h.is_empty() => (h.value_at_quantile(0.5) as f64 / 1e3, h.value_at_quantile(0.99) as f64 / 1e3),
+                Ok(h) if !h.is_empty() => (
+                    h.value_at_quantile(0.5) as f64 / 1e3,
+                    h.value_at_quantile(0.99) as f64 / 1e3,
+                ),
                 _ => (0.0, 0.0),
             };
             b.set_message(format!(
@@ -223,7 +292,10 @@ fn assemble(
         }
     }
     records.sort_by_key(|r| r.id);
-    let mut errors: BTreeMap<String, u64> = Failure::ALL.iter().map(|f| (f.name().to_string(), 0)).collect();
+    let mut errors: BTreeMap<String, u64> = Failure::ALL
+        .iter()
+        .map(|f| (f.name().to_string(), 0))
+        .collect();
     for r in &records {
         if !r.error.is_empty() {
             *errors.entry(r.error.clone()).or_default() += 1;
@@ -232,7 +304,9 @@ fn assemble(
     let failed = errors.values().sum();
     let established = records.iter().filter(|r| r.connect_us.is_some()).count() as u64;
     let measured_end = schedule.until.map_or(ended, |u| u.min(ended));
-    let measured = measured_end.saturating_duration_since(schedule.measure_from).as_secs_f64();
+    let measured = measured_end
+        .saturating_duration_since(schedule.measure_from)
+        .as_secs_f64();
     let messages = latency.len();
     let per_second = |n: f64| if measured > 0.0 { n / measured } else { 0.0 };
     let message_bytes = shared.payload.len();
@@ -272,7 +346,9 @@ fn assemble(
             .collect(),
     });
     if failed > 0 {
-        warnings.push(format!("{failed} connection(s) ended early: see errors (and --per-connection-csv)"));
+        warnings.push(format!(
+            "{failed} connection(s) ended early: see errors (and --per-connection-csv)"
+        ));
     }
     let report = Report {
         schema_version: report::SCHEMA_VERSION,
@@ -318,11 +394,16 @@ fn assemble(
             cpus: plan.cpus.clone(),
             cpu_user_seconds: cpu_user,
             cpu_system_seconds: cpu_sys,
-            cpu_per_message_us: if messages > 0 { (cpu_user + cpu_sys) * 1e6 / messages as f64 } else { 0.0 },
+            cpu_per_message_us: if messages > 0 {
+                (cpu_user + cpu_sys) * 1e6 / messages as f64
+            } else {
+                0.0
+            },
             max_rss_kib: cpu1.max_rss_kib,
             processes: 1,
         },
         tcp: serde_json::Value::Null,
+        sources: Vec::new(),
         warnings,
         environment: serde_json::Value::Null,
     };
@@ -354,7 +435,11 @@ pub fn write_outputs(plan: &LoadPlan, outcome: &Outcome) -> anyhow::Result<()> {
     }
     if let Some(p) = &plan.hdr {
         let len = Duration::from_secs_f64(outcome.report.measured_seconds.max(0.0));
-        note(crate::export::write_hdr(p, &[("latency", &outcome.latency)], outcome.started, len), "HdrHistogram log", p);
+        note(
+            crate::export::write_hdr(p, &[("latency", &outcome.latency)], outcome.started, len),
+            "HdrHistogram log",
+            p,
+        );
     }
     match first {
         Some(m) => anyhow::bail!(m),

@@ -13,11 +13,18 @@ use serde::Serialize;
 
 /// Writes `bytes` to `path` atomically.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let name = path
         .file_name()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file path"))?;
-    let tmp = dir.join(format!(".{}.tmp{}", name.to_string_lossy(), std::process::id()));
+    let tmp = dir.join(format!(
+        ".{}.tmp{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
@@ -43,7 +50,9 @@ pub fn write_csv<T: Serialize>(path: &Path, rows: &[T]) -> io::Result<()> {
     for r in rows {
         w.serialize(r).map_err(io::Error::other)?;
     }
-    let bytes = w.into_inner().map_err(|e| io::Error::other(e.to_string()))?;
+    let bytes = w
+        .into_inner()
+        .map_err(|e| io::Error::other(e.to_string()))?;
     write_atomic(path, &bytes)
 }
 
