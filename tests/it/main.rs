@@ -4,6 +4,7 @@
 
 mod cli;
 mod conformance;
+mod misbehave;
 mod support;
 
 use libtest_mimic::{Arguments, Trial};
@@ -26,6 +27,9 @@ fn main() {
     }
     for &(name, test) in cli::TESTS {
         trials.push(Trial::test(format!("cli::{name}"), test));
+    }
+    for &(name, test) in misbehave::TESTS {
+        trials.push(Trial::test(format!("misbehave::{name}"), test));
     }
     libtest_mimic::run(&args, trials).exit();
 }
