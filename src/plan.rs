@@ -154,8 +154,9 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 pub enum Workload {
     /// Closed loop: `depth` messages in flight per connection.
     Closed { depth: usize },
-    /// Open loop: `rate` messages per second in total.
-    Open { rate: f64 },
+    /// Open loop: `rate` messages per second in total, at most `depth` in
+    /// flight per connection (later ones wait, keeping their due time).
+    Open { rate: f64, depth: usize },
     /// Connect all, then send one message on each and time every echo back.
     Burst { rounds: usize },
     /// Open, optionally echo one message, close; repeat.
@@ -242,7 +243,10 @@ impl LoadPlan {
                     "--rate {rate}: must be above 0 and at most 1e9 per second"
                 ));
             }
-            Workload::Open { rate }
+            Workload::Open {
+                rate,
+                depth: a.depth,
+            }
         } else {
             Workload::Closed { depth: a.depth }
         };

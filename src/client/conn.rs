@@ -194,6 +194,9 @@ pub struct Conn {
     pub failure: Option<Failure>,
     /// Open loop: when the next message is due.
     pub next_due: Option<Instant>,
+    /// Open loop: due times of messages waiting for a free slot (at most
+    /// `--depth` in flight per connection).
+    pub backlog: VecDeque<Instant>,
 }
 
 impl Conn {
@@ -221,6 +224,7 @@ impl Conn {
             last_progress: now,
             failure: None,
             next_due: None,
+            backlog: VecDeque::new(),
         }
     }
 

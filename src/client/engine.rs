@@ -32,9 +32,9 @@ use crate::plan::{LoadPlan, Stop, Workload};
 /// Connects in progress per thread at most: enough to keep a fast server
 /// busy, few enough not to overflow a default backlog.
 pub const PENDING_CONNECTS: usize = 256;
-/// Open loop: a connection with this much unsent data skips sends (the
-/// client cannot keep up, or the server stopped reading); counted as missed.
-const MAX_UNSENT: usize = 4 << 20;
+/// Open loop: messages waiting for a free slot on one connection at most;
+/// past this, sends are skipped and counted as missed.
+const MAX_BACKLOG: usize = 1 << 16;
 /// How often connections are checked for timeouts.
 const SWEEP: Duration = Duration::from_millis(100);
 /// Largest latency recorded: an hour, in nanoseconds.
@@ -112,6 +112,9 @@ pub struct ThreadResult {
     pub latency: Histogram<u64>,
     /// Open loop: round trips from the actual write, in ns.
     pub latency_uncorrected: Histogram<u64>,
+    /// Open loop: how late the client wrote each measured message (its own
+    /// wake-up lateness, plus the wait for a free slot), in ns.
+    pub send_lag: Histogram<u64>,
     /// Connect start to writable, in ns.
     pub connect: Histogram<u64>,
     pub records: Vec<ConnRecord>,
@@ -129,6 +132,9 @@ pub struct ThreadResult {
 /// connections up; the coordinator has published the schedule; then (burst)
 /// one pair per round.
 pub fn run(shared: &Shared, index: usize) -> io::Result<ThreadResult> {
+    // Timed waits wake up to 50 µs late by default (timer slack); an open
+    // loop that sends late measures its own lateness. Ask for 1 ns.
+    let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
     let e = Engine::new(shared, index);
     // A loop that could not start still takes part in every barrier, or the
     // others would wait for it for ever.
@@ -195,6 +201,7 @@ struct Engine<'a> {
     timers: BinaryHeap<Reverse<(Instant, usize)>>,
     latency: Histogram<u64>,
     latency_raw: Histogram<u64>,
+    send_lag: Histogram<u64>,
     connect: Histogram<u64>,
     /// Latencies since the last publication to `shared.live`.
     interval: Histogram<u64>,
@@ -243,6 +250,7 @@ impl<'a> Engine<'a> {
             timers: BinaryHeap::new(),
             latency: histogram(),
             latency_raw: histogram(),
+            send_lag: histogram(),
             connect: histogram(),
             interval: histogram(),
             last_publish: now,
@@ -371,7 +379,7 @@ impl<'a> Engine<'a> {
             return;
         };
         let interval = match self.plan.workload {
-            Workload::Open { rate } => {
+            Workload::Open { rate, .. } => {
                 Some(Duration::from_secs_f64(self.plan.connections as f64 / rate))
             }
             _ => None,
@@ -403,8 +411,8 @@ impl<'a> Engine<'a> {
             {
                 break;
             }
-            if let Some(iv) = interval {
-                self.fire_timers(now, iv, &sched);
+            if let (Some(iv), Workload::Open { depth, .. }) = (interval, self.plan.workload) {
+                self.fire_timers(now, iv, depth, &sched);
             }
             let mut wait = SWEEP;
             if let Some(Reverse((t, _))) = self.timers.peek() {
@@ -427,6 +435,7 @@ impl<'a> Engine<'a> {
     /// unread data, which the server would have to count as an error.
     fn drain(&mut self) {
         for c in &mut self.conns {
+            c.backlog.clear();
             for f in &mut c.in_flight {
                 f.measured = false;
             }
@@ -447,7 +456,7 @@ impl<'a> Engine<'a> {
     }
 
     /// Open loop: sends every message now due.
-    fn fire_timers(&mut self, now: Instant, interval: Duration, sched: &Schedule) {
+    fn fire_timers(&mut self, now: Instant, interval: Duration, depth: usize, sched: &Schedule) {
         while let Some(&Reverse((due, i))) = self.timers.peek() {
             if due > now {
                 break;
@@ -457,10 +466,15 @@ impl<'a> Engine<'a> {
                 continue;
             }
             if self.may_send(i, due, sched) {
-                if self.conns[i].unsent() > MAX_UNSENT {
-                    self.missed += 1;
-                } else {
+                let c = &mut self.conns[i];
+                if c.in_flight.len() < depth && c.backlog.is_empty() {
                     self.send(i, due, sched);
+                } else if c.backlog.len() < MAX_BACKLOG {
+                    // Due, but the connection is busy: it goes out as soon
+                    // as a slot frees, and its latency counts from now.
+                    c.backlog.push_back(due);
+                } else {
+                    self.missed += 1;
                 }
             }
             let next = due + interval;
@@ -474,15 +488,16 @@ impl<'a> Engine<'a> {
     /// Whether a message due at `t` is still wanted (`-n` not reached).
     fn may_send(&self, i: usize, t: Instant, sched: &Schedule) -> bool {
         match self.plan.stop {
-            Stop::Messages(n) => !sched.measures(t) || self.measured_queued(i) < n,
+            Stop::Messages(n) => !sched.measures(t) || self.measured_queued(i, sched) < n,
             Stop::Duration(_) => sched.until.is_none_or(|u| t < u),
         }
     }
 
-    /// Measured messages queued so far on connection `i`.
-    fn measured_queued(&self, i: usize) -> u64 {
+    /// Measured messages sent, in flight or waiting on connection `i`.
+    fn measured_queued(&self, i: usize, sched: &Schedule) -> u64 {
         let c = &self.conns[i];
-        c.requests + c.in_flight.iter().filter(|f| f.measured).count() as u64
+        let waiting = c.backlog.iter().filter(|t| sched.measures(**t)).count();
+        c.requests + (c.in_flight.iter().filter(|f| f.measured).count() + waiting) as u64
     }
 
     /// Queues message number `queued` on connection `i`, due at `intended`,
@@ -496,11 +511,17 @@ impl<'a> Engine<'a> {
         }
         payload.write_message(c.id, c.queued, &mut c.out);
         c.queued += 1;
+        let measured = sched.measures(intended);
         c.in_flight.push_back(InFlight {
             intended,
             sent: now,
-            measured: sched.measures(intended),
+            measured,
         });
+        if measured {
+            let _ = self
+                .send_lag
+                .record(ns(now.saturating_duration_since(intended)));
+        }
         self.flush(i);
     }
 
@@ -509,11 +530,19 @@ impl<'a> Engine<'a> {
         let Some(&sched) = self.shared.schedule.get() else {
             return;
         };
-        if let Workload::Closed { .. } = self.plan.workload {
-            let now = Instant::now();
-            if self.may_send(i, now, &sched) && !self.interrupted() {
-                self.send(i, now, &sched);
+        match self.plan.workload {
+            Workload::Closed { .. } => {
+                let now = Instant::now();
+                if self.may_send(i, now, &sched) && !self.interrupted() {
+                    self.send(i, now, &sched);
+                }
             }
+            Workload::Open { .. } => {
+                if let Some(due) = self.conns[i].backlog.pop_front() {
+                    self.send(i, due, &sched);
+                }
+            }
+            _ => {}
         }
         if let Stop::Messages(n) = self.plan.stop {
             let c = &self.conns[i];
@@ -841,6 +870,7 @@ impl<'a> Engine<'a> {
         ThreadResult {
             latency: self.latency,
             latency_uncorrected: self.latency_raw,
+            send_lag: self.send_lag,
             connect: self.connect,
             records: self.records,
             missed: self.missed,

@@ -80,6 +80,11 @@ pub struct OpenLoop {
     pub missed: u64,
     /// Round trips from the actual write, beside the corrected ones.
     pub latency_uncorrected_us: Percentiles,
+    /// How late each measured message was written after it was due: the
+    /// client's own wake-up lateness plus any wait for a free slot. The
+    /// corrected latency includes it; a large one with no backlog means the
+    /// client, not the server, was slow.
+    pub send_lag_us: Percentiles,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -198,14 +203,11 @@ impl Report {
             bytes(self.throughput.bytes_per_second),
         );
         if self.latency_us.count > 0 {
-            let label = match self.workload.as_str() {
-                "open" => "latency      ",
-                _ => "latency      ",
-            };
-            let _ = writeln!(s, "  {label}{}", pct(&self.latency_us));
+            let _ = writeln!(s, "  latency      {}", pct(&self.latency_us));
         }
         if let Some(o) = &self.open_loop {
             let _ = writeln!(s, "  uncorrected  {}", pct(&o.latency_uncorrected_us));
+            let _ = writeln!(s, "  send lag     {}", pct(&o.send_lag_us));
             let _ = writeln!(
                 s,
                 "  rate         {:.0}/s achieved of {:.0}/s target{}",

@@ -267,6 +267,7 @@ fn assemble(
     let plan = &shared.plan;
     let mut latency = histogram();
     let mut uncorrected = histogram();
+    let mut send_lag = histogram();
     let mut connect = histogram();
     let mut records = Vec::new();
     let mut missed = 0;
@@ -275,6 +276,7 @@ fn assemble(
     for p in parts {
         let _ = latency.add(&p.latency);
         let _ = uncorrected.add(&p.latency_uncorrected);
+        let _ = send_lag.add(&p.send_lag);
         let _ = connect.add(&p.connect);
         records.extend(p.records);
         missed += p.missed;
@@ -320,7 +322,7 @@ fn assemble(
     };
     let connect_secs = connected_at.saturating_duration_since(t0).as_secs_f64();
     let open_loop = match plan.workload {
-        Workload::Open { rate } => {
+        Workload::Open { rate, .. } => {
             let achieved = per_second(messages as f64);
             if achieved < rate * 0.95 {
                 warnings.push(format!(
@@ -332,6 +334,7 @@ fn assemble(
                 achieved_rate: achieved,
                 missed,
                 latency_uncorrected_us: Percentiles::of(&uncorrected),
+                send_lag_us: Percentiles::of(&send_lag),
             })
         }
         _ => None,
@@ -357,7 +360,7 @@ fn assemble(
         workload: workload.into(),
         message_bytes,
         depth: match plan.workload {
-            Workload::Closed { depth } => depth,
+            Workload::Closed { depth } | Workload::Open { depth, .. } => depth,
             _ => 1,
         },
         warmup_seconds: plan.warmup.as_secs_f64(),
