@@ -18,7 +18,7 @@ use std::io::{self, ErrorKind, Read, Write};
 use std::net::{IpAddr, TcpStream};
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Barrier, Mutex, OnceLock};
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -71,7 +71,7 @@ pub struct Shared {
     /// Set by the coordinator after the connect phase.
     pub schedule: OnceLock<Schedule>,
     /// Phase boundaries: every loop and the coordinator.
-    pub barrier: Barrier,
+    pub barrier: Rendezvous,
     /// Burst: whether another round follows (written before a barrier).
     pub more_rounds: AtomicBool,
     /// Ctrl-C: finish now, keep what was measured.
@@ -90,7 +90,7 @@ impl Shared {
             None => Payload::Generated(plan.message_size),
         };
         Shared {
-            barrier: Barrier::new(plan.threads + 1),
+            barrier: Rendezvous::new(plan.threads + 1),
             plan,
             payload,
             sources,
@@ -102,6 +102,59 @@ impl Shared {
             failed: AtomicU64::new(0),
             live: Mutex::new(histogram()),
         }
+    }
+}
+
+/// A barrier whose parties may leave: a loop that ends early (an error, a
+/// panic) leaves, and the rest stop waiting for it.
+pub struct Rendezvous {
+    /// (generation, arrived, parties)
+    state: Mutex<(u64, usize, usize)>,
+    all: Condvar,
+}
+
+impl Rendezvous {
+    pub fn new(parties: usize) -> Rendezvous {
+        Rendezvous {
+            state: Mutex::new((0, 0, parties)),
+            all: Condvar::new(),
+        }
+    }
+
+    /// Waits until every remaining party has arrived.
+    pub fn wait(&self) {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.1 += 1;
+        if s.1 >= s.2 {
+            s.0 += 1;
+            s.1 = 0;
+            self.all.notify_all();
+            return;
+        }
+        let generation = s.0;
+        while s.0 == generation {
+            s = self.all.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Leaves for good: later rendezvous no longer wait for this party.
+    pub fn leave(&self) {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.2 = s.2.saturating_sub(1);
+        if s.1 > 0 && s.1 >= s.2 {
+            s.0 += 1;
+            s.1 = 0;
+            self.all.notify_all();
+        }
+    }
+}
+
+/// Leaves the rendezvous when dropped, panics included.
+struct Leave<'a>(&'a Rendezvous);
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        self.0.leave();
     }
 }
 
@@ -128,33 +181,16 @@ pub struct ThreadResult {
 
 /// Runs event loop `index` of `shared.plan.threads` to the end.
 ///
-/// The phases meet the coordinator at barriers: every loop has its
+/// The phases meet the coordinator at the rendezvous: every loop has its
 /// connections up; the coordinator has published the schedule; then (burst)
-/// one pair per round.
+/// one pair per round. However this loop ends (an error, a panic), it leaves
+/// the rendezvous, so the others never wait for it.
 pub fn run(shared: &Shared, index: usize) -> io::Result<ThreadResult> {
+    let _leave = Leave(&shared.barrier);
     // Timed waits wake up to 50 µs late by default (timer slack); an open
     // loop that sends late measures its own lateness. Ask for 1 ns.
     let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
-    let e = Engine::new(shared, index);
-    // A loop that could not start still takes part in every barrier, or the
-    // others would wait for it for ever.
-    let mut e = match e {
-        Ok(e) => e,
-        Err(err) => {
-            shared.barrier.wait();
-            shared.barrier.wait();
-            if let Workload::Burst { .. } = shared.plan.workload {
-                loop {
-                    shared.barrier.wait();
-                    if !shared.more_rounds.load(Relaxed) {
-                        break;
-                    }
-                    shared.barrier.wait();
-                }
-            }
-            return Err(err);
-        }
-    };
+    let mut e = Engine::new(shared, index)?;
     match shared.plan.workload {
         Workload::Closed { .. } | Workload::Open { .. } => {
             e.connect_all();
@@ -354,9 +390,9 @@ impl<'a> Engine<'a> {
             Some(s) => s.take_error().and_then(|e| e.map_or(Ok(()), Err)),
             None => return,
         };
-        self.pending -= 1;
         match result {
             Ok(()) => {
+                self.pending -= 1;
                 let now = Instant::now();
                 let c = &mut self.conns[i];
                 c.state = State::Up;
@@ -753,26 +789,28 @@ impl<'a> Engine<'a> {
                         self.fail(i, Failure::Mismatch);
                         return;
                     }
+                    // Record the whole batch before refilling, so the
+                    // `-n` count sees every completion.
                     let completed = std::mem::take(&mut self.done);
-                    for f in &completed {
-                        if f.measured {
-                            let corrected = ns(now.saturating_duration_since(f.intended));
-                            let raw = ns(now.saturating_duration_since(f.sent));
-                            let _ = self.latency.record(corrected.max(1));
-                            let _ = self.latency_raw.record(raw.max(1));
-                            let _ = self.interval.record(corrected.max(1));
-                            self.conns[i].record(corrected);
-                            self.shared.completed.fetch_add(1, Relaxed);
-                        } else {
-                            // Warm-up echoes count as traffic, not as results.
-                        }
+                    for f in completed.iter().filter(|f| f.measured) {
+                        let corrected = ns(now.saturating_duration_since(f.intended));
+                        let raw = ns(now.saturating_duration_since(f.sent));
+                        let _ = self.latency.record(corrected.max(1));
+                        let _ = self.latency_raw.record(raw.max(1));
+                        let _ = self.interval.record(corrected.max(1));
+                        self.conns[i].record(corrected);
+                        self.shared.completed.fetch_add(1, Relaxed);
+                    }
+                    for _ in &completed {
                         self.on_complete(i);
                         if self.conns[i].state != State::Up {
-                            self.done = completed;
-                            return;
+                            break;
                         }
                     }
                     self.done = completed;
+                    if self.conns[i].state != State::Up {
+                        return;
+                    }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}

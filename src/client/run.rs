@@ -95,6 +95,8 @@ pub fn run(plan: LoadPlan) -> anyhow::Result<Outcome> {
                 std::thread::Builder::new()
                     .name(format!("load-{i}"))
                     .spawn_scoped(scope, move || engine::run(shared, i))
+                    // A loop that never started must not be waited for.
+                    .inspect_err(|_| shared.barrier.leave())
             })
             .collect();
         scope.spawn(|| progress(&shared, &interrupted, &finished, show));

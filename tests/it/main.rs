@@ -4,6 +4,7 @@
 
 mod cli;
 mod conformance;
+mod load;
 mod misbehave;
 mod support;
 
@@ -27,6 +28,9 @@ fn main() {
     }
     for &(name, test) in cli::TESTS {
         trials.push(Trial::test(format!("cli::{name}"), test));
+    }
+    for &(name, test) in load::TESTS {
+        trials.push(Trial::test(format!("load::{name}"), test));
     }
     for &(name, test) in misbehave::TESTS {
         trials.push(Trial::test(format!("misbehave::{name}"), test));

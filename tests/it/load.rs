@@ -1,0 +1,399 @@
+//! `c10k load` against real `c10k serve` children and against a server that
+//! misbehaves on purpose: counts and error kinds must be exact, and every
+//! output must be written whatever the server did.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use libtest_mimic::Failed;
+use serde_json::Value;
+
+use crate::misbehave::{Fault, Misbehave};
+use crate::support::{bin, Server, Started};
+
+/// A load test.
+pub type Test = fn() -> Result<(), Failed>;
+
+pub const TESTS: &[(&str, Test)] = &[
+    ("closed_loop_counts_are_exact", closed_loop_counts_are_exact),
+    (
+        "corrupted_echoes_are_mismatches",
+        corrupted_echoes_are_mismatches,
+    ),
+    (
+        "resets_are_counted_per_connection",
+        resets_are_counted_per_connection,
+    ),
+    (
+        "dropped_bytes_end_in_timeout_or_mismatch",
+        dropped_bytes_end_in_timeout_or_mismatch,
+    ),
+    (
+        "refused_connections_keep_every_output",
+        refused_connections_keep_every_output,
+    ),
+    (
+        "a_stall_shows_in_corrected_latency_only",
+        a_stall_shows_in_corrected_latency_only,
+    ),
+    (
+        "churn_counts_every_connection",
+        churn_counts_every_connection,
+    ),
+    ("burst_times_every_round", burst_times_every_round),
+    (
+        "idle_connections_stay_open_and_silent",
+        idle_connections_stay_open_and_silent,
+    ),
+    ("bad_input_is_one_line_exit_2", bad_input_is_one_line_exit_2),
+];
+
+/// Output files of one run, in a fresh directory removed on drop.
+struct Outputs {
+    dir: PathBuf,
+}
+
+impl Outputs {
+    fn new(name: &str) -> Outputs {
+        let dir = std::env::temp_dir().join(format!("c10k-load-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        Outputs { dir }
+    }
+    fn path(&self, f: &str) -> String {
+        self.dir.join(f).to_string_lossy().into_owned()
+    }
+    fn json(&self) -> Result<Value, Failed> {
+        let text =
+            std::fs::read_to_string(self.path("r.json")).map_err(|e| format!("no JSON: {e}"))?;
+        Ok(serde_json::from_str(&text)?)
+    }
+    fn csv(&self) -> Result<Vec<csv::StringRecord>, Failed> {
+        let mut r =
+            csv::Reader::from_path(self.path("c.csv")).map_err(|e| format!("no CSV: {e}"))?;
+        Ok(r.records().collect::<Result<_, _>>()?)
+    }
+}
+
+impl Drop for Outputs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Runs `c10k load TARGET ARGS… -q --json --per-connection-csv --hdr`;
+/// returns the exit code and stderr.
+fn load(target: &str, args: &[&str], out: &Outputs) -> Result<(Option<i32>, String), Failed> {
+    let o = Command::new(bin())
+        .arg("load")
+        .arg(target)
+        .args(args)
+        .args([
+            "-q",
+            "--json",
+            &out.path("r.json"),
+            "--per-connection-csv",
+            &out.path("c.csv"),
+        ])
+        .args(["--hdr", &out.path("h.hdr")])
+        .output()?;
+    Ok((
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    ))
+}
+
+fn epoll() -> Result<Server, Failed> {
+    match Server::start(&["--model".into(), "epoll".into()])? {
+        Started::Running(s) => Ok(s),
+        Started::Unsupported(r) => Err(r.into()),
+    }
+}
+
+fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Result<(), Failed> {
+    if cond {
+        Ok(())
+    } else {
+        Err(msg().into())
+    }
+}
+
+fn num(v: &Value, path: &str) -> f64 {
+    path.split('.')
+        .try_fold(v, |v, k| v.get(k))
+        .and_then(Value::as_f64)
+        .unwrap_or(f64::NAN)
+}
+
+fn error_count(v: &Value, kind: &str) -> u64 {
+    v["errors"][kind].as_u64().unwrap_or(u64::MAX)
+}
+
+/// Closed loop, `-n`: every message counted once, every byte back, one CSV
+/// row per connection, and the server agrees.
+fn closed_loop_counts_are_exact() -> Result<(), Failed> {
+    let server = epoll()?;
+    let out = Outputs::new("closed");
+    let (code, err) = load(
+        &server.addr.to_string(),
+        &["-c", "10", "-n", "100", "--depth", "3", "-m", "100"],
+        &out,
+    )?;
+    ensure(code == Some(0), || format!("exit {code:?}: {err}"))?;
+    let j = out.json()?;
+    ensure(j["schema_version"] == 1, || "schema_version".into())?;
+    ensure(j["messages"] == 1000, || {
+        format!("messages {}", j["messages"])
+    })?;
+    ensure(num(&j, "latency_us.count") == 1000.0, || {
+        "latency count".into()
+    })?;
+    ensure(j["connections"]["established"] == 10, || {
+        "established".into()
+    })?;
+    ensure(j["connections"]["failed"] == 0, || {
+        format!("failed: {}", j["errors"])
+    })?;
+    ensure(num(&j, "client.cpu_per_message_us") > 0.0, || {
+        "no client CPU".into()
+    })?;
+    ensure(j["environment"]["kernel"].is_string(), || {
+        "no environment".into()
+    })?;
+    let rows = out.csv()?;
+    ensure(rows.len() == 10, || format!("{} CSV rows", rows.len()))?;
+    for r in &rows {
+        ensure(
+            &r[2] == "100" && &r[3] == "10000" && &r[4] == "10000" && r[10].is_empty(),
+            || format!("row {r:?}"),
+        )?;
+    }
+    let hdr = std::fs::read_to_string(out.path("h.hdr"))?;
+    ensure(hdr.lines().any(|l| l.starts_with("Tag=latency,")), || {
+        "no histogram in the log".into()
+    })?;
+    let (_, summary) = server.stop()?;
+    ensure(summary.connections == 10, || {
+        format!("server saw {}", summary.connections)
+    })?;
+    ensure(summary.bytes_echoed == 100_000, || {
+        format!("server echoed {}", summary.bytes_echoed)
+    })?;
+    ensure(summary.errors.reset == 0, || {
+        "the client's close reset connections".into()
+    })?;
+    Ok(())
+}
+
+/// A server that flips bytes: every connection ends as a mismatch; exit 0
+/// unless --fail-on-error.
+fn corrupted_echoes_are_mismatches() -> Result<(), Failed> {
+    let bad = Misbehave::start(Fault::Corrupt { every: 300 });
+    let out = Outputs::new("corrupt");
+    let (code, err) = load(&bad.addr.to_string(), &["-c", "4", "-n", "50"], &out)?;
+    ensure(code == Some(0), || format!("exit {code:?}: {err}"))?;
+    let j = out.json()?;
+    ensure(error_count(&j, "mismatch") == 4, || {
+        format!("errors {}", j["errors"])
+    })?;
+    // 300 / 64: the first 4 messages of each connection were intact.
+    ensure(j["messages"] == 16, || {
+        format!("messages {}", j["messages"])
+    })?;
+    let (code, _) = load(
+        &bad.addr.to_string(),
+        &["-c", "4", "-n", "50", "--fail-on-error"],
+        &out,
+    )?;
+    ensure(code == Some(4), || format!("--fail-on-error exit {code:?}"))?;
+    Ok(())
+}
+
+/// A server that resets after 640 bytes: exactly 10 echoes, then a reset,
+/// on every connection.
+fn resets_are_counted_per_connection() -> Result<(), Failed> {
+    let bad = Misbehave::start(Fault::ResetAfter { bytes: 640 });
+    let out = Outputs::new("reset");
+    let (code, err) = load(&bad.addr.to_string(), &["-c", "3", "-n", "100"], &out)?;
+    ensure(code == Some(0), || format!("exit {code:?}: {err}"))?;
+    let j = out.json()?;
+    ensure(error_count(&j, "reset") == 3, || {
+        format!("errors {}", j["errors"])
+    })?;
+    let rows = out.csv()?;
+    ensure(rows.len() == 3, || format!("{} rows", rows.len()))?;
+    for r in &rows {
+        ensure(&r[2] == "10" && &r[10] == "reset", || format!("row {r:?}"))?;
+    }
+    Ok(())
+}
+
+/// A server that drops bytes: the stream either stalls (timeout) or shifts
+/// (mismatch); either way every connection fails, and fast.
+fn dropped_bytes_end_in_timeout_or_mismatch() -> Result<(), Failed> {
+    let bad = Misbehave::start(Fault::DropBytes { every: 1000 });
+    let out = Outputs::new("drop");
+    let (code, err) = load(
+        &bad.addr.to_string(),
+        &["-c", "2", "-n", "100", "--timeout", "300ms"],
+        &out,
+    )?;
+    ensure(code == Some(0), || format!("exit {code:?}: {err}"))?;
+    let j = out.json()?;
+    let failed = error_count(&j, "timeout") + error_count(&j, "mismatch");
+    ensure(failed == 2, || format!("errors {}", j["errors"]))?;
+    Ok(())
+}
+
+/// Nothing listens: every connection refused, and still every output.
+fn refused_connections_keep_every_output() -> Result<(), Failed> {
+    let bad = Misbehave::start(Fault::Refuse);
+    let out = Outputs::new("refused");
+    let (code, err) = load(&bad.addr.to_string(), &["-c", "5", "-n", "1"], &out)?;
+    ensure(code == Some(0), || format!("exit {code:?}: {err}"))?;
+    let j = out.json()?;
+    ensure(error_count(&j, "refused") == 5, || {
+        format!("errors {}", j["errors"])
+    })?;
+    ensure(out.csv()?.len() == 5, || "CSV rows".into())?;
+    let (code, _) = load(
+        &bad.addr.to_string(),
+        &["-c", "5", "-n", "1", "--fail-on-error"],
+        &out,
+    )?;
+    ensure(code == Some(4), || format!("--fail-on-error exit {code:?}"))?;
+    Ok(())
+}
+
+/// Open loop against a server that stalls once for 200 ms: the corrected
+/// latency shows the stall (at least 200 ms: the server guarantees that
+/// much), while the uncorrected figure, which only a few messages written
+/// before the stall carry, stays lower.
+fn a_stall_shows_in_corrected_latency_only() -> Result<(), Failed> {
+    let bad = Misbehave::start(Fault::StallOnce {
+        after_bytes: 64 * 400,
+        for_ms: 200,
+    });
+    let out = Outputs::new("stall");
+    let (code, err) = load(
+        &bad.addr.to_string(),
+        &["-c", "4", "-r", "2000", "-d", "1.5s"],
+        &out,
+    )?;
+    ensure(code == Some(0), || format!("exit {code:?}: {err}"))?;
+    let j = out.json()?;
+    ensure(j["connections"]["failed"] == 0, || {
+        format!("errors {}", j["errors"])
+    })?;
+    let corrected_max = num(&j, "latency_us.max");
+    let corrected_p99 = num(&j, "latency_us.p99");
+    let raw_p99 = num(&j, "open_loop.latency_uncorrected_us.p99");
+    ensure(corrected_max >= 200_000.0, || {
+        format!("corrected max {corrected_max} µs < the 200 ms stall")
+    })?;
+    ensure(raw_p99 < corrected_p99, || {
+        format!("uncorrected p99 {raw_p99} µs is not below corrected p99 {corrected_p99} µs")
+    })?;
+    Ok(())
+}
+
+/// Churn with an echo: -n 50 per slot on 2 slots is 100 connections, each
+/// with one echo, one CSV row each, and the server agrees.
+fn churn_counts_every_connection() -> Result<(), Failed> {
+    let server = epoll()?;
+    let out = Outputs::new("churn");
+    let (code, err) = load(
+        &server.addr.to_string(),
+        &["--churn", "--churn-echo", "-c", "2", "-n", "50"],
+        &out,
+    )?;
+    ensure(code == Some(0), || format!("exit {code:?}: {err}"))?;
+    let j = out.json()?;
+    ensure(j["connections"]["established"] == 100, || {
+        format!("established {}", j["connections"])
+    })?;
+    ensure(num(&j, "connect.latency_us.count") == 100.0, || {
+        "connect latencies".into()
+    })?;
+    ensure(j["messages"] == 100, || {
+        format!("messages {}", j["messages"])
+    })?;
+    ensure(out.csv()?.len() == 100, || "CSV rows".into())?;
+    let (_, summary) = server.stop()?;
+    ensure(summary.connections == 100, || {
+        format!("server saw {}", summary.connections)
+    })?;
+    Ok(())
+}
+
+/// Burst: three rounds, each timed, one echo per connection per round.
+fn burst_times_every_round() -> Result<(), Failed> {
+    let server = epoll()?;
+    let out = Outputs::new("burst");
+    let (code, err) = load(
+        &server.addr.to_string(),
+        &["--burst", "--rounds", "3", "-c", "50"],
+        &out,
+    )?;
+    ensure(code == Some(0), || format!("exit {code:?}: {err}"))?;
+    let j = out.json()?;
+    let spans = j["burst"]["makespan_us"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    ensure(
+        spans.len() == 3 && spans.iter().all(|s| s.as_f64().is_some_and(|v| v > 0.0)),
+        || format!("makespans {spans:?}"),
+    )?;
+    ensure(j["messages"] == 150, || {
+        format!("messages {}", j["messages"])
+    })?;
+    Ok(())
+}
+
+/// Hot and cold: idle connections are up for the whole run and send nothing.
+fn idle_connections_stay_open_and_silent() -> Result<(), Failed> {
+    let server = epoll()?;
+    let out = Outputs::new("idle");
+    let (code, err) = load(
+        &server.addr.to_string(),
+        &["-c", "2", "--idle", "20", "-n", "10"],
+        &out,
+    )?;
+    ensure(code == Some(0), || format!("exit {code:?}: {err}"))?;
+    let j = out.json()?;
+    ensure(j["connections"]["established"] == 22, || {
+        format!("{}", j["connections"])
+    })?;
+    let rows = out.csv()?;
+    ensure(rows.len() == 22, || "CSV rows".into())?;
+    let silent = rows
+        .iter()
+        .filter(|r| &r[2] == "0" && &r[3] == "0" && r[10].is_empty())
+        .count();
+    ensure(silent == 20, || format!("{silent} silent rows"))?;
+    let (_, summary) = server.stop()?;
+    ensure(summary.peak_connections == 22, || {
+        format!("server peak {}", summary.peak_connections)
+    })?;
+    Ok(())
+}
+
+/// Bad flags and targets: one line, exit 2.
+fn bad_input_is_one_line_exit_2() -> Result<(), Failed> {
+    for args in [
+        &["127.0.0.1:1", "--rate", "-5"][..],
+        &["no-such-host.invalid:7"],
+        &["127.0.0.1:7", "-d", "ten seconds"],
+        &["127.0.0.1:7", "-m", "0"],
+        &["127.0.0.1:7", "--source", "127.0.0.9-127.0.0.2"],
+    ] {
+        let o = Command::new(bin()).arg("load").args(args).output()?;
+        let err = String::from_utf8_lossy(&o.stderr);
+        ensure(
+            o.status.code() == Some(2) && err.trim().lines().count() == 1,
+            || format!("{args:?}: exit {:?}, stderr {err:?}", o.status.code()),
+        )?;
+    }
+    Ok(())
+}
