@@ -104,7 +104,8 @@ pub struct LoadArgs {
     /// No progress line, even on a terminal.
     #[arg(short, long)]
     pub quiet: bool,
-    /// Internal: run as worker process K of a split run.
+    /// Internal: run as worker process K of a split run (the plan comes on
+    /// standard input).
     #[arg(long, hide = true)]
     pub worker: Option<usize>,
 }

@@ -62,6 +62,15 @@ fn main() -> ExitCode {
 
 /// `c10k load`: run, print the summary, write every output asked for.
 fn load(args: &c10k::cli::LoadArgs) -> ExitCode {
+    if args.worker.is_some() {
+        return match c10k::client::split::worker() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("c10k load worker: {e:#}");
+                ExitCode::from(1)
+            }
+        };
+    }
     let plan = match c10k::plan::LoadPlan::from_args(args) {
         Ok(p) => p,
         Err(e) => {

@@ -149,7 +149,7 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 }
 
 /// What the load generator does with its connections.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 
 pub enum Workload {
     /// Closed loop: `depth` messages in flight per connection.
@@ -164,7 +164,7 @@ pub enum Workload {
 }
 
 /// When a measured run ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Stop {
     /// After this many messages per connection.
     Messages(u64),
@@ -172,8 +172,9 @@ pub enum Stop {
     Duration(std::time::Duration),
 }
 
-/// A validated `c10k load`.
-#[derive(Debug, Clone)]
+/// A validated `c10k load`. Serializable: a run too big for one process
+/// hands it to its worker processes.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct LoadPlan {
     pub target: SocketAddr,
     pub connections: usize,
@@ -199,6 +200,9 @@ pub struct LoadPlan {
     pub quiet: bool,
     /// The command line, for the results.
     pub command: String,
+    /// As worker process K of P of a split run: (K, P). Connection ids are
+    /// interleaved over processes and their threads.
+    pub process: Option<(usize, usize)>,
 }
 
 impl LoadPlan {
@@ -311,6 +315,7 @@ impl LoadPlan {
             fail_on_error: a.fail_on_error,
             quiet: a.quiet,
             command: std::env::args().collect::<Vec<_>>().join(" "),
+            process: None,
         })
     }
 }

@@ -257,14 +257,16 @@ impl<'a> Engine<'a> {
         let plan = &shared.plan;
         let threads = plan.threads;
         let now = Instant::now();
-        // Connection j belongs to loop j % threads; ids < connections are
-        // active, the rest idle.
+        // Ids are dealt out over processes, then threads: loop `index` of
+        // process k of p takes ids j with j % (p * threads) == k + p *
+        // index. Ids below `connections` are active, the rest idle.
+        let (k, p) = plan.process.unwrap_or((0, 1));
         let slots = match plan.workload {
             Workload::Churn { .. } => plan.connections.max(1),
             _ => plan.connections + plan.idle,
         };
-        let conns = (index..slots)
-            .step_by(threads)
+        let conns = (k + p * index..slots)
+            .step_by(p * threads)
             .map(|j| {
                 let mut c = Conn::new(j as u32, j >= plan.connections, now);
                 if !shared.sources.is_empty() {

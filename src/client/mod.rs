@@ -7,3 +7,4 @@ pub mod record;
 pub mod report;
 pub mod run;
 pub mod source;
+pub mod split;

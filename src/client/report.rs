@@ -159,7 +159,7 @@ impl Report {
         let c = &self.connections;
         let _ = writeln!(
             s,
-            "c10k load {} — {}, {} connections{}, {} B messages{}, {} thread{}",
+            "c10k load {} — {}, {} connections{}, {} B messages{}, {} thread{}{}",
             self.target,
             self.workload_text(),
             c.requested,
@@ -176,6 +176,11 @@ impl Report {
             },
             self.client.threads,
             if self.client.threads == 1 { "" } else { "s" },
+            if self.client.processes > 1 {
+                format!(" in each of {} processes", self.client.processes)
+            } else {
+                String::new()
+            },
         );
         let _ = writeln!(
             s,

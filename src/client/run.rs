@@ -2,23 +2,30 @@
 //! moves them through their phases (connect, warm up, measure), shows
 //! progress on a terminal, and turns what they measured into a [`Report`].
 //!
+//! One process holds at most the open-files hard limit of sockets. Past it,
+//! the run is split ([`super::split`]): worker processes (re-executions of
+//! this binary) each run a share of the connections through the same code
+//! here, and their measurements are merged.
+//!
 //! Nothing measured is lost to a bad ending: a server that refuses, resets or
 //! dies ends the affected connections (recorded with their cause), Ctrl-C
 //! ends the run early, and either way every output is written.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
+use std::net::IpAddr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context as _;
+use hdrhistogram::Histogram;
 
 use super::conn::Failure;
 use super::engine::{self, histogram, Schedule, Shared, ThreadResult};
 use super::record::ConnRecord;
 use super::report::{self, Percentiles, Report};
-use super::{preflight, source};
+use super::{preflight, source, split};
 use crate::plan::{LoadPlan, Stop, Workload};
 use crate::sys;
 
@@ -26,13 +33,36 @@ use crate::sys;
 pub struct Outcome {
     pub report: Report,
     pub records: Vec<ConnRecord>,
-    pub latency: hdrhistogram::Histogram<u64>,
+    pub latency: Histogram<u64>,
     /// Wall-clock start, for the HdrHistogram log.
     pub started: SystemTime,
 }
 
-/// Runs `plan` to the end and writes its outputs.
-pub fn run(plan: LoadPlan) -> anyhow::Result<Outcome> {
+/// What the event loops of one or more processes measured.
+pub struct Measured {
+    /// Round trips from the intended send time, in ns.
+    pub latency: Histogram<u64>,
+    pub uncorrected: Histogram<u64>,
+    pub send_lag: Histogram<u64>,
+    pub connect: Histogram<u64>,
+    pub records: Vec<ConnRecord>,
+    pub missed: u64,
+    /// Burst: makespan of each round in µs (`None`: not every echo came).
+    pub rounds: Vec<Option<f64>>,
+    /// From the first connect to every connection up or failed.
+    pub connect_seconds: f64,
+    /// Length of the measured window.
+    pub measured_seconds: f64,
+    /// Client CPU over the measured window, and peak memory.
+    pub cpu_user: f64,
+    pub cpu_system: f64,
+    pub max_rss_kib: u64,
+    pub interrupted: bool,
+}
+
+/// Runs `plan` to the end (in several processes when one cannot hold its
+/// connections) and returns what it measured.
+pub fn run(mut plan: LoadPlan) -> anyhow::Result<Outcome> {
     if let Some(cpus) = &plan.cpus {
         sys::affinity::pin_current(cpus).with_context(|| format!("cannot pin to CPUs {cpus:?}"))?;
     }
@@ -57,36 +87,62 @@ pub fn run(plan: LoadPlan) -> anyhow::Result<Outcome> {
     if let Some(f) = findings.iter().find(|f| f.level == preflight::Level::Block) {
         anyhow::bail!("{} (fix: {})", f.what, f.fix);
     }
-    let hard = sys::rlimit::nofile().hard.unwrap_or(u64::MAX);
-    if preflight::processes_needed(total, hard) > 1 {
-        anyhow::bail!(
-            "{total} connections need more descriptors than one process may hold (hard limit {hard}); \
-             spreading them over worker processes is not built yet: use at most {} connections per run",
-            hard.saturating_sub(preflight::HEADROOM)
-        );
-    }
-    preflight::raise_nofile_for(total).context("raising the open-files limit")?;
-    let mut sources = plan.sources.clone();
-    if sources.is_empty() && plan.target.ip().is_loopback() && plan.target.is_ipv4() {
+    // Sources are chosen once, here, so every worker process uses the same.
+    if plan.sources.is_empty() && plan.target.ip().is_loopback() && plan.target.is_ipv4() {
         let auto = source::auto_loopback_sources(total, source::ephemeral_port_count());
         if auto.len() > 1 {
-            sources = auto;
+            plan.sources = auto;
         }
     }
-    source::check_family(&sources, plan.target).map_err(anyhow::Error::msg)?;
+    source::check_family(&plan.sources, plan.target).map_err(anyhow::Error::msg)?;
+    let hard = sys::rlimit::nofile().hard.unwrap_or(u64::MAX);
+    let processes = preflight::processes_needed(total, hard);
     let environment = crate::env::capture();
     let tcp_before = crate::env::tcp_counters().ok();
-    let shared = Shared::new(plan, sources);
+    let started = SystemTime::now();
+    let measured = if processes > 1 {
+        split::run(&plan, processes)?
+    } else {
+        preflight::raise_nofile_for(total).context("raising the open-files limit")?;
+        drive(&plan, &mut |_| Ok(()))?
+    };
+    let tcp = match (tcp_before, crate::env::tcp_counters().ok()) {
+        (Some(a), Some(b)) => Some(b.since(&a)),
+        _ => None,
+    };
+    if let Some(t) = &tcp {
+        if t.syn_retrans > 0 || t.listen_overflows > 0 {
+            warnings.push(format!(
+                "the listen backlog overflowed: {} SYN retransmits, {} listen overflows system-wide during the run; \
+                 connect latencies include retransmit timeouts (lower --connect-rate or raise net.core.somaxconn and the server's backlog)",
+                t.syn_retrans, t.listen_overflows
+            ));
+        }
+    }
+    let mut outcome = assemble(&plan, measured, processes, started, warnings);
+    outcome.report.tcp = serde_json::to_value(tcp).unwrap_or_default();
+    outcome.report.environment = serde_json::to_value(environment).unwrap_or_default();
+    outcome.report.sources = plan.sources.iter().map(IpAddr::to_string).collect();
+    Ok(outcome)
+}
+
+/// Runs this process's share of `plan`: its event loops, through their
+/// phases. `connected` is called once every loop has its connections up,
+/// with the seconds that took, and the measured phase starts when it
+/// returns (a worker process waits there for its parent's go).
+pub fn drive(
+    plan: &LoadPlan,
+    connected: &mut dyn FnMut(f64) -> std::io::Result<()>,
+) -> anyhow::Result<Measured> {
+    let shared = Shared::new(plan.clone(), plan.sources.clone());
     let interrupted = Arc::new(std::sync::atomic::AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupted))
         .context("installing the Ctrl-C handler")?;
-    let plan = &shared.plan;
-    let show = !plan.quiet && std::io::stderr().is_terminal();
-    let wall_start = SystemTime::now();
+    let show = !plan.quiet && plan.process.is_none() && std::io::stderr().is_terminal();
     let t0 = Instant::now();
     let mut cpu_at_measure = sys::process::Usage::of_self();
     let mut schedule = None;
-
+    let mut gate_error = None;
     let finished = std::sync::atomic::AtomicBool::new(false);
     let results: Vec<std::io::Result<ThreadResult>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..plan.threads)
@@ -102,17 +158,16 @@ pub fn run(plan: LoadPlan) -> anyhow::Result<Outcome> {
         scope.spawn(|| progress(&shared, &interrupted, &finished, show));
         // Every loop has its connections up (or failed).
         shared.barrier.wait();
+        if let Err(e) = connected(t0.elapsed().as_secs_f64()) {
+            // The parent is gone: measure nothing, end at once.
+            shared.interrupted.store(true, Relaxed);
+            gate_error = Some(e);
+        }
         let start = Instant::now();
-        let measure_from = start
-            + if matches!(plan.workload, Workload::Burst { .. }) {
-                Duration::ZERO
-            } else {
-                plan.warmup
-            };
+        let burst = matches!(plan.workload, Workload::Burst { .. });
+        let measure_from = start + if burst { Duration::ZERO } else { plan.warmup };
         let until = match plan.stop {
-            Stop::Duration(d) if !matches!(plan.workload, Workload::Burst { .. }) => {
-                Some(measure_from + d)
-            }
+            Stop::Duration(d) if !burst => Some(measure_from + d),
             _ => None,
         };
         let s = Schedule {
@@ -155,44 +210,70 @@ pub fn run(plan: LoadPlan) -> anyhow::Result<Outcome> {
     });
     let ended = Instant::now();
     let cpu_end = sys::process::Usage::of_self();
+    if let Some(e) = gate_error {
+        return Err(e).context("lost the parent process");
+    }
     let mut parts = Vec::new();
     for r in results {
         parts.push(r.context("an event loop failed")?);
     }
     let schedule = schedule.context("the run never started")?;
-    let tcp = match (tcp_before, crate::env::tcp_counters().ok()) {
-        (Some(a), Some(b)) => Some(b.since(&a)),
-        _ => None,
+    let mut m = Measured {
+        latency: histogram(),
+        uncorrected: histogram(),
+        send_lag: histogram(),
+        connect: histogram(),
+        records: Vec::new(),
+        missed: 0,
+        rounds: Vec::new(),
+        connect_seconds: 0.0,
+        measured_seconds: schedule
+            .until
+            .map_or(ended, |u| u.min(ended))
+            .saturating_duration_since(schedule.measure_from)
+            .as_secs_f64(),
+        cpu_user: cpu_end
+            .user
+            .saturating_sub(cpu_at_measure.user)
+            .as_secs_f64(),
+        cpu_system: cpu_end
+            .system
+            .saturating_sub(cpu_at_measure.system)
+            .as_secs_f64(),
+        max_rss_kib: cpu_end.max_rss_kib,
+        interrupted: shared.interrupted.load(Relaxed) || interrupted.load(Relaxed),
     };
-    if let Some(t) = &tcp {
-        if t.syn_retrans > 0 || t.listen_overflows > 0 {
-            warnings.push(format!(
-                "the listen backlog overflowed: {} SYN retransmits, {} listen overflows system-wide during the run; \
-                 connect latencies include retransmit timeouts (lower --connect-rate or raise net.core.somaxconn and the server's backlog)",
-                t.syn_retrans, t.listen_overflows
-            ));
+    let mut connected_at = t0;
+    let mut rounds: Vec<(Option<Instant>, Option<Instant>)> = Vec::new();
+    for p in parts {
+        let _ = m.latency.add(&p.latency);
+        let _ = m.uncorrected.add(&p.latency_uncorrected);
+        let _ = m.send_lag.add(&p.send_lag);
+        let _ = m.connect.add(&p.connect);
+        m.records.extend(p.records);
+        m.missed += p.missed;
+        connected_at = connected_at.max(p.connected_at);
+        for (k, (start, end)) in p.rounds.into_iter().enumerate() {
+            if rounds.len() <= k {
+                rounds.push((None, None));
+            }
+            let r = &mut rounds[k];
+            r.0 = Some(r.0.map_or(start, |s: Instant| s.min(start)));
+            r.1 = match (r.1, end) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
         }
     }
-    if shared.interrupted.load(Relaxed) || interrupted.load(Relaxed) {
-        warnings.push("interrupted (Ctrl-C): results cover the run so far".into());
-    }
-    let mut outcome = assemble(
-        &shared,
-        parts,
-        schedule,
-        t0,
-        ended,
-        wall_start,
-        cpu_at_measure,
-        cpu_end,
-        warnings,
-    );
-    outcome.report.tcp = serde_json::to_value(tcp).unwrap_or_default();
-    outcome.report.environment = serde_json::to_value(environment).unwrap_or_default();
-    if !shared.sources.is_empty() {
-        outcome.report.sources = shared.sources.iter().map(|s| s.to_string()).collect();
-    }
-    Ok(outcome)
+    m.connect_seconds = connected_at.saturating_duration_since(t0).as_secs_f64();
+    m.rounds = rounds
+        .iter()
+        .map(|(s, e)| match (s, e) {
+            (Some(s), Some(e)) => Some(e.saturating_duration_since(*s).as_nanos() as f64 / 1e3),
+            _ => None,
+        })
+        .collect();
+    Ok(m)
 }
 
 /// Prints a progress line once a second on a terminal until `finished`;
@@ -254,47 +335,15 @@ fn progress(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Turns what was measured into the report.
 fn assemble(
-    shared: &Shared,
-    parts: Vec<ThreadResult>,
-    schedule: Schedule,
-    t0: Instant,
-    ended: Instant,
-    wall_start: SystemTime,
-    cpu0: sys::process::Usage,
-    cpu1: sys::process::Usage,
+    plan: &LoadPlan,
+    m: Measured,
+    processes: usize,
+    started: SystemTime,
     mut warnings: Vec<String>,
 ) -> Outcome {
-    let plan = &shared.plan;
-    let mut latency = histogram();
-    let mut uncorrected = histogram();
-    let mut send_lag = histogram();
-    let mut connect = histogram();
-    let mut records = Vec::new();
-    let mut missed = 0;
-    let mut connected_at = t0;
-    let mut rounds: Vec<(Option<Instant>, Option<Instant>)> = Vec::new();
-    for p in parts {
-        let _ = latency.add(&p.latency);
-        let _ = uncorrected.add(&p.latency_uncorrected);
-        let _ = send_lag.add(&p.send_lag);
-        let _ = connect.add(&p.connect);
-        records.extend(p.records);
-        missed += p.missed;
-        connected_at = connected_at.max(p.connected_at);
-        for (k, (start, end)) in p.rounds.into_iter().enumerate() {
-            if rounds.len() <= k {
-                rounds.push((None, None));
-            }
-            let r = &mut rounds[k];
-            r.0 = Some(r.0.map_or(start, |s: Instant| s.min(start)));
-            r.1 = match (r.1, end) {
-                (Some(a), Some(b)) => Some(a.max(b)),
-                (a, b) => a.or(b),
-            };
-        }
-    }
+    let mut records = m.records;
     records.sort_by_key(|r| r.id);
     let mut errors: BTreeMap<String, u64> = Failure::ALL
         .iter()
@@ -307,22 +356,16 @@ fn assemble(
     }
     let failed = errors.values().sum();
     let established = records.iter().filter(|r| r.connect_us.is_some()).count() as u64;
-    let measured_end = schedule.until.map_or(ended, |u| u.min(ended));
-    let measured = measured_end
-        .saturating_duration_since(schedule.measure_from)
-        .as_secs_f64();
-    let messages = latency.len();
+    let measured = m.measured_seconds;
+    let messages = m.latency.len();
     let per_second = |n: f64| if measured > 0.0 { n / measured } else { 0.0 };
-    let message_bytes = shared.payload.len();
-    let cpu_user = cpu1.user.saturating_sub(cpu0.user).as_secs_f64();
-    let cpu_sys = cpu1.system.saturating_sub(cpu0.system).as_secs_f64();
+    let message_bytes = plan.payload.as_ref().map_or(plan.message_size, Vec::len);
     let workload = match plan.workload {
         Workload::Closed { .. } => "closed",
         Workload::Open { .. } => "open",
         Workload::Burst { .. } => "burst",
         Workload::Churn { .. } => "churn",
     };
-    let connect_secs = connected_at.saturating_duration_since(t0).as_secs_f64();
     let open_loop = match plan.workload {
         Workload::Open { rate, .. } => {
             let achieved = per_second(messages as f64);
@@ -334,27 +377,25 @@ fn assemble(
             Some(report::OpenLoop {
                 target_rate: rate,
                 achieved_rate: achieved,
-                missed,
-                latency_uncorrected_us: Percentiles::of(&uncorrected),
-                send_lag_us: Percentiles::of(&send_lag),
+                missed: m.missed,
+                latency_uncorrected_us: Percentiles::of(&m.uncorrected),
+                send_lag_us: Percentiles::of(&m.send_lag),
             })
         }
         _ => None,
     };
     let burst = matches!(plan.workload, Workload::Burst { .. }).then(|| report::Burst {
-        makespan_us: rounds
-            .iter()
-            .map(|(s, e)| match (s, e) {
-                (Some(s), Some(e)) => Some(e.saturating_duration_since(*s).as_nanos() as f64 / 1e3),
-                _ => None,
-            })
-            .collect(),
+        makespan_us: m.rounds.clone(),
     });
     if failed > 0 {
         warnings.push(format!(
             "{failed} connection(s) ended early: see errors (and --per-connection-csv)"
         ));
     }
+    if m.interrupted {
+        warnings.push("interrupted (Ctrl-C): results cover the run so far".into());
+    }
+    let cpu = m.cpu_user + m.cpu_system;
     let report = Report {
         schema_version: report::SCHEMA_VERSION,
         command: plan.command.clone(),
@@ -367,7 +408,7 @@ fn assemble(
         },
         warmup_seconds: plan.warmup.as_secs_f64(),
         measured_seconds: measured,
-        interrupted: shared.interrupted.load(Relaxed),
+        interrupted: m.interrupted,
         connections: report::Connections {
             requested: plan.connections,
             idle: plan.idle,
@@ -375,13 +416,13 @@ fn assemble(
             failed,
         },
         connect: report::Connect {
-            established_seconds: connect_secs,
+            established_seconds: m.connect_seconds,
             per_second: match plan.workload {
-                Workload::Churn { .. } => per_second(connect.len() as f64),
-                _ if connect_secs > 0.0 => connect.len() as f64 / connect_secs,
+                Workload::Churn { .. } => per_second(m.connect.len() as f64),
+                _ if m.connect_seconds > 0.0 => m.connect.len() as f64 / m.connect_seconds,
                 _ => 0.0,
             },
-            latency_us: Percentiles::of(&connect),
+            latency_us: Percentiles::of(&m.connect),
         },
         messages,
         bytes_sent: records.iter().map(|r| r.bytes_sent).sum(),
@@ -390,22 +431,22 @@ fn assemble(
             messages_per_second: per_second(messages as f64),
             bytes_per_second: per_second((messages * message_bytes as u64) as f64),
         },
-        latency_us: Percentiles::of(&latency),
+        latency_us: Percentiles::of(&m.latency),
         open_loop,
         burst,
         errors,
         client: report::Client {
             threads: plan.threads,
             cpus: plan.cpus.clone(),
-            cpu_user_seconds: cpu_user,
-            cpu_system_seconds: cpu_sys,
+            cpu_user_seconds: m.cpu_user,
+            cpu_system_seconds: m.cpu_system,
             cpu_per_message_us: if messages > 0 {
-                (cpu_user + cpu_sys) * 1e6 / messages as f64
+                cpu * 1e6 / messages as f64
             } else {
                 0.0
             },
-            max_rss_kib: cpu1.max_rss_kib,
-            processes: 1,
+            max_rss_kib: m.max_rss_kib,
+            processes,
         },
         tcp: serde_json::Value::Null,
         sources: Vec::new(),
@@ -415,8 +456,8 @@ fn assemble(
     Outcome {
         report,
         records,
-        latency,
-        started: wall_start,
+        latency: m.latency,
+        started,
     }
 }
 

@@ -46,6 +46,10 @@ pub const TESTS: &[(&str, Test)] = &[
         idle_connections_stay_open_and_silent,
     ),
     ("bad_input_is_one_line_exit_2", bad_input_is_one_line_exit_2),
+    (
+        "past_the_open_files_limit_workers_split_the_run",
+        past_the_open_files_limit_workers_split_the_run,
+    ),
 ];
 
 /// Output files of one run, in a fresh directory removed on drop.
@@ -395,5 +399,64 @@ fn bad_input_is_one_line_exit_2() -> Result<(), Failed> {
             || format!("{args:?}: exit {:?}, stderr {err:?}", o.status.code()),
         )?;
     }
+    Ok(())
+}
+
+/// Under a hard open-files limit of 1,000, 2,500 connections are spread over
+/// worker processes whose results merge into one exact run.
+fn past_the_open_files_limit_workers_split_the_run() -> Result<(), Failed> {
+    let server = epoll()?;
+    let out = Outputs::new("split");
+    let o = Command::new("sh")
+        .args([
+            "-c",
+            r#"ulimit -Sn 1000 && ulimit -Hn 1000 && exec "$@""#,
+            "sh",
+            bin(),
+            "load",
+        ])
+        .arg(server.addr.to_string())
+        .args([
+            "-c",
+            "2500",
+            "-n",
+            "20",
+            "-q",
+            "--json",
+            &out.path("r.json"),
+        ])
+        .args(["--per-connection-csv", &out.path("c.csv")])
+        .output()?;
+    let err = String::from_utf8_lossy(&o.stderr);
+    ensure(o.status.code() == Some(0), || {
+        format!("exit {:?}: {err}", o.status.code())
+    })?;
+    let j = out.json()?;
+    let processes = j["client"]["processes"].as_u64().unwrap_or(0);
+    ensure(processes >= 3, || {
+        format!("{processes} processes for 2,500 connections at 1,000 each")
+    })?;
+    ensure(j["messages"] == 50_000, || {
+        format!("messages {}", j["messages"])
+    })?;
+    ensure(j["connections"]["established"] == 2500, || {
+        format!("{}", j["connections"])
+    })?;
+    let mut ids: Vec<u32> = out
+        .csv()?
+        .iter()
+        .map(|r| r[0].parse().unwrap_or(u32::MAX))
+        .collect();
+    ids.sort_unstable();
+    ensure(ids == (0..2500).collect::<Vec<_>>(), || {
+        "CSV ids are not 0..2500 once each".into()
+    })?;
+    let (_, summary) = server.stop()?;
+    ensure(summary.connections == 2500, || {
+        format!("server saw {}", summary.connections)
+    })?;
+    ensure(summary.bytes_echoed == 50_000 * 64, || {
+        format!("server echoed {}", summary.bytes_echoed)
+    })?;
     Ok(())
 }

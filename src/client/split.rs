@@ -1,0 +1,265 @@
+//! Spreading a load run over worker processes, when one process may not
+//! hold all its sockets (the open-files hard limit is per process).
+//!
+//! The parent re-executes this binary as `c10k load TARGET --worker K`, P
+//! times, and sends each the validated plan as one JSON line on its standard
+//! input. Connection ids are interleaved over the processes and their
+//! threads, so ids (and the bytes each connection sends) stay unique. The
+//! phases are kept in step over the pipes: each worker prints `CONNECTED`
+//! once its connections are up; when all have, the parent answers `GO` to
+//! every one, and they warm up and measure together. Each worker ends with
+//! one `RESULT` line: its histograms (HdrHistogram V2, base64), its
+//! per-connection records and its CPU, which the parent merges.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+
+use anyhow::Context as _;
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use super::record::ConnRecord;
+use super::run::{drive, Measured};
+use super::{engine, preflight};
+use crate::plan::{LoadPlan, Workload};
+use crate::sys;
+
+/// One worker's measurements, as sent to the parent.
+#[derive(Serialize, Deserialize)]
+struct Partial {
+    latency: String,
+    uncorrected: String,
+    send_lag: String,
+    connect: String,
+    records: Vec<ConnRecord>,
+    missed: u64,
+    connect_seconds: f64,
+    measured_seconds: f64,
+    cpu_user: f64,
+    cpu_system: f64,
+    max_rss_kib: u64,
+    interrupted: bool,
+}
+
+fn encode(h: &Histogram<u64>) -> String {
+    let mut bytes = Vec::new();
+    // Serializing into memory cannot fail for a valid histogram.
+    let _ = V2Serializer::new().serialize(h, &mut bytes);
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+fn decode(text: &str) -> anyhow::Result<Histogram<u64>> {
+    let bytes = base64::engine::general_purpose::STANDARD.decode(text)?;
+    Deserializer::new()
+        .deserialize(&mut &bytes[..])
+        .map_err(|e| anyhow::anyhow!("a worker's histogram does not decode: {e:?}"))
+}
+
+impl Partial {
+    fn of(m: Measured) -> Partial {
+        Partial {
+            latency: encode(&m.latency),
+            uncorrected: encode(&m.uncorrected),
+            send_lag: encode(&m.send_lag),
+            connect: encode(&m.connect),
+            records: m.records,
+            missed: m.missed,
+            connect_seconds: m.connect_seconds,
+            measured_seconds: m.measured_seconds,
+            cpu_user: m.cpu_user,
+            cpu_system: m.cpu_system,
+            max_rss_kib: m.max_rss_kib,
+            interrupted: m.interrupted,
+        }
+    }
+
+    /// Adds this worker's measurements to `m`.
+    fn merge_into(self, m: &mut Measured) -> anyhow::Result<()> {
+        m.latency.add(decode(&self.latency)?).ok();
+        m.uncorrected.add(decode(&self.uncorrected)?).ok();
+        m.send_lag.add(decode(&self.send_lag)?).ok();
+        m.connect.add(decode(&self.connect)?).ok();
+        m.records.extend(self.records);
+        m.missed += self.missed;
+        m.connect_seconds = m.connect_seconds.max(self.connect_seconds);
+        m.measured_seconds = m.measured_seconds.max(self.measured_seconds);
+        m.cpu_user += self.cpu_user;
+        m.cpu_system += self.cpu_system;
+        // Memory of the whole client: the workers' peaks added up.
+        m.max_rss_kib += self.max_rss_kib;
+        m.interrupted |= self.interrupted;
+        Ok(())
+    }
+}
+
+/// What a worker said on its standard output.
+enum Said {
+    Line(String),
+    Gone,
+}
+
+/// The parent: runs `plan` over `processes` workers and merges their
+/// measurements.
+pub fn run(plan: &LoadPlan, processes: usize) -> anyhow::Result<Measured> {
+    if matches!(
+        plan.workload,
+        Workload::Burst { .. } | Workload::Churn { .. }
+    ) {
+        anyhow::bail!(
+            "--burst and --churn keep their connections in one process, which holds at most {} here; use fewer connections",
+            sys::rlimit::nofile().hard.unwrap_or(0).saturating_sub(preflight::HEADROOM)
+        );
+    }
+    let exe = std::env::current_exe().context("finding this program to start workers")?;
+    let threads = (plan.threads / processes).max(1);
+    let (tx, rx) = mpsc::channel::<(usize, Said)>();
+    let mut children = Vec::with_capacity(processes);
+    let mut inputs = Vec::with_capacity(processes);
+    for k in 0..processes {
+        let mut child = Command::new(&exe)
+            .args(["load", &plan.target.to_string(), "--worker", &k.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("starting worker process {k}"))?;
+        let mut input = child.stdin.take().context("no stdin to the worker")?;
+        let output = child.stdout.take().context("no stdout from the worker")?;
+        let worker_plan = LoadPlan {
+            process: Some((k, processes)),
+            threads,
+            quiet: true,
+            json: None,
+            csv: None,
+            hdr: None,
+            ..plan.clone()
+        };
+        writeln!(input, "{}", serde_json::to_string(&worker_plan)?)?;
+        inputs.push(input);
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(output).lines() {
+                let Ok(line) = line else { break };
+                if tx.send((k, Said::Line(line))).is_err() {
+                    return;
+                }
+            }
+            let _ = tx.send((k, Said::Gone));
+        });
+        children.push(child);
+    }
+    drop(tx);
+    let result = converse(&rx, &mut inputs, processes);
+    drop(inputs);
+    if result.is_err() {
+        for c in &mut children {
+            let _ = c.kill();
+        }
+    }
+    for (k, c) in children.iter_mut().enumerate() {
+        let status = c
+            .wait()
+            .with_context(|| format!("waiting for worker {k}"))?;
+        if result.is_ok() && !status.success() {
+            anyhow::bail!("worker process {k} failed ({status})");
+        }
+    }
+    let partials = result?;
+    let mut m = Measured {
+        latency: engine::histogram(),
+        uncorrected: engine::histogram(),
+        send_lag: engine::histogram(),
+        connect: engine::histogram(),
+        records: Vec::new(),
+        missed: 0,
+        rounds: Vec::new(),
+        connect_seconds: 0.0,
+        measured_seconds: 0.0,
+        cpu_user: 0.0,
+        cpu_system: 0.0,
+        max_rss_kib: sys::process::Usage::of_self().max_rss_kib,
+        interrupted: false,
+    };
+    for p in partials {
+        p.merge_into(&mut m)?;
+    }
+    Ok(m)
+}
+
+/// The parent's side of the protocol: every CONNECTED, then GO to all, then
+/// every RESULT.
+fn converse(
+    rx: &mpsc::Receiver<(usize, Said)>,
+    inputs: &mut [std::process::ChildStdin],
+    processes: usize,
+) -> anyhow::Result<Vec<Partial>> {
+    let mut connected = vec![false; processes];
+    let mut results: Vec<Option<Partial>> = (0..processes).map(|_| None).collect();
+    while connected.iter().any(|c| !c) {
+        match rx.recv().context("every worker went away")? {
+            (k, Said::Line(l)) if l.starts_with("CONNECTED") => connected[k] = true,
+            (k, Said::Line(l)) => anyhow::bail!("worker {k} said {l:?} instead of CONNECTED"),
+            (k, Said::Gone) => {
+                anyhow::bail!("worker process {k} ended before its connections were up")
+            }
+        }
+    }
+    for (k, input) in inputs.iter_mut().enumerate() {
+        writeln!(input, "GO").with_context(|| format!("telling worker {k} to go"))?;
+    }
+    while results.iter().any(Option::is_none) {
+        match rx.recv().context("every worker went away")? {
+            (k, Said::Line(l)) => {
+                let json = l
+                    .strip_prefix("RESULT ")
+                    .with_context(|| format!("worker {k} said {l:?} instead of RESULT"))?;
+                results[k] = Some(
+                    serde_json::from_str(json).with_context(|| format!("worker {k}'s result"))?,
+                );
+            }
+            (k, Said::Gone) if results[k].is_none() => {
+                anyhow::bail!("worker process {k} ended without its results")
+            }
+            // A worker that has reported closes its output: normal.
+            (_, Said::Gone) => {}
+        }
+    }
+    Ok(results.into_iter().flatten().collect())
+}
+
+/// A worker process (`c10k load --worker K`): reads its plan from standard
+/// input, runs its share of the connections, and reports back.
+pub fn worker() -> anyhow::Result<()> {
+    let stdin = std::io::stdin();
+    let mut line = String::new();
+    stdin
+        .lock()
+        .read_line(&mut line)
+        .context("reading the plan")?;
+    let plan: LoadPlan = serde_json::from_str(&line).context("the plan from the parent")?;
+    let (_, processes) = plan.process.context("a worker's plan names its process")?;
+    if let Some(cpus) = &plan.cpus {
+        sys::affinity::pin_current(cpus)?;
+    }
+    let share = (plan.connections + plan.idle).div_ceil(processes);
+    preflight::raise_nofile_for(share).context("raising the open-files limit")?;
+    let m = drive(&plan, &mut |secs| {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "CONNECTED {secs}")?;
+        out.flush()?;
+        let mut go = String::new();
+        std::io::stdin().lock().read_line(&mut go)?;
+        if go.trim() == "GO" {
+            Ok(())
+        } else {
+            Err(std::io::Error::other("the parent did not say GO"))
+        }
+    })?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "RESULT {}", serde_json::to_string(&Partial::of(m))?)?;
+    out.flush()?;
+    Ok(())
+}
