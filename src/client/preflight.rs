@@ -353,15 +353,21 @@ fn backlog(needs: &Needs, connect_rate: Option<f64>, system: &System, out: &mut 
         return;
     };
     let n = needs.connections as u64;
-    if n <= max {
+    // The client keeps at most PENDING_CONNECTS connects in flight per event
+    // loop, so that is the most the server's queue sees at once.
+    let processes = processes_needed(needs.connections, system.nofile_hard.unwrap_or(u64::MAX));
+    let burst = (crate::client::engine::PENDING_CONNECTS * needs.threads.max(1) * processes) as u64;
+    if n.min(burst) <= max {
         return;
     }
     out.push(Finding {
         level: Level::Warn,
         what: format!(
-            "{n} connections opened as fast as possible can overflow the server's listen \
-             queue (net.core.somaxconn={max} caps every backlog): an overflowed connect \
-             waits 1 s or more for a SYN retransmit, which shows as connect latency"
+            "up to {} connects in flight at once ({} per event loop) can overflow the server's \
+             listen queue (net.core.somaxconn={max} caps every backlog): an overflowed connect \
+             waits 1 s or more for a SYN retransmit, which shows as connect latency",
+            n.min(burst),
+            crate::client::engine::PENDING_CONNECTS
         ),
         fix: format!(
             "--connect-rate below the server's accept rate, or sysctl -w \
@@ -609,16 +615,19 @@ mod tests {
 
     #[test]
     fn somaxconn_warns_unless_a_connect_rate_is_set() {
+        // Two loops keep at most 512 connects in flight: no overflow.
         let f = run(&needs(10_000, "127.0.0.1:7", 0), None, &machine(), true);
+        assert!(find(&f, "somaxconn").is_none());
+        // Thirty-two loops keep up to 8,192 in flight: past 4,096.
+        let many = Needs {
+            threads: 32,
+            ..needs(10_000, "127.0.0.1:7", 0)
+        };
+        let f = run(&many, None, &machine(), true);
         let x = find(&f, "somaxconn=4096").unwrap();
         assert_eq!(x.level, Level::Warn);
         assert!(x.fix.contains("net.core.somaxconn=16384"), "{x}");
-        let f = run(
-            &needs(10_000, "127.0.0.1:7", 0),
-            Some(5000.0),
-            &machine(),
-            true,
-        );
+        let f = run(&many, Some(5000.0), &machine(), true);
         assert!(find(&f, "somaxconn").is_none());
     }
 
