@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::io;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::sys;
@@ -42,12 +43,14 @@ pub const SYSCTLS: &[&str] = &[
 ];
 
 /// Where a measurement ran.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Environment {
     /// This build of c10k.
     pub c10k_version: String,
     /// `uname -srvm`: system, release, version, machine.
     pub kernel: String,
+    /// The node name, from `uname`.
     pub hostname: String,
     /// CPUs online in the system (/sys/devices/system/cpu/online).
     pub cpus_online: usize,
@@ -55,15 +58,23 @@ pub struct Environment {
     pub cpus_allowed: Vec<usize>,
     /// Whether the process was limited to fewer CPUs than are online.
     pub pinned: bool,
+    /// The first CPU's model name from /proc/cpuinfo; empty when unknown.
     pub cpu_model: String,
+    /// MemTotal from /proc/meminfo; 0 when it could not be read.
     pub memory_total_kib: u64,
-    /// Open-files limits (`None`: unlimited).
+    /// Soft open-files limit; none (`null`) when unlimited.
     pub nofile_soft: Option<u64>,
+    /// Hard open-files limit; none (`null`) when unlimited.
     pub nofile_hard: Option<u64>,
-    /// `net.ipv4.ip_local_port_range`, low and high inclusive; `(0, 0)` when
+    /// `net.ipv4.ip_local_port_range`, low and high inclusive; both 0 when
     /// it could not be read.
     pub ephemeral_ports: (u16, u16),
     /// The [`SYSCTLS`] that exist here, whitespace collapsed to one space.
+    #[schemars(
+        description = "The sysctls that bound a TCP echo benchmark (listen backlog, ports and \
+                       TIME_WAIT, socket memory, descriptors, threads, io_uring) that exist here, \
+                       by dotted name, whitespace collapsed to one space."
+    )]
     pub sysctls: BTreeMap<String, String>,
 }
 
@@ -176,7 +187,14 @@ pub fn parse_port_range(text: &str) -> Option<(u16, u16)> {
 /// system), not of this process: a run on loopback sees both its own connects
 /// and the server's listen queue, and also every other program's traffic in
 /// the meantime. Take the difference of two samples with [`TcpCounters::since`].
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
+#[schemars(
+    deny_unknown_fields,
+    description = "The kernel's TCP counters that show a load run going wrong. They are \
+                   counters of the whole network namespace (normally the whole system), not of \
+                   one process: a run on loopback sees both its own connects and the server's \
+                   listen queue, and also every other program's traffic in the meantime."
+)]
 pub struct TcpCounters {
     /// SYNs (and SYN-ACKs) sent again: a connect that waited on the backlog
     /// (TcpExt TCPSynRetrans).

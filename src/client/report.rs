@@ -5,21 +5,48 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use hdrhistogram::Histogram;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::env::{Environment, TcpCounters};
 
 /// Bumped whenever a field changes meaning or disappears.
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// Latency percentiles in microseconds.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+/// The JSON Schema of what `--json` writes, checked in as
+/// `schema/load-report.v{SCHEMA_VERSION}.schema.json` (a test keeps the two
+/// equal). It describes the serialized form: every field is required, the
+/// optional ones as `null`, and unknown fields are rejected.
+pub fn schema() -> schemars::Schema {
+    let mut schema = schemars::generate::SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator()
+        .into_root_schema_for::<Report>();
+    schema.insert(
+        "$id".into(),
+        format!("urn:c10k:load-report:v{SCHEMA_VERSION}").into(),
+    );
+    schema.insert(
+        "title".into(),
+        format!("c10k load report v{SCHEMA_VERSION}").into(),
+    );
+    schema
+}
+
+/// Latency percentiles in microseconds; all zero when nothing was measured.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Percentiles {
+    /// Samples recorded.
     pub count: u64,
     pub min: f64,
     pub mean: f64,
+    /// Standard deviation.
     pub stdev: f64,
     pub p50: f64,
     pub p90: f64,
     pub p99: f64,
+    /// The 99.9th percentile.
     pub p99_9: f64,
     pub max: f64,
 }
@@ -45,9 +72,13 @@ impl Percentiles {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// Connections asked for and what became of them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Connections {
+    /// Active connections asked for (`-c`; churn: how many at once).
     pub requested: usize,
+    /// Connections held open and silent beside them (`--idle`).
     pub idle: usize,
     /// Connections that came up (ever, for churn).
     pub established: u64,
@@ -55,16 +86,21 @@ pub struct Connections {
     pub failed: u64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// How the connections came up.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Connect {
     /// From the first connect to the last connection up (or failed).
     pub established_seconds: f64,
     /// Connects per second over that time (churn: over the whole run).
     pub per_second: f64,
+    /// From connect start to writable.
     pub latency_us: Percentiles,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// Rates over the measured window.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Throughput {
     /// Measured echoes per second (round trips).
     pub messages_per_second: f64,
@@ -72,9 +108,13 @@ pub struct Throughput {
     pub bytes_per_second: f64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// What only an open-loop run measures.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct OpenLoop {
+    /// Messages per second asked for, in total (`-r`).
     pub target_rate: f64,
+    /// Measured messages per second.
     pub achieved_rate: f64,
     /// Sends skipped because a connection was backed up.
     pub missed: u64,
@@ -87,19 +127,27 @@ pub struct OpenLoop {
     pub send_lag_us: Percentiles,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// What only a burst run measures.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Burst {
-    /// Time from sending on every connection to the last echo, per round.
+    /// Time from sending on every connection to the last echo, per round
+    /// (`null`: the round did not complete).
     pub makespan_us: Vec<Option<f64>>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// The load generator itself, so a reader can tell when it was the
+/// bottleneck.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Client {
+    /// Event-loop threads.
     pub threads: usize,
-    /// CPUs the client was pinned to (`None`: not pinned).
+    /// CPUs the client was pinned to; none (`null`) when not pinned.
     pub cpus: Option<Vec<usize>>,
     /// CPU time of the client over the measured window.
     pub cpu_user_seconds: f64,
+    /// Kernel CPU time over the same window.
     pub cpu_system_seconds: f64,
     /// Client CPU time per measured message.
     pub cpu_per_message_us: f64,
@@ -109,41 +157,62 @@ pub struct Client {
     pub processes: usize,
 }
 
-/// Everything a load run measured.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// Everything a load run measured: what `c10k load --json` writes.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Report {
+    /// The version of this format, bumped whenever a field changes meaning
+    /// or disappears.
+    #[schemars(extend("const" = SCHEMA_VERSION))]
     pub schema_version: u32,
+    /// The command line.
     pub command: String,
+    /// The server's address as resolved (`IP:PORT`).
     pub target: String,
     /// closed, open, burst or churn.
+    #[schemars(extend("enum" = ["closed", "open", "burst", "churn"]))]
     pub workload: String,
+    /// Bytes of each message.
     pub message_bytes: usize,
+    /// Messages in flight per connection (1 for burst and churn).
     pub depth: usize,
+    /// `--warmup`: traffic before the measured window, not counted in it.
     pub warmup_seconds: f64,
     /// Length of the measured window.
     pub measured_seconds: f64,
+    /// Stopped early by Ctrl-C: the figures cover the run so far.
     pub interrupted: bool,
     pub connections: Connections,
     pub connect: Connect,
+    /// Measured round trips (echoes back and checked).
     pub messages: u64,
+    /// Bytes written over the whole run, warm-up included.
     pub bytes_sent: u64,
+    /// Bytes read back over the whole run, warm-up included.
     pub bytes_received: u64,
     pub throughput: Throughput,
     /// Round trips; in open loop corrected for coordinated omission (from
     /// the intended send time); in closed loop and burst from the write.
     pub latency_us: Percentiles,
+    /// Open loop only (`null` otherwise).
     pub open_loop: Option<OpenLoop>,
+    /// Burst only (`null` otherwise).
     pub burst: Option<Burst>,
-    /// Connections ended early, by kind.
+    /// Connections ended early, by kind (every kind listed, zeros too).
     pub errors: BTreeMap<String, u64>,
     pub client: Client,
     /// System-wide TCP counters over the run (SYN retransmits and listen
-    /// overflows show a backlog that overflowed).
+    /// overflows show a backlog that overflowed); `null` when they could not
+    /// be read.
+    #[schemars(with = "Option<TcpCounters>")]
     pub tcp: serde_json::Value,
     /// Source addresses the connections were spread over (empty: the
     /// kernel's choice).
     pub sources: Vec<String>,
+    /// Things a reader must know before trusting the figures.
     pub warnings: Vec<String>,
+    /// Where the run took place.
+    #[schemars(with = "Environment")]
     pub environment: serde_json::Value,
 }
 

@@ -6,6 +6,7 @@ mod cli;
 mod conformance;
 mod load;
 mod misbehave;
+mod schema;
 mod support;
 
 use libtest_mimic::{Arguments, Trial};
@@ -34,6 +35,9 @@ fn main() {
     }
     for &(name, test) in misbehave::TESTS {
         trials.push(Trial::test(format!("misbehave::{name}"), test));
+    }
+    for &(name, test) in schema::TESTS {
+        trials.push(Trial::test(format!("schema::{name}"), test));
     }
     libtest_mimic::run(&args, trials).exit();
 }

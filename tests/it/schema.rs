@@ -1,0 +1,317 @@
+//! The JSON Schema of `c10k load --json`: the checked-in file must be what
+//! the code generates (`C10K_BLESS=1 cargo test` rewrites it), real reports
+//! of every shape must validate against that file, and broken ones must not.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use c10k::client::report::{self, SCHEMA_VERSION};
+use jsonschema::Validator;
+use libtest_mimic::Failed;
+use serde_json::{json, Value};
+
+use crate::misbehave::{Fault, Misbehave};
+use crate::support::{bin, Server, Started};
+
+/// A schema test.
+pub type Test = fn() -> Result<(), Failed>;
+
+pub const TESTS: &[(&str, Test)] = &[
+    ("checked_in_schema_is_current", checked_in_schema_is_current),
+    ("closed_loop_report_validates", closed_loop_report_validates),
+    ("open_loop_report_validates", open_loop_report_validates),
+    ("burst_report_validates", burst_report_validates),
+    ("churn_report_validates", churn_report_validates),
+    ("failed_run_report_validates", failed_run_report_validates),
+    ("split_run_report_validates", split_run_report_validates),
+    ("broken_reports_are_rejected", broken_reports_are_rejected),
+];
+
+/// The checked-in schema of this version of the report.
+fn schema_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("schema")
+        .join(format!("load-report.v{SCHEMA_VERSION}.schema.json"))
+}
+
+fn checked_in() -> Result<Value, Failed> {
+    let p = schema_path();
+    let text = std::fs::read_to_string(&p).map_err(|e| {
+        format!(
+            "cannot read {}: {e}; run `C10K_BLESS=1 cargo test --test it schema::` to write it",
+            p.display()
+        )
+    })?;
+    Ok(serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))?)
+}
+
+/// The validator of the checked-in file (not of the generated schema: the
+/// file is what users get).
+fn validator() -> Result<Validator, Failed> {
+    let schema = checked_in()?;
+    Ok(jsonschema::validator_for(&schema).map_err(|e| format!("the schema is invalid: {e}"))?)
+}
+
+/// Every way `doc` breaks the schema, one line each.
+fn violations(v: &Validator, doc: &Value) -> Vec<String> {
+    v.iter_errors(doc)
+        .map(|e| format!("at '{}': {e}", e.instance_path()))
+        .collect()
+}
+
+/// The first place two JSON values differ, as a JSON pointer.
+fn first_difference(a: &Value, b: &Value, at: String) -> Option<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => x
+            .keys()
+            .chain(y.keys().filter(|k| !x.contains_key(*k)))
+            .find_map(|k| match (x.get(k), y.get(k)) {
+                (Some(p), Some(q)) => first_difference(p, q, format!("{at}/{k}")),
+                _ => Some(format!("{at}/{k}")),
+            }),
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (p, q))| first_difference(p, q, format!("{at}/{i}"))),
+        _ if a == b => None,
+        _ => Some(if at.is_empty() { "/".into() } else { at }),
+    }
+}
+
+/// The schema generated from `Report` is the checked-in one, so the file
+/// can neither drift from the code nor be edited by hand.
+fn checked_in_schema_is_current() -> Result<(), Failed> {
+    let generated = serde_json::to_value(report::schema())?;
+    let p = schema_path();
+    if std::env::var_os("C10K_BLESS").is_some_and(|v| v == "1") {
+        let mut text = serde_json::to_string_pretty(&generated)?;
+        text.push('\n');
+        std::fs::create_dir_all(p.parent().ok_or("no parent")?)?;
+        std::fs::write(&p, text)?;
+        eprintln!("C10K_BLESS=1: wrote {}", p.display());
+        return Ok(());
+    }
+    let file = checked_in()?;
+    if let Some(at) = first_difference(&generated, &file, String::new()) {
+        return Err(format!(
+            "{} is not the schema the code generates (first difference at {at}).\n\
+             If the report changed on purpose, run `C10K_BLESS=1 cargo test --test it schema::` \
+             to rewrite it, review the diff, and bump SCHEMA_VERSION in src/client/report.rs \
+             if a field changed meaning or disappeared.",
+            p.display()
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// Runs `c10k load TARGET ARGS… -q --json FILE` and returns the report,
+/// after checking it against the checked-in schema.
+fn validated_report(target: &str, name: &str, args: &[&str]) -> Result<Value, Failed> {
+    validated_report_in(Command::new(bin()), target, name, args)
+}
+
+/// [`validated_report`] with `cmd` standing for the c10k binary.
+fn validated_report_in(
+    mut cmd: Command,
+    target: &str,
+    name: &str,
+    args: &[&str],
+) -> Result<Value, Failed> {
+    let path = std::env::temp_dir().join(format!("c10k-schema-{name}-{}.json", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let o = cmd
+        .arg("load")
+        .arg(target)
+        .args(args)
+        .arg("-q")
+        .arg("--json")
+        .arg(&path)
+        .output()?;
+    let text = std::fs::read_to_string(&path);
+    let _ = std::fs::remove_file(&path);
+    if o.status.code() != Some(0) {
+        return Err(format!(
+            "c10k load {args:?}: exit {:?}: {}",
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr)
+        )
+        .into());
+    }
+    let doc: Value = serde_json::from_str(&text.map_err(|e| format!("no JSON: {e}"))?)?;
+    let errors = violations(&validator()?, &doc);
+    if !errors.is_empty() {
+        return Err(format!(
+            "the {name} report breaks {}:\n  {}",
+            schema_path().display(),
+            errors.join("\n  ")
+        )
+        .into());
+    }
+    Ok(doc)
+}
+
+fn epoll() -> Result<Server, Failed> {
+    match Server::start(&["--model".into(), "epoll".into()])? {
+        Started::Running(s) => Ok(s),
+        Started::Unsupported(r) => Err(r.into()),
+    }
+}
+
+/// `doc[key]` must hold an object (the part of the schema this run fills
+/// was exercised) or be null.
+fn expect_filled(doc: &Value, key: &str, filled: bool) -> Result<(), Failed> {
+    if doc[key].is_object() == filled && (filled || doc[key].is_null()) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{key}: {} (expected it {})",
+            doc[key],
+            if filled { "filled" } else { "null" }
+        )
+        .into())
+    }
+}
+
+fn closed_loop_report_validates() -> Result<(), Failed> {
+    let server = epoll()?;
+    let doc = validated_report(
+        &server.addr.to_string(),
+        "closed",
+        &["-c", "4", "-n", "50", "--depth", "2", "--idle", "2"],
+    )?;
+    expect_filled(&doc, "open_loop", false)?;
+    expect_filled(&doc, "burst", false)?;
+    expect_filled(&doc, "tcp", true)
+}
+
+fn open_loop_report_validates() -> Result<(), Failed> {
+    let server = epoll()?;
+    let doc = validated_report(
+        &server.addr.to_string(),
+        "open",
+        &["-c", "4", "-r", "1000", "-d", "0.3s"],
+    )?;
+    expect_filled(&doc, "open_loop", true)?;
+    expect_filled(&doc, "burst", false)
+}
+
+fn burst_report_validates() -> Result<(), Failed> {
+    let server = epoll()?;
+    let doc = validated_report(
+        &server.addr.to_string(),
+        "burst",
+        &["--burst", "--rounds", "2", "-c", "20"],
+    )?;
+    expect_filled(&doc, "burst", true)?;
+    expect_filled(&doc, "open_loop", false)
+}
+
+fn churn_report_validates() -> Result<(), Failed> {
+    let server = epoll()?;
+    validated_report(
+        &server.addr.to_string(),
+        "churn",
+        &["--churn", "--churn-echo", "-c", "2", "-n", "10"],
+    )?;
+    Ok(())
+}
+
+/// Every connection refused: empty percentiles, errors counted, warnings.
+fn failed_run_report_validates() -> Result<(), Failed> {
+    let bad = Misbehave::start(Fault::Refuse);
+    let doc = validated_report(&bad.addr.to_string(), "refused", &["-c", "3", "-n", "1"])?;
+    if doc["errors"]["refused"] != 3 {
+        return Err(format!("errors {}", doc["errors"]).into());
+    }
+    Ok(())
+}
+
+/// Under a hard open-files limit of 200, 300 connections are spread over
+/// worker processes: the merged report validates too.
+fn split_run_report_validates() -> Result<(), Failed> {
+    let server = epoll()?;
+    let mut sh = Command::new("sh");
+    sh.args([
+        "-c",
+        r#"ulimit -Sn 200 && ulimit -Hn 200 && exec "$@""#,
+        "sh",
+        bin(),
+    ]);
+    let doc = validated_report_in(
+        sh,
+        &server.addr.to_string(),
+        "split",
+        &["-c", "300", "-n", "5"],
+    )?;
+    if doc["client"]["processes"].as_u64().unwrap_or(0) < 2 {
+        return Err(format!("not split: {}", doc["client"]).into());
+    }
+    Ok(())
+}
+
+/// A report the schema must reject: what was done to a valid one.
+type Breakage = (&'static str, fn(&mut Value));
+
+const BREAKAGES: &[Breakage] = &[
+    ("a required top-level field removed", |d| {
+        remove(d, "messages")
+    }),
+    ("a nested required field removed", |d| {
+        remove(&mut d["latency_us"], "p99")
+    }),
+    ("an environment field removed", |d| {
+        remove(&mut d["environment"], "kernel")
+    }),
+    ("a number as a string", |d| d["messages"] = json!("1000")),
+    ("a negative count", |d| d["bytes_sent"] = json!(-1)),
+    ("a fraction where an integer belongs", |d| {
+        d["connections"]["established"] = json!(2.5)
+    }),
+    ("null where a number belongs", |d| {
+        d["measured_seconds"] = Value::Null
+    }),
+    ("an object where a list belongs", |d| {
+        d["warnings"] = json!({})
+    }),
+    ("a TCP counter as a string", |d| {
+        d["tcp"]["syn_retrans"] = json!("0")
+    }),
+    ("environment null", |d| d["environment"] = Value::Null),
+    ("an unknown top-level field", |d| d["latency"] = json!({})),
+    ("an unknown workload", |d| d["workload"] = json!("bogus")),
+    ("another schema version", |d| {
+        d["schema_version"] = json!(SCHEMA_VERSION + 1)
+    }),
+    ("an error count as a string", |d| {
+        d["errors"]["reset"] = json!("0")
+    }),
+];
+
+fn remove(v: &mut Value, key: &str) {
+    if let Some(o) = v.as_object_mut() {
+        o.remove(key);
+    }
+}
+
+/// Each breakage of a real, valid report is caught, so the validation tests
+/// above can fail.
+fn broken_reports_are_rejected() -> Result<(), Failed> {
+    let server = epoll()?;
+    let good = validated_report(&server.addr.to_string(), "good", &["-c", "2", "-n", "10"])?;
+    let v = validator()?;
+    let missed: Vec<&str> = BREAKAGES
+        .iter()
+        .filter(|(_, brk)| {
+            let mut doc = good.clone();
+            brk(&mut doc);
+            v.is_valid(&doc)
+        })
+        .map(|(what, _)| *what)
+        .collect();
+    if !missed.is_empty() {
+        return Err(format!("the schema accepts {}", missed.join("; ")).into());
+    }
+    Ok(())
+}
