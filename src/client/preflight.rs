@@ -296,8 +296,9 @@ fn ports(needs: &Needs, system: &System, out: &mut Vec<Finding>) {
             level: Level::Info,
             what: format!(
                 "{n} connections pass the {ports} ephemeral ports of one source address: \
-                 connecting from {} ({k} loopback sources)",
-                range()
+                 connecting from {} ({} loopback sources, each at most a third full)",
+                range(),
+                source::auto_loopback_sources(n, ports).len()
             ),
             fix: "none needed; --source chooses them".to_string(),
         });
@@ -571,7 +572,8 @@ mod tests {
         let x = find(&f, "ephemeral ports").unwrap();
         assert_eq!(x.level, Level::Info);
         assert!(
-            x.what.contains("127.0.0.1-127.0.0.4 (4 loopback sources)"),
+            x.what
+                .contains("127.0.0.1-127.0.0.11 (11 loopback sources, each at most a third full)"),
             "{x}"
         );
     }
@@ -587,7 +589,7 @@ mod tests {
                 .contains("2 source addresses × 28232 ephemeral ports reach only 56464"),
             "{x}"
         );
-        assert!(x.fix.contains("--source 127.0.0.1-127.0.0.4"), "{x}");
+        assert!(x.fix.contains("--source 127.0.0.1-127.0.0.11"), "{x}");
         assert!(x.fix.contains("ip_local_port_range=\"1024 65535\""), "{x}");
         // Too many for even the widest range with two sources: no sysctl fix.
         let f = run(&needs(200_000, "127.0.0.1:7", 2), None, &machine(), true);
