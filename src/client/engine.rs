@@ -728,17 +728,16 @@ impl<'a> Engine<'a> {
                     self.on_connected(i);
                     if self.conns[i].state == State::Up {
                         self.flush(i);
-                        self.read(i);
+                        self.read(i, true);
                     }
                 }
                 Some(State::Up) => {
                     if flags.intersects(EventFlags::OUT) {
                         self.flush(i);
                     }
-                    if flags.intersects(
-                        EventFlags::IN | EventFlags::RDHUP | EventFlags::HUP | EventFlags::ERR,
-                    ) {
-                        self.read(i);
+                    let hangup = EventFlags::RDHUP | EventFlags::HUP | EventFlags::ERR;
+                    if flags.intersects(EventFlags::IN | hangup) {
+                        self.read(i, flags.intersects(hangup));
                     }
                 }
                 _ => {}
@@ -770,7 +769,12 @@ impl<'a> Engine<'a> {
 
     /// Reads until the socket would block, checking every byte and timing
     /// every completed message.
-    fn read(&mut self, i: usize) {
+    ///
+    /// A read shorter than the buffer emptied the socket, and any byte that
+    /// arrives later raises a new edge, so the loop stops there instead of
+    /// paying a second `read` for its EAGAIN, unless the event also said the
+    /// peer hung up (`to_end`): then it reads on to the end of the stream.
+    fn read(&mut self, i: usize, to_end: bool) {
         loop {
             let Some(sock) = self.conns[i].sock.as_mut() else {
                 return;
@@ -810,7 +814,7 @@ impl<'a> Engine<'a> {
                         }
                     }
                     self.done = completed;
-                    if self.conns[i].state != State::Up {
+                    if self.conns[i].state != State::Up || (n < self.scratch.len() && !to_end) {
                         return;
                     }
                 }
