@@ -15,7 +15,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{self, ErrorKind, Read, Write};
-use std::net::{IpAddr, TcpStream};
+use std::net::TcpStream;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Condvar, Mutex, OnceLock};
@@ -66,8 +66,6 @@ impl Schedule {
 pub struct Shared {
     pub plan: LoadPlan,
     pub payload: Payload,
-    /// Source addresses, used round-robin by connection id.
-    pub sources: Vec<IpAddr>,
     /// Set by the coordinator after the connect phase.
     pub schedule: OnceLock<Schedule>,
     /// Phase boundaries: every loop and the coordinator.
@@ -84,7 +82,7 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(plan: LoadPlan, sources: Vec<IpAddr>) -> Shared {
+    pub fn new(plan: LoadPlan) -> Shared {
         let payload = match &plan.payload {
             Some(t) => Payload::Text(t.clone()),
             None => Payload::Generated(plan.message_size),
@@ -93,7 +91,6 @@ impl Shared {
             barrier: Rendezvous::new(plan.threads + 1),
             plan,
             payload,
-            sources,
             schedule: OnceLock::new(),
             more_rounds: AtomicBool::new(false),
             interrupted: AtomicBool::new(false),
@@ -269,8 +266,9 @@ impl<'a> Engine<'a> {
             .step_by(p * threads)
             .map(|j| {
                 let mut c = Conn::new(j as u32, j >= plan.connections, now);
-                if !shared.sources.is_empty() {
-                    c.source = Some(shared.sources[j % shared.sources.len()]);
+                let sources = &plan.sources;
+                if !sources.is_empty() {
+                    c.source = Some(sources[j % sources.len()]);
                 }
                 c
             })

@@ -134,7 +134,7 @@ pub fn drive(
     plan: &LoadPlan,
     connected: &mut dyn FnMut(f64) -> std::io::Result<()>,
 ) -> anyhow::Result<Measured> {
-    let shared = Shared::new(plan.clone(), plan.sources.clone());
+    let shared = Shared::new(plan.clone());
     let interrupted = Arc::new(std::sync::atomic::AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupted))
         .context("installing the Ctrl-C handler")?;
