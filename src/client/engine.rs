@@ -435,7 +435,10 @@ impl<'a> Engine<'a> {
                 }
                 (None, Workload::Closed { depth }) => {
                     for _ in 0..depth {
-                        self.send(i, Instant::now(), &sched);
+                        let now = Instant::now();
+                        if self.may_send(i, now, &sched) {
+                            self.send(i, now, &sched);
+                        }
                     }
                 }
                 _ => {}

@@ -176,11 +176,25 @@ fn closed_loop_counts_are_exact() -> Result<(), Failed> {
     ensure(hdr.lines().any(|l| l.starts_with("Tag=latency,")), || {
         "no histogram in the log".into()
     })?;
+    // Fewer messages than the depth: the depth must not send more.
+    let (code, err) = load(
+        &server.addr.to_string(),
+        &["-c", "2", "-n", "1", "--depth", "4"],
+        &out,
+    )?;
+    ensure(code == Some(0), || format!("exit {code:?}: {err}"))?;
+    let j = out.json()?;
+    ensure(j["messages"] == 2 && j["bytes_sent"] == 128, || {
+        format!(
+            "-n 1 --depth 4 on 2 connections: {} messages, {} bytes sent",
+            j["messages"], j["bytes_sent"]
+        )
+    })?;
     let (_, summary) = server.stop()?;
-    ensure(summary.connections == 10, || {
+    ensure(summary.connections == 12, || {
         format!("server saw {}", summary.connections)
     })?;
-    ensure(summary.bytes_echoed == 100_000, || {
+    ensure(summary.bytes_echoed == 100_000 + 128, || {
         format!("server echoed {}", summary.bytes_echoed)
     })?;
     ensure(summary.errors.reset == 0, || {
