@@ -241,6 +241,8 @@ struct Engine<'a> {
     last_publish: Instant,
     records: Vec<ConnRecord>,
     missed: u64,
+    /// Measured echoes so far.
+    echoed: u64,
     rounds: Vec<(Instant, Option<Instant>)>,
     connected_at: Instant,
     scratch: Vec<u8>,
@@ -292,6 +294,7 @@ impl<'a> Engine<'a> {
             last_publish: now,
             records: Vec::new(),
             missed: 0,
+            echoed: 0,
             rounds: Vec::new(),
             connected_at: now,
             scratch: vec![0; 256 << 10],
@@ -623,10 +626,9 @@ impl<'a> Engine<'a> {
             if !waiting {
                 break;
             }
-            let before: u64 = self.conns.iter().map(|c| c.requests).sum();
+            let before = self.echoed;
             self.poll(Some(SWEEP));
-            let after: u64 = self.conns.iter().map(|c| c.requests).sum();
-            if after > before {
+            if self.echoed > before {
                 last = Some(Instant::now());
             }
             let now = Instant::now();
@@ -806,6 +808,7 @@ impl<'a> Engine<'a> {
                         let _ = self.latency_raw.record(raw.max(1));
                         let _ = self.interval.record(corrected.max(1));
                         self.conns[i].record(corrected);
+                        self.echoed += 1;
                         self.shared.completed.fetch_add(1, Relaxed);
                     }
                     for _ in &completed {
