@@ -117,14 +117,15 @@ pub fn accept_loop(
 /// Applies `--max-conns` and TCP_NODELAY to a fresh connection; `None` when
 /// it was refused (and closed).
 pub fn admit(fd: OwnedFd, max_conns: Option<u64>, stats: &Stats) -> Option<TcpStream> {
-    if max_conns.is_some_and(|max| stats.active() >= max) {
+    // One atomic step: threads or processes accepting at once cannot both
+    // take the last slot.
+    if !stats.try_open(max_conns) {
         stats.refused_max_conns();
         return None;
     }
     let stream = TcpStream::from(fd);
     // Best effort: a peer that already reset shows up on the first read.
     let _ = stream.set_nodelay(true);
-    stats.opened();
     Some(stream)
 }
 

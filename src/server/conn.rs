@@ -100,6 +100,16 @@ impl Conn {
         self.tail - self.head
     }
 
+    /// Gives the buffer back to this thread's spare list: called by the
+    /// thread that served the connection when it ends, so a pool thread's
+    /// next connection reuses it (dropping the connection elsewhere would
+    /// hand it to a thread that never serves).
+    pub fn release(&mut self) {
+        if let Some(b) = self.buf.take() {
+            give_buffer(b);
+        }
+    }
+
     /// Whether the connection holds a buffer now.
     pub fn holds_buffer(&self) -> bool {
         self.buf.is_some()

@@ -102,7 +102,8 @@ impl Model for Fork {
             if !open || fds[1].revents == 0 {
                 continue;
             }
-            loop {
+            // A burst of connections must not hide a stop request.
+            while !ctx.shutdown.requested() {
                 let stream = match accept(&listener, ctx, false) {
                     Accepted::Conn(s) => s,
                     Accepted::Empty => break,

@@ -60,11 +60,19 @@ pub struct Errors {
 }
 
 impl Stats {
-    /// A connection was accepted and will be served.
-    pub fn opened(&self) {
+    /// Counts a connection as open unless `max` are open already; returns
+    /// whether it was. The check and the count are one atomic step.
+    pub fn try_open(&self, max: Option<u64>) -> bool {
+        let limit = max.unwrap_or(u64::MAX);
+        let Ok(before) = self
+            .active
+            .fetch_update(Relaxed, Relaxed, |a| (a < limit).then_some(a + 1))
+        else {
+            return false;
+        };
         self.accepted.fetch_add(1, Relaxed);
-        let now = self.active.fetch_add(1, Relaxed) + 1;
-        self.peak.fetch_max(now, Relaxed);
+        self.peak.fetch_max(before + 1, Relaxed);
+        true
     }
 
     /// A served connection was closed.
@@ -135,5 +143,27 @@ impl Stats {
                 io_other: self.io_other.load(Relaxed),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Stats;
+
+    #[test]
+    fn try_open_never_passes_the_limit_under_contention() {
+        let stats = Stats::default();
+        let opened: usize = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| (0..1000).filter(|_| stats.try_open(Some(10))).count()))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).sum()
+        });
+        assert_eq!(opened, 10);
+        let s = stats.summary("t");
+        assert_eq!((s.connections, s.peak_connections), (10, 10));
+        stats.closed();
+        assert!(stats.try_open(Some(10)));
+        assert!(stats.try_open(None));
     }
 }

@@ -128,6 +128,7 @@ impl Table {
 pub fn service(slot: &mut Slot, stats: &Stats) -> Step {
     match slot.conn.drive(&mut slot.stream, READ_BUDGET, stats) {
         Ok(Want::Done) => {
+            slot.conn.release();
             stats.closed();
             Step::Closed
         }
@@ -136,6 +137,7 @@ pub fn service(slot: &mut Slot, stats: &Stats) -> Step {
             Step::Wait(want)
         }
         Err(e) => {
+            slot.conn.release();
             stats.conn_failed(&e);
             stats.closed();
             Step::Closed

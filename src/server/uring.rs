@@ -436,10 +436,13 @@ impl<'a> Worker<'a> {
         let start = buf.len() - conn.sending;
         conn.sending = 0;
         // A dead connection's send just comes home; its buffer is dropped.
+        if c.result > 0 {
+            // Sent is sent, even if the connection failed since.
+            self.ctx.stats.add_bytes(c.result as u64);
+        }
         if !conn.failed {
             if c.result > 0 {
                 let n = c.result as usize;
-                self.ctx.stats.add_bytes(n as u64);
                 if start + n < buf.len() {
                     // Partial send: the rest goes first, from where it stopped.
                     conn.sending = buf.len() - start - n;
