@@ -192,8 +192,6 @@ pub struct Conn {
     /// Last time bytes arrived or the connect started (for timeouts).
     pub last_progress: Instant,
     pub failure: Option<Failure>,
-    /// Open loop: when the next message is due.
-    pub next_due: Option<Instant>,
     /// Open loop: due times of messages waiting for a free slot (at most
     /// `--depth` in flight per connection).
     pub backlog: VecDeque<Instant>,
@@ -223,7 +221,6 @@ impl Conn {
             ended: None,
             last_progress: now,
             failure: None,
-            next_due: None,
             backlog: VecDeque::new(),
         }
     }
@@ -264,11 +261,6 @@ impl Conn {
         self.rt_sum_ns += ns as u128;
         self.rt_min_ns = self.rt_min_ns.min(ns);
         self.rt_max_ns = self.rt_max_ns.max(ns);
-    }
-
-    /// Bytes queued and not yet written.
-    pub fn unsent(&self) -> usize {
-        self.out.len() - self.out_pos
     }
 }
 

@@ -433,7 +433,6 @@ impl<'a> Engine<'a> {
                     // interval after the start.
                     let phase = iv.mul_f64(self.conns[i].id as f64 / self.plan.connections as f64);
                     let due = sched.start + phase;
-                    self.conns[i].next_due = Some(due);
                     self.timers.push(Reverse((due, i)));
                 }
                 (None, Workload::Closed { depth }) => {
@@ -521,7 +520,6 @@ impl<'a> Engine<'a> {
             }
             let next = due + interval;
             if sched.until.is_none_or(|u| next < u) && self.may_send(i, next, sched) {
-                self.conns[i].next_due = Some(next);
                 self.timers.push(Reverse((next, i)));
             }
         }

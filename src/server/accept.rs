@@ -80,38 +80,46 @@ pub fn accept_all(
     }
 }
 
+/// Waits in poll(2) on the stop pipe and, while `gate` is open, the
+/// listener. `Ok(None)` when a stop was requested, else whether the
+/// listener is readable. The wait of every thread that only accepts.
+pub fn wait_for_listener(
+    listener: &TcpListener,
+    ctx: &Context,
+    gate: &mut Gate,
+) -> io::Result<Option<bool>> {
+    let open = gate.is_open();
+    let mut fds = vec![pollset::pollfd(ctx.shutdown.fd().as_raw_fd(), POLLIN)];
+    if open {
+        fds.push(pollset::pollfd(listener.as_raw_fd(), POLLIN));
+    }
+    match pollset::poll(&mut fds, gate.timeout()) {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+        Err(e) => return Err(e),
+    }
+    if ctx.shutdown.requested() {
+        return Ok(None);
+    }
+    Ok(Some(open && fds[1].revents != 0))
+}
+
 /// The loop of a thread that only accepts (threads, the epoll-workers
-/// acceptor, the fork parent): waits in poll(2) on the stop pipe and, while
-/// the gate is open, the listener; accepts until EAGAIN and hands each
-/// connection to `serve`. `on_wake` runs after every wake-up (the fork
-/// model reaps its children there). Returns once a stop is requested.
+/// acceptor): accepts until EAGAIN whenever the listener is readable and
+/// hands each connection to `serve`. Returns once a stop is requested.
 pub fn accept_loop(
     listener: &TcpListener,
     ctx: &Context,
     nonblocking: bool,
-    mut on_wake: impl FnMut(),
     mut serve: impl FnMut(TcpStream),
 ) -> io::Result<()> {
     let mut gate = Gate::default();
-    loop {
-        let open = gate.is_open();
-        let mut fds = vec![pollset::pollfd(ctx.shutdown.fd().as_raw_fd(), POLLIN)];
-        if open {
-            fds.push(pollset::pollfd(listener.as_raw_fd(), POLLIN));
-        }
-        match pollset::poll(&mut fds, gate.timeout()) {
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-        if ctx.shutdown.requested() {
-            return Ok(());
-        }
-        on_wake();
-        if open && fds[1].revents != 0 {
+    while let Some(readable) = wait_for_listener(listener, ctx, &mut gate)? {
+        if readable {
             accept_all(listener, ctx, nonblocking, &mut gate, &mut serve);
         }
     }
+    Ok(())
 }
 
 /// Applies `--max-conns` and TCP_NODELAY to a fresh connection; `None` when

@@ -105,20 +105,14 @@ fn acceptor(
     inboxes: &[(Sender<TcpStream>, OwnedFd)],
 ) -> anyhow::Result<()> {
     let mut next = 0;
-    accept_loop(
-        listener,
-        ctx,
-        true,
-        || {},
-        |s| {
-            let (tx, wake) = &inboxes[next % inboxes.len()];
-            next += 1;
-            if tx.send(s).is_ok() {
-                let _ = rustix::io::write(wake, &1u64.to_ne_bytes());
-            } else {
-                ctx.stats.closed();
-            }
-        },
-    )
+    accept_loop(listener, ctx, true, |s| {
+        let (tx, wake) = &inboxes[next % inboxes.len()];
+        next += 1;
+        if tx.send(s).is_ok() {
+            let _ = rustix::io::write(wake, &1u64.to_ne_bytes());
+        } else {
+            ctx.stats.closed();
+        }
+    })
     .context("acceptor")
 }

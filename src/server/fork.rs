@@ -35,15 +35,13 @@
 //! the same way.
 
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 
 use anyhow::Context as _;
 
-use super::accept::{accept, Accepted, Gate};
+use super::accept::{accept, wait_for_listener, Accepted, Gate};
 use super::children::{run_child, Children};
 use super::conn::Conn;
 use super::{Context, Model};
-use crate::sys::pollset::{self, POLLIN};
 use crate::sys::process::Forked;
 
 pub struct Fork;
@@ -63,17 +61,8 @@ impl Model for Fork {
         let mut children = Children::default();
         let mut gate = Gate::default();
         loop {
-            let open = gate.is_open();
-            let mut fds = vec![pollset::pollfd(ctx.shutdown.fd().as_raw_fd(), POLLIN)];
-            if open {
-                fds.push(pollset::pollfd(listener.as_raw_fd(), POLLIN));
-            }
-            match pollset::poll(&mut fds, gate.timeout()) {
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e).context("poll"),
-            }
-            if ctx.shutdown.requested() {
+            let woke = wait_for_listener(&listener, ctx, &mut gate).context("poll")?;
+            let Some(readable) = woke else {
                 children
                     .stop(|r| {
                         // Status 0 counted itself; another status ended
@@ -85,7 +74,7 @@ impl Model for Fork {
                     })
                     .context("stopping the children")?;
                 return Ok(());
-            }
+            };
             // Empty the pipe before reaping: a SIGCHLD that arrives after
             // this writes again and wakes the next poll.
             ctx.shutdown.drain();
@@ -99,7 +88,7 @@ impl Model for Fork {
                     gate.resume();
                 })
                 .context("reaping the children")?;
-            if !open || fds[1].revents == 0 {
+            if !readable {
                 continue;
             }
             // A burst of connections must not hide a stop request.

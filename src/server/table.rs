@@ -112,15 +112,6 @@ impl Table {
             step => step,
         }
     }
-
-    /// Every open descriptor (for shutdown or bookkeeping).
-    pub fn fds(&self) -> impl Iterator<Item = RawFd> + '_ {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.is_some())
-            .map(|(i, _)| i as RawFd)
-    }
 }
 
 /// Services one connection; on `Closed` the caller drops the slot (closing

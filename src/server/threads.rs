@@ -33,7 +33,7 @@ impl Model for Threads {
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
         let stats: &'static Stats = ctx.stats;
         // Connection threads die with the process when this returns.
-        accept_loop(&listener, ctx, false, || {}, |s| spawn(s, ctx, stats)).context("accept loop")
+        accept_loop(&listener, ctx, false, |s| spawn(s, ctx, stats)).context("accept loop")
     }
 }
 
