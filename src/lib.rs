@@ -19,8 +19,12 @@
 pub mod cli;
 pub mod client;
 pub mod env;
+pub mod experiments;
 pub mod export;
-
+pub mod metrics;
 pub mod plan;
+pub mod report;
+pub mod runner;
 pub mod server;
+pub mod stats;
 pub mod sys;

@@ -2,6 +2,8 @@
 //! to a temporary name beside it and renamed into place, so a reader (or a
 //! run that is killed) never sees half a file.
 
+pub mod table;
+
 use std::io::{self, Write};
 use std::path::Path;
 use std::time::{Duration, SystemTime};

@@ -1,0 +1,175 @@
+//! A table of results, rendered as aligned text (terminal), Markdown and
+//! HTML, so the study tables and the ranking read the same everywhere.
+
+use std::fmt::Write as _;
+
+/// A titled table: a header row, rows of cells, and notes under it.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Table {
+    pub title: String,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    /// Sentences printed under the table (method, units, caveats).
+    pub notes: Vec<String>,
+}
+
+impl Table {
+    pub fn new(title: impl Into<String>, header: &[&str]) -> Table {
+        Table {
+            title: title.into(),
+            header: header.iter().map(|h| h.to_string()).collect(),
+            ..Table::default()
+        }
+    }
+
+    /// Columns aligned with spaces: text left, numbers right.
+    pub fn to_text(&self) -> String {
+        let cols = self.header.len();
+        let mut width = vec![0; cols];
+        for row in std::iter::once(&self.header).chain(&self.rows) {
+            for (i, cell) in row.iter().enumerate().take(cols) {
+                width[i] = width[i].max(cell.chars().count());
+            }
+        }
+        let mut out = String::new();
+        let _ = writeln!(out, "{}", self.title);
+        for row in std::iter::once(&self.header).chain(&self.rows) {
+            let mut line = String::new();
+            for (i, cell) in row.iter().enumerate().take(cols) {
+                let pad = width[i] - cell.chars().count();
+                if i > 0 {
+                    line.push_str("  ");
+                }
+                if i > 0 && looks_numeric(cell) {
+                    line.push_str(&" ".repeat(pad));
+                    line.push_str(cell);
+                } else {
+                    line.push_str(cell);
+                    line.push_str(&" ".repeat(pad));
+                }
+            }
+            let _ = writeln!(out, "  {}", line.trim_end());
+        }
+        for n in &self.notes {
+            let _ = writeln!(out, "  {n}");
+        }
+        out
+    }
+
+    /// A GitHub-flavoured Markdown table under a `###` heading.
+    pub fn to_markdown(&self) -> String {
+        let esc = |c: &str| c.replace('|', "\\|");
+        let mut out = format!("### {}\n\n", self.title);
+        let _ = writeln!(
+            out,
+            "| {} |",
+            self.header
+                .iter()
+                .map(|h| esc(h))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+        let _ = writeln!(
+            out,
+            "|{}|",
+            self.header
+                .iter()
+                .enumerate()
+                .map(|(i, _)| if i == 0 { "---" } else { "---:" })
+                .collect::<Vec<_>>()
+                .join("|")
+        );
+        for row in &self.rows {
+            let _ = writeln!(
+                out,
+                "| {} |",
+                row.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | ")
+            );
+        }
+        if !self.notes.is_empty() {
+            out.push('\n');
+            for n in &self.notes {
+                let _ = writeln!(out, "{n}  ");
+            }
+        }
+        out
+    }
+
+    /// An HTML `<table>` with a caption; every cell escaped.
+    pub fn to_html(&self) -> String {
+        let mut out = format!(
+            "<table>\n<caption>{}</caption>\n<thead><tr>",
+            escape_html(&self.title)
+        );
+        for h in &self.header {
+            let _ = write!(out, "<th>{}</th>", escape_html(h));
+        }
+        out.push_str("</tr></thead>\n<tbody>\n");
+        for row in &self.rows {
+            out.push_str("<tr>");
+            for (i, c) in row.iter().enumerate() {
+                let class = if i > 0 && looks_numeric(c) {
+                    " class=\"num\""
+                } else {
+                    ""
+                };
+                let _ = write!(out, "<td{class}>{}</td>", escape_html(c));
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</tbody>\n</table>\n");
+        for n in &self.notes {
+            let _ = writeln!(out, "<p class=\"note\">{}</p>", escape_html(n));
+        }
+        out
+    }
+}
+
+/// Escapes text for HTML element content and attribute values.
+pub fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn looks_numeric(cell: &str) -> bool {
+    let c = cell.trim();
+    !c.is_empty()
+        && c.chars()
+            .next()
+            .is_some_and(|ch| ch.is_ascii_digit() || ch == '-' || ch == '+' || ch == '.')
+        && c.chars().any(|ch| ch.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_text_markdown_and_escaped_html() {
+        let mut t = Table::new("Burst <time>", &["model", "time"]);
+        t.rows.push(vec!["a|b".into(), "12.5".into()]);
+        t.notes.push("note & more".into());
+        let text = t.to_text();
+        assert!(text.contains("  a|b    12.5\n"), "{text}");
+        let md = t.to_markdown();
+        assert!(md.contains("| a\\|b | 12.5 |"), "{md}");
+        assert!(md.contains("|---|---:|"), "{md}");
+        let html = t.to_html();
+        assert!(
+            html.contains("<caption>Burst &lt;time&gt;</caption>"),
+            "{html}"
+        );
+        assert!(html.contains("<td class=\"num\">12.5</td>"), "{html}");
+        assert!(html.contains("note &amp; more"), "{html}");
+    }
+}

@@ -1,0 +1,1 @@
+//! Kernel memory for sockets: slab and TCP buffer pages.

@@ -1,0 +1,1 @@
+//! Memory of a process tree, summed from /proc.

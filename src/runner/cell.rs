@@ -1,0 +1,199 @@
+//! One cell's result: one line of `results.jsonl`. A cell that could not be
+//! measured (a model refused here, a server that died, a limit hit) is a
+//! result too, with its cause, so a run never hides what it could not do.
+//!
+//! [`Metrics`] flattens a result into the figures that tables, charts and
+//! the ranking use, each derived in one place.
+
+use serde::{Deserialize, Serialize};
+
+use super::matrix::CellSpec;
+use crate::client::report::Report;
+
+/// How a cell ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Measured, with every connection served.
+    Ok,
+    /// The model cannot run on this machine (it said why); not a number.
+    Skipped,
+    /// The cell could not be measured or connections failed: see `reason`.
+    Failed,
+}
+
+/// Memory of a server's process tree at one moment, summed over its
+/// processes (fork and prefork have many).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct TreeMemory {
+    /// Processes in the tree.
+    pub processes: u64,
+    /// Threads in the tree.
+    pub threads: u64,
+    /// Summed VmSize (virtual), KiB.
+    pub vm_size_kib: u64,
+    /// Summed VmPeak (each process's peak virtual size), KiB.
+    pub vm_peak_kib: u64,
+    /// Summed VmRSS, KiB (counts a page shared by N processes N times).
+    pub rss_kib: u64,
+    /// Summed VmHWM (each process's peak RSS), KiB.
+    pub vm_hwm_kib: u64,
+    /// Summed PSS, KiB (a shared page split between its sharers): the
+    /// honest total for a forking server.
+    pub pss_kib: u64,
+}
+
+/// System-wide kernel memory, KiB (slab from /proc/meminfo, TCP buffer
+/// pages from /proc/net/sockstat).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct KernelMemory {
+    pub slab_kib: u64,
+    pub tcp_buffers_kib: u64,
+    /// TCP sockets in use (sockstat `inuse`).
+    pub tcp_sockets: u64,
+}
+
+/// The server side of a cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerSide {
+    /// Server processes started (several share the port with SO_REUSEPORT
+    /// when one process may not hold every connection).
+    pub instances: usize,
+    /// The `c10k serve` arguments of each instance.
+    pub args: Vec<String>,
+    /// CPU time of the whole tree from `wait4`, seconds.
+    pub cpu_user_seconds: f64,
+    pub cpu_system_seconds: f64,
+    /// Peak RSS of the largest process from `wait4`, KiB.
+    pub max_rss_kib: u64,
+    /// Right after READY, before any connection.
+    pub idle: TreeMemory,
+    /// With every connection up (before the measured phase).
+    pub loaded: TreeMemory,
+    /// At the end of the measured phase.
+    pub end: TreeMemory,
+    /// Each instance's JSON summary line, as printed.
+    pub summaries: Vec<serde_json::Value>,
+}
+
+/// One line of `results.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellResult {
+    pub version: u32,
+    #[serde(flatten)]
+    pub cell: CellSpec,
+    pub status: Status,
+    /// Why the cell was skipped or failed.
+    pub reason: Option<String>,
+    /// When the cell started, seconds since the Unix epoch.
+    pub started_unix: f64,
+    /// Wall time of the whole cell (start to reap).
+    pub wall_seconds: f64,
+    pub server: Option<ServerSide>,
+    /// Kernel memory before the server started and with every connection
+    /// up (both ends of each loopback connection are in it).
+    pub kernel_before: Option<KernelMemory>,
+    pub kernel_loaded: Option<KernelMemory>,
+    /// What the client measured (its environment is in `environment.json`).
+    pub load: Option<Report>,
+    /// Per-connection CSV of this cell, relative to the results directory.
+    pub per_connection_csv: Option<String>,
+    /// Messages each connection sent, when the cell was a fixed amount of
+    /// work rather than a timed window.
+    pub messages_per_connection: Option<u64>,
+}
+
+/// The figures of one cell, each `None` where it does not apply.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Metrics {
+    /// Burst: seconds from the first send to the last echo (mean over the
+    /// rounds). Fixed message count: seconds of the measured phase.
+    pub time_seconds: Option<f64>,
+    /// Measured round trips per second.
+    pub throughput: Option<f64>,
+    pub latency_mean_us: Option<f64>,
+    pub latency_p50_us: Option<f64>,
+    pub latency_p90_us: Option<f64>,
+    pub latency_p99_us: Option<f64>,
+    /// Churn: connections per second; otherwise the rate they came up at.
+    pub connects_per_second: Option<f64>,
+    pub connect_p50_us: Option<f64>,
+    pub connect_p99_us: Option<f64>,
+    /// Server CPU (user + system, whole tree, whole cell) per measured
+    /// message, µs. Includes connection setup, so it is an upper bound.
+    pub server_cpu_per_message_us: Option<f64>,
+    /// Client CPU per measured message over the measured window, µs.
+    pub client_cpu_per_message_us: Option<f64>,
+    /// Server PSS added per connection (loaded minus idle), KiB.
+    pub user_kib_per_connection: Option<f64>,
+    /// Server virtual size added per connection, KiB.
+    pub virtual_kib_per_connection: Option<f64>,
+    /// Kernel slab + TCP buffers added per connection (both ends), KiB.
+    pub kernel_kib_per_connection: Option<f64>,
+    /// Summed VmPeak of the server tree with every connection up, KiB.
+    pub vm_peak_kib: Option<f64>,
+    /// Summed VmHWM of the server tree at the end, KiB.
+    pub vm_hwm_kib: Option<f64>,
+    /// Connections that ended early.
+    pub failed_connections: Option<f64>,
+}
+
+impl CellResult {
+    /// The figures of this cell (all `None` unless it was measured).
+    pub fn metrics(&self) -> Metrics {
+        let Some(load) = self.load.as_ref().filter(|_| self.status == Status::Ok) else {
+            return Metrics::default();
+        };
+        let n = self.cell.connections.max(1) as f64;
+        let messages = load.messages as f64;
+        let positive = |v: f64| (v.is_finite() && v > 0.0).then_some(v);
+        let per_message = |cpu: f64| (messages > 0.0).then(|| cpu * 1e6 / messages);
+        let has_latency = load.latency_us.count > 0;
+        let lat = |v: f64| has_latency.then_some(v);
+        let time_seconds = match &load.burst {
+            Some(b) => {
+                let done: Vec<f64> = b.makespan_us.iter().flatten().copied().collect();
+                (!done.is_empty()).then(|| done.iter().sum::<f64>() / done.len() as f64 / 1e6)
+            }
+            None if load.workload == "closed" && self.messages_per_connection.is_some() => {
+                positive(load.measured_seconds)
+            }
+            None => None,
+        };
+        let churn = load.workload == "churn";
+        let mut m = Metrics {
+            time_seconds,
+            throughput: (!churn).then_some(load.throughput.messages_per_second),
+            latency_mean_us: lat(load.latency_us.mean),
+            latency_p50_us: lat(load.latency_us.p50),
+            latency_p90_us: lat(load.latency_us.p90),
+            latency_p99_us: lat(load.latency_us.p99),
+            connects_per_second: positive(load.connect.per_second),
+            connect_p50_us: (load.connect.latency_us.count > 0)
+                .then_some(load.connect.latency_us.p50),
+            connect_p99_us: (load.connect.latency_us.count > 0)
+                .then_some(load.connect.latency_us.p99),
+            client_cpu_per_message_us: per_message(
+                load.client.cpu_user_seconds + load.client.cpu_system_seconds,
+            ),
+            failed_connections: Some(load.connections.failed as f64),
+            ..Metrics::default()
+        };
+        if let Some(s) = &self.server {
+            m.server_cpu_per_message_us = per_message(s.cpu_user_seconds + s.cpu_system_seconds);
+            let grew = |a: u64, b: u64| b as f64 - a as f64;
+            if !churn {
+                m.user_kib_per_connection = Some(grew(s.idle.pss_kib, s.loaded.pss_kib) / n);
+                m.virtual_kib_per_connection =
+                    Some(grew(s.idle.vm_size_kib, s.loaded.vm_size_kib) / n);
+            }
+            m.vm_peak_kib = positive(s.loaded.vm_peak_kib.max(s.end.vm_peak_kib) as f64);
+            m.vm_hwm_kib = positive(s.end.vm_hwm_kib.max(s.loaded.vm_hwm_kib) as f64);
+        }
+        if let (Some(a), Some(b), false) = (self.kernel_before, self.kernel_loaded, churn) {
+            let total = |k: KernelMemory| (k.slab_kib + k.tcp_buffers_kib) as f64;
+            m.kernel_kib_per_connection = Some((total(b) - total(a)) / n);
+        }
+        m
+    }
+}

@@ -1,0 +1,213 @@
+//! What an experiment runs: the matrix of models × connection counts ×
+//! repeats, the workload every cell applies, the pinning, and the cells in
+//! the order they run. Written once to `plan.json` in the results directory,
+//! so `--resume` finishes exactly the run that was started.
+
+use serde::{Deserialize, Serialize};
+
+/// Version of `plan.json` and `results.jsonl`; bumped when a field changes
+/// meaning or disappears.
+pub const RESULTS_VERSION: u32 = 1;
+
+/// Where the server and the client run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Pin {
+    /// Server and client on different CPUs (each wake-up crosses cores).
+    Split,
+    /// Server and client on the same CPUs.
+    Same,
+    /// No pinning: the scheduler decides.
+    None,
+}
+
+/// How repeats are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    /// Run r of every cell before run r+1 of any (drift spreads evenly).
+    Interleaved,
+    /// Every run of one model and connection count, then the next.
+    Sequential,
+}
+
+/// What the client does in every cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkloadKind {
+    /// Closed loop: `depth` messages in flight per connection.
+    Closed,
+    /// Connect every socket, then send one message on each and time until
+    /// every echo is back.
+    Burst,
+    /// Open, echo nothing (or one message), close; repeat.
+    Churn,
+}
+
+/// Which figure ranks the models, and which way is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Primary {
+    /// Time to do a fixed amount of work (burst makespan, or the total time
+    /// of a fixed number of messages); lower is better.
+    Time,
+    /// Round trips per second; higher is better.
+    Throughput,
+    /// Connections accepted per second; higher is better.
+    AcceptRate,
+}
+
+/// The client's work in each cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Workload {
+    pub kind: WorkloadKind,
+    /// Messages per connection (a fixed amount of work); `None`: timed.
+    pub messages_per_connection: Option<u64>,
+    /// When set, messages per connection are this total divided by the
+    /// connections (rounded down, as the poll-vs-threads study did).
+    pub total_messages: Option<u64>,
+    /// Measured window of a timed cell, in seconds.
+    pub duration_seconds: f64,
+    /// Traffic before the measured window, in seconds (not counted).
+    pub warmup_seconds: f64,
+    /// Bytes of each message (the payload's length when one is given).
+    pub message_bytes: usize,
+    /// The text of every message, when the study names one.
+    pub payload: Option<String>,
+    /// Messages in flight per connection (closed loop).
+    pub depth: usize,
+    /// Churn: echo one message before closing.
+    pub churn_echo: bool,
+    /// Burst rounds per cell.
+    pub rounds: usize,
+}
+
+impl Workload {
+    /// Messages each connection sends in a cell with `connections`.
+    pub fn messages_for(&self, connections: usize) -> Option<u64> {
+        match self.total_messages {
+            Some(total) => Some((total / connections.max(1) as u64).max(1)),
+            None => self.messages_per_connection,
+        }
+    }
+}
+
+/// One cell: one server model at one connection count, one repeat.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CellSpec {
+    /// Stable name, unique in the run: `MODEL/cN/rR`.
+    pub id: String,
+    /// Position in the run order, from 0.
+    pub index: usize,
+    pub model: String,
+    pub connections: usize,
+    /// Repeat number, from 1.
+    pub run: usize,
+}
+
+/// A whole experiment, as `plan.json` holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunPlan {
+    pub version: u32,
+    /// Preset name (`tour`, `thesis`, …) or `custom`.
+    pub experiment: String,
+    /// One line saying what the experiment reproduces.
+    pub title: String,
+    /// The command line that started the run (to rerun it).
+    pub command: String,
+    pub models: Vec<String>,
+    pub connections: Vec<usize>,
+    pub runs: usize,
+    pub order: Order,
+    pub pin: Pin,
+    /// CPUs the server may use (empty: unpinned).
+    pub server_cpus: Vec<usize>,
+    /// CPUs the client may use (empty: unpinned).
+    pub client_cpus: Vec<usize>,
+    pub workload: Workload,
+    pub primary: Primary,
+    /// Write each cell's per-connection CSV under `cells/`.
+    pub per_connection_csv: bool,
+    /// Echo buffer of every server.
+    pub buffer: String,
+    pub cells: Vec<CellSpec>,
+}
+
+/// The cells of `models` × `connections` × `runs` in the order asked for.
+pub fn expand(
+    models: &[String],
+    connections: &[usize],
+    runs: usize,
+    order: Order,
+) -> Vec<CellSpec> {
+    let mut triples = Vec::with_capacity(models.len() * connections.len() * runs);
+    match order {
+        Order::Interleaved => {
+            for run in 1..=runs {
+                for &c in connections {
+                    for m in models {
+                        triples.push((m.clone(), c, run));
+                    }
+                }
+            }
+        }
+        Order::Sequential => {
+            for m in models {
+                for &c in connections {
+                    for run in 1..=runs {
+                        triples.push((m.clone(), c, run));
+                    }
+                }
+            }
+        }
+    }
+    triples
+        .into_iter()
+        .enumerate()
+        .map(|(index, (model, connections, run))| CellSpec {
+            id: format!("{model}/c{connections}/r{run}"),
+            index,
+            model,
+            connections,
+            run,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interleaved_runs_every_cell_once_before_repeating() {
+        let models = vec!["a".to_string(), "b".to_string()];
+        let cells = expand(&models, &[2, 4], 3, Order::Interleaved);
+        assert_eq!(cells.len(), 12);
+        assert_eq!(cells[0].id, "a/c2/r1");
+        assert_eq!(cells[1].id, "b/c2/r1");
+        assert_eq!(cells[4].id, "a/c2/r2");
+        let ids: std::collections::BTreeSet<_> = cells.iter().map(|c| &c.id).collect();
+        assert_eq!(ids.len(), 12);
+        let seq = expand(&models, &[2, 4], 3, Order::Sequential);
+        assert_eq!(seq[1].id, "a/c2/r2");
+        assert!(cells.iter().enumerate().all(|(i, c)| c.index == i));
+    }
+
+    #[test]
+    fn total_messages_split_over_connections() {
+        let w = Workload {
+            kind: WorkloadKind::Closed,
+            messages_per_connection: None,
+            total_messages: Some(10_000),
+            duration_seconds: 0.0,
+            warmup_seconds: 0.0,
+            message_bytes: 64,
+            payload: None,
+            depth: 1,
+            churn_echo: false,
+            rounds: 1,
+        };
+        assert_eq!(w.messages_for(380), Some(26));
+        assert_eq!(w.messages_for(10), Some(1000));
+    }
+}
