@@ -21,6 +21,73 @@ pub enum Command {
     Models,
     /// Drive a TCP echo server with many connections and measure it.
     Load(Box<LoadArgs>),
+    /// Run an experiment (a preset reproducing a classic study, or your own
+    /// matrix) and write results and a report.
+    Run(Box<RunArgs>),
+    /// Write the exports and report.html of a results directory again.
+    Report(ReportArgs),
+}
+
+/// `c10k run [EXPERIMENT]`: a preset's matrix, changed by any flag given.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// tour (default), thesis, muller, comp8005 or accept; `--list` says
+    /// what each does.
+    pub experiment: Option<String>,
+    /// List the experiments and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Models, e.g. select,threads [default: every model].
+    #[arg(long, value_delimiter = ',')]
+    pub models: Option<Vec<String>>,
+    /// Connection counts, e.g. 2,4,8.
+    #[arg(short, long, value_delimiter = ',')]
+    pub connections: Option<Vec<usize>>,
+    /// Repeats of every cell.
+    #[arg(long)]
+    pub runs: Option<usize>,
+    /// What the client does: closed (loop), burst, churn.
+    #[arg(long, value_enum)]
+    pub workload: Option<crate::runner::matrix::WorkloadKind>,
+    /// Messages per connection (a fixed amount of work instead of a timed
+    /// window).
+    #[arg(short = 'n', long)]
+    pub messages: Option<u64>,
+    /// Measured window of a timed cell, e.g. 1s, 500ms.
+    #[arg(short, long)]
+    pub duration: Option<String>,
+    /// Traffic before each timed cell's measured window.
+    #[arg(long)]
+    pub warmup: Option<String>,
+    /// Message size, e.g. 64, 1KiB.
+    #[arg(short = 'm', long)]
+    pub message_size: Option<String>,
+    /// Where server and client run: split (different CPUs), same, none.
+    #[arg(long, value_enum)]
+    pub pin: Option<crate::runner::matrix::Pin>,
+    /// Repeat order: interleaved (run r of every cell, then r+1) or
+    /// sequential.
+    #[arg(long, value_enum)]
+    pub order: Option<crate::runner::matrix::Order>,
+    /// Write each cell's per-connection CSV under cells/.
+    #[arg(long)]
+    pub per_connection_csv: bool,
+    /// Directory under which results/<experiment>-<time>/ is made.
+    #[arg(long, default_value = "results")]
+    pub out: std::path::PathBuf,
+    /// Finish an interrupted run in DIR (its own plan is used).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "models", "connections", "runs", "workload", "messages", "duration", "warmup", "message_size", "pin", "order", "per_connection_csv"])]
+    pub resume: Option<std::path::PathBuf>,
+    /// Do not write report.html (the exports are still written).
+    #[arg(long)]
+    pub no_report: bool,
+}
+
+/// `c10k report DIR`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A results directory made by `c10k run`.
+    pub dir: std::path::PathBuf,
 }
 
 /// `c10k load HOST:PORT`: closed loop by default; `--rate` for open loop,

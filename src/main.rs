@@ -1,6 +1,6 @@
 //! The c10k binary: parse flags, call the library, map errors to exit codes
 //! (1 failure, 2 bad usage, 3 model not supported here, 4 `load
-//! --fail-on-error` saw errors).
+//! --fail-on-error` saw errors, 130 `run` interrupted with cells left).
 
 use std::process::ExitCode;
 
@@ -51,6 +51,8 @@ fn main() -> ExitCode {
             }
         }
         Command::Load(args) => load(&args),
+        Command::Run(args) => run(&args),
+        Command::Report(args) => report(&args.dir),
         Command::Models => {
             for m in server::MODELS {
                 println!("{:<14} {}", m.name(), m.about());
@@ -94,4 +96,114 @@ fn load(args: &c10k::cli::LoadArgs) -> ExitCode {
         return ExitCode::from(4);
     }
     ExitCode::SUCCESS
+}
+
+/// `c10k run`: a preset or custom matrix, or `--resume DIR`.
+fn run(args: &c10k::cli::RunArgs) -> ExitCode {
+    use c10k::runner::{self, Finish};
+    if args.list {
+        for p in c10k::experiments::presets::all() {
+            println!("{:<9} {}", p.name, p.title);
+        }
+        return ExitCode::SUCCESS;
+    }
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut data = match &args.resume {
+        Some(dir) => match runner::results::load(dir) {
+            Ok(d) => {
+                eprintln!(
+                    "c10k run: resuming {}: {} of {} cells recorded",
+                    dir.display(),
+                    d.cells.len(),
+                    d.plan.cells.len()
+                );
+                d
+            }
+            Err(e) => {
+                eprintln!("c10k run: {e:#}");
+                return ExitCode::from(2);
+            }
+        },
+        None => {
+            let plan = match c10k::experiments::plan(args, command) {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("c10k run: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match runner::create(plan, &args.out) {
+                Ok(d) => d,
+                Err(e) => {
+                    eprintln!("c10k run: {e:#}");
+                    return ExitCode::from(1);
+                }
+            }
+        }
+    };
+    eprint!("{}", runner::intro(&data));
+    let finish = runner::execute(&mut data);
+    // Whatever happened, what was measured is written out.
+    let written = c10k::export::results::write_all(&data, &all_tables(&data), !args.no_report);
+    print!("{}", runner::outro(&data));
+    let mut code = ExitCode::SUCCESS;
+    match finish {
+        Ok(Finish::Complete) => {}
+        Ok(Finish::Interrupted { left }) => {
+            eprintln!(
+                "c10k run: interrupted with {left} cells left; finish with: c10k run --resume {}",
+                data.dir.display()
+            );
+            code = ExitCode::from(130);
+        }
+        Err(e) => {
+            eprintln!(
+                "c10k run: {e:#} (finish with: c10k run --resume {})",
+                data.dir.display()
+            );
+            code = ExitCode::from(1);
+        }
+    }
+    match written {
+        Ok(paths) => {
+            for p in paths {
+                println!("wrote {}", p.display());
+            }
+        }
+        Err(e) => {
+            eprintln!("c10k run: {e:#}");
+            code = ExitCode::from(1);
+        }
+    }
+    code
+}
+
+/// The ranking and the study's tables, as printed and exported.
+fn all_tables(data: &c10k::runner::results::RunData) -> Vec<c10k::export::table::Table> {
+    let mut t = c10k::runner::summary::ranking(data);
+    t.extend(c10k::experiments::tables(data));
+    t
+}
+
+/// `c10k report DIR`: the exports and report.html again.
+fn report(dir: &std::path::Path) -> ExitCode {
+    let data = match c10k::runner::results::load(dir) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("c10k report: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    match c10k::export::results::write_all(&data, &all_tables(&data), true) {
+        Ok(paths) => {
+            for p in paths {
+                println!("wrote {}", p.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("c10k report: {e:#}");
+            ExitCode::from(1)
+        }
+    }
 }

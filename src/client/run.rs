@@ -62,10 +62,22 @@ pub struct Measured {
 
 /// Runs `plan` to the end (in several processes when one cannot hold its
 /// connections) and returns what it measured.
-pub fn run(mut plan: LoadPlan) -> anyhow::Result<Outcome> {
+pub fn run(plan: LoadPlan) -> anyhow::Result<Outcome> {
     if let Some(cpus) = &plan.cpus {
         sys::affinity::pin_current(cpus).with_context(|| format!("cannot pin to CPUs {cpus:?}"))?;
     }
+    run_inner(plan, None)
+}
+
+/// Runs `plan` in worker processes (at least one), calling `connected`
+/// once every connection is up and before the measured phase: how the
+/// experiment runner samples a server that holds every connection. This
+/// process does no load work and is not pinned.
+pub fn run_in_workers(plan: LoadPlan, connected: &mut dyn FnMut()) -> anyhow::Result<Outcome> {
+    run_inner(plan, Some(connected))
+}
+
+fn run_inner(mut plan: LoadPlan, connected: Option<&mut dyn FnMut()>) -> anyhow::Result<Outcome> {
     let mut warnings = Vec::new();
     let total = plan.connections + plan.idle;
     // Limits first, each stated with its shortfall and its fix.
@@ -100,8 +112,10 @@ pub fn run(mut plan: LoadPlan) -> anyhow::Result<Outcome> {
     let environment = crate::env::capture();
     let tcp_before = crate::env::tcp_counters().ok();
     let started = SystemTime::now();
-    let measured = if processes > 1 {
-        split::run(&plan, processes)?
+    let measured = if let Some(hook) = connected {
+        split::run(&plan, processes, hook)?
+    } else if processes > 1 {
+        split::run(&plan, processes, &mut || {})?
     } else {
         preflight::raise_nofile_for(total).context("raising the open-files limit")?;
         drive(&plan, &mut |_| Ok(()))?

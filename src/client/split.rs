@@ -42,6 +42,8 @@ struct Partial {
     cpu_system: f64,
     max_rss_kib: u64,
     interrupted: bool,
+    /// Burst makespans (a burst runs in one worker).
+    rounds: Vec<Option<f64>>,
 }
 
 fn encode(h: &Histogram<u64>) -> String {
@@ -73,6 +75,7 @@ impl Partial {
             cpu_system: m.cpu_system,
             max_rss_kib: m.max_rss_kib,
             interrupted: m.interrupted,
+            rounds: m.rounds,
         }
     }
 
@@ -91,6 +94,7 @@ impl Partial {
         // Memory of the whole client: the workers' peaks added up.
         m.max_rss_kib += self.max_rss_kib;
         m.interrupted |= self.interrupted;
+        m.rounds.extend(self.rounds);
         Ok(())
     }
 }
@@ -102,12 +106,20 @@ enum Said {
 }
 
 /// The parent: runs `plan` over `processes` workers and merges their
-/// measurements.
-pub fn run(plan: &LoadPlan, processes: usize) -> anyhow::Result<Measured> {
-    if matches!(
-        plan.workload,
-        Workload::Burst { .. } | Workload::Churn { .. }
-    ) {
+/// measurements. `connected` is called once every worker has its
+/// connections up, before any is told to go: the moment to look at a
+/// server holding every connection.
+pub fn run(
+    plan: &LoadPlan,
+    processes: usize,
+    connected: &mut dyn FnMut(),
+) -> anyhow::Result<Measured> {
+    if processes > 1
+        && matches!(
+            plan.workload,
+            Workload::Burst { .. } | Workload::Churn { .. }
+        )
+    {
         anyhow::bail!(
             "--burst and --churn keep their connections in one process, which holds at most {} here; use fewer connections",
             sys::rlimit::nofile().hard.unwrap_or(0).saturating_sub(preflight::HEADROOM)
@@ -152,7 +164,7 @@ pub fn run(plan: &LoadPlan, processes: usize) -> anyhow::Result<Measured> {
         children.push(child);
     }
     drop(tx);
-    let result = converse(&rx, &mut inputs, processes);
+    let result = converse(&rx, &mut inputs, processes, connected);
     drop(inputs);
     if result.is_err() {
         for c in &mut children {
@@ -195,6 +207,7 @@ fn converse(
     rx: &mpsc::Receiver<(usize, Said)>,
     inputs: &mut [std::process::ChildStdin],
     processes: usize,
+    on_connected: &mut dyn FnMut(),
 ) -> anyhow::Result<Vec<Partial>> {
     let mut connected = vec![false; processes];
     let mut results: Vec<Option<Partial>> = (0..processes).map(|_| None).collect();
@@ -207,6 +220,7 @@ fn converse(
             }
         }
     }
+    on_connected();
     for (k, input) in inputs.iter_mut().enumerate() {
         writeln!(input, "GO").with_context(|| format!("telling worker {k} to go"))?;
     }

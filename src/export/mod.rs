@@ -2,6 +2,7 @@
 //! to a temporary name beside it and renamed into place, so a reader (or a
 //! run that is killed) never sees half a file.
 
+pub mod results;
 pub mod table;
 
 use std::io::{self, Write};

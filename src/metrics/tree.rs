@@ -1,1 +1,155 @@
-//! Memory of a process tree, summed from /proc.
+//! Memory of a process tree, summed from /proc: a server and every process
+//! it forked. VmSize, VmPeak, VmRSS and VmHWM come from each process's
+//! `status`; PSS from `smaps_rollup`, which splits each shared page between
+//! its sharers, so a forking server is not charged N times for one page.
+
+use std::collections::BTreeSet;
+
+use crate::runner::cell::TreeMemory;
+
+/// `root` and all its descendants that exist now (children are found
+/// through `/proc/PID/task/TID/children`).
+pub fn descendants(root: u32) -> Vec<u32> {
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![root];
+    // Bounded: every pid is visited once, and pids are finite.
+    while let Some(pid) = todo.pop() {
+        if !seen.insert(pid) {
+            continue;
+        }
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let path = task.path().join("children");
+            if let Ok(text) = std::fs::read_to_string(path) {
+                todo.extend(
+                    text.split_whitespace()
+                        .filter_map(|p| p.parse::<u32>().ok()),
+                );
+            }
+        }
+    }
+    seen.into_iter().collect()
+}
+
+/// The summed memory of `roots` and their descendants. Processes that exit
+/// while being read are skipped.
+pub fn sample(roots: &[u32]) -> TreeMemory {
+    let mut m = TreeMemory::default();
+    for &root in roots {
+        for pid in descendants(root) {
+            let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+                continue;
+            };
+            m.processes += 1;
+            m.threads += field(&status, "Threads:").unwrap_or(0);
+            m.vm_size_kib += field(&status, "VmSize:").unwrap_or(0);
+            m.vm_peak_kib += field(&status, "VmPeak:").unwrap_or(0);
+            m.rss_kib += field(&status, "VmRSS:").unwrap_or(0);
+            m.vm_hwm_kib += field(&status, "VmHWM:").unwrap_or(0);
+            if let Ok(rollup) = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) {
+                m.pss_kib += field(&rollup, "Pss:").unwrap_or(0);
+                m.pss_anon_kib += field(&rollup, "Pss_Anon:").unwrap_or(0);
+            }
+        }
+    }
+    m.sockets = sockets(roots) as u64;
+    m
+}
+
+/// Distinct sockets open in the trees of `roots` (a socket shared by
+/// several processes, like an inherited listener, counts once).
+pub fn sockets(roots: &[u32]) -> usize {
+    let mut inodes = BTreeSet::new();
+    for &root in roots {
+        for pid in descendants(root) {
+            let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+                continue;
+            };
+            for fd in fds.flatten() {
+                if let Ok(target) = std::fs::read_link(fd.path()) {
+                    let t = target.to_string_lossy();
+                    if let Some(inode) =
+                        t.strip_prefix("socket:[").and_then(|r| r.strip_suffix(']'))
+                    {
+                        inodes.insert(inode.to_string());
+                    }
+                }
+            }
+        }
+    }
+    inodes.len()
+}
+
+/// Waits until the trees of `roots` hold at least `want` sockets, or until
+/// `patience` passes (a server may refuse or drop connections; the caller
+/// records what it saw). There is no event for "accepted", so this polls
+/// /proc every millisecond; returns whether the count was reached.
+pub fn wait_for_sockets(roots: &[u32], want: usize, patience: std::time::Duration) -> bool {
+    let deadline = std::time::Instant::now() + patience;
+    loop {
+        if sockets(roots) >= want {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// The first number after `name` at the start of a line (`VmPeak:  123 kB`).
+fn field(text: &str, name: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_its_own_tree() {
+        let me = std::process::id();
+        assert_eq!(descendants(me), vec![me]);
+        let m = sample(&[me]);
+        assert_eq!(m.processes, 1);
+        assert!(m.threads >= 1);
+        assert!(m.vm_peak_kib >= m.vm_size_kib && m.vm_size_kib > 0);
+        assert!(m.vm_hwm_kib >= m.rss_kib && m.rss_kib > 0);
+        assert!(m.pss_kib > 0);
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let with = sockets(&[me]);
+        drop(l);
+        assert!(with >= 1);
+        assert!(wait_for_sockets(
+            &[me],
+            with - 1,
+            std::time::Duration::from_secs(5)
+        ));
+    }
+
+    #[test]
+    fn a_child_is_found() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("start sleep");
+        let found = descendants(std::process::id()).contains(&child.id());
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(found);
+    }
+
+    #[test]
+    fn fields_parse() {
+        assert_eq!(
+            field("Name:\tx\nVmPeak:\t  1234 kB\n", "VmPeak:"),
+            Some(1234)
+        );
+        assert_eq!(field("Name:\tx\n", "VmPeak:"), None);
+    }
+}

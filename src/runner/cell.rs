@@ -41,6 +41,14 @@ pub struct TreeMemory {
     /// Summed PSS, KiB (a shared page split between its sharers): the
     /// honest total for a forking server.
     pub pss_kib: u64,
+    /// Summed PSS of anonymous memory only (heap, stacks, buffers): what
+    /// connections cost, without the program's file pages, whose PSS
+    /// changes with every other process running the same binary.
+    #[serde(default)]
+    pub pss_anon_kib: u64,
+    /// Distinct sockets open in the tree (listeners included).
+    #[serde(default)]
+    pub sockets: u64,
 }
 
 /// System-wide kernel memory, KiB (slab from /proc/meminfo, TCP buffer
@@ -124,7 +132,7 @@ pub struct Metrics {
     pub server_cpu_per_message_us: Option<f64>,
     /// Client CPU per measured message over the measured window, µs.
     pub client_cpu_per_message_us: Option<f64>,
-    /// Server PSS added per connection (loaded minus idle), KiB.
+    /// Server anonymous PSS added per connection (loaded minus idle), KiB.
     pub user_kib_per_connection: Option<f64>,
     /// Server virtual size added per connection, KiB.
     pub virtual_kib_per_connection: Option<f64>,
@@ -136,6 +144,18 @@ pub struct Metrics {
     pub vm_hwm_kib: Option<f64>,
     /// Connections that ended early.
     pub failed_connections: Option<f64>,
+}
+
+impl Metrics {
+    /// The figure that ranks models in an experiment.
+    pub fn primary(&self, p: super::matrix::Primary) -> Option<f64> {
+        use super::matrix::Primary;
+        match p {
+            Primary::Time => self.time_seconds,
+            Primary::Throughput => self.throughput,
+            Primary::AcceptRate => self.connects_per_second,
+        }
+    }
 }
 
 impl CellResult {
@@ -183,7 +203,8 @@ impl CellResult {
             m.server_cpu_per_message_us = per_message(s.cpu_user_seconds + s.cpu_system_seconds);
             let grew = |a: u64, b: u64| b as f64 - a as f64;
             if !churn {
-                m.user_kib_per_connection = Some(grew(s.idle.pss_kib, s.loaded.pss_kib) / n);
+                m.user_kib_per_connection =
+                    Some(grew(s.idle.pss_anon_kib, s.loaded.pss_anon_kib) / n);
                 m.virtual_kib_per_connection =
                     Some(grew(s.idle.vm_size_kib, s.loaded.vm_size_kib) / n);
             }

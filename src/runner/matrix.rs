@@ -57,6 +57,61 @@ pub enum Primary {
     AcceptRate,
 }
 
+impl Primary {
+    pub fn higher_is_better(self) -> bool {
+        !matches!(self, Primary::Time)
+    }
+
+    /// What it is, for headings.
+    pub fn label(self) -> &'static str {
+        match self {
+            Primary::Time => "time",
+            Primary::Throughput => "round trips/s",
+            Primary::AcceptRate => "connections/s",
+        }
+    }
+
+    /// `value` in this figure's natural unit, for tables.
+    pub fn format(self, value: f64) -> String {
+        match self {
+            Primary::Time => format_seconds(value),
+            Primary::Throughput | Primary::AcceptRate => format_count(value),
+        }
+    }
+}
+
+/// Seconds with a unit that keeps three or four significant digits.
+pub fn format_seconds(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.3} s")
+    } else if s >= 1e-3 {
+        format!("{:.3} ms", s * 1e3)
+    } else {
+        format!("{:.1} µs", s * 1e6)
+    }
+}
+
+/// A count or rate with thousands separators (`284,113`).
+pub fn format_count(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    let n = v.round() as i128;
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    if n < 0 {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
 /// The client's work in each cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Workload {
@@ -191,6 +246,16 @@ mod tests {
         let seq = expand(&models, &[2, 4], 3, Order::Sequential);
         assert_eq!(seq[1].id, "a/c2/r2");
         assert!(cells.iter().enumerate().all(|(i, c)| c.index == i));
+    }
+
+    #[test]
+    fn figures_format_for_people() {
+        assert_eq!(format_count(284_113.4), "284,113");
+        assert_eq!(format_count(999.0), "999");
+        assert_eq!(format_count(-1234.0), "-1,234");
+        assert_eq!(format_seconds(0.0435), "43.500 ms");
+        assert_eq!(format_seconds(2.5), "2.500 s");
+        assert_eq!(format_seconds(0.0000305), "30.5 µs");
     }
 
     #[test]

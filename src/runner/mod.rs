@@ -1,8 +1,179 @@
 //! `c10k run`: experiments. A run is a matrix of cells (a model at a
 //! connection count, one repeat each); every cell starts the server as its
 //! own process, waits for READY, measures it with the load generator, stops
-//! and reaps it, and appends one line to `results.jsonl` at once.
+//! and reaps it, and appends one line to `results.jsonl` at once
+//! ([`execute`], [`results`]). Ctrl-C ends the run between cells, the cell
+//! in progress unrecorded, and `--resume` finishes it later.
 
 pub mod cell;
+pub mod execute;
 pub mod matrix;
+pub mod progress;
 pub mod results;
+pub mod server;
+pub mod summary;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::Context as _;
+
+use results::RunData;
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    Complete,
+    /// Ctrl-C; this many cells are left for `--resume`.
+    Interrupted {
+        left: usize,
+    },
+}
+
+/// Starts a new run of `plan` in a fresh directory under `out`.
+pub fn create(plan: matrix::RunPlan, out: &Path) -> anyhow::Result<RunData> {
+    let dir = out.join(format!("{}-{}", plan.experiment, timestamp()));
+    let environment = serde_json::to_value(crate::env::capture())?;
+    results::create(&dir, &plan, &environment)?;
+    Ok(RunData {
+        dir,
+        plan,
+        environment,
+        cells: Vec::new(),
+    })
+}
+
+/// Runs every cell of `data` that has no result yet, appending each result
+/// to `results.jsonl` as it finishes.
+pub fn execute(data: &mut RunData) -> anyhow::Result<Finish> {
+    let todo = data.remaining();
+    let interrupted = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupted))
+        .context("installing the Ctrl-C handler")?;
+    let mut appender = results::Appender::open(&data.dir)?;
+    let mut progress = progress::Progress::new(
+        data.plan.cells.len(),
+        data.plan.cells.len() - todo.len(),
+        data.plan.primary,
+    );
+    let mut left = todo.len();
+    for spec in &todo {
+        if interrupted.load(Ordering::Relaxed) {
+            break;
+        }
+        progress.starting(spec, data.plan.runs);
+        match execute::run_cell(&data.plan, spec, &data.dir) {
+            execute::Ended::Done(result) => {
+                appender.append(&result)?;
+                progress.finished(&result);
+                data.cells.push(*result);
+                left -= 1;
+            }
+            execute::Ended::Interrupted => break,
+        }
+    }
+    progress.clear();
+    Ok(if left == 0 {
+        Finish::Complete
+    } else {
+        Finish::Interrupted { left }
+    })
+}
+
+/// What a run is about to do, for the terminal.
+pub fn intro(data: &RunData) -> String {
+    let p = &data.plan;
+    let cpus = |c: &[usize]| {
+        if c.is_empty() {
+            "any CPU".to_string()
+        } else {
+            format!(
+                "CPU {}",
+                c.iter().map(usize::to_string).collect::<Vec<_>>().join(",")
+            )
+        }
+    };
+    let mut s = format!(
+        "c10k run {}: {}\n  {} cells: {} models x {} connection counts x {} runs ({:?} order); server on {}, client on {}\n  results in {}\n",
+        p.experiment,
+        p.title,
+        p.cells.len(),
+        p.models.len(),
+        p.connections.len(),
+        p.runs,
+        p.order,
+        cpus(&p.server_cpus),
+        cpus(&p.client_cpus),
+        data.dir.display()
+    );
+    let hard = crate::sys::rlimit::nofile().hard;
+    if let (Some(h), Some(&max)) = (hard, p.connections.iter().max()) {
+        if max as u64 + 128 > h {
+            s += &format!(
+                "  note: the open-files hard limit is {h} per process; cells past it run the server as several processes sharing the port (SO_REUSEPORT) and the client as several workers\n"
+            );
+        }
+    }
+    s
+}
+
+/// The ranking and the study's tables, for the terminal.
+pub fn outro(data: &RunData) -> String {
+    let mut s = String::new();
+    for t in summary::ranking(data) {
+        s += "\n";
+        s += &t.to_text();
+    }
+    for t in crate::experiments::tables(data) {
+        s += "\n";
+        s += &t.to_text();
+    }
+    s
+}
+
+/// UTC now as `YYYYMMDD-HHMMSS`, for directory names that sort by time.
+fn timestamp() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard
+/// Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// Paths of everything [`crate::export::results::write_all`] made.
+pub type Written = Vec<PathBuf>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_from_day_counts() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_358), (2023, 1, 1));
+        assert_eq!(civil_from_days(20_414), (2025, 11, 22));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+}

@@ -170,3 +170,27 @@ impl Usage {
         Usage::of(&ru)
     }
 }
+
+/// Sets `cmd` up so the child is killed when the thread that starts it
+/// ends (PR_SET_PDEATHSIG, checked against a parent that already died), and
+/// runs in a process group of its own, so its whole tree can be signalled
+/// at once and a terminal's Ctrl-C does not reach it. Start such children
+/// from a thread that outlives them (the runner's main thread).
+pub fn tie_to_parent(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as i32;
+    cmd.process_group(0);
+    // SAFETY: the closure runs in the child between fork and exec, so it
+    // must only make async-signal-safe calls: prctl and getppid are raw
+    // system calls here (rustix), and nothing allocates or takes a lock.
+    unsafe {
+        cmd.pre_exec(move || {
+            use rustix::process::{getppid, set_parent_process_death_signal, Signal};
+            set_parent_process_death_signal(Some(Signal::KILL))?;
+            if getppid().map(|p| p.as_raw_nonzero().get()) != Some(parent) {
+                return Err(io::Error::other("the parent is gone"));
+            }
+            Ok(())
+        });
+    }
+}

@@ -1,0 +1,109 @@
+//! The presets: each a matrix that follows one study's method. Flags given
+//! to `c10k run` change a preset's matrix; the plan records the result.
+
+use crate::runner::matrix::{Primary, Workload, WorkloadKind};
+
+/// A named experiment before flags change it.
+#[derive(Debug, Clone)]
+pub struct Preset {
+    pub name: &'static str,
+    /// What it reproduces, one line.
+    pub title: &'static str,
+    /// Models; empty: every model.
+    pub models: &'static [&'static str],
+    pub connections: &'static [usize],
+    pub runs: usize,
+    pub workload: Workload,
+    pub primary: Primary,
+    pub per_connection_csv: bool,
+}
+
+fn closed(duration: f64, warmup: f64) -> Workload {
+    Workload {
+        kind: WorkloadKind::Closed,
+        messages_per_connection: None,
+        total_messages: None,
+        duration_seconds: duration,
+        warmup_seconds: warmup,
+        message_bytes: 64,
+        payload: None,
+        depth: 1,
+        churn_echo: false,
+        rounds: 1,
+    }
+}
+
+/// Every preset, the default first.
+pub fn all() -> Vec<Preset> {
+    vec![
+        Preset {
+            name: "tour",
+            title: "a quick tour: every model at 10, 100 and 1,000 connections, closed loop",
+            models: &[],
+            connections: &[10, 100, 1000],
+            runs: 3,
+            workload: closed(1.0, 0.25),
+            primary: Primary::Throughput,
+            per_connection_csv: false,
+        },
+        Preset {
+            name: "thesis",
+            title: "select() vs a thread per connection (thesis, 2009): the burst method, 2 to 512 sockets",
+            models: &[],
+            connections: &[2, 4, 8, 16, 32, 64, 128, 200, 256, 300, 400, 512],
+            runs: 10,
+            workload: Workload {
+                kind: WorkloadKind::Burst,
+                ..closed(0.0, 0.0)
+            },
+            primary: Primary::Time,
+            per_connection_csv: false,
+        },
+        Preset {
+            name: "muller",
+            title: "poll loop vs thread per connection (Muller, 2006): 10,000 request/response pairs over 10 to 380 connections",
+            models: &[],
+            connections: &[10, 50, 100, 150, 200, 300, 380],
+            runs: 5,
+            workload: Workload {
+                total_messages: Some(10_000),
+                ..closed(0.0, 0.0)
+            },
+            primary: Primary::Time,
+            per_connection_csv: false,
+        },
+        Preset {
+            name: "comp8005",
+            title: "select, threads and epoll to 100,000 clients (COMP 8005): 100 messages per connection, per-connection CSV",
+            models: &[],
+            connections: &[1, 10, 100, 1000, 5000, 10_000, 20_000, 30_000, 40_000, 50_000, 100_000],
+            runs: 3,
+            workload: Workload {
+                messages_per_connection: Some(100),
+                payload: Some("Gary's spamming".into()),
+                message_bytes: "Gary's spamming".len(),
+                ..closed(0.0, 0.0)
+            },
+            primary: Primary::Time,
+            per_connection_csv: true,
+        },
+        Preset {
+            name: "accept",
+            title: "accept rate (select(2) done right, 2017): connection churn against each model",
+            models: &[],
+            connections: &[1, 8, 64],
+            runs: 3,
+            workload: Workload {
+                kind: WorkloadKind::Churn,
+                ..closed(2.0, 0.5)
+            },
+            primary: Primary::AcceptRate,
+            per_connection_csv: false,
+        },
+    ]
+}
+
+/// The preset called `name`.
+pub fn find(name: &str) -> Option<Preset> {
+    all().into_iter().find(|p| p.name == name)
+}

@@ -1,0 +1,128 @@
+//! The exports of a results directory, as hyperfine writes them:
+//! `results.csv` (one row per cell, every figure), `results.json` (the
+//! plan, the environment, every cell and the summaries), `results.md` (the
+//! tables a person pastes into a document), and `report.html`.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+
+use super::table::Table;
+use crate::runner::results::RunData;
+
+/// Writes every export (and the report unless `report` is false); returns
+/// the paths written.
+pub fn write_all(data: &RunData, tables: &[Table], report: bool) -> anyhow::Result<Vec<PathBuf>> {
+    let dir = &data.dir;
+    let mut written = Vec::new();
+    let csv = dir.join("results.csv");
+    super::write_atomic(&csv, &csv_bytes(data)?)
+        .with_context(|| format!("cannot write {}", csv.display()))?;
+    written.push(csv);
+    let json = dir.join("results.json");
+    let summary: Vec<serde_json::Value> = crate::runner::summary::primary_by_cell(data)
+        .into_iter()
+        .flat_map(|(n, rows)| {
+            rows.into_iter().map(move |(model, s)| {
+                serde_json::json!({ "model": model, "connections": n, "primary": s })
+            })
+        })
+        .collect();
+    super::write_json(
+        &json,
+        &serde_json::json!({
+            "plan": data.plan,
+            "environment": data.environment,
+            "cells": data.cells,
+            "primary_figure": data.plan.primary,
+            "summary": summary,
+        }),
+    )
+    .with_context(|| format!("cannot write {}", json.display()))?;
+    written.push(json);
+    let md = dir.join("results.md");
+    super::write_atomic(&md, markdown(data, tables).as_bytes())
+        .with_context(|| format!("cannot write {}", md.display()))?;
+    written.push(md);
+    if report {
+        written.push(crate::report::write(data)?);
+    }
+    Ok(written)
+}
+
+/// One row per cell: its identity and outcome, then every metric (empty
+/// where it does not apply).
+fn csv_bytes(data: &RunData) -> anyhow::Result<Vec<u8>> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let fixed = [
+        "id",
+        "model",
+        "connections",
+        "run",
+        "status",
+        "reason",
+        "wall_seconds",
+        "server_instances",
+    ];
+    let metric_names: Vec<String> =
+        match serde_json::to_value(crate::runner::cell::Metrics::default())? {
+            serde_json::Value::Object(m) => m.keys().cloned().collect(),
+            _ => Vec::new(),
+        };
+    let mut header: Vec<String> = fixed.iter().map(|s| s.to_string()).collect();
+    header.extend(metric_names.iter().cloned());
+    w.write_record(&header)?;
+    for c in &data.cells {
+        let metrics = serde_json::to_value(c.metrics())?;
+        let mut row = vec![
+            c.cell.id.clone(),
+            c.cell.model.clone(),
+            c.cell.connections.to_string(),
+            c.cell.run.to_string(),
+            serde_json::to_value(c.status)?
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+            c.reason.clone().unwrap_or_default(),
+            format!("{:.3}", c.wall_seconds),
+            c.server
+                .as_ref()
+                .map_or(String::new(), |s| s.instances.to_string()),
+        ];
+        for name in &metric_names {
+            row.push(match metrics.get(name) {
+                Some(serde_json::Value::Number(n)) => n.to_string(),
+                _ => String::new(),
+            });
+        }
+        w.write_record(&row)?;
+    }
+    w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// The Markdown summary: what ran, where, and every table.
+fn markdown(data: &RunData, tables: &[Table]) -> String {
+    let p = &data.plan;
+    let mut out = format!("# c10k run {}\n\n{}\n\n", p.experiment, p.title);
+    let ok = data
+        .cells
+        .iter()
+        .filter(|c| c.status == crate::runner::cell::Status::Ok)
+        .count();
+    let _ = writeln!(
+        out,
+        "{} of {} cells recorded, {ok} measured. Server CPUs {:?}, client CPUs {:?} (pin {:?}).\n",
+        data.cells.len(),
+        p.cells.len(),
+        p.server_cpus,
+        p.client_cpus,
+        p.pin
+    );
+    let _ = writeln!(out, "Rerun: `{}`\n", p.command);
+    for t in tables {
+        out.push_str(&t.to_markdown());
+        out.push('\n');
+    }
+    out
+}

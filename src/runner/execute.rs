@@ -1,0 +1,415 @@
+//! One cell, start to finish: check the limits, start the server (several
+//! instances sharing the port when one process may not hold every
+//! connection), sample it idle, drive it with the load generator, sample it
+//! again with every connection up, stop and reap it, and turn all of that
+//! into a [`CellResult`]. Whatever goes wrong becomes the cell's reason;
+//! nothing here ends the run.
+
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime};
+
+use super::cell::{CellResult, KernelMemory, ServerSide, Status, TreeMemory};
+use super::matrix::{CellSpec, RunPlan, WorkloadKind, RESULTS_VERSION};
+use super::server::{ServerChild, StartError, Stopped};
+use crate::client::run::Outcome;
+use crate::metrics::{kernel, tree};
+use crate::plan::{LoadPlan, Stop, Workload};
+use crate::sys;
+
+/// Descriptors a server keeps for itself beside its connections (listener,
+/// epoll or io_uring instances, pipes, stdio).
+const SERVER_HEADROOM: u64 = 128;
+
+/// How long the server may take to accept every connection the client has
+/// up before the loaded sample is taken anyway (and the cell notes it).
+const ACCEPT_PATIENCE: Duration = Duration::from_secs(30);
+
+/// How a cell ended when it did not produce a result to keep.
+pub enum Ended {
+    Done(Box<CellResult>),
+    /// Ctrl-C: the cell is not recorded, so a resumed run repeats it.
+    Interrupted,
+}
+
+/// Runs one cell of `plan`; per-connection CSV (when asked) goes under
+/// `dir`.
+pub fn run_cell(plan: &RunPlan, spec: &CellSpec, dir: &Path) -> Ended {
+    let t0 = Instant::now();
+    let started_unix = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let mut result = CellResult {
+        version: RESULTS_VERSION,
+        cell: spec.clone(),
+        status: Status::Failed,
+        reason: None,
+        started_unix,
+        wall_seconds: 0.0,
+        server: None,
+        kernel_before: None,
+        kernel_loaded: None,
+        load: None,
+        per_connection_csv: None,
+        messages_per_connection: if plan.workload.kind == WorkloadKind::Closed {
+            plan.workload.messages_for(spec.connections)
+        } else {
+            None
+        },
+    };
+    let outcome = measure(plan, spec, dir, &mut result);
+    result.wall_seconds = t0.elapsed().as_secs_f64();
+    match outcome {
+        Ok(()) => {}
+        Err(Trouble::Interrupted) => return Ended::Interrupted,
+        Err(Trouble::Skipped(why)) => {
+            result.status = Status::Skipped;
+            result.reason = Some(why);
+        }
+        Err(Trouble::Failed(why)) => {
+            result.status = Status::Failed;
+            result.reason = Some(why);
+        }
+    }
+    Ended::Done(Box::new(result))
+}
+
+enum Trouble {
+    Skipped(String),
+    Failed(String),
+    Interrupted,
+}
+
+fn measure(
+    plan: &RunPlan,
+    spec: &CellSpec,
+    dir: &Path,
+    result: &mut CellResult,
+) -> Result<(), Trouble> {
+    let model = crate::server::find(&spec.model)
+        .ok_or_else(|| Trouble::Failed(format!("unknown model '{}'", spec.model)))?;
+    check_tasks(model.name(), spec.connections).map_err(Trouble::Failed)?;
+    let hard = sys::rlimit::nofile().hard;
+    let instances = if model.forks() {
+        1
+    } else {
+        hard.map_or(1, |h| {
+            spec.connections
+                .div_ceil(h.saturating_sub(SERVER_HEADROOM).max(1) as usize)
+                .max(1)
+        })
+    };
+    result.kernel_before = kernel::sample();
+    let mut servers: Vec<ServerChild> = Vec::with_capacity(instances);
+    let mut args_used = Vec::new();
+    for i in 0..instances {
+        let port = servers.first().map_or(0, |s| s.addr.port());
+        let args = server_args(plan, model.name(), spec.connections, instances, port, hard);
+        match ServerChild::start(&args) {
+            Ok(s) => servers.push(s),
+            Err(e) => {
+                let stopped: Vec<Stopped> = servers.into_iter().map(ServerChild::stop).collect();
+                drop(stopped);
+                return Err(match e {
+                    StartError::Unsupported(why) => Trouble::Skipped(why),
+                    StartError::Failed(why) if i > 0 => {
+                        Trouble::Failed(format!("server instance {} of {instances}: {why}", i + 1))
+                    }
+                    StartError::Failed(why) => Trouble::Failed(why),
+                });
+            }
+        }
+        args_used = args;
+    }
+    let pids: Vec<u32> = servers.iter().map(ServerChild::pid).collect();
+    let idle = tree::sample(&pids);
+    let csv = plan.per_connection_csv.then(|| {
+        format!(
+            "cells/{}-c{}-r{}.csv",
+            spec.model, spec.connections, spec.run
+        )
+    });
+    let load_plan = load_plan(plan, spec, servers[0].addr);
+    let mut loaded = TreeMemory::default();
+    let mut kernel_loaded: Option<KernelMemory> = None;
+    let mut all_accepted = true;
+    let churn = plan.workload.kind == WorkloadKind::Churn;
+    let outcome = crate::client::run::run_in_workers(load_plan, &mut || {
+        // The client's connects completed before the server accepted them
+        // all (they wait in the backlog): sample once the server holds them.
+        if !churn {
+            let want = idle.sockets as usize + spec.connections;
+            all_accepted = tree::wait_for_sockets(&pids, want, ACCEPT_PATIENCE);
+        }
+        loaded = tree::sample(&pids);
+        kernel_loaded = kernel::sample();
+    });
+    let end = tree::sample(&pids);
+    let died = servers.iter().position(|s| !s.running());
+    let stopped: Vec<Stopped> = servers.into_iter().map(ServerChild::stop).collect();
+    result.kernel_loaded = kernel_loaded;
+    let secs = |d: Duration| d.as_secs_f64();
+    result.server = Some(ServerSide {
+        instances,
+        args: args_used,
+        cpu_user_seconds: stopped
+            .iter()
+            .filter_map(|s| s.reaped)
+            .map(|r| secs(r.user))
+            .sum(),
+        cpu_system_seconds: stopped
+            .iter()
+            .filter_map(|s| s.reaped)
+            .map(|r| secs(r.system))
+            .sum(),
+        max_rss_kib: stopped
+            .iter()
+            .filter_map(|s| s.reaped)
+            .map(|r| r.max_rss_kib)
+            .max()
+            .unwrap_or(0),
+        idle,
+        loaded,
+        end,
+        summaries: stopped.iter().filter_map(|s| s.summary.clone()).collect(),
+    });
+    let server_trouble = match died {
+        Some(i) => stopped[i]
+            .trouble()
+            .map(|t| format!("{t} during the cell"))
+            .or_else(|| Some("the server exited during the cell".into())),
+        None => stopped.iter().find_map(Stopped::trouble),
+    };
+    let outcome: Outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => {
+            let mut why = one_line(&format!("the load generator failed: {e:#}"));
+            if let Some(t) = server_trouble {
+                why = format!("{t}; {why}");
+            }
+            return Err(Trouble::Failed(why));
+        }
+    };
+    if outcome.report.interrupted {
+        return Err(Trouble::Interrupted);
+    }
+    if let Some(rel) = &csv {
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        match crate::export::write_csv(&path, &outcome.records) {
+            Ok(()) => result.per_connection_csv = Some(rel.clone()),
+            Err(e) => {
+                return Err(Trouble::Failed(format!(
+                    "cannot write {}: {e}",
+                    path.display()
+                )))
+            }
+        }
+    }
+    let mut report = outcome.report;
+    report.environment = serde_json::Value::Null;
+    if !all_accepted {
+        report.warnings.push(format!(
+            "the server had not accepted every connection after {} s: memory was sampled with {} of {} sockets",
+            ACCEPT_PATIENCE.as_secs(),
+            loaded.sockets.saturating_sub(idle.sockets),
+            spec.connections
+        ));
+    }
+    let failures = report.failures();
+    let errors: Vec<String> = report
+        .errors
+        .iter()
+        .filter(|(_, &n)| n > 0)
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    result.load = Some(report);
+    if let Some(t) = server_trouble {
+        return Err(Trouble::Failed(t));
+    }
+    if failures > 0 {
+        return Err(Trouble::Failed(format!(
+            "{failures} of {} connections failed ({})",
+            spec.connections,
+            errors.join(", ")
+        )));
+    }
+    result.status = Status::Ok;
+    Ok(())
+}
+
+/// The `c10k serve` arguments of one instance.
+fn server_args(
+    plan: &RunPlan,
+    model: &str,
+    connections: usize,
+    instances: usize,
+    port: u16,
+    hard: Option<u64>,
+) -> Vec<String> {
+    let mut a: Vec<String> = vec![
+        "--model".into(),
+        model.into(),
+        "--port".into(),
+        port.to_string(),
+        "--buffer".into(),
+        plan.buffer.clone(),
+    ];
+    let workers = if model == "prefork" {
+        // A blocked worker per connection, as the model is meant to run.
+        connections + 8
+    } else if plan.server_cpus.is_empty() {
+        crate::plan::cpus_available()
+    } else {
+        plan.server_cpus.len()
+    };
+    a.extend(["--workers".into(), workers.to_string()]);
+    if let Some(h) = hard {
+        a.extend(["--nofile".into(), h.to_string()]);
+    }
+    if !plan.server_cpus.is_empty() {
+        a.extend(["--cpus".into(), cpu_list(&plan.server_cpus)]);
+    }
+    if instances > 1 {
+        a.push("--reuseport".into());
+    }
+    a
+}
+
+/// The client's plan for a cell against `target`.
+fn load_plan(plan: &RunPlan, spec: &CellSpec, target: std::net::SocketAddr) -> LoadPlan {
+    let w = &plan.workload;
+    let n = spec.connections;
+    let messages = w.messages_for(n);
+    let workload = match w.kind {
+        WorkloadKind::Closed => Workload::Closed { depth: w.depth },
+        WorkloadKind::Burst => Workload::Burst { rounds: w.rounds },
+        WorkloadKind::Churn => Workload::Churn { echo: w.churn_echo },
+    };
+    let fixed = w.kind == WorkloadKind::Closed && messages.is_some();
+    let stop = match (fixed, messages) {
+        (true, Some(m)) => Stop::Messages(m),
+        _ => Stop::Duration(Duration::from_secs_f64(w.duration_seconds)),
+    };
+    let warmup = if fixed || w.kind == WorkloadKind::Burst {
+        Duration::ZERO
+    } else {
+        Duration::from_secs_f64(w.warmup_seconds)
+    };
+    let cpus = (!plan.client_cpus.is_empty()).then(|| plan.client_cpus.clone());
+    let threads = cpus
+        .as_ref()
+        .map_or_else(crate::plan::cpus_available, Vec::len)
+        .clamp(1, n.max(1));
+    let mut command = format!("c10k load {target} -c {n} -t {threads}");
+    match stop {
+        Stop::Messages(m) => command += &format!(" -n {m}"),
+        Stop::Duration(d) if w.kind != WorkloadKind::Burst => {
+            command += &format!(" -d {}ms --warmup {}ms", d.as_millis(), warmup.as_millis())
+        }
+        Stop::Duration(_) => {}
+    }
+    match workload {
+        Workload::Burst { rounds } => command += &format!(" --burst --rounds {rounds}"),
+        Workload::Churn { echo } => {
+            command += if echo {
+                " --churn --churn-echo"
+            } else {
+                " --churn"
+            }
+        }
+        Workload::Closed { depth } if depth > 1 => command += &format!(" --depth {depth}"),
+        _ => {}
+    }
+    match &w.payload {
+        Some(p) => command += &format!(" --payload '{p}'"),
+        None => command += &format!(" -m {}", w.message_bytes),
+    }
+    if let Some(c) = &cpus {
+        command += &format!(" --cpus {}", cpu_list(c));
+    }
+    LoadPlan {
+        target,
+        connections: n,
+        idle: 0,
+        threads,
+        workload,
+        stop,
+        warmup,
+        message_size: w.payload.as_ref().map_or(w.message_bytes, String::len),
+        payload: w.payload.as_ref().map(|p| p.as_bytes().to_vec()),
+        connect_rate: None,
+        linger0: false,
+        timeout: Duration::from_secs(10),
+        sources: Vec::new(),
+        cpus,
+        json: None,
+        csv: None,
+        hdr: None,
+        fail_on_error: false,
+        quiet: true,
+        command,
+        process: None,
+    }
+}
+
+/// A model that makes a thread or a process per connection needs one task
+/// per connection: refuse up front what the kernel cannot give (every
+/// other program on the machine would start failing too).
+fn check_tasks(model: &str, connections: usize) -> Result<(), String> {
+    if !matches!(model, "threads" | "fork" | "prefork") {
+        return Ok(());
+    }
+    let read = |name: &str| crate::env::sysctl_u64(name);
+    // The fourth field of /proc/loadavg is "runnable/total" tasks.
+    let running = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|t| {
+            let total = t.split_whitespace().nth(3)?.split_once('/')?.1.to_string();
+            total.parse::<usize>().ok()
+        })
+        .unwrap_or(0);
+    // Tasks the kernel may still create, with room kept for the rest of
+    // the machine (and for this run's own processes and threads).
+    let margin = 512 + running;
+    for (name, what) in [
+        ("kernel.pid_max", "process and thread ids"),
+        ("kernel.threads-max", "threads"),
+    ] {
+        if let Some(limit) = read(name) {
+            let limit = limit as usize;
+            if connections + margin > limit {
+                return Err(format!(
+                    "{model} needs a task per connection: {connections} plus about {margin} in use exceeds {name} = {limit} ({what}); \
+                     fix: sysctl -w {name}={}",
+                    (connections + margin).next_power_of_two().max(limit * 2)
+                ));
+            }
+        }
+    }
+    // Each thread's stack is two mappings (stack and guard page).
+    if let (Some(maps), "threads") = (read("vm.max_map_count"), model) {
+        if connections * 2 + 1024 > maps as usize {
+            return Err(format!(
+                "threads needs two memory mappings per connection: {} exceeds vm.max_map_count = {maps}; \
+                 fix: sysctl -w vm.max_map_count={}",
+                connections * 2 + 1024,
+                (connections * 2 + 1024).next_power_of_two()
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn cpu_list(cpus: &[usize]) -> String {
+    cpus.iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The first line of a message, without the anyhow chain's line breaks.
+fn one_line(text: &str) -> String {
+    text.lines().next().unwrap_or("").trim().to_string()
+}

@@ -1,0 +1,89 @@
+//! Progress of a run. On a terminal: a bar with the cell number, the ETA and
+//! the cell running now. Otherwise one line per finished cell on stderr, so
+//! a log (or a test) can follow the run.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::cell::{CellResult, Status};
+use super::matrix::{CellSpec, Primary};
+
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    total: usize,
+    done: usize,
+    primary: Primary,
+}
+
+impl Progress {
+    /// `done` of `total` cells are finished already (a resumed run).
+    pub fn new(total: usize, done: usize, primary: Primary) -> Progress {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::new(total as u64);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{bar:30.cyan/blue} cell {pos}/{len}  ETA {eta}  {msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+            );
+            bar.set_position(done as u64);
+            bar.reset_eta();
+            bar.enable_steady_tick(Duration::from_millis(250));
+            bar
+        });
+        Progress {
+            bar,
+            total,
+            done,
+            primary,
+        }
+    }
+
+    pub fn starting(&self, spec: &CellSpec, runs: usize) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(format!(
+                "{} at {} connections (run {}/{runs})",
+                spec.model, spec.connections, spec.run
+            ));
+        }
+    }
+
+    pub fn finished(&mut self, result: &CellResult) {
+        self.done += 1;
+        let what = match result.status {
+            Status::Ok => result.metrics().primary(self.primary).map_or_else(
+                || "ok".into(),
+                |v| format!("{} {}", self.primary.format(v), unit(self.primary)),
+            ),
+            Status::Skipped => format!("skipped: {}", result.reason.as_deref().unwrap_or("")),
+            Status::Failed => format!("failed: {}", result.reason.as_deref().unwrap_or("")),
+        };
+        let line = format!("[{}/{}] {} {}", self.done, self.total, result.cell.id, what);
+        match &self.bar {
+            Some(bar) => {
+                bar.set_position(self.done as u64);
+                if result.status != Status::Ok {
+                    bar.println(line);
+                }
+            }
+            None => eprintln!("{line}"),
+        }
+    }
+
+    pub fn clear(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn unit(p: Primary) -> &'static str {
+    match p {
+        Primary::Time => "",
+        Primary::Throughput => "rt/s",
+        Primary::AcceptRate => "conn/s",
+    }
+}

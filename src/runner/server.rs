@@ -1,0 +1,213 @@
+//! A server under test: `c10k serve …` started as a child process (tied to
+//! this one, in its own process group), its READY line awaited without
+//! sleeping, then stopped with SIGTERM and reaped with `wait4`, which gives
+//! the CPU time of its whole tree (a server reaps the children it forks)
+//! and the peak RSS of its largest process.
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use crate::sys;
+
+/// How long a server may take to print READY, and to exit after SIGTERM.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Why a server did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Exit code 3: the model cannot run here, with the server's reason.
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// A running server.
+pub struct ServerChild {
+    child: Child,
+    pub addr: SocketAddr,
+    lines: Receiver<String>,
+    stderr: Option<std::thread::JoinHandle<String>>,
+}
+
+/// What a stopped server left.
+#[derive(Debug, Clone)]
+pub struct Stopped {
+    /// Its JSON summary line (`None` if it died without one).
+    pub summary: Option<serde_json::Value>,
+    pub reaped: Option<sys::process::Reaped>,
+    /// What it wrote to stderr, trimmed.
+    pub stderr: String,
+    /// It had to be killed: it did not exit within [`PATIENCE`] of SIGTERM.
+    pub killed: bool,
+}
+
+impl Stopped {
+    /// How it ended, in words, when that was not a clean exit 0.
+    pub fn trouble(&self) -> Option<String> {
+        let how = match self.reaped {
+            None => "could not be reaped".to_string(),
+            Some(r) if r.exit_code() == Some(0) && !self.killed => return None,
+            Some(r) => match (r.exit_code(), r.signal()) {
+                (Some(c), _) => format!("exited with code {c}"),
+                (_, Some(s)) => format!("was killed by signal {s}"),
+                _ => "ended oddly".to_string(),
+            },
+        };
+        let last = self.stderr.lines().last().unwrap_or("").trim();
+        Some(if last.is_empty() {
+            format!("the server {how}")
+        } else {
+            format!("the server {how}: {last}")
+        })
+    }
+}
+
+impl ServerChild {
+    /// Starts this binary as `c10k serve ARGS…` and waits for READY.
+    pub fn start(args: &[String]) -> Result<ServerChild, StartError> {
+        let exe = std::env::current_exe()
+            .map_err(|e| StartError::Failed(format!("cannot find this program: {e}")))?;
+        let mut cmd = Command::new(exe);
+        cmd.arg("serve")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        sys::process::tie_to_parent(&mut cmd);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| StartError::Failed(format!("cannot start the server: {e}")))?;
+        let (Some(stdout), Some(mut err_pipe)) = (child.stdout.take(), child.stderr.take()) else {
+            return Err(StartError::Failed("the server has no output pipes".into()));
+        };
+        let stderr = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err_pipe.read_to_string(&mut s);
+            s
+        });
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(l) = line else { break };
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut server = ServerChild {
+            child,
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            lines,
+            stderr: Some(stderr),
+        };
+        match server.lines.recv_timeout(PATIENCE) {
+            Ok(line) => match line.strip_prefix("READY ").map(str::parse) {
+                Some(Ok(addr)) => {
+                    server.addr = addr;
+                    Ok(server)
+                }
+                _ => {
+                    let stopped = server.stop();
+                    Err(StartError::Failed(format!(
+                        "the server said {line:?} instead of READY ({})",
+                        stopped.trouble().unwrap_or_default()
+                    )))
+                }
+            },
+            Err(e) => {
+                let stopped = server.stop();
+                let code = stopped.reaped.and_then(|r| r.exit_code());
+                let text = stopped.stderr.trim().to_string();
+                Err(match (code, e) {
+                    (Some(3), _) => {
+                        StartError::Unsupported(text.trim_start_matches("c10k serve: ").to_string())
+                    }
+                    (_, RecvTimeoutError::Timeout) => StartError::Failed(format!(
+                        "the server printed no READY within {} s",
+                        PATIENCE.as_secs()
+                    )),
+                    _ => StartError::Failed(
+                        stopped
+                            .trouble()
+                            .unwrap_or_else(|| "the server exited before READY".into()),
+                    ),
+                })
+            }
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether it is still running (without reaping it).
+    pub fn running(&self) -> bool {
+        std::fs::read_to_string(format!("/proc/{}/stat", self.pid()))
+            .map(|s| {
+                // The state follows the command name in parentheses.
+                let state = s
+                    .rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().next());
+                !matches!(state, Some("Z") | Some("X") | None)
+            })
+            .unwrap_or(false)
+    }
+
+    /// SIGTERM, its summary line, then `wait4`. A server that does not exit
+    /// within [`PATIENCE`] is killed with its whole process group.
+    pub fn stop(mut self) -> Stopped {
+        let pid = self.pid() as i32;
+        let _ = sys::process::kill(pid, libc::SIGTERM);
+        let deadline = Instant::now() + PATIENCE;
+        let mut summary = None;
+        let mut killed = false;
+        // Lines until its stdout closes: that is, until the server and every
+        // process it forked (which inherit the pipe) are gone.
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    if let Ok(v @ serde_json::Value::Object(_)) = serde_json::from_str(&line) {
+                        summary = Some(v);
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {
+                    killed = true;
+                    let _ = sys::process::kill(-pid, libc::SIGKILL);
+                    break;
+                }
+            }
+        }
+        let reaped = sys::process::reap(pid, true).ok().flatten();
+        // Anything left in its group (a child that outlived it) goes too.
+        let _ = sys::process::kill(-pid, libc::SIGKILL);
+        let stderr = self
+            .stderr
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        Stopped {
+            summary,
+            reaped,
+            stderr: stderr.trim().to_string(),
+            killed,
+        }
+    }
+}
+
+impl Drop for ServerChild {
+    fn drop(&mut self) {
+        // Stopped servers were reaped already; this only catches an early
+        // return, so no server outlives the cell that started it.
+        if self.stderr.is_some() {
+            let pid = self.pid() as i32;
+            let _ = sys::process::kill(-pid, libc::SIGKILL);
+            let _ = sys::process::reap(pid, true);
+        }
+    }
+}
