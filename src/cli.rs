@@ -72,11 +72,15 @@ pub struct RunArgs {
     /// Write each cell's per-connection CSV under cells/.
     #[arg(long)]
     pub per_connection_csv: bool,
+    /// Pass this to every `c10k serve`, e.g. --server-arg=--stack-size=2MiB
+    /// (repeatable).
+    #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub server_args: Vec<String>,
     /// Directory under which results/<experiment>-<time>/ is made.
     #[arg(long, default_value = "results")]
     pub out: std::path::PathBuf,
     /// Finish an interrupted run in DIR (its own plan is used).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "models", "connections", "runs", "workload", "messages", "duration", "warmup", "message_size", "pin", "order", "per_connection_csv"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "models", "connections", "runs", "workload", "messages", "duration", "warmup", "message_size", "pin", "order", "per_connection_csv", "server_args"])]
     pub resume: Option<std::path::PathBuf>,
     /// Do not write report.html (the exports are still written).
     #[arg(long)]
@@ -178,6 +182,7 @@ pub struct LoadArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(args_override_self = true)]
 pub struct ServeArgs {
     /// Concurrency model (see `c10k models`).
     #[arg(short, long, default_value = "epoll")]

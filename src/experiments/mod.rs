@@ -136,7 +136,8 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         || args.workload.is_some()
         || args.messages.is_some()
         || args.duration.is_some()
-        || args.message_size.is_some();
+        || args.message_size.is_some()
+        || !args.server_args.is_empty();
     let cells = matrix::expand(&models, &connections, runs, order);
     Ok(RunPlan {
         version: RESULTS_VERSION,
@@ -158,6 +159,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         primary,
         per_connection_csv: preset.per_connection_csv || args.per_connection_csv,
         buffer: "16KiB".into(),
+        server_args: args.server_args.clone(),
         cells,
     })
 }

@@ -1,5 +1,347 @@
-//! Each study's own table, with today's numbers from this run.
-pub fn tables(data: &crate::runner::results::RunData) -> Vec<crate::export::table::Table> {
-    let _ = data;
-    Vec::new()
+//! Each study's own table, with today's numbers from this run beside every
+//! other model, and (where the study printed one) its published figures for
+//! comparison, cited and labelled as theirs. A model without a measured
+//! cell shows why instead of a number.
+
+use crate::export::table::Table;
+use crate::runner::cell::{Metrics, Status};
+use crate::runner::matrix::{format_count, format_seconds};
+use crate::runner::results::RunData;
+use crate::stats::Summary;
+
+/// The study's tables for this run (none for the tour).
+pub fn tables(data: &RunData) -> Vec<Table> {
+    match data.plan.experiment.as_str() {
+        "thesis" => vec![thesis_times(data), peak_memory(data)],
+        "muller" => vec![muller(data)],
+        "comp8005" => vec![comp8005_response(data), comp8005_limits(data)],
+        "accept" => vec![accept(data)],
+        _ => Vec::new(),
+    }
+}
+
+/// The thesis's Table 2 (Linux): seconds to echo one message on every socket.
+const THESIS_LINUX: &[(usize, f64, f64)] = &[
+    (2, 0.0003, 0.0003),
+    (4, 0.0004, 0.0005),
+    (8, 0.0009, 0.0009),
+    (16, 0.0018, 0.0018),
+    (32, 0.0040, 0.0032),
+    (64, 0.0064, 0.0061),
+    (128, 0.0146, 0.0118),
+    (200, 0.0202, 0.0181),
+    (256, 0.0250, 0.0230),
+    (300, 0.0279, 0.0264),
+    (400, 0.0367, 0.0350),
+    (512, 0.0470, 0.0435),
+];
+
+/// Muller (2006): clients, requests per client, poll ms, thread ms.
+const MULLER: &[(usize, u64, f64, f64)] = &[
+    (10, 1000, 213.0, 227.0),
+    (50, 200, 229.0, 216.0),
+    (100, 100, 212.0, 225.0),
+    (150, 66, 220.0, 239.0),
+    (200, 50, 223.0, 252.0),
+    (300, 33, 232.0, 280.0),
+    (380, 26, 250.0, 293.0),
+];
+
+/// Clients, then select, threads and epoll response times in ms.
+type Comp8005Row = (usize, Option<f64>, Option<f64>, Option<f64>);
+
+/// COMP 8005: average response time in ms (select, threads, epoll); `None`
+/// where their server failed.
+const COMP8005: &[Comp8005Row] = &[
+    (1, Some(0.185), Some(0.202), Some(0.194)),
+    (10, Some(0.232), Some(0.223), Some(0.213)),
+    (100, Some(0.914), Some(0.893), Some(0.919)),
+    (1000, Some(9.416), Some(9.008), Some(9.239)),
+    (5000, None, Some(61.571), Some(60.871)),
+    (10_000, None, Some(111.093), Some(109.907)),
+    (20_000, None, Some(225.193), Some(219.196)),
+    (30_000, None, Some(227.701), Some(235.034)),
+    (35_000, None, None, Some(390.257)),
+    (45_000, None, None, Some(403.595)),
+    (100_000, None, None, Some(1461.299)),
+];
+
+/// The summary of `f` over the measured repeats of `model` at `n`.
+fn summary(
+    data: &RunData,
+    model: &str,
+    n: usize,
+    f: impl Fn(&Metrics) -> Option<f64>,
+) -> Option<Summary> {
+    let v: Vec<f64> = cells(data, model, n)
+        .filter(|c| c.status == Status::Ok)
+        .filter_map(|c| f(&c.metrics()))
+        .collect();
+    Summary::of(&v)
+}
+
+fn cells<'a>(
+    data: &'a RunData,
+    model: &'a str,
+    n: usize,
+) -> impl Iterator<Item = &'a crate::runner::cell::CellResult> {
+    data.cells
+        .iter()
+        .filter(move |c| c.cell.model == model && c.cell.connections == n)
+}
+
+/// What to print where a model has no figure at `n`: why, or blank when
+/// the cell has not run.
+fn missing(data: &RunData, model: &str, n: usize) -> String {
+    match cells(data, model, n).find(|c| c.status != Status::Ok) {
+        Some(c) if c.status == Status::Skipped => "skipped".into(),
+        Some(_) => "failed".into(),
+        None => "-".into(),
+    }
+}
+
+fn ratio_text(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
+        _ => "-".into(),
+    }
+}
+
+/// Models other than `named`, in plan order.
+fn others<'a>(data: &'a RunData, named: &[&str]) -> Vec<&'a String> {
+    data.plan
+        .models
+        .iter()
+        .filter(|m| !named.contains(&m.as_str()))
+        .collect()
+}
+
+fn thesis_times(data: &RunData) -> Table {
+    let rest = others(data, &["threads", "select"]);
+    let mut header: Vec<String> = [
+        "sockets",
+        "threads",
+        "select",
+        "difference",
+        "thread/select",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    header.extend(rest.iter().map(|m| m.to_string()));
+    header.extend(["thesis threads", "thesis select", "thesis ratio"].map(String::from));
+    let mut t = Table {
+        title: "Burst time: connect every socket, send one message on each, stop when every echo is back (the thesis's Table 2 shape)".into(),
+        header,
+        ..Table::default()
+    };
+    let time = |m: &Metrics| m.time_seconds;
+    for &n in &data.plan.connections {
+        let mean = |model: &str| summary(data, model, n, time).map(|s| s.mean);
+        let (th, se) = (mean("threads"), mean("select"));
+        let show =
+            |model: &str, v: Option<f64>| v.map_or_else(|| missing(data, model, n), format_seconds);
+        let mut row = vec![
+            n.to_string(),
+            show("threads", th),
+            show("select", se),
+            match (th, se) {
+                (Some(a), Some(b)) => format_seconds((a - b).abs()),
+                _ => "-".into(),
+            },
+            ratio_text(th, se),
+        ];
+        row.extend(rest.iter().map(|m| show(m, mean(m))));
+        match THESIS_LINUX.iter().find(|r| r.0 == n) {
+            Some(&(_, a, b)) => row.extend([
+                format!("{a:.4} s"),
+                format!("{b:.4} s"),
+                format!("{:.2}", a / b),
+            ]),
+            None => row.extend(["-".to_string(), "-".into(), "-".into()]),
+        }
+        t.rows.push(row);
+    }
+    t.notes.push(format!(
+        "Means of {} runs per cell, each against a fresh server. The last three columns are the thesis's published Linux figures (Table 2; Core 2 Duo 1.86 GHz, Linux 2.6), for comparison only.",
+        data.plan.runs
+    ));
+    t
+}
+
+/// VmPeak and friends at the largest socket count (the thesis's Table 3).
+fn peak_memory(data: &RunData) -> Table {
+    let n = data.plan.connections.iter().copied().max().unwrap_or(0);
+    let mut t = Table::new(
+        format!("Server memory with {n} sockets connected (the thesis's Table 3 shape, VmPeak, with every model)"),
+        &["model", "VmPeak", "VmHWM", "anon PSS/conn", "virtual/conn", "processes"],
+    );
+    for m in &data.plan.models {
+        let kib = |f: fn(&Metrics) -> Option<f64>| summary(data, m, n, f).map(|s| s.median);
+        let procs = cells(data, m, n)
+            .filter(|c| c.status == Status::Ok)
+            .filter_map(|c| c.server.as_ref())
+            .map(|s| s.loaded.processes)
+            .max();
+        let Some(peak) = kib(|x| x.vm_peak_kib) else {
+            t.rows.push(vec![
+                m.clone(),
+                missing(data, m, n),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+            ]);
+            continue;
+        };
+        t.rows.push(vec![
+            m.clone(),
+            format!("{} kB", format_count(peak)),
+            kib(|x| x.vm_hwm_kib).map_or("-".into(), |v| format!("{} kB", format_count(v))),
+            kib(|x| x.user_kib_per_connection).map_or("-".into(), |v| format!("{v:.1} KiB")),
+            kib(|x| x.virtual_kib_per_connection)
+                .map_or("-".into(), |v| format!("{} KiB", format_count(v))),
+            procs.map_or("-".into(), |p| p.to_string()),
+        ]);
+    }
+    t.notes.push(
+        "Summed over the server's processes, with every socket connected. The thesis measured threads at 1,140,232 kB and select at 68,936 kB (512 threads, 2 MiB stacks); our threads use the platform's stack size (RLIMIT_STACK) unless --stack-size is given.".into(),
+    );
+    t
+}
+
+fn muller(data: &RunData) -> Table {
+    let rest = others(data, &["poll", "threads"]);
+    let mut header: Vec<String> = ["clients", "requests", "poll", "threads", "thread/poll"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    header.extend(rest.iter().map(|m| m.to_string()));
+    header.extend(["Muller poll", "Muller threads"].map(String::from));
+    let mut t = Table {
+        title: "Time for about 10,000 request/response pairs split over the connections (Muller's table shape)".into(),
+        header,
+        ..Table::default()
+    };
+    for &n in &data.plan.connections {
+        let mean = |model: &str| summary(data, model, n, |m| m.time_seconds).map(|s| s.mean);
+        let show = |model: &str, v: Option<f64>| {
+            v.map_or_else(|| missing(data, model, n), |s| format!("{:.1} ms", s * 1e3))
+        };
+        let (po, th) = (mean("poll"), mean("threads"));
+        let per = data.plan.workload.messages_for(n).unwrap_or(0);
+        let mut row = vec![
+            n.to_string(),
+            per.to_string(),
+            show("poll", po),
+            show("threads", th),
+            ratio_text(th, po),
+        ];
+        row.extend(rest.iter().map(|m| show(m, mean(m))));
+        match MULLER.iter().find(|r| r.0 == n) {
+            Some(&(_, _, p, th)) => row.extend([format!("{p:.0} ms"), format!("{th:.0} ms")]),
+            None => row.extend(["-".to_string(), "-".into()]),
+        }
+        t.rows.push(row);
+    }
+    t.notes.push(format!(
+        "Means of {} runs; requests per connection are 10,000 divided by the connections, rounded down, as Muller sent them. Time runs from the first request to the last response (connection setup excluded). The last two columns are Muller's published figures (2006, one processor), for comparison only.",
+        data.plan.runs
+    ));
+    t
+}
+
+fn comp8005_response(data: &RunData) -> Table {
+    let mut header = vec!["clients".to_string()];
+    header.extend(data.plan.models.iter().cloned());
+    header.extend(["COMP 8005 select", "COMP 8005 threads", "COMP 8005 epoll"].map(String::from));
+    let mut t = Table {
+        title: "Average response time per message, ms (the COMP 8005 table shape)".into(),
+        header,
+        ..Table::default()
+    };
+    let ms = |v: Option<f64>| v.map_or_else(|| "server error".to_string(), |v| format!("{v:.3}"));
+    for &n in &data.plan.connections {
+        let mut row = vec![format_count(n as f64)];
+        for m in &data.plan.models {
+            row.push(
+                summary(data, m, n, |x| x.latency_mean_us)
+                    .map_or_else(|| missing(data, m, n), |s| format!("{:.3}", s.mean / 1e3)),
+            );
+        }
+        match COMP8005.iter().find(|r| r.0 == n) {
+            Some(&(_, a, b, c)) => row.extend([ms(a), ms(b), ms(c)]),
+            None => row.extend(["-".to_string(), "-".into(), "-".into()]),
+        }
+        t.rows.push(row);
+    }
+    t.notes.push(
+        "Each connection sends \"Gary's spamming\" 100 times, one message in flight, and the mean round trip over all messages is shown. The last three columns are the study's published figures, for comparison only; the per-connection CSV of every cell is under cells/.".into(),
+    );
+    t
+}
+
+/// How far each model got, and why it stopped (the study's test cases).
+fn comp8005_limits(data: &RunData) -> Table {
+    let mut t = Table::new(
+        "How many clients each model held, and what stopped it",
+        &["model", "largest held", "first failure", "cause"],
+    );
+    for m in &data.plan.models {
+        let held = data
+            .cells
+            .iter()
+            .filter(|c| c.cell.model == *m && c.status == Status::Ok)
+            .map(|c| c.cell.connections)
+            .max();
+        let first_fail = data
+            .cells
+            .iter()
+            .filter(|c| c.cell.model == *m && c.status != Status::Ok)
+            .min_by_key(|c| c.cell.connections);
+        t.rows.push(vec![
+            m.clone(),
+            held.map_or("-".into(), |n| format_count(n as f64)),
+            first_fail.map_or("-".into(), |c| format_count(c.cell.connections as f64)),
+            first_fail
+                .and_then(|c| c.reason.clone())
+                .unwrap_or_else(|| "none in this run".into()),
+        ]);
+    }
+    t
+}
+
+fn accept(data: &RunData) -> Table {
+    let mut header = vec!["model".to_string()];
+    for &n in &data.plan.connections {
+        header.push(format!("{n} at once: conn/s"));
+    }
+    let last = data.plan.connections.iter().copied().max().unwrap_or(0);
+    header.extend([
+        format!("connect p50 ({last})"),
+        format!("connect p99 ({last})"),
+    ]);
+    let mut t = Table {
+        title: "Accept rate: clients connect and close as fast as the server accepts (connection churn)".into(),
+        header,
+        ..Table::default()
+    };
+    let us = |v: Option<Summary>| v.map_or("-".to_string(), |s| format!("{:.0} µs", s.median));
+    for m in &data.plan.models {
+        let mut row = vec![m.clone()];
+        for &n in &data.plan.connections {
+            row.push(
+                summary(data, m, n, |x| x.connects_per_second)
+                    .map_or_else(|| missing(data, m, n), |s| format_count(s.median)),
+            );
+        }
+        row.push(us(summary(data, m, last, |x| x.connect_p50_us)));
+        row.push(us(summary(data, m, last, |x| x.connect_p99_us)));
+        t.rows.push(row);
+    }
+    t.notes.push(format!(
+        "Medians of {} runs. \"At once\" is how many connections the client keeps opening in parallel; each connection is closed as soon as it is up. The select(2) study reported about 40,000 accepts/s on one CPU.",
+        data.plan.runs
+    ));
+    t
 }

@@ -83,16 +83,22 @@ pub fn sockets(roots: &[u32]) -> usize {
 }
 
 /// Waits until the trees of `roots` hold at least `want` sockets, or until
-/// `patience` passes (a server may refuse or drop connections; the caller
-/// records what it saw). There is no event for "accepted", so this polls
-/// /proc every millisecond; returns whether the count was reached.
-pub fn wait_for_sockets(roots: &[u32], want: usize, patience: std::time::Duration) -> bool {
-    let deadline = std::time::Instant::now() + patience;
+/// the count has not grown for `stall` (a server may refuse or drop
+/// connections; the caller records what it saw). There is no event for
+/// "accepted", so this polls /proc every millisecond; returns whether the
+/// count was reached.
+pub fn wait_for_sockets(roots: &[u32], want: usize, stall: std::time::Duration) -> bool {
+    let mut best = 0;
+    let mut since = std::time::Instant::now();
     loop {
-        if sockets(roots) >= want {
+        let now = sockets(roots);
+        if now >= want {
             return true;
         }
-        if std::time::Instant::now() >= deadline {
+        if now > best {
+            best = now;
+            since = std::time::Instant::now();
+        } else if since.elapsed() >= stall {
             return false;
         }
         std::thread::sleep(std::time::Duration::from_millis(1));

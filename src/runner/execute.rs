@@ -20,9 +20,10 @@ use crate::sys;
 /// epoll or io_uring instances, pipes, stdio).
 const SERVER_HEADROOM: u64 = 128;
 
-/// How long the server may take to accept every connection the client has
-/// up before the loaded sample is taken anyway (and the cell notes it).
-const ACCEPT_PATIENCE: Duration = Duration::from_secs(30);
+/// How long the server's socket count may stand still, short of every
+/// connection the client has up, before the loaded sample is taken anyway
+/// (and the cell notes it).
+const ACCEPT_PATIENCE: Duration = Duration::from_secs(2);
 
 /// How a cell ended when it did not produce a result to keep.
 pub enum Ended {
@@ -211,7 +212,7 @@ fn measure(
     report.environment = serde_json::Value::Null;
     if !all_accepted {
         report.warnings.push(format!(
-            "the server had not accepted every connection after {} s: memory was sampled with {} of {} sockets",
+            "the server stopped accepting for {} s: memory was sampled with {} of {} connections",
             ACCEPT_PATIENCE.as_secs(),
             loaded.sockets.saturating_sub(idle.sockets),
             spec.connections
@@ -274,6 +275,8 @@ fn server_args(
     if instances > 1 {
         a.push("--reuseport".into());
     }
+    // Last, so a user's flag wins over a default above.
+    a.extend(plan.server_args.iter().cloned());
     a
 }
 

@@ -185,6 +185,9 @@ pub struct RunPlan {
     pub per_connection_csv: bool,
     /// Echo buffer of every server.
     pub buffer: String,
+    /// More `c10k serve` arguments for every server (`--server-arg`).
+    #[serde(default)]
+    pub server_args: Vec<String>,
     pub cells: Vec<CellSpec>,
 }
 
