@@ -82,27 +82,39 @@ pub fn sockets(roots: &[u32]) -> usize {
     inodes.len()
 }
 
-/// Waits until the trees of `roots` hold at least `want` sockets, or until
-/// the count has not grown for `stall` (a server may refuse or drop
-/// connections; the caller records what it saw). There is no event for
-/// "accepted", so this polls /proc every millisecond; returns whether the
-/// count was reached.
-pub fn wait_for_sockets(roots: &[u32], want: usize, stall: std::time::Duration) -> bool {
-    let mut best = 0;
+/// Waits until the trees of `roots` hold at least `sockets` sockets and
+/// `threads` threads, or until neither count has grown for `stall` (a
+/// server may refuse or drop connections; the caller records what it saw).
+/// There is no event for "accepted", so this polls /proc every millisecond;
+/// returns whether both counts were reached.
+pub fn wait_for(roots: &[u32], sockets: usize, threads: u64, stall: std::time::Duration) -> bool {
+    let mut best = (0, 0);
     let mut since = std::time::Instant::now();
     loop {
-        let now = sockets(roots);
-        if now >= want {
+        let now_sockets = self::sockets(roots);
+        // Threads are only read when asked for (a forking tree is large).
+        let now_threads = if threads > 0 { thread_count(roots) } else { 0 };
+        if now_sockets >= sockets && now_threads >= threads {
             return true;
         }
-        if now > best {
-            best = now;
+        if now_sockets > best.0 || now_threads > best.1 {
+            best = (best.0.max(now_sockets), best.1.max(now_threads));
             since = std::time::Instant::now();
         } else if since.elapsed() >= stall {
             return false;
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
+}
+
+/// Threads in the trees of `roots`.
+fn thread_count(roots: &[u32]) -> u64 {
+    roots
+        .iter()
+        .flat_map(|&r| descendants(r))
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/status")).ok())
+        .filter_map(|s| field(&s, "Threads:"))
+        .sum()
 }
 
 /// The first number after `name` at the start of a line (`VmPeak:  123 kB`).
@@ -131,9 +143,11 @@ mod tests {
         let with = sockets(&[me]);
         drop(l);
         assert!(with >= 1);
-        assert!(wait_for_sockets(
+        // The listener is gone: one socket fewer, and this thread counts.
+        assert!(wait_for(
             &[me],
             with - 1,
+            1,
             std::time::Duration::from_secs(5)
         ));
     }

@@ -138,8 +138,14 @@ fn measure(
         // The client's connects completed before the server accepted them
         // all (they wait in the backlog): sample once the server holds them.
         if !churn {
-            let want = idle.sockets as usize + spec.connections;
-            all_accepted = tree::wait_for_sockets(&pids, want, ACCEPT_PATIENCE);
+            let sockets = idle.sockets as usize + spec.connections;
+            // A thread or process per connection: wait for those too.
+            let threads = if model.task_per_connection() {
+                idle.threads + spec.connections as u64
+            } else {
+                0
+            };
+            all_accepted = tree::wait_for(&pids, sockets, threads, ACCEPT_PATIENCE);
         }
         loaded = tree::sample(&pids);
         kernel_loaded = kernel::sample();

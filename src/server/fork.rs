@@ -56,6 +56,9 @@ impl Model for Fork {
     fn forks(&self) -> bool {
         true
     }
+    fn task_per_connection(&self) -> bool {
+        true
+    }
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
         let stats = ctx.stats;
         let mut children = Children::default();

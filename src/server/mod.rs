@@ -104,6 +104,11 @@ pub trait Model: Sync {
     fn forks(&self) -> bool {
         false
     }
+    /// Whether the model starts a task (thread or process) per connection,
+    /// so that a connection is fully served only once its task exists.
+    fn task_per_connection(&self) -> bool {
+        false
+    }
     /// Whether the model calls `ctx.ready()` itself once its setup is done
     /// (forking a pool, say); otherwise READY is printed just before
     /// [`Model::serve`] runs.

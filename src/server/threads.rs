@@ -30,6 +30,9 @@ impl Model for Threads {
     fn about(&self) -> &'static str {
         "a thread per connection, blocking I/O; the scheduler is the event loop (--stack-size)"
     }
+    fn task_per_connection(&self) -> bool {
+        true
+    }
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
         let stats: &'static Stats = ctx.stats;
         // Connection threads die with the process when this returns.

@@ -6,6 +6,7 @@ mod cli;
 mod conformance;
 mod load;
 mod misbehave;
+mod runner;
 mod schema;
 mod support;
 
@@ -35,6 +36,9 @@ fn main() {
     }
     for &(name, test) in misbehave::TESTS {
         trials.push(Trial::test(format!("misbehave::{name}"), test));
+    }
+    for &(name, test) in runner::TESTS {
+        trials.push(Trial::test(format!("runner::{name}"), test));
     }
     for &(name, test) in schema::TESTS {
         trials.push(Trial::test(format!("schema::{name}"), test));

@@ -1,0 +1,338 @@
+//! `c10k run` end to end on real servers: a tiny matrix, a run killed with
+//! SIGKILL and resumed, failed cells recorded with their cause, bad input.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use libtest_mimic::Failed;
+
+use crate::support::{bin, PATIENCE};
+
+pub type Test = fn() -> Result<(), Failed>;
+
+pub const TESTS: &[(&str, Test)] = &[
+    ("tiny_matrix_end_to_end", tiny_matrix),
+    (
+        "kill_9_then_resume_loses_and_repeats_nothing",
+        kill_and_resume,
+    ),
+    ("failed_cells_are_results_with_a_cause", failed_cells),
+    ("bad_input_is_one_line", bad_input),
+];
+
+/// A fresh, empty directory for one test.
+fn scratch(name: &str) -> Result<PathBuf, Failed> {
+    let dir = std::env::temp_dir().join(format!("c10k-run-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// The one results directory `c10k run --out OUT` made.
+fn results_dir(out: &Path) -> Result<PathBuf, Failed> {
+    let dirs: Vec<PathBuf> = std::fs::read_dir(out)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    match dirs.as_slice() {
+        [one] => Ok(one.clone()),
+        _ => Err(format!(
+            "expected one results directory in {}, found {dirs:?}",
+            out.display()
+        )
+        .into()),
+    }
+}
+
+/// Every line of results.jsonl, parsed; fails on a line that does not parse.
+fn lines(dir: &Path) -> Result<Vec<serde_json::Value>, Failed> {
+    let text = std::fs::read_to_string(dir.join("results.jsonl"))?;
+    text.lines()
+        .map(|l| serde_json::from_str(l).map_err(|e| format!("bad line {l:?}: {e}").into()))
+        .collect()
+}
+
+fn run(args: &[&str]) -> Result<std::process::Output, Failed> {
+    Ok(Command::new(bin()).arg("run").args(args).output()?)
+}
+
+fn tiny_matrix() -> Result<(), Failed> {
+    let out = scratch("tiny")?;
+    let o = run(&[
+        "--models",
+        "epoll,threads",
+        "--connections",
+        "2,5",
+        "--runs",
+        "2",
+        "--duration",
+        "100ms",
+        "--warmup",
+        "20ms",
+        "--out",
+        out.to_str().unwrap_or("."),
+    ])?;
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    if !o.status.success() {
+        return Err(format!("exit {:?}: {stderr}", o.status.code()).into());
+    }
+    let dir = results_dir(&out)?;
+    let cells = lines(&dir)?;
+    if cells.len() != 8 {
+        return Err(format!("{} cells recorded, expected 8", cells.len()).into());
+    }
+    let mut ids = std::collections::BTreeSet::new();
+    for c in &cells {
+        let id = c["id"].as_str().unwrap_or("");
+        if !ids.insert(id.to_string()) {
+            return Err(format!("cell {id} recorded twice").into());
+        }
+        if c["status"] != "ok" {
+            return Err(format!("cell {id}: {} ({})", c["status"], c["reason"]).into());
+        }
+        let n = c["connections"].as_u64().unwrap_or(0);
+        let load = &c["load"];
+        if load["messages"].as_u64().unwrap_or(0) == 0 || load["connections"]["established"] != n {
+            return Err(
+                format!("cell {id}: no echoes measured or connections missing: {load}").into(),
+            );
+        }
+        let s = &c["server"];
+        // The server was sampled holding every connection.
+        let held = s["loaded"]["sockets"].as_u64().unwrap_or(0)
+            - s["idle"]["sockets"].as_u64().unwrap_or(0);
+        if held != n {
+            return Err(format!("cell {id}: sampled with {held} of {n} connections").into());
+        }
+        if c["model"] == "threads" && s["loaded"]["threads"].as_u64().unwrap_or(0) < n + 1 {
+            return Err(format!("cell {id}: a thread per connection was not seen: {s}").into());
+        }
+        if s["cpu_user_seconds"].as_f64().unwrap_or(0.0)
+            + s["cpu_system_seconds"].as_f64().unwrap_or(0.0)
+            <= 0.0
+        {
+            return Err(format!("cell {id}: no server CPU time from wait4").into());
+        }
+        if s["summaries"][0]["connections"] != n {
+            return Err(format!(
+                "cell {id}: the server's own count differs: {}",
+                s["summaries"]
+            )
+            .into());
+        }
+    }
+    let csv = std::fs::read_to_string(dir.join("results.csv"))?;
+    if csv.lines().count() != 9 || !csv.starts_with("id,model,connections,run,status") {
+        return Err(format!("results.csv: {csv}").into());
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json"))?)?;
+    if json["cells"].as_array().map(Vec::len) != Some(8) || json["environment"]["kernel"].is_null()
+    {
+        return Err("results.json lacks its cells or environment".into());
+    }
+    let md = std::fs::read_to_string(dir.join("results.md"))?;
+    for want in [
+        "# c10k run tour",
+        "### 2 connections",
+        "### 5 connections",
+        "| 1 | ",
+    ] {
+        if !md.contains(want) {
+            return Err(format!("results.md lacks {want:?}:\n{md}").into());
+        }
+    }
+    if !dir.join("report.html").is_file() {
+        return Err("no report.html".into());
+    }
+    // The terminal summary ranks both models at both counts.
+    if stdout.lines().filter(|l| l.ends_with("  best")).count() != 2
+        || !stdout.contains("epoll")
+        || !stdout.contains("threads")
+    {
+        return Err(format!("summary: {stdout}").into());
+    }
+    // Run again from the files alone: the same exports.
+    let again = Command::new(bin()).arg("report").arg(&dir).output()?;
+    if !again.status.success() || std::fs::read_to_string(dir.join("results.csv"))? != csv {
+        return Err(format!("c10k report: {}", String::from_utf8_lossy(&again.stderr)).into());
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
+
+fn kill_and_resume() -> Result<(), Failed> {
+    let out = scratch("resume")?;
+    let mut child = Command::new(bin())
+        .args([
+            "run",
+            "--models",
+            "epoll,select",
+            "--connections",
+            "2,3",
+            "--runs",
+            "3",
+            "--duration",
+            "50ms",
+            "--warmup",
+            "0ms",
+            "--no-report",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let stderr = child.stderr.take().ok_or("no stderr")?;
+    // Off a terminal the run reports each finished cell as "[k/12] …".
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    loop {
+        let line = rx
+            .recv_timeout(PATIENCE)
+            .map_err(|_| format!("no progress; saw {seen:?}"))?;
+        let third = line.starts_with("[3/12]");
+        seen.push(line);
+        if third {
+            break;
+        }
+    }
+    // SIGKILL: no handler runs, no file is closed properly.
+    child.kill()?;
+    child.wait()?;
+    let dir = results_dir(&out)?;
+    let before = lines(&dir)?;
+    if before.len() < 3 || before.len() >= 12 {
+        return Err(format!("{} cells recorded before the kill", before.len()).into());
+    }
+    // As if the kill had come in the middle of a write.
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join("results.jsonl"))?;
+        f.write_all(br#"{"version":1,"id":"epoll/c2/r"#)?;
+    }
+    let o = Command::new(bin())
+        .arg("run")
+        .arg("--resume")
+        .arg(&dir)
+        .arg("--no-report")
+        .output()?;
+    if !o.status.success() {
+        return Err(format!(
+            "resume: exit {:?}: {}",
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr)
+        )
+        .into());
+    }
+    let after = lines(&dir)?;
+    let mut count: BTreeMap<String, usize> = BTreeMap::new();
+    for c in &after {
+        *count
+            .entry(c["id"].as_str().unwrap_or("").to_string())
+            .or_default() += 1;
+    }
+    let mut want = Vec::new();
+    for m in ["epoll", "select"] {
+        for n in [2, 3] {
+            for r in 1..=3 {
+                want.push(format!("{m}/c{n}/r{r}"));
+            }
+        }
+    }
+    want.sort();
+    let got: Vec<String> = count.keys().cloned().collect();
+    if got != want || count.values().any(|&k| k != 1) || after.len() != 12 {
+        return Err(format!("after resume: {count:?}").into());
+    }
+    // The cells recorded before the kill are kept as they were.
+    for (a, b) in before.iter().zip(&after) {
+        if a != b {
+            return Err(format!("a recorded cell changed: {a} became {b}").into());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
+
+fn failed_cells() -> Result<(), Failed> {
+    let out = scratch("failed")?;
+    // The server refuses past one connection: three of four fail. Then a
+    // server that cannot start. The run records both and goes on.
+    for (arg, want) in [
+        ("--server-arg=--max-conns=1", "3 of 4 connections failed"),
+        ("--server-arg=--buffer=1", "--buffer"),
+    ] {
+        let o = run(&[
+            "--models",
+            "poll",
+            "--connections",
+            "4",
+            "--runs",
+            "1",
+            "--duration",
+            "50ms",
+            "--no-report",
+            arg,
+            "--out",
+            out.to_str().unwrap_or("."),
+        ])?;
+        if !o.status.success() {
+            return Err(format!(
+                "{arg}: exit {:?}: {}",
+                o.status.code(),
+                String::from_utf8_lossy(&o.stderr)
+            )
+            .into());
+        }
+        let dir = results_dir(&out)?;
+        let cells = lines(&dir)?;
+        let reason = cells[0]["reason"].as_str().unwrap_or("");
+        if cells.len() != 1 || cells[0]["status"] != "failed" || !reason.contains(want) {
+            return Err(format!("{arg}: {cells:?}").into());
+        }
+        std::fs::remove_dir_all(&dir)?;
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
+
+fn bad_input() -> Result<(), Failed> {
+    for (args, want) in [
+        (&["run", "nosuch"][..], "unknown experiment 'nosuch'"),
+        (
+            &["run", "--models", "carrier-pigeon"],
+            "unknown model 'carrier-pigeon'",
+        ),
+        (&["run", "--connections", "0"], "--connections"),
+        (&["run", "--runs", "0"], "--runs 0"),
+        (
+            &["run", "--resume", "/nonexistent/c10k"],
+            "not a c10k results directory",
+        ),
+        (
+            &["report", "/nonexistent/c10k"],
+            "not a c10k results directory",
+        ),
+    ] {
+        let o = Command::new(bin()).args(args).output()?;
+        let err = String::from_utf8_lossy(&o.stderr);
+        if o.status.code() != Some(2) || err.lines().count() != 1 || !err.contains(want) {
+            return Err(format!("{args:?}: exit {:?}, stderr {err:?}", o.status.code()).into());
+        }
+    }
+    Ok(())
+}
