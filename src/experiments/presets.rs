@@ -76,7 +76,7 @@ pub fn all() -> Vec<Preset> {
             name: "comp8005",
             title: "select, threads and epoll to 100,000 clients (COMP 8005): 100 messages per connection, per-connection CSV",
             models: &[],
-            connections: &[1, 10, 100, 1000, 5000, 10_000, 20_000, 30_000, 40_000, 50_000, 100_000],
+            connections: &[1, 10, 100, 1000, 5000, 10_000, 20_000, 30_000, 50_000, 100_000],
             runs: 3,
             workload: Workload {
                 messages_per_connection: Some(100),
