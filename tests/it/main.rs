@@ -6,6 +6,7 @@ mod cli;
 mod conformance;
 mod load;
 mod misbehave;
+mod report;
 mod schema;
 mod support;
 
@@ -35,6 +36,9 @@ fn main() {
     }
     for &(name, test) in misbehave::TESTS {
         trials.push(Trial::test(format!("misbehave::{name}"), test));
+    }
+    for &(name, test) in report::TESTS {
+        trials.push(Trial::test(format!("report::{name}"), test));
     }
     for &(name, test) in schema::TESTS {
         trials.push(Trial::test(format!("schema::{name}"), test));
