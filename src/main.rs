@@ -180,8 +180,9 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
 
 /// The ranking and the study's tables, as printed and exported.
 fn all_tables(data: &c10k::runner::results::RunData) -> Vec<c10k::export::table::Table> {
-    let mut t = c10k::runner::summary::ranking(data);
-    t.extend(c10k::experiments::tables(data));
+    let mut t = c10k::experiments::tables(data);
+    t.extend(c10k::runner::summary::ranking(data));
+    t.push(c10k::report::summary_table(data));
     t
 }
 

@@ -68,13 +68,15 @@ fn quantile(v: &[f64], q: f64) -> f64 {
     v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
 }
 
-/// The ratio a/b with its spread propagated from both summaries (first
-/// order, relative errors added in quadrature), as hyperfine reports it.
+/// The ratio of the medians a/b, with a spread from both summaries'
+/// relative standard deviations added in quadrature (first-order error
+/// propagation, as hyperfine reports its ratios). Medians, so that one
+/// outlier moves neither the ranking nor the ratio.
 pub fn ratio(a: &Summary, b: &Summary) -> Option<(f64, f64)> {
-    if a.mean <= 0.0 || b.mean <= 0.0 {
+    if a.median <= 0.0 || b.median <= 0.0 || a.mean <= 0.0 || b.mean <= 0.0 {
         return None;
     }
-    let r = a.mean / b.mean;
+    let r = a.median / b.median;
     let e = r * ((a.stdev / a.mean).powi(2) + (b.stdev / b.mean).powi(2)).sqrt();
     Some((r, e))
 }

@@ -6,6 +6,7 @@ mod cli;
 mod conformance;
 mod load;
 mod misbehave;
+mod report;
 mod runner;
 mod schema;
 mod support;
@@ -36,6 +37,9 @@ fn main() {
     }
     for &(name, test) in misbehave::TESTS {
         trials.push(Trial::test(format!("misbehave::{name}"), test));
+    }
+    for &(name, test) in report::TESTS {
+        trials.push(Trial::test(format!("report::{name}"), test));
     }
     for &(name, test) in runner::TESTS {
         trials.push(Trial::test(format!("runner::{name}"), test));

@@ -1,0 +1,393 @@
+//! Drawing a figure as inline SVG with plotters: one or more log-log panels
+//! side by side (connections across, one figure up), one line per model
+//! through the medians of its repeats, min–max whiskers, an optional fitted
+//! power law per model drawn dashed, and a legend under the panels.
+//!
+//! Text is written as SVG `<text>` for the browser to set: plotters is built
+//! without a font feature, so it only estimates text widths for layout and
+//! needs no font files here (see the report module's doc).
+
+use anyhow::Context as _;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::units::{self, Unit};
+use crate::stats::fit::PowerLaw;
+
+/// Width of every figure, pixels (the page scales it down to fit).
+const WIDTH: u32 = 960;
+/// Height of a legend row.
+const LEGEND_ROW: u32 = 22;
+/// Sideways offset between models at one connection count, pixels, so that
+/// their whiskers do not hide each other.
+const DODGE_PX: f64 = 4.0;
+const FONT: &str = "sans-serif";
+
+/// One model at one connection count: the median of its repeats and their
+/// range.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    pub x: f64,
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+/// One model in one panel.
+#[derive(Debug, Clone)]
+pub struct Line {
+    /// Index into the figure's legend.
+    pub entry: usize,
+    pub points: Vec<Point>,
+    pub fit: Option<PowerLaw>,
+}
+
+/// One chart of a figure.
+#[derive(Debug, Clone)]
+pub struct Panel {
+    pub title: String,
+    pub y_label: String,
+    pub unit: Unit,
+    pub lines: Vec<Line>,
+}
+
+/// How a model looks in every chart.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Look {
+    pub color: RGBColor,
+    pub marker: Marker,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marker {
+    Circle,
+    Square,
+    Triangle,
+    Diamond,
+    Cross,
+}
+
+/// A legend line: the model, how it is drawn, and what to say of it.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub look: Look,
+    pub text: String,
+    /// False when the model has no point in any panel of the figure.
+    pub has_data: bool,
+}
+
+/// A figure: panels side by side over one legend.
+#[derive(Debug, Clone)]
+pub struct Figure {
+    pub panels: Vec<Panel>,
+    pub legend: Vec<Entry>,
+    /// Connection counts to mark on the x axis.
+    pub x_ticks: Vec<f64>,
+}
+
+/// Ten colours that stay apart for most readers (Tableau 10), one per
+/// model of the registry, so a model has the same colour in every report.
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(0x4e, 0x79, 0xa7),
+    RGBColor(0xf2, 0x8e, 0x2b),
+    RGBColor(0xe1, 0x57, 0x59),
+    RGBColor(0x76, 0xb7, 0xb2),
+    RGBColor(0x59, 0xa1, 0x4f),
+    RGBColor(0xc9, 0xa2, 0x27),
+    RGBColor(0xb0, 0x7a, 0xa1),
+    RGBColor(0xff, 0x9d, 0xa7),
+    RGBColor(0x9c, 0x75, 0x5f),
+    RGBColor(0x55, 0x55, 0x55),
+];
+const MARKERS: [Marker; 5] = [
+    Marker::Circle,
+    Marker::Square,
+    Marker::Triangle,
+    Marker::Diamond,
+    Marker::Cross,
+];
+
+/// The look of `model`: by its place in the server registry, so it does
+/// not change with the plan; a model the registry does not know takes the
+/// colours after `fallback` (its place in the plan).
+pub fn look(model: &str, fallback: usize) -> Look {
+    let names = crate::server::names();
+    let i = names
+        .iter()
+        .position(|n| *n == model)
+        .unwrap_or(names.len() + fallback);
+    Look {
+        color: PALETTE[i % PALETTE.len()],
+        // Colour and shape cycle at different lengths: no two of the first
+        // fifty models look the same, and shape alone tells neighbours apart.
+        marker: MARKERS[(i + i / PALETTE.len()) % MARKERS.len()],
+    }
+}
+
+/// The figure as an `<svg>` element (with its `xmlns` attribute, which the
+/// page removes).
+pub fn svg(figure: &Figure) -> anyhow::Result<String> {
+    let panels = figure.panels.len().max(1) as u32;
+    let panel_h = match panels {
+        1 => 400,
+        2 => 340,
+        _ => 300,
+    };
+    let wide = figure.legend.iter().any(|e| e.text.chars().count() > 24);
+    let columns = if wide { 2 } else { 4 };
+    let rows = figure.legend.len().div_ceil(columns) as u32;
+    let legend_h = 14 + rows * LEGEND_ROW;
+    let mut out = String::new();
+    {
+        let root =
+            SVGBackend::with_string(&mut out, (WIDTH, panel_h + legend_h)).into_drawing_area();
+        root.fill(&WHITE).context("drawing the background")?;
+        let (top, bottom) = root.split_vertically(panel_h);
+        let areas = top.split_evenly((1, panels as usize));
+        for (area, panel) in areas.iter().zip(&figure.panels) {
+            draw_panel(area, panel, figure)
+                .with_context(|| format!("drawing the {} chart", panel.title))?;
+        }
+        draw_legend(&bottom, &figure.legend, columns).context("drawing the legend")?;
+        root.present().context("finishing the SVG")?;
+    }
+    Ok(out)
+}
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+fn draw_panel(area: &Area<'_>, panel: &Panel, figure: &Figure) -> anyhow::Result<()> {
+    let (x_lo, x_hi) = padded(&figure.x_ticks, 1.3);
+    let mut ys: Vec<f64> = Vec::new();
+    for line in &panel.lines {
+        for p in &line.points {
+            ys.extend([p.min, p.max, p.median]);
+        }
+        if let (Some(f), Some((a, b))) = (line.fit, x_span(line)) {
+            ys.extend([f.at(a), f.at(b)]);
+        }
+    }
+    ys.retain(|v| v.is_finite() && *v > 0.0);
+    let (y_lo, y_hi) = padded(&ys, 1.4);
+    let x_ticks = thin(&figure.x_ticks, 12);
+    let y_ticks = log_ticks(y_lo, y_hi);
+    let unit = panel.unit;
+    let mut chart = ChartBuilder::on(area)
+        .caption(&panel.title, (FONT, 16))
+        .margin(10)
+        .margin_right(18)
+        .x_label_area_size(40)
+        .y_label_area_size(64)
+        .build_cartesian_2d(
+            (x_lo..x_hi).log_scale().with_key_points(x_ticks),
+            (y_lo..y_hi).log_scale().with_key_points(y_ticks),
+        )?;
+    chart
+        .configure_mesh()
+        .x_desc("connections")
+        .y_desc(panel.y_label.as_str())
+        .x_label_formatter(&|v| units::count(*v))
+        .y_label_formatter(&|v| unit.format(*v))
+        .label_style((FONT, 12))
+        .axis_desc_style((FONT, 13))
+        .bold_line_style(BLACK.mix(0.08))
+        .axis_style(BLACK.mix(0.6))
+        .draw()?;
+
+    // Spread the models at one x by a few pixels, centred on the true x.
+    let (plot_w, _) = chart.plotting_area().dim_in_pixel();
+    let step = DODGE_PX * (x_hi / x_lo).ln() / f64::from(plot_w.max(1));
+    let k = panel.lines.len() as f64;
+    for (i, line) in panel.lines.iter().enumerate() {
+        let Some(entry) = figure.legend.get(line.entry) else {
+            continue;
+        };
+        let look = entry.look;
+        let shift = ((i as f64 - (k - 1.0) / 2.0) * step).exp();
+        let points: Vec<Point> = line
+            .points
+            .iter()
+            .filter(|p| p.median > 0.0 && p.median.is_finite())
+            .map(|p| Point {
+                x: p.x * shift,
+                ..*p
+            })
+            .collect();
+        if let (Some(f), Some((a, b))) = (line.fit, x_span(line)) {
+            let n = 24;
+            let curve: Vec<(f64, f64)> = (0..=n)
+                .map(|j| {
+                    let x = a * (b / a).powf(f64::from(j) / f64::from(n));
+                    (x, f.at(x))
+                })
+                .filter(|(_, y)| *y >= y_lo && *y <= y_hi)
+                .collect();
+            chart.draw_series(DashedLineSeries::new(
+                curve,
+                6,
+                4,
+                look.color.mix(0.7).stroke_width(1),
+            ))?;
+        }
+        chart.draw_series(LineSeries::new(
+            points.iter().map(|p| (p.x, p.median)),
+            look.color.stroke_width(2),
+        ))?;
+        let whiskers: Vec<&Point> = points
+            .iter()
+            .filter(|p| p.max > p.min && p.min > 0.0)
+            .collect();
+        let stroke = look.color.stroke_width(1);
+        chart.draw_series(
+            whiskers
+                .iter()
+                .map(|p| PathElement::new(vec![(p.x, p.min), (p.x, p.max)], stroke)),
+        )?;
+        chart.draw_series(
+            whiskers
+                .iter()
+                .flat_map(|p| [(p.x, p.min), (p.x, p.max)])
+                .map(|c| EmptyElement::at(c) + PathElement::new(vec![(-4, 0), (4, 0)], stroke)),
+        )?;
+        chart.draw_series(
+            points
+                .iter()
+                .map(|p| EmptyElement::at((p.x, p.median)) + marker(look, 4)),
+        )?;
+    }
+    Ok(())
+}
+
+/// The smallest and largest x of a line's points.
+fn x_span(line: &Line) -> Option<(f64, f64)> {
+    let lo = line.points.iter().map(|p| p.x).reduce(f64::min)?;
+    let hi = line.points.iter().map(|p| p.x).reduce(f64::max)?;
+    Some((lo, hi))
+}
+
+/// A marker drawn around (0, 0) in pixels.
+fn marker<DB: DrawingBackend>(look: Look, r: i32) -> DynElement<'static, DB, (i32, i32)> {
+    let fill = look.color.filled();
+    match look.marker {
+        Marker::Circle => Circle::new((0, 0), r, fill).into_dyn(),
+        Marker::Square => Rectangle::new([(-r, -r), (r, r)], fill).into_dyn(),
+        Marker::Triangle => TriangleMarker::new((0, 0), r + 1, fill).into_dyn(),
+        Marker::Diamond => {
+            let d = r + 1;
+            Polygon::new(vec![(0, -d), (d, 0), (0, d), (-d, 0)], fill).into_dyn()
+        }
+        Marker::Cross => Cross::new((0, 0), r, look.color.stroke_width(2)).into_dyn(),
+    }
+}
+
+fn draw_legend(area: &Area<'_>, entries: &[Entry], columns: usize) -> anyhow::Result<()> {
+    let col_w = (WIDTH as usize / columns) as i32;
+    for (j, e) in entries.iter().enumerate() {
+        let x = 24 + (j % columns) as i32 * col_w;
+        let y = 10 + (j / columns) as i32 * LEGEND_ROW as i32 + LEGEND_ROW as i32 / 2;
+        let (color, text_color) = if e.has_data {
+            (e.look.color.to_rgba(), BLACK.to_rgba())
+        } else {
+            (e.look.color.mix(0.35), BLACK.mix(0.5))
+        };
+        area.draw(&PathElement::new(
+            vec![(x, y), (x + 28, y)],
+            color.stroke_width(2),
+        ))?;
+        area.draw(&(EmptyElement::at((x + 14, y)) + marker(e.look, 4)))?;
+        let style = TextStyle::from((FONT, 13).into_font())
+            .color(&text_color)
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        area.draw(&Text::new(e.text.clone(), (x + 36, y), style))?;
+    }
+    Ok(())
+}
+
+/// The range of the positive values in `v`, widened by `factor` on each
+/// side (a log axis needs room around a single value too); (0.5, 2) when
+/// there is none.
+fn padded(v: &[f64], factor: f64) -> (f64, f64) {
+    let pos = v.iter().copied().filter(|x| x.is_finite() && *x > 0.0);
+    let lo = pos.clone().reduce(f64::min);
+    let hi = pos.reduce(f64::max);
+    match (lo, hi) {
+        (Some(lo), Some(hi)) => (lo / factor, hi * factor),
+        _ => (0.5, 2.0),
+    }
+}
+
+/// At most `max` of `ticks`, keeping the first and the last.
+fn thin(ticks: &[f64], max: usize) -> Vec<f64> {
+    if ticks.len() <= max {
+        return ticks.to_vec();
+    }
+    let every = ticks.len().div_ceil(max);
+    let last = ticks.len() - 1;
+    ticks
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % every == 0 || *i == last)
+        .map(|(_, t)| *t)
+        .collect()
+}
+
+/// Round values between `lo` and `hi` for a log axis: powers of ten when
+/// the range spans several, else 1-2-5 steps, else every digit.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    const SETS: [&[f64]; 3] = [
+        &[1.0],
+        &[1.0, 2.0, 5.0],
+        &[1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0],
+    ];
+    if !(lo > 0.0 && hi > lo && lo.is_finite() && hi.is_finite()) {
+        return Vec::new();
+    }
+    let first = lo.log10().floor() as i32;
+    let last = hi.log10().ceil() as i32;
+    let mut best = Vec::new();
+    for (k, set) in SETS.iter().enumerate() {
+        let ticks: Vec<f64> = (first..=last)
+            .flat_map(|e| set.iter().map(move |m| m * 10f64.powi(e)))
+            .filter(|t| *t >= lo && *t <= hi)
+            .collect();
+        let enough = if k == 0 { 4 } else { 3 };
+        best = ticks;
+        if best.len() >= enough {
+            break;
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_ticks_are_round_and_in_range() {
+        assert_eq!(log_ticks(0.5, 2e4), vec![1.0, 10.0, 100.0, 1e3, 1e4]);
+        assert_eq!(log_ticks(0.9, 30.0), vec![1.0, 2.0, 5.0, 10.0, 20.0]);
+        let dense = log_ticks(0.7, 1.6);
+        assert_eq!(dense.len(), 5, "{dense:?}");
+        assert!(log_ticks(0.0, 1.0).is_empty());
+        assert!(log_ticks(f64::NAN, 1.0).is_empty());
+    }
+
+    #[test]
+    fn thinning_keeps_the_ends() {
+        let t: Vec<f64> = (1..=20).map(f64::from).collect();
+        let thinned = thin(&t, 6);
+        assert!(thinned.len() <= 7);
+        assert_eq!(thinned.first(), Some(&1.0));
+        assert_eq!(thinned.last(), Some(&20.0));
+        assert_eq!(thin(&t[..3], 6), vec![1.0, 2.0, 3.0]);
+    }
+
+    #[test]
+    fn registry_models_keep_their_look() {
+        assert_eq!(look("threads", 7), look("threads", 0));
+        assert_ne!(look("threads", 0).color, look("fork", 0).color);
+        assert_ne!(look("unknown-a", 0), look("unknown-b", 1));
+    }
+}

@@ -1,0 +1,369 @@
+//! Which charts a run gets and what goes in them: time (or mean latency)
+//! with a fitted power law per model, latency percentiles, throughput,
+//! memory per connection, CPU per message, and for churn the connect rate
+//! and connect latency. A chart (or one panel of it) with nothing to draw is
+//! left out and said so in one line, never drawn empty.
+
+use super::charts::{self, Entry, Figure, Line, Panel, Point};
+use super::series::{self, Pick};
+use super::units::Unit;
+use crate::runner::cell::Metrics;
+use crate::runner::matrix::WorkloadKind;
+use crate::runner::results::RunData;
+use crate::stats::fit::PowerLaw;
+use crate::stats::Summary;
+
+/// A chart of the report: drawn, or left out with the reason.
+#[derive(Debug, Clone)]
+pub enum Chart {
+    Drawn {
+        /// Stable HTML id of the figure.
+        id: &'static str,
+        title: String,
+        /// Sentences under the chart: what it shows, the fits, what was
+        /// left out.
+        caption: Vec<String>,
+        figure: Figure,
+    },
+    Skipped {
+        title: String,
+        why: String,
+    },
+}
+
+struct PanelSpec {
+    title: &'static str,
+    y_label: &'static str,
+    unit: Unit,
+    pick: Pick,
+}
+
+struct Spec {
+    id: &'static str,
+    title: String,
+    about: String,
+    panels: Vec<PanelSpec>,
+    /// The symbol of the fitted quantity (`t`), when the figure fits a
+    /// power law per model (single-panel figures only).
+    fit: Option<&'static str>,
+}
+
+/// The charts of this run, in the order the page shows them.
+pub fn charts(data: &RunData) -> Vec<Chart> {
+    let mut specs = vec![time_spec(data)];
+    specs.push(Spec {
+        id: "latency",
+        title: "Latency percentiles".into(),
+        about: "Round-trip latency of the measured messages at each connection count: the \
+                median (p50) and the 99th percentile (p99) of each cell, from the client's \
+                histograms."
+            .into(),
+        panels: vec![
+            panel("p50", "latency", Unit::Micros, |m| m.latency_p50_us),
+            panel("p99", "latency", Unit::Micros, |m| m.latency_p99_us),
+        ],
+        fit: None,
+    });
+    specs.push(Spec {
+        id: "throughput",
+        title: "Throughput".into(),
+        about: "Measured round trips per second (echoes back and checked) over the measured \
+                window."
+            .into(),
+        panels: vec![panel(
+            "round trips per second",
+            "round trips per second",
+            Unit::Count,
+            |m| m.throughput,
+        )],
+        fit: None,
+    });
+    specs.push(Spec {
+        id: "memory",
+        title: "Memory per connection".into(),
+        about: "What each connection added to the server, measured with every connection up \
+                minus just after start, divided by the connections: user memory as PSS (a page \
+                shared by forked processes counted once), virtual size (thread stacks show \
+                here), and kernel memory (slab plus TCP buffers, system-wide, both ends of each \
+                loopback connection)."
+            .into(),
+        panels: vec![
+            panel("user (PSS)", "KiB per connection", Unit::Count, |m| {
+                m.user_kib_per_connection
+            }),
+            panel("virtual", "KiB per connection", Unit::Count, |m| {
+                m.virtual_kib_per_connection
+            }),
+            panel("kernel", "KiB per connection", Unit::Count, |m| {
+                m.kernel_kib_per_connection
+            }),
+        ],
+        fit: None,
+    });
+    specs.push(Spec {
+        id: "cpu",
+        title: "CPU per message".into(),
+        about: "CPU time (user plus system) per measured message. The server's is its whole \
+                process tree over the whole cell, connection setup included, so it is an upper \
+                bound; the client's covers the measured window and shows when the load \
+                generator, not the server, was the limit."
+            .into(),
+        panels: vec![
+            panel("server", "CPU per message", Unit::Micros, |m| {
+                m.server_cpu_per_message_us
+            }),
+            panel("client", "CPU per message", Unit::Micros, |m| {
+                m.client_cpu_per_message_us
+            }),
+        ],
+        fit: None,
+    });
+    if data.plan.workload.kind == WorkloadKind::Churn {
+        specs.push(Spec {
+            id: "churn",
+            title: "Connection churn".into(),
+            about: "Connections opened, served and closed per second, and the time from \
+                    connect() to a writable socket (p50 and p99)."
+                .into(),
+            panels: vec![
+                panel(
+                    "connects per second",
+                    "connects per second",
+                    Unit::Count,
+                    |m| m.connects_per_second,
+                ),
+                panel("connect p50", "connect latency", Unit::Micros, |m| {
+                    m.connect_p50_us
+                }),
+                panel("connect p99", "connect latency", Unit::Micros, |m| {
+                    m.connect_p99_us
+                }),
+            ],
+            fit: None,
+        });
+    }
+    specs.iter().map(|s| build(data, s)).collect()
+}
+
+fn panel(title: &'static str, y_label: &'static str, unit: Unit, pick: Pick) -> PanelSpec {
+    PanelSpec {
+        title,
+        y_label,
+        unit,
+        pick,
+    }
+}
+
+/// Time against connections when the cells did a fixed amount of work;
+/// mean latency when they ran for a fixed time.
+fn time_spec(data: &RunData) -> Spec {
+    let has = |pick: Pick| {
+        series::latest(data)
+            .iter()
+            .any(|c| pick(&c.metrics()).is_some_and(|v| v.is_finite() && v > 0.0))
+    };
+    let time: Pick = |m: &Metrics| m.time_seconds;
+    if has(time) || !has(|m| m.latency_mean_us) {
+        Spec {
+            id: "time",
+            title: "Time against connections".into(),
+            about: "Time to do the cell's fixed work (burst: from the first send to the last \
+                    echo, the mean over rounds; a fixed message count: the whole measured \
+                    phase). On log-log axes a power law t = a·N^b is a straight line of slope \
+                    b, drawn dashed per model: b = 1 means time grows in proportion to the \
+                    connections."
+                .into(),
+            panels: vec![panel("time", "time", Unit::Seconds, time)],
+            fit: Some("t"),
+        }
+    } else {
+        Spec {
+            id: "time",
+            title: "Mean latency against connections".into(),
+            about: "The cells ran for a fixed time, so this is the mean round-trip latency \
+                    instead of a time for fixed work. On log-log axes a power law is a straight \
+                    line, drawn dashed per model with its exponent in the legend."
+                .into(),
+            panels: vec![panel("mean latency", "latency", Unit::Micros, |m| {
+                m.latency_mean_us
+            })],
+            fit: Some("latency"),
+        }
+    }
+}
+
+fn build(data: &RunData, spec: &Spec) -> Chart {
+    let models = series::models(data);
+    let mut has_data = vec![false; models.len()];
+    let mut fits: Vec<Option<PowerLaw>> = vec![None; models.len()];
+    // (panel, model, values) left out for being at or below zero.
+    let mut dropped: Vec<(&str, &str, usize)> = Vec::new();
+    let mut panels = Vec::new();
+    let mut empty_panels = Vec::new();
+    for ps in &spec.panels {
+        let mut lines = Vec::new();
+        for (i, model) in models.iter().enumerate() {
+            let mut points = Vec::new();
+            for (n, vals) in series::values(data, model, ps.pick) {
+                let positive: Vec<f64> = vals.iter().copied().filter(|v| *v > 0.0).collect();
+                let gone = vals.len() - positive.len();
+                match dropped.last_mut() {
+                    Some((p, m, k)) if *p == ps.title && *m == model.as_str() => *k += gone,
+                    _ if gone > 0 => dropped.push((ps.title, model.as_str(), gone)),
+                    _ => {}
+                }
+                if let Some(s) = Summary::of(&positive) {
+                    points.push(Point {
+                        x: n as f64,
+                        median: s.median,
+                        min: s.min,
+                        max: s.max,
+                    });
+                }
+            }
+            if points.is_empty() {
+                continue;
+            }
+            has_data[i] = true;
+            let fit = spec.fit.and_then(|_| {
+                let medians: Vec<(f64, f64)> = points.iter().map(|p| (p.x, p.median)).collect();
+                PowerLaw::fit(&medians)
+            });
+            fits[i] = fit;
+            lines.push(Line {
+                entry: i,
+                points,
+                fit,
+            });
+        }
+        if lines.is_empty() {
+            empty_panels.push(ps.title);
+        } else {
+            panels.push(Panel {
+                title: ps.title.to_string(),
+                y_label: ps.y_label.to_string(),
+                unit: ps.unit,
+                lines,
+            });
+        }
+    }
+    if panels.is_empty() {
+        return Chart::Skipped {
+            title: spec.title.clone(),
+            why: if !dropped.is_empty() {
+                "every value is zero or below, which a log axis cannot show".to_string()
+            } else {
+                "no measured cell has this figure".to_string()
+            },
+        };
+    }
+    let measured: Vec<bool> = models
+        .iter()
+        .map(|m| series::measured(data, m) > 0)
+        .collect();
+    let legend: Vec<Entry> = models
+        .iter()
+        .enumerate()
+        .map(|(i, model)| Entry {
+            look: charts::look(model, i),
+            text: legend_text(model, has_data[i], measured[i], spec.fit, fits[i].as_ref()),
+            has_data: has_data[i],
+        })
+        .collect();
+    let mut caption = vec![spec.about.clone()];
+    if let Some(sym) = spec.fit {
+        let fitted: Vec<String> = models
+            .iter()
+            .zip(&fits)
+            .filter_map(|(m, f)| f.map(|f| format!("{m} {}", fit_text(sym, &f))))
+            .collect();
+        if !fitted.is_empty() {
+            caption.push(format!(
+                "Power laws fitted by least squares on the medians in log space: {}.",
+                fitted.join("; ")
+            ));
+        }
+    }
+    for t in empty_panels {
+        caption.push(format!("No {t} panel: no measured cell has it."));
+    }
+    if !dropped.is_empty() {
+        let total: usize = dropped.iter().map(|d| d.2).sum();
+        let which: Vec<String> = dropped
+            .iter()
+            .map(|(p, m, k)| format!("{m} in {p} ({k})"))
+            .collect();
+        caption.push(format!(
+            "Left out, as a log axis cannot show values at or below zero: {total} value{}, \
+             {}.",
+            if total == 1 { "" } else { "s" },
+            which.join(", ")
+        ));
+    }
+    let unmeasured: Vec<&str> = missing(&models, &has_data, &measured, false);
+    if !unmeasured.is_empty() {
+        caption.push(format!(
+            "Nothing to draw for {}: no cell of {} was measured (see the skipped and failed \
+             cells).",
+            unmeasured.join(", "),
+            if unmeasured.len() == 1 { "it" } else { "them" }
+        ));
+    }
+    let lacking: Vec<&str> = missing(&models, &has_data, &measured, true);
+    if !lacking.is_empty() {
+        caption.push(format!(
+            "Nothing to draw for {}: measured, but without this figure.",
+            lacking.join(", ")
+        ));
+    }
+    Chart::Drawn {
+        id: spec.id,
+        title: spec.title.clone(),
+        caption,
+        figure: Figure {
+            panels,
+            legend,
+            x_ticks: series::connections(data)
+                .into_iter()
+                .map(|n| n as f64)
+                .collect(),
+        },
+    }
+}
+
+/// `t ∝ N^1.02, R² 0.99`.
+pub fn fit_text(symbol: &str, f: &PowerLaw) -> String {
+    format!("{symbol} ∝ N^{:.2}, R² {:.2}", f.exponent, f.r2)
+}
+
+/// Models with nothing in the figure, whose cells were (`measured`) or
+/// were not measured.
+fn missing<'a>(
+    models: &'a [String],
+    has_data: &[bool],
+    ok: &[bool],
+    measured: bool,
+) -> Vec<&'a str> {
+    models
+        .iter()
+        .zip(has_data.iter().zip(ok))
+        .filter(|(_, (has, ok))| !**has && **ok == measured)
+        .map(|(m, _)| m.as_str())
+        .collect()
+}
+
+fn legend_text(
+    model: &str,
+    has_data: bool,
+    measured: bool,
+    fit: Option<&str>,
+    f: Option<&PowerLaw>,
+) -> String {
+    match (has_data, fit, f) {
+        (false, _, _) if measured => format!("{model}: no data"),
+        (false, _, _) => format!("{model}: no measured cell"),
+        (true, Some(sym), Some(f)) => format!("{model}  {}", fit_text(sym, f)),
+        (true, Some(_), None) => format!("{model}  (one connection count: no fit)"),
+        (true, None, _) => model.to_string(),
+    }
+}

@@ -1,0 +1,254 @@
+//! The page itself: one polyglot HTML5 document (also well-formed XML) with
+//! its style inline, in this order: what the run was and how many cells
+//! were measured, the skipped and failed cells, the charts, the tables, the
+//! environment, and the command that reruns it.
+
+use std::fmt::Write as _;
+
+use super::figures::{self, Chart};
+use super::series;
+use super::summary;
+use super::units;
+use super::{charts, environment};
+use crate::export::table::escape_html;
+use crate::runner::matrix::{Order, RunPlan, WorkloadKind};
+use crate::runner::results::RunData;
+
+/// The namespace attribute plotters writes on its `<svg>`; inline SVG in
+/// HTML does not need it, and without it the page holds no URL at all.
+const SVG_XMLNS: &str = " xmlns=\"http://www.w3.org/2000/svg\"";
+
+const STYLE: &str = "
+:root { color-scheme: light; }
+body { font-family: system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif;
+  margin: 0 auto; max-width: 1000px; padding: 1.5em; color: #222; background: #fff;
+  line-height: 1.45; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; }
+h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
+.subtitle { font-size: 1.1em; color: #555; margin-top: 0; }
+.counts span { display: inline-block; margin-right: 1.2em; font-weight: 600; }
+.counts .ok { color: #2e7d32; }
+.counts .skipped { color: #8a6d00; }
+.counts .failed { color: #c62828; }
+.counts .not-run { color: #555; }
+figure { margin: 1.5em 0 2.5em 0; }
+figure svg { display: block; max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { font-size: 0.92em; color: #333; margin-top: 0.5em; }
+figcaption strong { color: #111; }
+p.skipped-chart { color: #555; font-style: italic; }
+table { border-collapse: collapse; margin: 1em 0 0.4em 0; font-size: 0.92em; }
+caption { text-align: left; font-weight: 600; padding-bottom: 0.3em; }
+th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; vertical-align: top; }
+th { background: #f5f5f5; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+div.scroll { overflow-x: auto; }
+p.note { font-size: 0.88em; color: #555; margin: 0.2em 0 1.2em 0; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 0.2em 1.2em; }
+dl.facts dt { font-weight: 600; }
+dl.facts dd { margin: 0; }
+pre { background: #f6f8fa; border: 1px solid #e1e4e8; padding: 0.8em; overflow-x: auto;
+  white-space: pre-wrap; word-break: break-all; }
+code { font-family: ui-monospace, 'DejaVu Sans Mono', monospace; font-size: 0.92em; }
+";
+
+/// The whole page.
+pub fn render(data: &RunData) -> anyhow::Result<String> {
+    let plan = &data.plan;
+    let mut out = String::with_capacity(64 * 1024);
+    let title = format!("c10k {}: {}", plan.experiment, plan.title);
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n\
+         <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+        escape_html(&title)
+    );
+    let _ = write!(
+        out,
+        "<header>\n<h1>c10k — {}</h1>\n<p class=\"subtitle\">{}</p>\n</header>\n",
+        escape_html(&plan.experiment),
+        escape_html(&plan.title)
+    );
+
+    out.push_str("<section id=\"about\">\n<h2>What this is</h2>\n");
+    let _ = writeln!(out, "<p>{}</p>", escape_html(&about(plan)));
+    out.push_str(&counts(data));
+    out.push_str("</section>\n");
+
+    // The answer first: the study's own tables, then the ranking.
+    let study = crate::experiments::tables(data);
+    if !study.is_empty() {
+        out.push_str("<section id=\"study\">\n<h2>The study's tables, measured here</h2>\n");
+        for t in &study {
+            out.push_str(&scrolling(&t.to_html()));
+        }
+        out.push_str("</section>\n");
+    }
+    out.push_str("<section id=\"ranking\">\n<h2>Ranking</h2>\n");
+    for t in crate::runner::summary::ranking(data) {
+        out.push_str(&scrolling(&t.to_html()));
+    }
+    out.push_str("</section>\n");
+
+    out.push_str("<section id=\"problems\">\n<h2>Skipped and failed cells</h2>\n");
+    let problems = summary::problems_table(data);
+    if problems.rows.is_empty() {
+        out.push_str("<p>None: every cell that ran was measured.</p>\n");
+    } else {
+        out.push_str(&scrolling(&problems.to_html()));
+    }
+    out.push_str("</section>\n");
+
+    out.push_str(
+        "<section id=\"charts\">\n<h2>Charts</h2>\n<p>Connections run across every chart on \
+         a log axis. Each point is the median of a model's repeats at that connection count, \
+         its whiskers the smallest and largest; models at the same count are set a few pixels \
+         apart so their whiskers stay visible. A model keeps its colour and marker in every \
+         chart.</p>\n",
+    );
+    for chart in figures::charts(data) {
+        out.push_str(&chart_html(&chart)?);
+    }
+    out.push_str("</section>\n");
+
+    out.push_str("<section id=\"tables\">\n<h2>Tables</h2>\n");
+    out.push_str(&scrolling(&summary::summary_table(data).to_html()));
+    out.push_str("</section>\n");
+
+    out.push_str("<section id=\"environment\">\n<h2>Environment</h2>\n");
+    out.push_str(&environment::section(&data.environment, plan));
+    out.push_str("</section>\n");
+
+    let _ = write!(
+        out,
+        "<section id=\"rerun\">\n<h2>Rerun this</h2>\n<pre><code>{}</code></pre>\n</section>\n",
+        escape_html(&plan.command)
+    );
+    out.push_str("</body>\n</html>\n");
+    Ok(out)
+}
+
+/// A table in a box that scrolls sideways when it is wider than the page.
+fn scrolling(table: &str) -> String {
+    format!("<div class=\"scroll\">\n{table}</div>\n")
+}
+
+fn chart_html(chart: &Chart) -> anyhow::Result<String> {
+    match chart {
+        Chart::Skipped { title, why } => Ok(format!(
+            "<p class=\"skipped-chart\">{}: no chart, {}.</p>\n",
+            escape_html(title),
+            escape_html(why)
+        )),
+        Chart::Drawn {
+            id,
+            title,
+            caption,
+            figure,
+        } => {
+            let svg = charts::svg(figure)?;
+            let svg = svg.replacen(SVG_XMLNS, "", 1).replacen(
+                "<svg ",
+                &format!("<svg role=\"img\" aria-label=\"{}\" ", escape_html(title)),
+                1,
+            );
+            let mut out = format!("<figure id=\"fig-{id}\">\n{svg}<figcaption><strong>");
+            let _ = write!(out, "{}.</strong>", escape_html(title));
+            for sentence in caption {
+                let _ = write!(out, " {}", escape_html(sentence));
+            }
+            out.push_str("</figcaption>\n</figure>\n");
+            Ok(out)
+        }
+    }
+}
+
+/// What the run did, in a paragraph.
+fn about(plan: &RunPlan) -> String {
+    let models = plan.models.join(", ");
+    let conns: Vec<String> = plan.connections.iter().map(|n| n.to_string()).collect();
+    let order = match plan.order {
+        Order::Interleaved => "interleaved: one repeat of every cell before the next",
+        Order::Sequential => "one cell's repeats back to back",
+    };
+    format!(
+        "c10k ran each server model ({models}) as its own process at {} connection{}, {} \
+         time{} each ({order}), and measured it from outside with its load generator: {}. \
+         Charts show the median of the repeats with their range; the tables give the \
+         numbers. Every server runs the same echo state machine, so a difference is how \
+         the model waits and who runs the handler.",
+        conns.join(", "),
+        if plan.connections == [1] { "" } else { "s" },
+        plan.runs,
+        if plan.runs == 1 { "" } else { "s" },
+        workload(plan),
+    )
+}
+
+fn workload(plan: &RunPlan) -> String {
+    let w = &plan.workload;
+    let bytes = match &w.payload {
+        Some(p) => format!("the {}-byte message \"{p}\"", w.message_bytes),
+        None => format!("a {}-byte message", w.message_bytes),
+    };
+    let timed = format!(
+        "for {} s after {} s of warm-up",
+        units::sig3(w.duration_seconds),
+        units::sig3(w.warmup_seconds)
+    );
+    match w.kind {
+        WorkloadKind::Burst => format!(
+            "each cell connects every socket, sends {bytes} on all of them at once and times \
+             until every echo is back ({} round{}, the mean reported)",
+            w.rounds,
+            if w.rounds == 1 { "" } else { "s" }
+        ),
+        WorkloadKind::Closed => {
+            let depth = format!(
+                "{} message{} in flight per connection",
+                w.depth,
+                if w.depth == 1 { "" } else { "s" }
+            );
+            match (w.total_messages, w.messages_per_connection) {
+                (Some(t), _) => format!(
+                    "{t} request/response pairs of {bytes} split evenly over the connections, \
+                     {depth}, timed from first send to last echo"
+                ),
+                (None, Some(m)) => format!(
+                    "{m} request/response pairs of {bytes} on every connection, {depth}, \
+                     timed from first send to last echo"
+                ),
+                (None, None) => {
+                    format!("closed loop with {bytes}, {depth}, {timed}")
+                }
+            }
+        }
+        WorkloadKind::Churn => format!(
+            "connections opened{} and closed as fast as the server takes them, as many at \
+             once as the cell's connection count, {timed}",
+            if w.churn_echo {
+                format!(", echoing {bytes},")
+            } else {
+                String::new()
+            }
+        ),
+    }
+}
+
+fn counts(data: &RunData) -> String {
+    let c = series::counts(data);
+    let mut out = format!(
+        "<p class=\"counts\">Cells: <span class=\"ok\">{} measured</span> \
+         <span class=\"skipped\">{} skipped</span> <span class=\"failed\">{} failed</span>",
+        c.ok, c.skipped, c.failed
+    );
+    if c.not_run > 0 {
+        let _ = write!(
+            out,
+            " <span class=\"not-run\">{} not run (the run stopped before them)</span>",
+            c.not_run
+        );
+    }
+    let _ = writeln!(out, " of {} planned.</p>", data.plan.cells.len());
+    out
+}

@@ -1,0 +1,101 @@
+//! Numbers as a person reads them on an axis or in a table: three
+//! significant digits, `k`/`M`/`G` for large counts, times in ns, µs, ms or s.
+
+/// What a value measures, which decides how it is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Seconds.
+    Seconds,
+    /// Microseconds (written as a time with its own unit).
+    Micros,
+    /// A plain count or size (the axis label carries the unit).
+    Count,
+    /// Per second.
+    Rate,
+}
+
+impl Unit {
+    /// `v` written in this unit.
+    pub fn format(self, v: f64) -> String {
+        match self {
+            Unit::Seconds => seconds(v),
+            Unit::Micros => seconds(v / 1e6),
+            Unit::Count => count(v),
+            Unit::Rate => format!("{}/s", count(v)),
+        }
+    }
+}
+
+/// `v` to three significant digits (all the digits of a whole number
+/// above 999), trailing zeros dropped.
+pub fn sig3(v: f64) -> String {
+    if !v.is_finite() {
+        return "–".into();
+    }
+    if v == 0.0 {
+        return "0".into();
+    }
+    let magnitude = v.abs().log10().floor() as i32;
+    let decimals = (2 - magnitude).max(0) as usize;
+    let text = format!("{v:.decimals$}");
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    }
+}
+
+/// A count with an SI suffix: 380, 1.5k, 100k, 2.5M.
+pub fn count(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{}G", sig3(v / 1e9))
+    } else if a >= 1e6 {
+        format!("{}M", sig3(v / 1e6))
+    } else if a >= 1e4 {
+        format!("{}k", sig3(v / 1e3))
+    } else {
+        sig3(v)
+    }
+}
+
+/// A time in seconds, written in ns, µs, ms or s.
+pub fn seconds(v: f64) -> String {
+    let a = v.abs();
+    if !v.is_finite() {
+        "–".into()
+    } else if a == 0.0 {
+        "0 s".into()
+    } else if a >= 1.0 {
+        format!("{} s", sig3(v))
+    } else if a >= 1e-3 {
+        format!("{} ms", sig3(v * 1e3))
+    } else if a >= 1e-6 {
+        format!("{} µs", sig3(v * 1e6))
+    } else {
+        format!("{} ns", sig3(v * 1e9))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_numbers_for_people() {
+        assert_eq!(sig3(0.012345), "0.0123");
+        assert_eq!(sig3(1.5), "1.5");
+        assert_eq!(sig3(380.0), "380");
+        assert_eq!(sig3(12345.0), "12345");
+        assert_eq!(sig3(-2.0), "-2");
+        assert_eq!(count(1500.0), "1500");
+        assert_eq!(count(100_000.0), "100k");
+        assert_eq!(count(2_500_000.0), "2.5M");
+        assert_eq!(seconds(0.00123), "1.23 ms");
+        assert_eq!(seconds(2e-5), "20 µs");
+        assert_eq!(seconds(3.0), "3 s");
+        assert_eq!(Unit::Micros.format(1500.0), "1.5 ms");
+        assert_eq!(Unit::Rate.format(25_000.0), "25k/s");
+        assert_eq!(sig3(f64::NAN), "–");
+    }
+}

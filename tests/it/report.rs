@@ -1,0 +1,1032 @@
+//! `report.html` from synthetic runs built in memory (a burst run, a timed
+//! throughput run, a churn run at a single connection count; each with
+//! models that fail or are skipped): the page must parse as strict XML, hold
+//! one `<svg>` per `<figure>` and the figures the data calls for, reference
+//! nothing outside itself, keep every skipped and failed reason, and show
+//! the exponent of a series with a known power law. Then headless Chromium
+//! opens it: the screenshot must be a real image and the console silent
+//! (after a self-test that shows the console check does see an error).
+
+use std::collections::BTreeMap;
+use std::io::Read as _;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use c10k::client::report::{Burst, Client, Connect, Connections, Percentiles, Report, Throughput};
+use c10k::runner::cell::{CellResult, KernelMemory, ServerSide, Status, TreeMemory};
+use c10k::runner::matrix::{self, Order, Pin, Primary, RunPlan, Workload, WorkloadKind};
+use c10k::runner::results::RunData;
+use libtest_mimic::Failed;
+use quick_xml::events::Event;
+use quick_xml::Reader;
+
+/// A report test.
+pub type Test = fn() -> Result<(), Failed>;
+
+pub const TESTS: &[(&str, Test)] = &[
+    ("parses_as_strict_xml", parses_as_strict_xml),
+    ("one_svg_per_figure", one_svg_per_figure),
+    ("references_nothing_outside", references_nothing_outside),
+    (
+        "keeps_skipped_and_failed_reasons",
+        keeps_skipped_and_failed_reasons,
+    ),
+    ("shows_the_fitted_exponent", shows_the_fitted_exponent),
+    (
+        "single_connection_count_and_empty_charts",
+        single_connection_count_and_empty_charts,
+    ),
+    (
+        "summary_table_covers_every_model",
+        summary_table_covers_every_model,
+    ),
+    (
+        "write_puts_report_in_the_results_dir",
+        write_puts_report_in_the_results_dir,
+    ),
+    ("opens_in_chromium", opens_in_chromium),
+];
+
+// ---------------------------------------------------------------- data
+
+/// What one synthetic cell measured.
+#[derive(Clone, Copy, Default)]
+struct Cell {
+    time_s: Option<f64>,
+    latency_us: f64,
+    throughput: f64,
+    connects_per_second: f64,
+    user_kib: f64,
+    virtual_kib: f64,
+    kernel_kib: f64,
+    server_cpu_s: f64,
+    client_cpu_s: f64,
+}
+
+fn percentiles(mean: f64) -> Percentiles {
+    if mean <= 0.0 {
+        return Percentiles::default();
+    }
+    Percentiles {
+        count: 1000,
+        min: mean * 0.5,
+        mean,
+        stdev: mean * 0.2,
+        p50: mean * 0.9,
+        p90: mean * 1.5,
+        p99: mean * 3.0,
+        p99_9: mean * 4.0,
+        max: mean * 5.0,
+    }
+}
+
+fn load_report(kind: &str, n: usize, c: &Cell) -> Report {
+    let messages = match kind {
+        "churn" => 0,
+        "burst" => n as u64 * 3,
+        _ => 10_000,
+    };
+    Report {
+        schema_version: c10k::client::report::SCHEMA_VERSION,
+        command: "c10k load (synthetic)".into(),
+        target: "127.0.0.1:9".into(),
+        workload: kind.into(),
+        message_bytes: 64,
+        depth: 1,
+        warmup_seconds: 0.0,
+        measured_seconds: 2.0,
+        interrupted: false,
+        connections: Connections {
+            requested: n,
+            idle: 0,
+            established: n as u64,
+            failed: 0,
+        },
+        connect: Connect {
+            established_seconds: 0.01,
+            per_second: c.connects_per_second,
+            latency_us: percentiles(if kind == "churn" { 40.0 } else { 20.0 }),
+        },
+        messages,
+        bytes_sent: messages * 64,
+        bytes_received: messages * 64,
+        throughput: Throughput {
+            messages_per_second: c.throughput,
+            bytes_per_second: c.throughput * 64.0,
+        },
+        latency_us: percentiles(c.latency_us),
+        open_loop: None,
+        burst: (kind == "burst").then(|| Burst {
+            makespan_us: vec![c.time_s.map(|t| t * 1e6); 3],
+        }),
+        errors: BTreeMap::new(),
+        client: Client {
+            threads: 1,
+            cpus: Some(vec![1]),
+            cpu_user_seconds: c.client_cpu_s,
+            cpu_system_seconds: 0.0,
+            cpu_per_message_us: 0.0,
+            max_rss_kib: 4096,
+            processes: 1,
+        },
+        tcp: serde_json::Value::Null,
+        sources: Vec::new(),
+        warnings: Vec::new(),
+        environment: serde_json::Value::Null,
+    }
+}
+
+fn tree(pss: u64, vm: u64) -> TreeMemory {
+    TreeMemory {
+        processes: 1,
+        threads: 1,
+        vm_size_kib: vm,
+        vm_peak_kib: vm,
+        rss_kib: pss,
+        vm_hwm_kib: pss,
+        pss_kib: pss,
+        pss_anon_kib: pss,
+        sockets: 1,
+    }
+}
+
+/// A measured cell.
+fn ok(spec: &matrix::CellSpec, kind: &str, c: Cell, fixed: bool) -> CellResult {
+    let n = spec.connections as u64;
+    let (pss, vm) = (2000, 10_000);
+    let loaded = tree(
+        (pss as f64 + c.user_kib * n as f64) as u64,
+        (vm as f64 + c.virtual_kib * n as f64) as u64,
+    );
+    CellResult {
+        version: matrix::RESULTS_VERSION,
+        cell: spec.clone(),
+        status: Status::Ok,
+        reason: None,
+        started_unix: 1.7e9 + spec.index as f64,
+        wall_seconds: 3.0,
+        server: Some(ServerSide {
+            instances: 1,
+            args: vec!["serve".into(), spec.model.clone()],
+            cpu_user_seconds: c.server_cpu_s,
+            cpu_system_seconds: 0.0,
+            max_rss_kib: loaded.rss_kib,
+            idle: tree(pss, vm),
+            loaded,
+            end: loaded,
+            summaries: Vec::new(),
+        }),
+        kernel_before: Some(KernelMemory {
+            slab_kib: 100_000,
+            tcp_buffers_kib: 0,
+            tcp_sockets: 10,
+        }),
+        kernel_loaded: Some(KernelMemory {
+            slab_kib: 100_000 + (c.kernel_kib * n as f64) as u64,
+            tcp_buffers_kib: 0,
+            tcp_sockets: 10 + 2 * n,
+        }),
+        load: Some(load_report(kind, spec.connections, &c)),
+        per_connection_csv: None,
+        messages_per_connection: fixed.then_some(1),
+    }
+}
+
+fn not_measured(spec: &matrix::CellSpec, status: Status, reason: &str) -> CellResult {
+    CellResult {
+        version: matrix::RESULTS_VERSION,
+        cell: spec.clone(),
+        status,
+        reason: Some(reason.into()),
+        started_unix: 1.7e9,
+        wall_seconds: 0.1,
+        server: None,
+        kernel_before: None,
+        kernel_loaded: None,
+        load: None,
+        per_connection_csv: None,
+        messages_per_connection: None,
+    }
+}
+
+fn plan(
+    experiment: &str,
+    kind: WorkloadKind,
+    primary: Primary,
+    models: &[&str],
+    connections: &[usize],
+) -> RunPlan {
+    let models: Vec<String> = models.iter().map(|m| m.to_string()).collect();
+    RunPlan {
+        version: matrix::RESULTS_VERSION,
+        experiment: experiment.into(),
+        title: format!("synthetic {experiment} run <for tests> & checks"),
+        command: format!("c10k run {experiment} --runs 2 --out 'results/{experiment}'"),
+        cells: matrix::expand(&models, connections, 2, Order::Interleaved),
+        models,
+        connections: connections.to_vec(),
+        runs: 2,
+        order: Order::Interleaved,
+        pin: Pin::Split,
+        server_cpus: vec![0],
+        client_cpus: vec![1],
+        workload: Workload {
+            kind,
+            messages_per_connection: (kind == WorkloadKind::Burst).then_some(1),
+            total_messages: None,
+            duration_seconds: 2.0,
+            warmup_seconds: 0.5,
+            message_bytes: 64,
+            payload: None,
+            depth: 1,
+            churn_echo: false,
+            rounds: 3,
+        },
+        primary,
+        per_connection_csv: false,
+        buffer: "16KiB".into(),
+        server_args: Vec::new(),
+    }
+}
+
+fn environment() -> serde_json::Value {
+    serde_json::json!({
+        "c10k_version": "0.1.0",
+        "kernel": "Linux 6.1.0-test #1 SMP x86_64",
+        "hostname": "testhost",
+        "cpus_online": 2,
+        "cpus_allowed": [0, 1],
+        "pinned": false,
+        "cpu_model": "Synthetic CPU @ 2.0GHz",
+        "memory_total_kib": 8_000_000,
+        "nofile_soft": 1_048_576,
+        "nofile_hard": null,
+        "ephemeral_ports": [32768, 60999],
+        "sysctls": {"net.core.somaxconn": "4096", "net.ipv4.tcp_rmem": "4096 131072 6291456"}
+    })
+}
+
+const SKIP_REASON: &str = "io_uring is disabled here (kernel.io_uring_disabled = 2)";
+const FAIL_REASON: &str = "the server died: killed by SIGSEGV <deliberately>";
+
+/// A burst run: select takes exactly 1e-5·N s (exponent 1), threads and
+/// poll grow faster with a little spread between repeats, uring is skipped
+/// everywhere, and poll's second repeat at 128 failed.
+fn burst_run() -> RunData {
+    let p = plan(
+        "thesis",
+        WorkloadKind::Burst,
+        Primary::Time,
+        &["threads", "select", "poll", "uring"],
+        &[2, 8, 32, 128],
+    );
+    let cells = p
+        .cells
+        .iter()
+        .map(|s| {
+            let n = s.connections as f64;
+            let wobble = if s.run == 1 { 0.95 } else { 1.05 };
+            let (a, b, wobble) = match s.model.as_str() {
+                "select" => (1e-5, 1.0, 1.0),
+                "threads" => (2e-5, 1.3, wobble),
+                _ => (1.5e-5, 1.1, wobble),
+            };
+            let t = a * n.powf(b) * wobble;
+            // One repeat's throughput is not a number: left out, not drawn.
+            let nan = s.model == "threads" && s.connections == 2 && s.run == 1;
+            let c = Cell {
+                time_s: Some(t),
+                latency_us: t * 1e6 / 2.0,
+                throughput: if nan { f64::NAN } else { n / t },
+                connects_per_second: 5000.0,
+                user_kib: if s.model == "threads" { 40.0 } else { 0.5 },
+                // select's virtual size does not grow: zero, left out on a
+                // log axis.
+                virtual_kib: if s.model == "threads" {
+                    8200.0
+                } else if s.model == "select" {
+                    0.0
+                } else {
+                    4.0
+                },
+                kernel_kib: 9.0 * wobble,
+                server_cpu_s: t * 0.8,
+                client_cpu_s: t * 0.5,
+            };
+            match (s.model.as_str(), s.connections, s.run) {
+                ("uring", _, _) => not_measured(s, Status::Skipped, SKIP_REASON),
+                ("poll", 128, 2) => not_measured(s, Status::Failed, FAIL_REASON),
+                _ => ok(s, "burst", c, true),
+            }
+        })
+        .collect();
+    RunData {
+        dir: PathBuf::from("results/thesis"),
+        plan: p,
+        environment: environment(),
+        cells,
+    }
+}
+
+/// A timed closed-loop run: epoll's mean latency is exactly 50·N^0.5 µs;
+/// hybrid failed in every cell.
+fn throughput_run() -> RunData {
+    let p = plan(
+        "tour",
+        WorkloadKind::Closed,
+        Primary::Throughput,
+        &["epoll", "tokio", "hybrid"],
+        &[10, 100, 1000],
+    );
+    let cells = p
+        .cells
+        .iter()
+        .map(|s| {
+            let n = s.connections as f64;
+            let wobble = if s.run == 1 { 0.97 } else { 1.03 };
+            let lat = match s.model.as_str() {
+                "epoll" => 50.0 * n.sqrt(),
+                _ => 70.0 * n.powf(0.6) * wobble,
+            };
+            let c = Cell {
+                time_s: None,
+                latency_us: lat,
+                throughput: n / lat * 1e6,
+                connects_per_second: 20_000.0,
+                user_kib: 0.3,
+                virtual_kib: 2.0,
+                kernel_kib: 9.0,
+                server_cpu_s: 0.5 * wobble,
+                client_cpu_s: 0.4,
+            };
+            if s.model == "hybrid" {
+                not_measured(
+                    s,
+                    Status::Failed,
+                    "hybrid: 3 connections reset by the server",
+                )
+            } else {
+                ok(s, "closed", c, false)
+            }
+        })
+        .collect();
+    RunData {
+        dir: PathBuf::from("results/tour"),
+        plan: p,
+        environment: environment(),
+        cells,
+    }
+}
+
+/// A churn run at one connection count, with no echo: only the churn
+/// chart has anything to draw. The environment file is missing fields.
+fn churn_run() -> RunData {
+    let p = plan(
+        "accept",
+        WorkloadKind::Churn,
+        Primary::AcceptRate,
+        &["select", "epoll"],
+        &[1],
+    );
+    let cells = p
+        .cells
+        .iter()
+        .map(|s| {
+            let c = Cell {
+                connects_per_second: if s.model == "epoll" {
+                    30_000.0
+                } else {
+                    25_000.0
+                },
+                ..Cell::default()
+            };
+            ok(s, "churn", c, false)
+        })
+        .collect();
+    RunData {
+        dir: PathBuf::from("results/accept"),
+        plan: p,
+        environment: serde_json::json!({"kernel": "Linux"}),
+        cells,
+    }
+}
+
+fn render(data: &RunData) -> Result<String, Failed> {
+    Ok(c10k::report::render(data).map_err(|e| format!("render failed: {e:#}"))?)
+}
+
+// ---------------------------------------------------------------- XML
+
+/// What a strict XML pass over the page found.
+#[derive(Default, Debug)]
+struct Parsed {
+    /// `<svg>` elements inside each `<figure>`, in order.
+    svgs_per_figure: Vec<usize>,
+    /// `<svg>` elements outside any figure.
+    loose_svgs: usize,
+    /// Every attribute, as (element, name, value).
+    attributes: Vec<(String, String, String)>,
+    /// Every element name.
+    elements: Vec<String>,
+    /// The text of each `<figcaption>`.
+    captions: Vec<String>,
+}
+
+/// Parses `html` as XML from start to end: balanced and matching tags,
+/// well-formed attributes, only XML's own entities, one root element.
+fn parse_xml(html: &str) -> Result<Parsed, String> {
+    let mut reader = Reader::from_str(html);
+    let config = reader.config_mut();
+    config.check_end_names = true;
+    config.check_comments = true;
+    config.allow_unmatched_ends = false;
+    let mut out = Parsed::default();
+    let mut stack: Vec<String> = Vec::new();
+    let mut roots = 0;
+    let mut caption: Option<String> = None;
+    // One event per step; the page is far smaller than this bound.
+    for _ in 0..10_000_000 {
+        let at = reader.buffer_position();
+        let ev = reader
+            .read_event()
+            .map_err(|e| format!("XML error at byte {at}: {e}"))?;
+        match ev {
+            Event::Start(e) => {
+                open(&e, false, &mut stack, &mut out, &mut roots, at)?;
+                if e.name().as_ref() == b"figcaption" {
+                    caption = Some(String::new());
+                }
+            }
+            Event::Empty(e) => open(&e, true, &mut stack, &mut out, &mut roots, at)?,
+            Event::End(e) => {
+                let name = String::from_utf8_lossy(e.name().as_ref()).into_owned();
+                match stack.pop() {
+                    Some(top) if top == name => {}
+                    other => return Err(format!("</{name}> at byte {at} closes {other:?}")),
+                }
+                if name == "figcaption" {
+                    out.captions.extend(caption.take());
+                }
+            }
+            Event::Text(t) => {
+                let text = t.decode().map_err(|e| format!("text at byte {at}: {e}"))?;
+                if stack.is_empty() && !text.trim().is_empty() {
+                    return Err(format!("text outside the root element at byte {at}"));
+                }
+                if let Some(c) = caption.as_mut() {
+                    c.push_str(&text);
+                }
+            }
+            Event::GeneralRef(r) => {
+                let name = r
+                    .decode()
+                    .map_err(|e| format!("entity at byte {at}: {e}"))?;
+                let known = ["amp", "lt", "gt", "quot", "apos"].contains(&name.as_ref());
+                let resolved = if r.is_char_ref() {
+                    r.resolve_char_ref()
+                        .map_err(|e| format!("character reference at byte {at}: {e}"))?
+                } else {
+                    None
+                };
+                if !known && resolved.is_none() {
+                    return Err(format!("&{name}; at byte {at} is not an XML entity"));
+                }
+                if let Some(c) = caption.as_mut() {
+                    c.push(resolved.unwrap_or(match name.as_ref() {
+                        "amp" => '&',
+                        "lt" => '<',
+                        "gt" => '>',
+                        "quot" => '"',
+                        _ => '\'',
+                    }));
+                }
+            }
+            Event::Eof => {
+                if let Some(open) = stack.last() {
+                    return Err(format!("<{open}> is never closed"));
+                }
+                if roots != 1 {
+                    return Err(format!("{roots} root elements"));
+                }
+                return Ok(out);
+            }
+            Event::CData(_) => return Err(format!("CDATA at byte {at}: not HTML")),
+            Event::Decl(_) | Event::PI(_) => {
+                return Err(format!(
+                    "XML declaration or processing instruction at byte {at}"
+                ))
+            }
+            Event::DocType(_) | Event::Comment(_) => {}
+        }
+    }
+    Err("the XML parser did not reach the end".into())
+}
+
+/// An opening (or empty) tag: its attributes checked and recorded, the
+/// figures and their `<svg>` counted.
+fn open(
+    e: &quick_xml::events::BytesStart,
+    empty: bool,
+    stack: &mut Vec<String>,
+    out: &mut Parsed,
+    roots: &mut usize,
+    at: u64,
+) -> Result<(), String> {
+    let name = String::from_utf8_lossy(e.name().as_ref()).into_owned();
+    if stack.is_empty() {
+        *roots += 1;
+    }
+    for a in e.attributes().with_checks(true) {
+        let a = a.map_err(|err| format!("bad attribute in <{name}> at byte {at}: {err}"))?;
+        let value = a
+            .normalized_value(quick_xml::XmlVersion::Implicit1_0)
+            .map_err(|err| format!("bad attribute value in <{name}> at byte {at}: {err}"))?;
+        out.attributes.push((
+            name.clone(),
+            String::from_utf8_lossy(a.key.as_ref()).into_owned(),
+            value.into_owned(),
+        ));
+    }
+    if name == "figure" {
+        out.svgs_per_figure.push(0);
+    }
+    if name == "svg" {
+        if stack.iter().any(|s| s == "figure") {
+            if let Some(n) = out.svgs_per_figure.last_mut() {
+                *n += 1;
+            }
+        } else {
+            out.loose_svgs += 1;
+        }
+    }
+    out.elements.push(name.clone());
+    if !empty {
+        stack.push(name);
+    }
+    Ok(())
+}
+
+fn parsed(data: &RunData) -> Result<(String, Parsed), Failed> {
+    let html = render(data)?;
+    let p = parse_xml(&html).map_err(|e| format!("{}: {e}", data.plan.experiment))?;
+    Ok((html, p))
+}
+
+// ---------------------------------------------------------------- tests
+
+fn parses_as_strict_xml() -> Result<(), Failed> {
+    for data in [burst_run(), throughput_run(), churn_run()] {
+        let (html, p) = parsed(&data)?;
+        if !html.starts_with("<!DOCTYPE html>\n<html") {
+            return Err(format!("no HTML5 doctype: {}", &html[..40.min(html.len())]).into());
+        }
+        if !html.contains("<meta charset=\"utf-8\"/>") {
+            return Err("no <meta charset=\"utf-8\"/>".into());
+        }
+        if p.elements.first().map(String::as_str) != Some("html") {
+            return Err(format!("root is {:?}", p.elements.first()).into());
+        }
+        // Escaped, not interpreted: the plan title holds markup characters.
+        if !html.contains("synthetic thesis run &lt;for tests&gt; &amp; checks")
+            && data.plan.experiment == "thesis"
+        {
+            return Err("the title is not escaped".into());
+        }
+        if html.contains("<script") {
+            return Err("the page has a script".into());
+        }
+        if html.contains("NaN") {
+            return Err("a value that is not a number reached the page".into());
+        }
+    }
+    // The checker itself rejects what it should.
+    for bad in [
+        "<html><body><p>open</body></html>",
+        "<html><br></html>",
+        "<html>&nbsp;</html>",
+        "<html><p a=1></p></html>",
+        "<html></html><html></html>",
+    ] {
+        if parse_xml(bad).is_ok() {
+            return Err(format!("the XML check accepted {bad:?}").into());
+        }
+    }
+    Ok(())
+}
+
+fn one_svg_per_figure() -> Result<(), Failed> {
+    // burst: time, latency, throughput, memory, CPU; timed: the same with
+    // mean latency in place of time; churn at one count: only churn.
+    for (data, figures) in [(burst_run(), 5), (throughput_run(), 5), (churn_run(), 1)] {
+        let (_, p) = parsed(&data)?;
+        let name = &data.plan.experiment;
+        if p.svgs_per_figure.len() != figures {
+            return Err(format!(
+                "{name}: {} figures, expected {figures}",
+                p.svgs_per_figure.len()
+            )
+            .into());
+        }
+        if let Some(n) = p.svgs_per_figure.iter().find(|n| **n != 1) {
+            return Err(format!("{name}: a figure has {n} <svg> elements").into());
+        }
+        if p.loose_svgs != 0 {
+            return Err(format!("{name}: {} <svg> outside figures", p.loose_svgs).into());
+        }
+        if p.captions.len() != figures {
+            return Err(format!(
+                "{name}: {} captions for {figures} figures",
+                p.captions.len()
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+fn references_nothing_outside() -> Result<(), Failed> {
+    for data in [burst_run(), throughput_run(), churn_run()] {
+        let (html, p) = parsed(&data)?;
+        let name = &data.plan.experiment;
+        let lower = html.to_lowercase();
+        // The SVG namespace URI that plotters writes is removed from inline
+        // SVG, so no URL of any kind is allowed.
+        for needle in [
+            "http:", "https:", "url(", "@import", "<link", "<script", "<img", "<iframe", "<object",
+            "<embed", "data:",
+        ] {
+            if let Some(at) = lower.find(needle) {
+                let from = at.saturating_sub(60);
+                return Err(format!(
+                    "{name}: {needle:?} in the page: …{}…",
+                    &html[from..(at + 60).min(html.len())]
+                )
+                .into());
+            }
+        }
+        for (el, attr, value) in &p.attributes {
+            let a = attr.to_lowercase();
+            if a == "src"
+                || a == "href"
+                || a.ends_with(":href")
+                || a == "srcset"
+                || a == "action"
+                || a == "xmlns"
+                || a.starts_with("xmlns:")
+            {
+                return Err(format!("{name}: <{el} {attr}=\"{value}\">").into());
+            }
+            if value.to_lowercase().contains("url(") {
+                return Err(format!("{name}: <{el} {attr}=\"{value}\"> uses url(").into());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn keeps_skipped_and_failed_reasons() -> Result<(), Failed> {
+    let burst = burst_run();
+    let (html, _) = parsed(&burst)?;
+    let escaped = |s: &str| c10k::export::table::escape_html(s);
+    for reason in [SKIP_REASON, FAIL_REASON] {
+        if !html.contains(&escaped(reason)) {
+            return Err(format!("reason missing: {reason}").into());
+        }
+    }
+    // Every non-measured cell is listed in the problems section: 4 uring
+    // cells × 2 runs, 1 poll (the ranking notes them too, once per count).
+    let problems = html
+        .split_once("id=\"problems\"")
+        .and_then(|(_, rest)| rest.split_once("</section>"))
+        .map(|(section, _)| section)
+        .ok_or("no problems section")?;
+    let rows = problems.matches(&escaped(SKIP_REASON)).count();
+    if rows != 8 {
+        return Err(format!("{rows} skipped rows, expected 8").into());
+    }
+    if !html.contains("poll/c128/r2") {
+        return Err("the failed cell's id is missing".into());
+    }
+    if !html.contains("23 measured") || !html.contains("8 skipped") || !html.contains("1 failed") {
+        return Err("the cell counts are wrong or missing".into());
+    }
+    let (timed, _) = parsed(&throughput_run())?;
+    if timed
+        .matches("hybrid: 3 connections reset by the server")
+        .count()
+        != 6
+    {
+        return Err("every failed hybrid cell must be listed".into());
+    }
+    if !timed.contains("hybrid: no measured cell") {
+        return Err("a model with every cell failed must say so in the legend".into());
+    }
+    Ok(())
+}
+
+fn shows_the_fitted_exponent() -> Result<(), Failed> {
+    let (html, p) = parsed(&burst_run())?;
+    let fit = "select t ∝ N^1.00, R² 1.00";
+    let time_caption = p.captions.first().ok_or("no figure caption")?;
+    if !time_caption.contains(fit) {
+        return Err(format!("the time caption lacks {fit:?}: {time_caption}").into());
+    }
+    // And in the chart's legend.
+    if !html.contains("select  t ∝ N^1.00, R² 1.00") {
+        return Err("the legend lacks select's fit".into());
+    }
+    // Noisy series are fitted too, with their R² below 1.
+    if !time_caption.contains("threads t ∝ N^1.30") {
+        return Err(format!("threads' exponent missing: {time_caption}").into());
+    }
+    let (_, p) = parsed(&throughput_run())?;
+    let first = p.captions.first().ok_or("no figure caption")?;
+    if !first.starts_with("Mean latency against connections.")
+        || !first.contains("epoll latency ∝ N^0.50, R² 1.00")
+    {
+        return Err(format!("a timed run fits mean latency: {first}").into());
+    }
+    Ok(())
+}
+
+fn single_connection_count_and_empty_charts() -> Result<(), Failed> {
+    let (html, p) = parsed(&churn_run())?;
+    let caption = p.captions.first().ok_or("no figure")?;
+    if !caption.starts_with("Connection churn.") {
+        return Err(format!("the only chart should be churn: {caption}").into());
+    }
+    // Each chart without data says so in one line.
+    let skipped = html.matches("<p class=\"skipped-chart\">").count();
+    if skipped != 5 {
+        return Err(format!("{skipped} skipped-chart lines, expected 5").into());
+    }
+    if !html.contains("unknown") {
+        return Err("missing environment fields must show as unknown".into());
+    }
+    Ok(())
+}
+
+fn summary_table_covers_every_model() -> Result<(), Failed> {
+    let data = burst_run();
+    let t = c10k::report::summary_table(&data);
+    let models: Vec<&str> = t.rows.iter().map(|r| r[0].as_str()).collect();
+    if models != ["threads", "select", "poll", "uring"] {
+        return Err(format!("rows {models:?}").into());
+    }
+    if t.header.len() != 5 {
+        return Err(format!("header {:?}", t.header).into());
+    }
+    let uring = &t.rows[3];
+    if uring[1..].iter().any(|c| c != "skipped") {
+        return Err(format!("uring row {uring:?}").into());
+    }
+    let poll128 = &t.rows[2][4];
+    if !poll128.ends_with(", 1 failed") {
+        return Err(format!("poll at 128: {poll128}").into());
+    }
+    // select at 8: exactly 80 µs both runs.
+    if t.rows[1][2] != "80 µs (80 µs–80 µs)" {
+        return Err(format!("select at 8: {}", t.rows[1][2]).into());
+    }
+    Ok(())
+}
+
+fn write_puts_report_in_the_results_dir() -> Result<(), Failed> {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("report-write-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut data = burst_run();
+    data.dir = dir.clone();
+    let path = c10k::report::write(&data).map_err(|e| format!("{e:#}"))?;
+    let result = (|| -> Result<(), Failed> {
+        if path != dir.join("report.html") {
+            return Err(format!("wrote {}", path.display()).into());
+        }
+        let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
+        if text != render(&data)? {
+            return Err("the file differs from render()".into());
+        }
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .map_err(|e| e.to_string())?
+            .filter_map(|e| e.ok().map(|e| e.file_name()))
+            .collect();
+        if names.len() != 1 {
+            return Err(format!("left behind: {names:?}").into());
+        }
+        Ok(())
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+// ---------------------------------------------------------------- Chromium
+
+/// The longest Chromium (or its installation) may take before it is
+/// killed: a guard against a hang, not a timing assertion.
+const BROWSER_PATIENCE: Duration = Duration::from_secs(60);
+const INSTALL_PATIENCE: Duration = Duration::from_secs(900);
+
+fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+fn find_chromium() -> Option<PathBuf> {
+    ["chromium", "chromium-browser"]
+        .iter()
+        .find_map(|n| on_path(n))
+}
+
+/// Chromium, installed by `scripts/install-chromium.sh` when missing.
+fn chromium() -> Result<PathBuf, Failed> {
+    if let Some(p) = find_chromium() {
+        return Ok(p);
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install-chromium.sh");
+    let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("install-chromium.log");
+    let mut cmd = Command::new("sh");
+    cmd.arg(&script);
+    let status = run_bounded(cmd, &log, INSTALL_PATIENCE)?;
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    let last = said
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    match (status, find_chromium()) {
+        (Some(0), Some(p)) => Ok(p),
+        _ => Err(format!(
+            "chromium is not installed and {} could not install it (no network?): {last}",
+            script.display()
+        )
+        .into()),
+    }
+}
+
+/// Runs `cmd` in its own process group with stdout and stderr into `log`;
+/// kills the whole group after `patience`. The exit code, `None` when
+/// killed by a signal.
+fn run_bounded(mut cmd: Command, log: &Path, patience: Duration) -> Result<Option<i32>, Failed> {
+    let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let err = out.try_clone().map_err(|e| e.to_string())?;
+    let mut child = cmd
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
+    let pid = child.id() as i32;
+    let (tx, rx) = mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let status = match rx.recv_timeout(patience) {
+        Ok(status) => status.map_err(|e| e.to_string())?,
+        Err(_) => {
+            let _ = c10k::sys::process::kill(-pid, libc::SIGKILL);
+            let _ = waiter.join();
+            return Err(format!("{cmd:?} was still running after {patience:?}: killed").into());
+        }
+    };
+    let _ = waiter.join();
+    // Helpers Chromium left in its group go too.
+    let _ = c10k::sys::process::kill(-pid, libc::SIGKILL);
+    Ok(status.code())
+}
+
+/// Opens `page` headless, screenshots it into `png`, and returns what
+/// Chromium logged.
+fn screenshot(
+    browser: &Path,
+    page: &Path,
+    png: &Path,
+    size: (u32, u32),
+    work: &Path,
+) -> Result<String, Failed> {
+    let log = png.with_extension("log");
+    let mut cmd = Command::new(browser);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--hide-scrollbars",
+        "--enable-logging=stderr",
+        "--v=0",
+    ])
+    .arg(format!(
+        "--user-data-dir={}",
+        work.join("profile").display()
+    ))
+    .arg(format!("--window-size={},{}", size.0, size.1))
+    .arg(format!("--screenshot={}", png.display()))
+    .arg(format!("file://{}", page.display()));
+    let code = run_bounded(cmd, &log, BROWSER_PATIENCE)?;
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    if code != Some(0) {
+        return Err(format!("chromium exited with {code:?}; its log:\n{text}").into());
+    }
+    Ok(text)
+}
+
+/// The console messages in Chromium's log (`...:CONSOLE:1] "text", source:
+/// ...`, or `CONSOLE(1)` in older versions).
+fn console_messages(log: &str) -> Vec<&str> {
+    log.lines().filter(|l| l.contains(":CONSOLE")).collect()
+}
+
+/// Checks a PNG's signature and that it holds more than a blank page.
+fn check_png(png: &Path, at_least: usize) -> Result<Vec<u8>, Failed> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(png)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .map_err(|e| format!("no screenshot at {}: {e}", png.display()))?;
+    if !bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        return Err(format!("{} is not a PNG", png.display()).into());
+    }
+    if bytes.len() < at_least {
+        return Err(format!("{} is only {} bytes", png.display(), bytes.len()).into());
+    }
+    Ok(bytes)
+}
+
+fn opens_in_chromium() -> Result<(), Failed> {
+    let browser = chromium()?;
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("report-chromium-{}", std::process::id()));
+    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    let result = (|| -> Result<(), Failed> {
+        // Self-test: a page that logs an error must be caught, or a silent
+        // console proves nothing.
+        let bad = work.join("deliberate.html");
+        std::fs::write(
+            &bad,
+            "<!DOCTYPE html><html><head><meta charset=\"utf-8\"/><title>x</title></head>\
+             <body><p>console self-test</p><script>console.error(\"deliberate\")</script></body></html>",
+        )
+        .map_err(|e| e.to_string())?;
+        let log = screenshot(
+            &browser,
+            &bad,
+            &work.join("deliberate.png"),
+            (400, 300),
+            &work,
+        )?;
+        if !console_messages(&log)
+            .iter()
+            .any(|m| m.contains("deliberate"))
+        {
+            return Err(format!(
+                "the console check did not see the deliberate console.error, so it cannot \
+                 vouch for the report; chromium's log:\n{log}"
+            )
+            .into());
+        }
+
+        // Kept for a person to look at: each page and its screenshot, the
+        // burst run's as target/report-screenshot.png.
+        let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .parent()
+            .ok_or("no target directory")?;
+        for (data, suffix) in [
+            (burst_run(), ""),
+            (throughput_run(), "-tour"),
+            (churn_run(), "-accept"),
+        ] {
+            let page = work.join(format!("report{suffix}.html"));
+            std::fs::write(&page, render(&data)?).map_err(|e| e.to_string())?;
+            let png = work.join(format!("report{suffix}.png"));
+            let log = screenshot(&browser, &page, &png, (1280, 4000), &work)?;
+            let messages = console_messages(&log);
+            if !messages.is_empty() {
+                return Err(format!(
+                    "console messages from the {} report:\n{}",
+                    data.plan.experiment,
+                    messages.join("\n")
+                )
+                .into());
+            }
+            check_png(&png, 20_000)?;
+            for (from, to) in [
+                (&png, format!("report-screenshot{suffix}.png")),
+                (&page, format!("report-sample{suffix}.html")),
+            ] {
+                let keep = target.join(to);
+                std::fs::copy(from, &keep).map_err(|e| format!("{}: {e}", keep.display()))?;
+            }
+        }
+        eprintln!(
+            "report screenshots: {}",
+            target.join("report-screenshot*.png").display()
+        );
+        Ok(())
+    })();
+    let _ = std::fs::remove_dir_all(&work);
+    result
+}
