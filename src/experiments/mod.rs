@@ -120,8 +120,9 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     {
         workload.duration_seconds = 1.0;
     }
+    // From the workload as changed by the flags: a preset's fixed amount of
+    // work turned into a timed window is ranked by throughput, not time.
     let primary = match workload.kind {
-        _ if args.workload.is_none() => preset.primary,
         WorkloadKind::Burst => matrix::Primary::Time,
         WorkloadKind::Churn => matrix::Primary::AcceptRate,
         WorkloadKind::Closed if workload.messages_for(1).is_some() => matrix::Primary::Time,

@@ -1,7 +1,7 @@
 //! The presets: each a matrix that follows one study's method. Flags given
 //! to `c10k run` change a preset's matrix; the plan records the result.
 
-use crate::runner::matrix::{Primary, Workload, WorkloadKind};
+use crate::runner::matrix::{Workload, WorkloadKind};
 
 /// A named experiment before flags change it.
 #[derive(Debug, Clone)]
@@ -14,7 +14,6 @@ pub struct Preset {
     pub connections: &'static [usize],
     pub runs: usize,
     pub workload: Workload,
-    pub primary: Primary,
     pub per_connection_csv: bool,
 }
 
@@ -43,7 +42,6 @@ pub fn all() -> Vec<Preset> {
             connections: &[10, 100, 1000],
             runs: 3,
             workload: closed(1.0, 0.25),
-            primary: Primary::Throughput,
             per_connection_csv: false,
         },
         Preset {
@@ -56,7 +54,6 @@ pub fn all() -> Vec<Preset> {
                 kind: WorkloadKind::Burst,
                 ..closed(0.0, 0.0)
             },
-            primary: Primary::Time,
             per_connection_csv: false,
         },
         Preset {
@@ -69,7 +66,6 @@ pub fn all() -> Vec<Preset> {
                 total_messages: Some(10_000),
                 ..closed(0.0, 0.0)
             },
-            primary: Primary::Time,
             per_connection_csv: false,
         },
         Preset {
@@ -84,7 +80,6 @@ pub fn all() -> Vec<Preset> {
                 message_bytes: "Gary's spamming".len(),
                 ..closed(0.0, 0.0)
             },
-            primary: Primary::Time,
             per_connection_csv: true,
         },
         Preset {
@@ -97,7 +92,6 @@ pub fn all() -> Vec<Preset> {
                 kind: WorkloadKind::Churn,
                 ..closed(2.0, 0.5)
             },
-            primary: Primary::AcceptRate,
             per_connection_csv: false,
         },
     ]
