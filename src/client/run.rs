@@ -158,7 +158,11 @@ pub fn drive(
     let mut schedule = None;
     let mut gate_error = None;
     let finished = std::sync::atomic::AtomicBool::new(false);
-    let results: Vec<std::io::Result<ThreadResult>> = std::thread::scope(|scope| {
+    let results: (
+        Vec<std::io::Result<ThreadResult>>,
+        Instant,
+        sys::process::Usage,
+    ) = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..plan.threads)
             .map(|i| {
                 let shared = &shared;
@@ -219,11 +223,14 @@ pub fn drive(
                 Err(e) => Err(e),
             })
             .collect();
+        // The run ends when its loops do, not when the progress thread next
+        // wakes (it sleeps up to 100 ms, and the scope waits for it).
+        let ended = Instant::now();
+        let cpu_end = sys::process::Usage::of_self();
         finished.store(true, Relaxed);
-        results
+        (results, ended, cpu_end)
     });
-    let ended = Instant::now();
-    let cpu_end = sys::process::Usage::of_self();
+    let (results, ended, cpu_end) = results;
     if let Some(e) = gate_error {
         return Err(e).context("lost the parent process");
     }

@@ -320,6 +320,7 @@ fn accept(data: &RunData) -> Table {
     header.extend([
         format!("connect p50 ({last})"),
         format!("connect p99 ({last})"),
+        format!("server CPU/conn ({last})"),
     ]);
     let mut t = Table {
         title: "Accept rate: clients connect and close as fast as the server accepts (connection churn)".into(),
@@ -337,6 +338,9 @@ fn accept(data: &RunData) -> Table {
         }
         row.push(us(summary(data, m, last, |x| x.connect_p50_us)));
         row.push(us(summary(data, m, last, |x| x.connect_p99_us)));
+        row.push(us(summary(data, m, last, |x| {
+            x.server_cpu_per_connection_us
+        })));
         t.rows.push(row);
     }
     t.notes.push(format!(

@@ -122,8 +122,9 @@ pub fn charts(data: &RunData) -> Vec<Chart> {
         specs.push(Spec {
             id: "churn",
             title: "Connection churn".into(),
-            about: "Connections opened, served and closed per second, and the time from \
-                    connect() to a writable socket (p50 and p99)."
+            about: "Connections opened, served and closed per second, the time from \
+                    connect() to a writable socket (p50 and p99), and the server's CPU time \
+                    (whole tree, whole cell) per connection."
                 .into(),
             panels: vec![
                 panel(
@@ -137,6 +138,9 @@ pub fn charts(data: &RunData) -> Vec<Chart> {
                 }),
                 panel("connect p99", "connect latency", Unit::Micros, |m| {
                     m.connect_p99_us
+                }),
+                panel("server CPU", "CPU per connection", Unit::Micros, |m| {
+                    m.server_cpu_per_connection_us
                 }),
             ],
             fit: None,

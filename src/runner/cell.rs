@@ -132,6 +132,8 @@ pub struct Metrics {
     pub server_cpu_per_message_us: Option<f64>,
     /// Client CPU per measured message over the measured window, µs.
     pub client_cpu_per_message_us: Option<f64>,
+    /// Churn: server CPU (whole tree, whole cell) per connection, µs.
+    pub server_cpu_per_connection_us: Option<f64>,
     /// Server anonymous PSS added per connection (loaded minus idle), KiB.
     pub user_kib_per_connection: Option<f64>,
     /// Server virtual size added per connection, KiB.
@@ -200,7 +202,12 @@ impl CellResult {
             ..Metrics::default()
         };
         if let Some(s) = &self.server {
-            m.server_cpu_per_message_us = per_message(s.cpu_user_seconds + s.cpu_system_seconds);
+            let cpu = s.cpu_user_seconds + s.cpu_system_seconds;
+            m.server_cpu_per_message_us = per_message(cpu);
+            let opened = load.connections.established as f64;
+            if churn && opened > 0.0 {
+                m.server_cpu_per_connection_us = Some(cpu * 1e6 / opened);
+            }
             let grew = |a: u64, b: u64| b as f64 - a as f64;
             if !churn {
                 m.user_kib_per_connection =

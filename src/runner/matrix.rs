@@ -80,15 +80,9 @@ impl Primary {
     }
 }
 
-/// Seconds with a unit that keeps three or four significant digits.
+/// Seconds with a unit, three significant digits (`43.5 ms`).
 pub fn format_seconds(s: f64) -> String {
-    if s >= 1.0 {
-        format!("{s:.3} s")
-    } else if s >= 1e-3 {
-        format!("{:.3} ms", s * 1e3)
-    } else {
-        format!("{:.1} µs", s * 1e6)
-    }
+    crate::report::units::seconds(s)
 }
 
 /// A count or rate with thousands separators (`284,113`).
@@ -256,8 +250,8 @@ mod tests {
         assert_eq!(format_count(284_113.4), "284,113");
         assert_eq!(format_count(999.0), "999");
         assert_eq!(format_count(-1234.0), "-1,234");
-        assert_eq!(format_seconds(0.0435), "43.500 ms");
-        assert_eq!(format_seconds(2.5), "2.500 s");
+        assert_eq!(format_seconds(0.0435), "43.5 ms");
+        assert_eq!(format_seconds(2.5), "2.5 s");
         assert_eq!(format_seconds(0.0000305), "30.5 µs");
     }
 
