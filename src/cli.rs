@@ -26,6 +26,117 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Write the exports and report.html of a results directory again.
     Report(ReportArgs),
+    /// Micro-benchmarks of the mechanisms under the models.
+    #[command(subcommand)]
+    Micro(MicroCommand),
+    /// The thundering herd: W processes waiting on one listening socket.
+    Herd(HerdArgs),
+}
+
+/// `c10k micro BENCH`.
+#[derive(Debug, Subcommand)]
+pub enum MicroCommand {
+    /// Thread and process creation, and memory per parked thread.
+    Spawn(SpawnArgs),
+    /// Return time of select, poll and epoll_wait over N descriptors, A active.
+    Dispatch(DispatchArgs),
+    /// Accepts per second under a stream of connects.
+    Accept(MicroAcceptArgs),
+}
+
+/// Output flags every micro-benchmark and the herd share.
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// Also write the results as JSON to this file.
+    #[arg(long)]
+    pub json: Option<std::path::PathBuf>,
+}
+
+/// `c10k micro spawn`.
+#[derive(Debug, Args)]
+pub struct SpawnArgs {
+    /// How many threads or processes to create per measurement.
+    #[arg(long, value_delimiter = ',', default_value = "1,10,100,1000")]
+    pub counts: Vec<usize>,
+    /// Small thread stack, beside the platform's default.
+    #[arg(long, default_value = "64KiB")]
+    pub small_stack: String,
+    /// Resident set of the parent for the large fork, e.g. 256MiB.
+    #[arg(long, default_value = "256MiB")]
+    pub large_rss: String,
+    /// Repeats of every measurement.
+    #[arg(long, default_value_t = 5)]
+    pub runs: usize,
+    /// Threads parked at once to measure memory per parked thread.
+    #[arg(long, default_value_t = 1000)]
+    pub parked: usize,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `c10k micro dispatch`.
+#[derive(Debug, Args)]
+pub struct DispatchArgs {
+    /// Descriptors watched [default: 10, 100, 1000, 10000, capped by the
+    /// open-files limit].
+    #[arg(long, value_delimiter = ',')]
+    pub fds: Option<Vec<usize>>,
+    /// Active descriptors (written to) per call.
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    pub active: Vec<usize>,
+    /// Calls timed per cell.
+    #[arg(long, default_value_t = 1000)]
+    pub calls: usize,
+    /// Repeats of every cell.
+    #[arg(long, default_value_t = 5)]
+    pub runs: usize,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `c10k micro accept`.
+#[derive(Debug, Args)]
+pub struct MicroAcceptArgs {
+    /// Client threads connecting.
+    #[arg(long, default_value_t = 4)]
+    pub clients: usize,
+    /// How long each mode is measured, e.g. 2s.
+    #[arg(short, long, default_value = "2s")]
+    pub duration: String,
+    /// Interval control: the least time between two waits, e.g. 1ms.
+    #[arg(long, default_value = "1ms")]
+    pub interval: String,
+    /// Repeats of every mode.
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `c10k herd`.
+#[derive(Debug, Args)]
+pub struct HerdArgs {
+    /// Worker processes waiting on the listener.
+    #[arg(short, long, value_delimiter = ',', default_value = "1,8,64")]
+    pub workers: Vec<usize>,
+    /// Times the listener is dup'ed into each worker's wait set.
+    #[arg(long, default_value_t = 1)]
+    pub dups: usize,
+    /// Wait methods: select, poll, epoll, epoll-exclusive, accept,
+    /// reuseport [default: all].
+    #[arg(long, value_delimiter = ',')]
+    pub methods: Option<Vec<String>>,
+    /// New connections per second.
+    #[arg(short, long, default_value_t = 1000.0)]
+    pub rate: f64,
+    /// Connections per cell.
+    #[arg(short = 'n', long, default_value_t = 2000)]
+    pub connections: usize,
+    /// Repeats of every cell.
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// `c10k run [EXPERIMENT]`: a preset's matrix, changed by any flag given.

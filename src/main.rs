@@ -53,6 +53,8 @@ fn main() -> ExitCode {
         Command::Load(args) => load(&args),
         Command::Run(args) => run(&args),
         Command::Report(args) => report(&args.dir),
+        Command::Micro(cmd) => bench("micro", c10k::micro::run(&cmd), micro_json(&cmd)),
+        Command::Herd(args) => bench("herd", c10k::herd::run(&args), args.output.json.clone()),
         Command::Models => {
             for m in server::MODELS {
                 println!("{:<14} {}", m.name(), m.about());
@@ -207,4 +209,46 @@ fn report(dir: &std::path::Path) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+fn micro_json(cmd: &c10k::cli::MicroCommand) -> Option<std::path::PathBuf> {
+    use c10k::cli::MicroCommand::*;
+    match cmd {
+        Spawn(a) => a.output.json.clone(),
+        Dispatch(a) => a.output.json.clone(),
+        Accept(a) => a.output.json.clone(),
+    }
+}
+
+/// A micro-benchmark's or the herd's tables, and its JSON when asked.
+fn bench(
+    name: &str,
+    result: Result<c10k::micro::Output, c10k::micro::BenchError>,
+    json: Option<std::path::PathBuf>,
+) -> ExitCode {
+    use c10k::micro::BenchError;
+    let out = match result {
+        Ok(o) => o,
+        Err(BenchError::Usage(e)) => {
+            eprintln!("c10k {name}: {e}");
+            return ExitCode::from(2);
+        }
+        Err(BenchError::Failed(e)) => {
+            eprintln!("c10k {name}: {e:#}");
+            return ExitCode::from(1);
+        }
+    };
+    for (i, t) in out.tables.iter().enumerate() {
+        if i > 0 {
+            println!();
+        }
+        print!("{}", t.to_text());
+    }
+    if let Some(path) = json {
+        if let Err(e) = c10k::export::write_json(&path, &out.json) {
+            eprintln!("c10k {name}: cannot write {}: {e}", path.display());
+            return ExitCode::from(1);
+        }
+    }
+    ExitCode::SUCCESS
 }

@@ -1,0 +1,39 @@
+//! `c10k micro`: the mechanisms under the models, measured one at a time —
+//! what a thread or a process costs to create and to keep ([`spawn`]), what
+//! one call of select, poll or epoll_wait costs as the set grows
+//! ([`dispatch`]), and how fast a listener accepts ([`accept`]). Each prints
+//! tables and can write its results as JSON.
+
+pub mod accept;
+pub mod dispatch;
+pub mod spawn;
+
+use crate::cli::MicroCommand;
+use crate::export::table::Table;
+
+/// What a micro-benchmark (or the herd) measured: tables for people, JSON
+/// for machines.
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub tables: Vec<Table>,
+    pub json: serde_json::Value,
+}
+
+/// Why a benchmark did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// Bad flags: one line saying what to change (exit 2).
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Failed(#[from] anyhow::Error),
+}
+
+/// Runs the micro-benchmark `cmd` names.
+pub fn run(cmd: &MicroCommand) -> Result<Output, BenchError> {
+    match cmd {
+        MicroCommand::Spawn(a) => spawn::run(a),
+        MicroCommand::Dispatch(a) => dispatch::run(a),
+        MicroCommand::Accept(a) => accept::run(a),
+    }
+}
