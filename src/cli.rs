@@ -173,6 +173,10 @@ pub struct RunArgs {
     /// Message size, e.g. 64, 1KiB.
     #[arg(short = 'm', long)]
     pub message_size: Option<String>,
+    /// A connect or echo not answered within this fails its connection
+    /// [default: 10s; comp8005: 120s].
+    #[arg(long)]
+    pub timeout: Option<String>,
     /// Where server and client run: split (different CPUs), same, none.
     #[arg(long, value_enum)]
     pub pin: Option<crate::runner::matrix::Pin>,
@@ -191,7 +195,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "results")]
     pub out: std::path::PathBuf,
     /// Finish an interrupted run in DIR (its own plan is used).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "models", "connections", "runs", "workload", "messages", "duration", "warmup", "message_size", "pin", "order", "per_connection_csv", "server_args"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "models", "connections", "runs", "workload", "messages", "duration", "warmup", "message_size", "timeout", "pin", "order", "per_connection_csv", "server_args"])]
     pub resume: Option<std::path::PathBuf>,
     /// Do not write report.html (the exports are still written).
     #[arg(long)]

@@ -114,6 +114,13 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         workload.message_bytes = n;
         workload.payload = None;
     }
+    if let Some(t) = &args.timeout {
+        let t = parse_duration(t).map_err(|e| format!("--timeout: {e}"))?;
+        if t < std::time::Duration::from_millis(1) {
+            return Err("--timeout must be at least 1ms".into());
+        }
+        workload.timeout_seconds = t.as_secs_f64();
+    }
     if workload.kind != WorkloadKind::Burst
         && workload.messages_for(1).is_none()
         && workload.duration_seconds <= 0.0

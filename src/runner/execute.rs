@@ -350,7 +350,7 @@ fn load_plan(plan: &RunPlan, spec: &CellSpec, target: std::net::SocketAddr) -> L
         payload: w.payload.as_ref().map(|p| p.as_bytes().to_vec()),
         connect_rate: None,
         linger0: false,
-        timeout: Duration::from_secs(10),
+        timeout: Duration::from_secs_f64(w.timeout_seconds),
         sources: Vec::new(),
         cpus,
         json: None,

@@ -129,6 +129,14 @@ pub struct Workload {
     pub churn_echo: bool,
     /// Burst rounds per cell.
     pub rounds: usize,
+    /// A connect or an echo not answered within this many seconds fails
+    /// its connection.
+    #[serde(default = "default_timeout")]
+    pub timeout_seconds: f64,
+}
+
+fn default_timeout() -> f64 {
+    10.0
 }
 
 impl Workload {
@@ -268,6 +276,7 @@ mod tests {
             depth: 1,
             churn_echo: false,
             rounds: 1,
+            timeout_seconds: 10.0,
         };
         assert_eq!(w.messages_for(380), Some(26));
         assert_eq!(w.messages_for(10), Some(1000));

@@ -244,6 +244,7 @@ fn plan(
             depth: 1,
             churn_echo: false,
             rounds: 3,
+            timeout_seconds: 10.0,
         },
         primary,
         per_connection_csv: false,
