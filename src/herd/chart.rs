@@ -92,7 +92,7 @@ fn draw_panel(
         .y_label_area_size(64)
         .build_cartesian_2d(
             (x_lo..x_hi).log_scale().with_key_points(xs.clone()),
-            (y_lo..y_hi).log_scale(),
+            (y_lo..y_hi).log_scale().with_key_points(ticks(y_lo, y_hi)),
         )?;
     chart
         .configure_mesh()
@@ -162,9 +162,42 @@ fn range(v: &[f64], factor: f64) -> (f64, f64) {
     }
 }
 
+/// 1-2-5 steps between `lo` and `hi` (each decade's 1 alone when that
+/// gives enough).
+fn ticks(lo: f64, hi: f64) -> Vec<f64> {
+    if !(lo > 0.0 && hi > lo && hi.is_finite()) {
+        return Vec::new();
+    }
+    let decades = lo.log10().floor() as i32..=hi.log10().ceil() as i32;
+    let pick = |steps: &[f64]| -> Vec<f64> {
+        decades
+            .clone()
+            .flat_map(|e| steps.iter().map(move |m| m * 10f64.powi(e)))
+            .filter(|t| *t >= lo && *t <= hi)
+            .collect()
+    };
+    let ones = pick(&[1.0]);
+    if ones.len() >= 4 {
+        return ones;
+    }
+    let fine = pick(&[1.0, 2.0, 5.0]);
+    if fine.len() >= 3 {
+        fine
+    } else {
+        pick(&[1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ticks_are_round_and_in_range() {
+        assert_eq!(ticks(8.0, 150.0), vec![10.0, 20.0, 50.0, 100.0]);
+        assert_eq!(ticks(0.5, 2e4), vec![1.0, 10.0, 100.0, 1e3, 1e4]);
+        assert!(ticks(0.0, 1.0).is_empty());
+    }
 
     #[test]
     fn an_empty_chart_still_draws() {
