@@ -119,7 +119,8 @@ pub struct HerdArgs {
     /// Worker processes waiting on the listener.
     #[arg(short, long, value_delimiter = ',', default_value = "1,8,64")]
     pub workers: Vec<usize>,
-    /// Times the listener is dup'ed into each worker's wait set.
+    /// Copies of the listener in each worker's wait set: 1 is the listener
+    /// alone, M is it and M-1 dup(2)s (the study's "dupes per fork").
     #[arg(long, default_value_t = 1)]
     pub dups: usize,
     /// Wait methods: select, poll, epoll, epoll-exclusive, accept,
@@ -135,6 +136,10 @@ pub struct HerdArgs {
     /// Repeats of every cell.
     #[arg(long, default_value_t = 3)]
     pub runs: usize,
+    /// Also draw connect latency and wakeups per connection against the
+    /// worker count, one line per method, as an SVG chart to this file.
+    #[arg(long)]
+    pub svg: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -4,6 +4,7 @@
 
 mod cli;
 mod conformance;
+mod herd;
 mod load;
 mod micro_accept;
 mod misbehave;
@@ -32,6 +33,9 @@ fn main() {
     }
     for &(name, test) in cli::TESTS {
         trials.push(Trial::test(format!("cli::{name}"), test));
+    }
+    for &(name, test) in herd::TESTS {
+        trials.push(Trial::test(format!("herd::{name}"), test));
     }
     for &(name, test) in load::TESTS {
         trials.push(Trial::test(format!("load::{name}"), test));
