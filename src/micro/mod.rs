@@ -7,6 +7,7 @@
 pub mod accept;
 pub mod dispatch;
 pub mod parked;
+pub mod readiness;
 pub mod spawn;
 
 use crate::cli::MicroCommand;
