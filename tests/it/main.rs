@@ -5,6 +5,7 @@
 mod cli;
 mod conformance;
 mod load;
+mod micro;
 mod misbehave;
 mod report;
 mod runner;
@@ -34,6 +35,9 @@ fn main() {
     }
     for &(name, test) in load::TESTS {
         trials.push(Trial::test(format!("load::{name}"), test));
+    }
+    for &(name, test) in micro::TESTS {
+        trials.push(Trial::test(format!("micro::{name}"), test));
     }
     for &(name, test) in misbehave::TESTS {
         trials.push(Trial::test(format!("misbehave::{name}"), test));
