@@ -23,7 +23,7 @@
 use anyhow::Context as _;
 use serde::Serialize;
 
-use super::readiness::{self, Method, Pairs, Round};
+use super::readiness::{self, Method, Pairs, Round, Walk};
 use super::{BenchError, Output};
 use crate::cli::DispatchArgs;
 use crate::export::table::Table;
@@ -269,16 +269,23 @@ pub fn run(args: &DispatchArgs) -> Result<Output, BenchError> {
             let k = here.len();
             for j in 0..k {
                 let cell = &mut here[(j + run) % k];
-                let round =
-                    readiness::measure(&pairs, cell.method, cell.active, plan.warmup, plan.calls)
-                        .with_context(|| {
-                        format!(
-                            "{} over {} descriptors, {} active",
-                            cell.method.label(),
-                            cell.fds,
-                            cell.active
-                        )
-                    })?;
+                // Each run starts the walk somewhere else, spread over the
+                // set, so the scans that stop after nready stop at varied
+                // depths and every part of the set is exercised.
+                let walk = Walk {
+                    active: cell.active,
+                    offset: (2 * run + 1) * n / (2 * plan.runs),
+                    warmup: plan.warmup,
+                    calls: plan.calls,
+                };
+                let round = readiness::measure(&pairs, cell.method, walk).with_context(|| {
+                    format!(
+                        "{} over {} descriptors, {} active",
+                        cell.method.label(),
+                        cell.fds,
+                        cell.active
+                    )
+                })?;
                 cell.rounds.push(round);
             }
         }
@@ -456,7 +463,9 @@ fn scan_table(plan: &Plan, cells: &[Cell]) -> Table {
         "select word-at-a-time: skip zero words (64 descriptors per comparison), take each \
          set bit with trailing_zeros, stop after nready. Bit by bit: test every descriptor \
          below nfds, as the FD_ISSET loop of most select servers does. poll: the revents \
-         array in order, stopping after nready. epoll: read the nready events returned."
+         array in order, stopping after nready. epoll: read the nready events returned. \
+         The active pairs move one pair per call from a place that differs per run, \
+         spread over the set, so a scan that stops early stops at varied depths."
             .into(),
     );
     t

@@ -287,18 +287,24 @@ pub struct Round {
 /// and the rest are not made (the round's `calls` says how many were).
 pub const CELL_BUDGET: Duration = Duration::from_secs(30);
 
-/// Runs `calls` timed calls (after `warmup` untimed ones) of `method` over
-/// `pairs` with `active` of them readable, then leaves every pair empty
-/// again. Stops early after [`CELL_BUDGET`].
-pub fn measure(
-    pairs: &Pairs,
-    method: Method,
-    active: usize,
-    warmup: usize,
-    calls: usize,
-) -> anyhow::Result<Round> {
+/// Where the active pairs start and how many calls are made.
+#[derive(Debug, Clone, Copy)]
+pub struct Walk {
+    /// Readable pairs per call.
+    pub active: usize,
+    /// The first active pair (the others follow every N/A pairs). Each call
+    /// moves them all one pair on, so a run covers `warmup + calls` places.
+    pub offset: usize,
+    pub warmup: usize,
+    pub calls: usize,
+}
+
+/// Runs `walk.calls` timed calls (after `walk.warmup` untimed ones) of
+/// `method` over `pairs` with `walk.active` of them readable, then leaves
+/// every pair empty again. Stops early after [`CELL_BUDGET`].
+pub fn measure(pairs: &Pairs, method: Method, walk: Walk) -> anyhow::Result<Round> {
     match method {
-        Method::Select => chained(&mut SelectWaiter::new(pairs), pairs, active, warmup, calls),
+        Method::Select => chained(&mut SelectWaiter::new(pairs), pairs, walk),
         Method::Poll => {
             let mut w = PollWaiter {
                 fds: pairs
@@ -307,11 +313,11 @@ pub fn measure(
                     .map(|f| pollset::pollfd(f.as_raw_fd(), POLLIN))
                     .collect(),
             };
-            chained(&mut w, pairs, active, warmup, calls)
+            chained(&mut w, pairs, walk)
         }
         Method::EpollLt | Method::EpollEt => {
-            let mut w = EpollWaiter::new(pairs, method == Method::EpollEt, active)?;
-            chained(&mut w, pairs, active, warmup, calls)
+            let mut w = EpollWaiter::new(pairs, method == Method::EpollEt, walk.active)?;
+            chained(&mut w, pairs, walk)
         }
     }
 }
@@ -325,20 +331,20 @@ fn write_byte(fd: &OwnedFd) -> anyhow::Result<()> {
 }
 
 /// The chained loop of bench.c around one waiter.
-fn chained<W: Waiter>(
-    w: &mut W,
-    pairs: &Pairs,
-    active: usize,
-    warmup: usize,
-    calls: usize,
-) -> anyhow::Result<Round> {
+fn chained<W: Waiter>(w: &mut W, pairs: &Pairs, walk: Walk) -> anyhow::Result<Round> {
+    let Walk {
+        active,
+        offset,
+        warmup,
+        calls,
+    } = walk;
     let n = pairs.len();
     anyhow::ensure!(
         (1..=n).contains(&active),
         "{active} active out of {n} pairs"
     );
     let space = n / active;
-    let mut pending: Vec<usize> = (0..active).map(|i| i * space).collect();
+    let mut pending: Vec<usize> = (0..active).map(|i| (offset + i * space) % n).collect();
     for &i in &pending {
         write_byte(&pairs.tx[i])?;
     }
@@ -438,7 +444,13 @@ mod tests {
         let pairs = Pairs::new(20).expect("socketpairs");
         for method in Method::ALL {
             for active in [1, 3, 20] {
-                let r = measure(&pairs, method, active, 5, 50).expect("measure");
+                let walk = Walk {
+                    active,
+                    offset: 17,
+                    warmup: 5,
+                    calls: 50,
+                };
+                let r = measure(&pairs, method, walk).expect("measure");
                 assert_eq!(r.calls, 50, "{method:?}");
                 assert_eq!(r.exact_calls, 50, "{method:?} A={active}");
                 assert_eq!(r.events, 50 * active, "{method:?}");
