@@ -6,6 +6,8 @@
 
 pub mod accept;
 pub mod dispatch;
+pub mod parked;
+pub mod readiness;
 pub mod spawn;
 
 use crate::cli::MicroCommand;
@@ -27,6 +29,15 @@ pub enum BenchError {
     Usage(String),
     #[error(transparent)]
     Failed(#[from] anyhow::Error),
+}
+
+/// "1 run", "5 runs": how many repeats a median is of.
+pub(crate) fn runs(n: usize) -> String {
+    if n == 1 {
+        "1 run".into()
+    } else {
+        format!("{n} runs")
+    }
 }
 
 /// Runs the micro-benchmark `cmd` names.

@@ -7,6 +7,8 @@
 pub mod affinity;
 pub mod async_fd;
 pub mod fdset;
+pub mod forks;
+pub mod mapping;
 pub mod net;
 
 pub mod pollset;

@@ -6,6 +6,7 @@ mod cli;
 mod conformance;
 mod herd;
 mod load;
+mod micro;
 mod micro_accept;
 mod misbehave;
 mod report;
@@ -39,6 +40,9 @@ fn main() {
     }
     for &(name, test) in load::TESTS {
         trials.push(Trial::test(format!("load::{name}"), test));
+    }
+    for &(name, test) in micro::TESTS {
+        trials.push(Trial::test(format!("micro::{name}"), test));
     }
     for &(name, test) in micro_accept::TESTS {
         trials.push(Trial::test(format!("micro_accept::{name}"), test));
