@@ -38,10 +38,18 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         return Err("--models names no model".into());
     }
     for m in &models {
-        if crate::server::find(m).is_none() {
+        let known = match preset.bench {
+            Some(_) => preset.models.contains(&m.as_str()),
+            None => crate::server::find(m).is_some(),
+        };
+        if !known {
+            let names = match preset.bench {
+                Some(_) => preset.models.to_vec(),
+                None => crate::server::names(),
+            };
             return Err(format!(
                 "unknown model '{m}': expected one of {}",
-                crate::server::names().join(", ")
+                names.join(", ")
             ));
         }
     }
@@ -130,13 +138,20 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     // From the workload as changed by the flags: a preset's fixed amount of
     // work turned into a timed window is ranked by throughput, not time.
     let primary = match workload.kind {
+        _ if preset.bench == Some(matrix::Bench::Accept) => matrix::Primary::AcceptRate,
+        _ if preset.bench.is_some() => matrix::Primary::Time,
         WorkloadKind::Burst => matrix::Primary::Time,
         WorkloadKind::Churn => matrix::Primary::AcceptRate,
         WorkloadKind::Closed if workload.messages_for(1).is_some() => matrix::Primary::Time,
         WorkloadKind::Closed => matrix::Primary::Throughput,
     };
     let pin = args.pin.unwrap_or(Pin::Split);
-    let (server_cpus, client_cpus) = cpus_for(pin)?;
+    // A micro-benchmark places its own threads; the runner pins nothing.
+    let (server_cpus, client_cpus) = if preset.bench.is_some() {
+        (Vec::new(), Vec::new())
+    } else {
+        cpus_for(pin)?
+    };
     let order = args.order.unwrap_or(matrix::Order::Interleaved);
     let customised = args.models.is_some()
         || args.connections.is_some()
@@ -168,6 +183,8 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         per_connection_csv: preset.per_connection_csv || args.per_connection_csv,
         buffer: "16KiB".into(),
         server_args: args.server_args.clone(),
+        bench: preset.bench,
+        size_label: preset.size_label.to_string(),
         cells,
     })
 }

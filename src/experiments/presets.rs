@@ -1,7 +1,7 @@
 //! The presets: each a matrix that follows one study's method. Flags given
 //! to `c10k run` change a preset's matrix; the plan records the result.
 
-use crate::runner::matrix::{Workload, WorkloadKind};
+use crate::runner::matrix::{Bench, Workload, WorkloadKind};
 
 /// A named experiment before flags change it.
 #[derive(Debug, Clone)]
@@ -15,6 +15,11 @@ pub struct Preset {
     pub runs: usize,
     pub workload: Workload,
     pub per_connection_csv: bool,
+    /// A micro-benchmark experiment; its models are the benchmark's
+    /// variants.
+    pub bench: Option<Bench>,
+    /// What a cell's size counts.
+    pub size_label: &'static str,
 }
 
 fn closed(duration: f64, warmup: f64) -> Workload {
@@ -44,6 +49,8 @@ pub fn all() -> Vec<Preset> {
             runs: 3,
             workload: closed(1.0, 0.25),
             per_connection_csv: false,
+            bench: None,
+            size_label: "connections",
         },
         Preset {
             name: "thesis",
@@ -56,6 +63,8 @@ pub fn all() -> Vec<Preset> {
                 ..closed(0.0, 0.0)
             },
             per_connection_csv: false,
+            bench: None,
+            size_label: "connections",
         },
         Preset {
             name: "muller",
@@ -68,6 +77,8 @@ pub fn all() -> Vec<Preset> {
                 ..closed(0.0, 0.0)
             },
             per_connection_csv: false,
+            bench: None,
+            size_label: "connections",
         },
         Preset {
             name: "comp8005",
@@ -85,6 +96,8 @@ pub fn all() -> Vec<Preset> {
                 ..closed(0.0, 0.0)
             },
             per_connection_csv: true,
+            bench: None,
+            size_label: "connections",
         },
         Preset {
             name: "accept",
@@ -97,8 +110,68 @@ pub fn all() -> Vec<Preset> {
                 ..closed(2.0, 0.5)
             },
             per_connection_csv: false,
+            bench: None,
+            size_label: "connections",
         },
+        bench(
+            "spawn",
+            "thread and process creation (c10k micro spawn): create and join, fork and reap, per task",
+            Bench::Spawn,
+            &["thread", "thread-small", "fork", "fork-large"],
+            &[1, 10, 100, 1000],
+            5,
+            "threads or processes",
+        ),
+        bench(
+            "dispatch",
+            "select, poll and epoll_wait return time over N descriptors, 1 active (c10k micro dispatch)",
+            Bench::Dispatch,
+            &["select", "poll", "epoll-lt", "epoll-et"],
+            &[10, 100, 1000, 9900],
+            5,
+            "descriptors",
+        ),
+        bench(
+            "micro-accept",
+            "accepts per second by way of waiting (c10k micro accept)",
+            Bench::Accept,
+            &["one", "drain", "one+interval", "drain+interval", "uring"],
+            &[1, 4],
+            3,
+            "client threads",
+        ),
+        bench(
+            "herd",
+            "the thundering herd (c10k herd): connect latency and wake-ups per connection against W",
+            Bench::Herd,
+            &["select", "poll", "epoll", "epoll-exclusive", "accept", "reuseport"],
+            &[1, 8, 64],
+            3,
+            "workers",
+        ),
     ]
+}
+
+fn bench(
+    name: &'static str,
+    title: &'static str,
+    kind: Bench,
+    models: &'static [&'static str],
+    sizes: &'static [usize],
+    runs: usize,
+    size_label: &'static str,
+) -> Preset {
+    Preset {
+        name,
+        title,
+        models,
+        connections: sizes,
+        runs,
+        workload: closed(1.0, 0.0),
+        per_connection_csv: false,
+        bench: Some(kind),
+        size_label,
+    }
 }
 
 /// The preset called `name`.

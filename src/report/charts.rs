@@ -84,6 +84,8 @@ pub struct Figure {
     pub legend: Vec<Entry>,
     /// Connection counts to mark on the x axis.
     pub x_ticks: Vec<f64>,
+    /// What the x axis counts (connections, descriptors, workers…).
+    pub x_label: String,
 }
 
 /// Ten colours that stay apart for most readers (Tableau 10), one per
@@ -185,7 +187,7 @@ fn draw_panel(area: &Area<'_>, panel: &Panel, figure: &Figure) -> anyhow::Result
         )?;
     chart
         .configure_mesh()
-        .x_desc("connections")
+        .x_desc(figure.x_label.as_str())
         .y_desc(panel.y_label.as_str())
         .x_label_formatter(&|v| units::count(*v))
         .y_label_formatter(&|v| unit.format(*v))

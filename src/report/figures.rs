@@ -118,7 +118,37 @@ pub fn charts(data: &RunData) -> Vec<Chart> {
         ],
         fit: None,
     });
-    if data.plan.workload.kind == WorkloadKind::Churn {
+    if data.plan.bench == Some(crate::runner::matrix::Bench::Herd) {
+        specs.push(Spec {
+            id: "herd",
+            title: "The herd: wake-ups and failed accepts per connection".into(),
+            about: "Worker wake-ups per connection (voluntary context switches of every worker, \
+                    from /proc: most losers of the herd go back to sleep inside the kernel and \
+                    never show in user space), accepts that found nothing (EAGAIN) per \
+                    connection, and Jain's fairness index of the accepts over the workers \
+                    (1: even; 1/W: one worker took all)."
+                .into(),
+            panels: vec![
+                panel("wake-ups", "wake-ups per connection", Unit::Count, |m| {
+                    m.wakeups_per_connection
+                }),
+                panel(
+                    "failed accepts",
+                    "EAGAIN per connection",
+                    Unit::Count,
+                    |m| m.failed_accepts_per_connection,
+                ),
+                panel("fairness", "Jain's index", Unit::Count, |m| m.jain),
+            ],
+            fit: None,
+        });
+    }
+    if data.plan.workload.kind == WorkloadKind::Churn
+        || matches!(
+            data.plan.bench,
+            Some(crate::runner::matrix::Bench::Herd | crate::runner::matrix::Bench::Accept)
+        )
+    {
         specs.push(Spec {
             id: "churn",
             title: "Connection churn".into(),
@@ -167,6 +197,26 @@ fn time_spec(data: &RunData) -> Spec {
             .any(|c| pick(&c.metrics()).is_some_and(|v| v.is_finite() && v > 0.0))
     };
     let time: Pick = |m: &Metrics| m.time_seconds;
+    if let Some(bench) = data.plan.bench {
+        use crate::runner::matrix::Bench;
+        let what = match bench {
+            Bench::Spawn => "Time to create and join one thread, or fork and reap one process, in a burst of N",
+            Bench::Dispatch => "Return time of one wait call over N descriptors with one active (select's copy of the master set included)",
+            Bench::Herd => "Connect latency (connect() to writable), median, with W workers waiting on the listener",
+            Bench::Accept => "Time is not this benchmark's figure: see accepts per second",
+        };
+        return Spec {
+            id: "time",
+            title: format!("Time against {}", data.plan.size_label),
+            about: format!(
+                "{what}. On log-log axes a power law t = a·N^b is a straight line of slope b, \
+                 drawn dashed per variant: b = 1 means the time grows in proportion to N, b = 0 \
+                 that it does not grow."
+            ),
+            panels: vec![panel("time", "time", Unit::Seconds, time)],
+            fit: Some("t"),
+        };
+    }
     if has(time) || !has(|m| m.latency_mean_us) {
         Spec {
             id: "time",
@@ -331,6 +381,7 @@ fn build(data: &RunData, spec: &Spec) -> Chart {
                 .into_iter()
                 .map(|n| n as f64)
                 .collect(),
+            x_label: data.plan.size_label.clone(),
         },
     }
 }

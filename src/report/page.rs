@@ -100,8 +100,8 @@ pub fn render(data: &RunData) -> anyhow::Result<String> {
     out.push_str("</section>\n");
 
     out.push_str(
-        "<section id=\"charts\">\n<h2>Charts</h2>\n<p>Connections run across every chart on \
-         a log axis. Each point is the median of a model's repeats at that connection count, \
+        "<section id=\"charts\">\n<h2>Charts</h2>\n<p>The cell's size (connections, or what \
+         the benchmark counts) runs across every chart on a log axis. Each point is the median of a model's repeats at that connection count, \
          its whiskers the smallest and largest; models at the same count are set a few pixels \
          apart so their whiskers stay visible. A model keeps its colour and marker in every \
          chart.</p>\n",
@@ -171,6 +171,18 @@ fn about(plan: &RunPlan) -> String {
         Order::Interleaved => "interleaved: one repeat of every cell before the next",
         Order::Sequential => "one cell's repeats back to back",
     };
+    if plan.bench.is_some() {
+        return format!(
+            "c10k ran a micro-benchmark ({}) for each variant ({models}) at {} {}, {} time{} \
+             each ({order}), each cell a run of the benchmark as its own process. Charts show \
+             the median of the repeats with their range; the tables give the numbers.",
+            plan.experiment,
+            conns.join(", "),
+            plan.size_label,
+            plan.runs,
+            if plan.runs == 1 { "" } else { "s" },
+        );
+    }
     format!(
         "c10k ran each server model ({models}) as its own process at {} connection{}, {} \
          time{} each ({order}), and measured it from outside with its load generator: {}. \

@@ -42,7 +42,7 @@ pub fn primary(p: Primary) -> (&'static str, Pick, Unit, &'static str) {
 pub fn summary_table(data: &RunData) -> Table {
     let (name, pick, unit, better) = primary(data.plan.primary);
     let conns = series::connections(data);
-    let mut header = vec!["model \\ connections".to_string()];
+    let mut header = vec![format!("model \\ {}", data.plan.size_label)];
     header.extend(conns.iter().map(|n| n.to_string()));
     let mut table = Table {
         title: format!("{name}: median (min–max) over repeats"),

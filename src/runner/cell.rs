@@ -109,6 +109,27 @@ pub struct CellResult {
     /// Messages each connection sent, when the cell was a fixed amount of
     /// work rather than a timed window.
     pub messages_per_connection: Option<u64>,
+    /// A micro-benchmark cell's figures (no server, no load).
+    #[serde(default)]
+    pub bench: Option<BenchFigures>,
+}
+
+/// What one micro-benchmark cell measured, in the units of [`Metrics`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BenchFigures {
+    /// Per task created (spawn), per wait call (dispatch), connect p50
+    /// (herd).
+    pub time_seconds: Option<f64>,
+    /// Accepts per second (accept).
+    pub connects_per_second: Option<f64>,
+    pub connect_p50_us: Option<f64>,
+    pub connect_p99_us: Option<f64>,
+    pub wakeups_per_connection: Option<f64>,
+    pub failed_accepts_per_connection: Option<f64>,
+    /// Jain's fairness index of the accepts over the workers.
+    pub jain: Option<f64>,
+    /// The benchmark's own JSON for this variant and size.
+    pub raw: serde_json::Value,
 }
 
 /// The figures of one cell, each `None` where it does not apply.
@@ -146,6 +167,12 @@ pub struct Metrics {
     pub vm_hwm_kib: Option<f64>,
     /// Connections that ended early.
     pub failed_connections: Option<f64>,
+    /// Herd: worker wake-ups per connection.
+    pub wakeups_per_connection: Option<f64>,
+    /// Herd: accepts that found nothing (EAGAIN) per connection.
+    pub failed_accepts_per_connection: Option<f64>,
+    /// Herd: Jain's fairness index of the accepts over the workers.
+    pub jain: Option<f64>,
 }
 
 impl Metrics {
@@ -163,6 +190,18 @@ impl Metrics {
 impl CellResult {
     /// The figures of this cell (all `None` unless it was measured).
     pub fn metrics(&self) -> Metrics {
+        if let (Some(b), Status::Ok) = (&self.bench, self.status) {
+            return Metrics {
+                time_seconds: b.time_seconds,
+                connects_per_second: b.connects_per_second,
+                connect_p50_us: b.connect_p50_us,
+                connect_p99_us: b.connect_p99_us,
+                wakeups_per_connection: b.wakeups_per_connection,
+                failed_accepts_per_connection: b.failed_accepts_per_connection,
+                jain: b.jain,
+                ..Metrics::default()
+            };
+        }
         let Some(load) = self.load.as_ref().filter(|_| self.status == Status::Ok) else {
             return Metrics::default();
         };

@@ -56,8 +56,15 @@ pub fn run_cell(plan: &RunPlan, spec: &CellSpec, dir: &Path) -> Ended {
         } else {
             None
         },
+        bench: None,
     };
-    let outcome = measure(plan, spec, dir, &mut result);
+    let outcome = match plan.bench {
+        Some(b) => super::bench::measure(b, plan, spec, &mut result).map_err(|t| match t {
+            super::bench::Trouble::Skipped(w) => Trouble::Skipped(w),
+            super::bench::Trouble::Failed(w) => Trouble::Failed(w),
+        }),
+        None => measure(plan, spec, dir, &mut result),
+    };
     result.wall_seconds = t0.elapsed().as_secs_f64();
     match outcome {
         Ok(()) => {}

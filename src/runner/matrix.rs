@@ -44,6 +44,23 @@ pub enum WorkloadKind {
     Churn,
 }
 
+/// A micro-benchmark run as an experiment: each cell runs it once for one
+/// variant (the cell's "model") at one size (its "connections").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Bench {
+    /// `c10k micro spawn`: variants thread, thread-small, fork,
+    /// fork-large; size: tasks created.
+    Spawn,
+    /// `c10k micro dispatch`: variants select, poll, epoll-lt, epoll-et;
+    /// size: descriptors.
+    Dispatch,
+    /// `c10k micro accept`: the accept modes; size: client threads.
+    Accept,
+    /// `c10k herd`: the wait methods; size: workers.
+    Herd,
+}
+
 /// Which figure ranks the models, and which way is better.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -139,6 +156,10 @@ fn default_timeout() -> f64 {
     10.0
 }
 
+fn default_size_label() -> String {
+    "connections".into()
+}
+
 impl Workload {
     /// Messages each connection sends in a cell with `connections`.
     pub fn messages_for(&self, connections: usize) -> Option<u64> {
@@ -190,6 +211,12 @@ pub struct RunPlan {
     /// More `c10k serve` arguments for every server (`--server-arg`).
     #[serde(default)]
     pub server_args: Vec<String>,
+    /// A micro-benchmark experiment (its cells run no server).
+    #[serde(default)]
+    pub bench: Option<Bench>,
+    /// What the size of a cell counts, for tables and chart axes.
+    #[serde(default = "default_size_label")]
+    pub size_label: String,
     pub cells: Vec<CellSpec>,
 }
 

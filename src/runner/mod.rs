@@ -5,6 +5,7 @@
 //! ([`execute`], [`results`]). Ctrl-C ends the run between cells, the cell
 //! in progress unrecorded, and `--resume` finishes it later.
 
+pub mod bench;
 pub mod cell;
 pub mod execute;
 pub mod matrix;
@@ -94,17 +95,25 @@ pub fn intro(data: &RunData) -> String {
             )
         }
     };
+    let placement = if p.bench.is_some() {
+        "each benchmark places its own threads".to_string()
+    } else {
+        format!(
+            "server on {}, client on {}",
+            cpus(&p.server_cpus),
+            cpus(&p.client_cpus)
+        )
+    };
     let mut s = format!(
-        "c10k run {}: {}\n  {} cells: {} models x {} connection counts x {} runs ({:?} order); server on {}, client on {}\n  results in {}\n",
+        "c10k run {}: {}\n  {} cells: {} models x {} {} counts x {} runs ({:?} order); {placement}\n  results in {}\n",
         p.experiment,
         p.title,
         p.cells.len(),
         p.models.len(),
         p.connections.len(),
+        p.size_label,
         p.runs,
         p.order,
-        cpus(&p.server_cpus),
-        cpus(&p.client_cpus),
         data.dir.display()
     );
     let hard = crate::sys::rlimit::nofile().hard;

@@ -46,8 +46,9 @@ pub fn ranking(data: &RunData) -> Vec<Table> {
         let best = rows[0].1;
         let mut t = Table::new(
             format!(
-                "{} connections: {} ({} is better)",
+                "{} {}: {} ({} is better)",
                 crate::runner::matrix::format_count(n as f64),
+                data.plan.size_label,
                 p.label(),
                 if p.higher_is_better() {
                     "higher"

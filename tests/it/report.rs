@@ -192,6 +192,7 @@ fn ok(spec: &matrix::CellSpec, kind: &str, c: Cell, fixed: bool) -> CellResult {
         load: Some(load_report(kind, spec.connections, &c)),
         per_connection_csv: None,
         messages_per_connection: fixed.then_some(1),
+        bench: None,
     }
 }
 
@@ -209,6 +210,7 @@ fn not_measured(spec: &matrix::CellSpec, status: Status, reason: &str) -> CellRe
         load: None,
         per_connection_csv: None,
         messages_per_connection: None,
+        bench: None,
     }
 }
 
@@ -250,6 +252,8 @@ fn plan(
         per_connection_csv: false,
         buffer: "16KiB".into(),
         server_args: Vec::new(),
+        bench: None,
+        size_label: "connections".into(),
     }
 }
 

@@ -20,6 +20,7 @@ pub const TESTS: &[(&str, Test)] = &[
     ),
     ("failed_cells_are_results_with_a_cause", failed_cells),
     ("bad_input_is_one_line", bad_input),
+    ("micro_benchmarks_run_as_experiments", bench_presets),
 ];
 
 /// A fresh, empty directory for one test.
@@ -307,6 +308,63 @@ fn failed_cells() -> Result<(), Failed> {
         std::fs::remove_dir_all(&dir)?;
     }
     let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
+
+fn bench_presets() -> Result<(), Failed> {
+    for (preset, models, sizes) in [
+        ("dispatch", "select,epoll-et", "10,20"),
+        ("herd", "select,epoll-exclusive", "2"),
+        ("spawn", "thread,fork", "4"),
+    ] {
+        let out = scratch(&format!("bench-{preset}"))?;
+        let o = run(&[
+            preset,
+            "--models",
+            models,
+            "--connections",
+            sizes,
+            "--runs",
+            "1",
+            "--out",
+            out.to_str().unwrap_or("."),
+        ])?;
+        if !o.status.success() {
+            return Err(format!(
+                "{preset}: exit {:?}: {}",
+                o.status.code(),
+                String::from_utf8_lossy(&o.stderr)
+            )
+            .into());
+        }
+        let dir = results_dir(&out)?;
+        let cells = lines(&dir)?;
+        let want = models.split(',').count() * sizes.split(',').count();
+        if cells.len() != want {
+            return Err(format!("{preset}: {} cells, expected {want}", cells.len()).into());
+        }
+        for c in &cells {
+            let b = &c["bench"];
+            if c["status"] != "ok" || b["time_seconds"].as_f64().unwrap_or(0.0) <= 0.0 {
+                return Err(format!("{preset}: {c}").into());
+            }
+            if preset == "herd" {
+                let jain = b["jain"].as_f64().unwrap_or(-1.0);
+                if !(jain > 0.0 && jain <= 1.0)
+                    || b["wakeups_per_connection"].as_f64().unwrap_or(0.0) <= 0.0
+                {
+                    return Err(format!("herd figures out of range: {b}").into());
+                }
+            }
+        }
+        let html = std::fs::read_to_string(dir.join("report.html"))?;
+        if !html.contains("Time against")
+            || (preset == "herd" && !html.contains("The herd: wake-ups"))
+        {
+            return Err(format!("{preset}: the report lacks its charts").into());
+        }
+        let _ = std::fs::remove_dir_all(&out);
+    }
     Ok(())
 }
 
