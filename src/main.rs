@@ -2,6 +2,7 @@
 //! (1 failure, 2 bad usage, 3 model not supported here, 4 `load
 //! --fail-on-error` saw errors, 130 `run` interrupted with cells left).
 
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -147,7 +148,10 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
     let finish = runner::execute(&mut data);
     // Whatever happened, what was measured is written out.
     let written = c10k::export::results::write_all(&data, &all_tables(&data), !args.no_report);
-    print!("{}", runner::outro(&data));
+    // Written with errors ignored: `c10k run | head` must not turn a
+    // finished run into a panic.
+    let mut stdout = std::io::stdout();
+    let _ = write!(stdout, "{}", runner::outro(&data));
     let mut code = ExitCode::SUCCESS;
     match finish {
         Ok(Finish::Complete) => {}
@@ -169,7 +173,7 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
     match written {
         Ok(paths) => {
             for p in paths {
-                println!("wrote {}", p.display());
+                let _ = writeln!(stdout, "wrote {}", p.display());
             }
         }
         Err(e) => {

@@ -105,13 +105,17 @@ pub fn intro(data: &RunData) -> String {
         )
     };
     let mut s = format!(
-        "c10k run {}: {}\n  {} cells: {} models x {} {} counts x {} runs ({:?} order); {placement}\n  results in {}\n",
+        "c10k run {}: {}\n  {} cells: {} models x {} {} x {} runs ({:?} order); {placement}\n  results in {}\n",
         p.experiment,
         p.title,
         p.cells.len(),
         p.models.len(),
         p.connections.len(),
-        p.size_label,
+        if p.size_label == "connections" {
+            "connection counts".to_string()
+        } else {
+            format!("sizes ({})", p.size_label)
+        },
         p.runs,
         p.order,
         data.dir.display()

@@ -69,7 +69,12 @@ impl Progress {
                     bar.println(line);
                 }
             }
-            None => eprintln!("{line}"),
+            // A reader that went away (`2>&1 | head`) must not end the
+            // run: the cells keep being measured and recorded.
+            None => {
+                use std::io::Write;
+                let _ = writeln!(std::io::stderr(), "{line}");
+            }
         }
     }
 
