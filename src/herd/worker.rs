@@ -176,6 +176,32 @@ fn try_accept(listener: BorrowedFd<'_>, slot: &Slot) {
     }
 }
 
+/// The loop every readiness method shares: wait (at most until the
+/// deadline), and on a return try one accept. `wait` is the method's own
+/// call; it returns how many descriptors are ready.
+fn wait_loop(
+    listener: BorrowedFd<'_>,
+    setup: &Setup<'_>,
+    slot: &Slot,
+    mut wait: impl FnMut(Duration) -> Result<usize, Errno>,
+) -> i32 {
+    tell(setup.ready, b'R');
+    for _ in 0..setup.cap {
+        let Some(left) = left(setup.deadline) else {
+            return EXIT_DEADLINE;
+        };
+        match wait(left) {
+            Ok(0) | Err(Errno::INTR) => {}
+            Ok(_) => {
+                Slot::add(&slot.returns);
+                try_accept(listener, slot);
+            }
+            Err(_) => return EXIT_WAIT,
+        }
+    }
+    EXIT_CAP
+}
+
 fn select_loop(fds: &[BorrowedFd<'_>], setup: &Setup<'_>, slot: &Slot) -> i32 {
     let nfds = fds.iter().map(|f| f.as_raw_fd()).max().unwrap_or(0) as usize + 1;
     let mut master = FdSet::with_capacity(nfds);
@@ -184,23 +210,10 @@ fn select_loop(fds: &[BorrowedFd<'_>], setup: &Setup<'_>, slot: &Slot) -> i32 {
     }
     let mut read = FdSet::with_capacity(nfds);
     let mut write = FdSet::with_capacity(nfds);
-    tell(setup.ready, b'R');
-    for _ in 0..setup.cap {
-        let Some(wait) = left(setup.deadline) else {
-            return EXIT_DEADLINE;
-        };
+    wait_loop(fds[0], setup, slot, |wait| {
         read.copy_from(&master, nfds);
-        match fdset::select(nfds, &mut read, &mut write, Some(wait)) {
-            Ok(0) => {}
-            Ok(_) => {
-                Slot::add(&slot.returns);
-                try_accept(fds[0], slot);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return EXIT_WAIT,
-        }
-    }
-    EXIT_CAP
+        fdset::select(nfds, &mut read, &mut write, Some(wait)).map_err(io_errno)
+    })
 }
 
 fn poll_loop(fds: &[BorrowedFd<'_>], setup: &Setup<'_>, slot: &Slot) -> i32 {
@@ -208,22 +221,14 @@ fn poll_loop(fds: &[BorrowedFd<'_>], setup: &Setup<'_>, slot: &Slot) -> i32 {
         .iter()
         .map(|f| pollset::pollfd(f.as_raw_fd(), POLLIN))
         .collect();
-    tell(setup.ready, b'R');
-    for _ in 0..setup.cap {
-        let Some(wait) = left(setup.deadline) else {
-            return EXIT_DEADLINE;
-        };
-        match pollset::poll(&mut set, Some(wait)) {
-            Ok(0) => {}
-            Ok(_) => {
-                Slot::add(&slot.returns);
-                try_accept(fds[0], slot);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return EXIT_WAIT,
-        }
-    }
-    EXIT_CAP
+    wait_loop(fds[0], setup, slot, |wait| {
+        pollset::poll(&mut set, Some(wait)).map_err(io_errno)
+    })
+}
+
+/// An I/O error as the errno the shared loop matches on.
+fn io_errno(e: std::io::Error) -> Errno {
+    e.raw_os_error().map_or(Errno::IO, Errno::from_raw_os_error)
 }
 
 fn epoll_loop(fds: &[BorrowedFd<'_>], exclusive: bool, setup: &Setup<'_>, slot: &Slot) -> i32 {
@@ -249,23 +254,10 @@ fn epoll_loop(fds: &[BorrowedFd<'_>], exclusive: bool, setup: &Setup<'_>, slot: 
         };
         fds.len().min(64)
     ];
-    tell(setup.ready, b'R');
-    for _ in 0..setup.cap {
-        let Some(wait) = left(setup.deadline) else {
-            return EXIT_DEADLINE;
-        };
+    wait_loop(fds[0], setup, slot, |wait| {
         let ts = rustix::event::Timespec::try_from(wait).unwrap_or_default();
-        match epoll::wait(&ep, &mut events[..], Some(&ts)) {
-            Ok(0) => {}
-            Ok(_) => {
-                Slot::add(&slot.returns);
-                try_accept(fds[0], slot);
-            }
-            Err(Errno::INTR) => {}
-            Err(_) => return EXIT_WAIT,
-        }
-    }
-    EXIT_CAP
+        epoll::wait(&ep, &mut events[..], Some(&ts))
+    })
 }
 
 /// Blocking accept. The parent set SO_RCVTIMEO on the listener to the
