@@ -41,7 +41,7 @@ impl ServePlan {
             }
             None => None,
         };
-        let default_workers = if model.name() == "prefork" {
+        let default_workers = if model.worker_per_connection() {
             64
         } else {
             cpus_available()

@@ -95,7 +95,7 @@ fn measure(
 ) -> Result<(), Trouble> {
     let model = crate::server::find(&spec.model)
         .ok_or_else(|| Trouble::Failed(format!("unknown model '{}'", spec.model)))?;
-    check_tasks(model.name(), spec.connections).map_err(Trouble::Failed)?;
+    check_tasks(model, spec.connections).map_err(Trouble::Failed)?;
     let hard = sys::rlimit::nofile().hard;
     let instances = if model.forks() {
         1
@@ -111,7 +111,7 @@ fn measure(
     let mut args_used = Vec::new();
     for i in 0..instances {
         let port = servers.first().map_or(0, |s| s.addr.port());
-        let args = server_args(plan, model.name(), spec.connections, instances, port, hard);
+        let args = server_args(plan, model, spec.connections, instances, port, hard);
         match ServerChild::start(&args) {
             Ok(s) => servers.push(s),
             Err(e) => {
@@ -256,7 +256,7 @@ fn measure(
 /// The `c10k serve` arguments of one instance.
 fn server_args(
     plan: &RunPlan,
-    model: &str,
+    model: &dyn crate::server::Model,
     connections: usize,
     instances: usize,
     port: u16,
@@ -264,13 +264,13 @@ fn server_args(
 ) -> Vec<String> {
     let mut a: Vec<String> = vec![
         "--model".into(),
-        model.into(),
+        model.name().into(),
         "--port".into(),
         port.to_string(),
         "--buffer".into(),
         plan.buffer.clone(),
     ];
-    let workers = if model == "prefork" {
+    let workers = if model.worker_per_connection() {
         // A blocked worker per connection, as the model is meant to run.
         connections + 8
     } else if plan.server_cpus.is_empty() {
@@ -373,10 +373,11 @@ fn load_plan(plan: &RunPlan, spec: &CellSpec, target: std::net::SocketAddr) -> L
 /// A model that makes a thread or a process per connection needs one task
 /// per connection: refuse up front what the kernel cannot give (every
 /// other program on the machine would start failing too).
-fn check_tasks(model: &str, connections: usize) -> Result<(), String> {
-    if !matches!(model, "threads" | "fork" | "prefork") {
+fn check_tasks(model: &dyn crate::server::Model, connections: usize) -> Result<(), String> {
+    if !(model.task_per_connection() || model.worker_per_connection()) {
         return Ok(());
     }
+    let model_name = model.name();
     let read = |name: &str| crate::env::sysctl_u64(name);
     // The fourth field of /proc/loadavg is "runnable/total" tasks.
     let running = std::fs::read_to_string("/proc/loadavg")
@@ -397,18 +398,20 @@ fn check_tasks(model: &str, connections: usize) -> Result<(), String> {
             let limit = limit as usize;
             if connections + margin > limit {
                 return Err(format!(
-                    "{model} needs a task per connection: {connections} plus about {margin} in use exceeds {name} = {limit} ({what}); \
+                    "{model_name} needs a task per connection: {connections} plus about {margin} in use exceeds {name} = {limit} ({what}); \
                      fix: sysctl -w {name}={}",
                     (connections + margin).next_power_of_two().max(limit * 2)
                 ));
             }
         }
     }
-    // Each thread's stack is two mappings (stack and guard page).
-    if let (Some(maps), "threads") = (read("vm.max_map_count"), model) {
+    // Each thread's stack is two mappings (stack and guard page), all in
+    // one process when the tasks are threads.
+    let threads = model.task_per_connection() && !model.forks();
+    if let (Some(maps), true) = (read("vm.max_map_count"), threads) {
         if connections * 2 + 1024 > maps as usize {
             return Err(format!(
-                "threads needs two memory mappings per connection: {} exceeds vm.max_map_count = {maps}; \
+                "{model_name} needs two memory mappings per connection: {} exceeds vm.max_map_count = {maps}; \
                  fix: sysctl -w vm.max_map_count={}",
                 connections * 2 + 1024,
                 (connections * 2 + 1024).next_power_of_two()

@@ -109,6 +109,11 @@ pub trait Model: Sync {
     fn task_per_connection(&self) -> bool {
         false
     }
+    /// Whether each worker of the model's pool serves one connection at a
+    /// time (prefork), so holding N connections at once takes N workers.
+    fn worker_per_connection(&self) -> bool {
+        false
+    }
     /// Whether the model calls `ctx.ready()` itself once its setup is done
     /// (forking a pool, say); otherwise READY is printed just before
     /// [`Model::serve`] runs.

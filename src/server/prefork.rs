@@ -55,6 +55,9 @@ impl Model for Prefork {
     fn forks(&self) -> bool {
         true
     }
+    fn worker_per_connection(&self) -> bool {
+        true
+    }
     fn announces_ready(&self) -> bool {
         true
     }
