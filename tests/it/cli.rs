@@ -4,10 +4,7 @@ use std::process::Command;
 
 use libtest_mimic::Failed;
 
-use crate::support::bin;
-
-/// A command-line test.
-pub type Test = fn() -> Result<(), Failed>;
+use crate::support::{bin, Test};
 
 pub const TESTS: &[(&str, Test)] = &[
     ("unknown_model_is_one_line_exit_2", unknown_model),

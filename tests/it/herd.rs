@@ -14,9 +14,7 @@ use std::time::Duration;
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::support::{alive, bin};
-
-pub type Test = fn() -> Result<(), Failed>;
+use crate::support::{alive, bin, Test};
 
 pub const TESTS: &[(&str, Test)] = &[
     ("every_method_adds_up_and_reaps_its_workers", every_method),

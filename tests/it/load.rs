@@ -9,10 +9,7 @@ use libtest_mimic::Failed;
 use serde_json::Value;
 
 use crate::misbehave::{Fault, Misbehave};
-use crate::support::{bin, Server, Started};
-
-/// A load test.
-pub type Test = fn() -> Result<(), Failed>;
+use crate::support::{bin, Server, Started, Test};
 
 pub const TESTS: &[(&str, Test)] = &[
     ("closed_loop_counts_are_exact", closed_loop_counts_are_exact),

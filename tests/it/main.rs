@@ -32,32 +32,21 @@ fn main() {
             ));
         }
     }
-    for &(name, test) in cli::TESTS {
-        trials.push(Trial::test(format!("cli::{name}"), test));
-    }
-    for &(name, test) in herd::TESTS {
-        trials.push(Trial::test(format!("herd::{name}"), test));
-    }
-    for &(name, test) in load::TESTS {
-        trials.push(Trial::test(format!("load::{name}"), test));
-    }
-    for &(name, test) in micro::TESTS {
-        trials.push(Trial::test(format!("micro::{name}"), test));
-    }
-    for &(name, test) in micro_accept::TESTS {
-        trials.push(Trial::test(format!("micro_accept::{name}"), test));
-    }
-    for &(name, test) in misbehave::TESTS {
-        trials.push(Trial::test(format!("misbehave::{name}"), test));
-    }
-    for &(name, test) in report::TESTS {
-        trials.push(Trial::test(format!("report::{name}"), test));
-    }
-    for &(name, test) in runner::TESTS {
-        trials.push(Trial::test(format!("runner::{name}"), test));
-    }
-    for &(name, test) in schema::TESTS {
-        trials.push(Trial::test(format!("schema::{name}"), test));
+    let groups: [(&str, &[(&str, support::Test)]); 9] = [
+        ("cli", cli::TESTS),
+        ("herd", herd::TESTS),
+        ("load", load::TESTS),
+        ("micro", micro::TESTS),
+        ("micro_accept", micro_accept::TESTS),
+        ("misbehave", misbehave::TESTS),
+        ("report", report::TESTS),
+        ("runner", runner::TESTS),
+        ("schema", schema::TESTS),
+    ];
+    for (group, tests) in groups {
+        for &(name, test) in tests {
+            trials.push(Trial::test(format!("{group}::{name}"), test));
+        }
     }
     libtest_mimic::run(&args, trials).exit();
 }

@@ -13,10 +13,7 @@ use std::time::Duration;
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::support::bin;
-
-/// A micro-benchmark test.
-pub type Test = fn() -> Result<(), Failed>;
+use crate::support::{bin, Test};
 
 pub const TESTS: &[(&str, Test)] = &[
     ("spawn_reaps_and_joins_everything", spawn_end_to_end),

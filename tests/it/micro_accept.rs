@@ -5,9 +5,7 @@ use std::process::Command;
 
 use libtest_mimic::Failed;
 
-use crate::support::bin;
-
-pub type Test = fn() -> Result<(), Failed>;
+use crate::support::{bin, Test};
 
 pub const TESTS: &[(&str, Test)] = &[
     ("every_connection_is_accepted_in_every_mode", counts_add_up),

@@ -27,7 +27,7 @@ use libtest_mimic::Failed;
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use socket2::{Domain, SockRef, Socket, Type};
 
-use crate::support::{pattern, PATIENCE};
+use crate::support::{pattern, Test, PATIENCE};
 
 /// How often every blocked thread looks at the stop flag.
 const TICK: Duration = Duration::from_millis(50);
@@ -391,9 +391,6 @@ fn reset(stream: TcpStream) {
 
 // ---------------------------------------------------------------------------
 // Self-tests: each fault against a plain blocking client.
-
-/// A self-test of the misbehaving server.
-pub type Test = fn() -> Result<(), Failed>;
 
 pub const TESTS: &[(&str, Test)] = &[
     ("echo_echoes_everything", echo),

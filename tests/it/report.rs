@@ -20,11 +20,10 @@ use c10k::runner::cell::{CellResult, KernelMemory, ServerSide, Status, TreeMemor
 use c10k::runner::matrix::{self, Order, Pin, Primary, RunPlan, Workload, WorkloadKind};
 use c10k::runner::results::RunData;
 use libtest_mimic::Failed;
+
+use crate::support::Test;
 use quick_xml::events::Event;
 use quick_xml::Reader;
-
-/// A report test.
-pub type Test = fn() -> Result<(), Failed>;
 
 pub const TESTS: &[(&str, Test)] = &[
     ("parses_as_strict_xml", parses_as_strict_xml),

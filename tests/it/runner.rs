@@ -8,9 +8,7 @@ use std::process::{Command, Stdio};
 
 use libtest_mimic::Failed;
 
-use crate::support::{bin, PATIENCE};
-
-pub type Test = fn() -> Result<(), Failed>;
+use crate::support::{bin, Test, PATIENCE};
 
 pub const TESTS: &[(&str, Test)] = &[
     ("tiny_matrix_end_to_end", tiny_matrix),

@@ -11,10 +11,7 @@ use libtest_mimic::Failed;
 use serde_json::{json, Value};
 
 use crate::misbehave::{Fault, Misbehave};
-use crate::support::{bin, Server, Started};
-
-/// A schema test.
-pub type Test = fn() -> Result<(), Failed>;
+use crate::support::{bin, Server, Started, Test};
 
 pub const TESTS: &[(&str, Test)] = &[
     ("checked_in_schema_is_current", checked_in_schema_is_current),

@@ -12,6 +12,9 @@ use std::time::Duration;
 
 use c10k::server::Summary;
 
+/// A test of the binary: `Ok` or a message saying what went wrong.
+pub type Test = fn() -> Result<(), libtest_mimic::Failed>;
+
 /// How long any single wait in a test may take before the test fails
 /// (a guard against hangs, not a timing assertion).
 pub const PATIENCE: Duration = Duration::from_secs(30);
