@@ -85,12 +85,15 @@ pub fn sockets(roots: &[u32]) -> usize {
 /// Waits until the trees of `roots` hold at least `sockets` sockets and
 /// `threads` threads, or until neither count has grown for `stall` (a
 /// server may refuse or drop connections; the caller records what it saw).
-/// There is no event for "accepted", so this polls /proc every millisecond;
+/// There is no event for "accepted", so this polls /proc, pausing at least
+/// as long as a scan took (at least 1 ms) so that scanning 100,000
+/// descriptors does not take the CPU the server needs to accept them;
 /// returns whether both counts were reached.
 pub fn wait_for(roots: &[u32], sockets: usize, threads: u64, stall: std::time::Duration) -> bool {
     let mut best = (0, 0);
     let mut since = std::time::Instant::now();
     loop {
+        let scan = std::time::Instant::now();
         let now_sockets = self::sockets(roots);
         // Threads are only read when asked for (a forking tree is large).
         let now_threads = if threads > 0 { thread_count(roots) } else { 0 };
@@ -103,7 +106,7 @@ pub fn wait_for(roots: &[u32], sockets: usize, threads: u64, stall: std::time::D
         } else if since.elapsed() >= stall {
             return false;
         }
-        std::thread::sleep(std::time::Duration::from_millis(1));
+        std::thread::sleep(scan.elapsed().max(std::time::Duration::from_millis(1)));
     }
 }
 

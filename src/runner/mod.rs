@@ -14,7 +14,7 @@ pub mod results;
 pub mod server;
 pub mod summary;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -174,9 +174,6 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let y = yoe + era * 400 + i64::from(m <= 2);
     (y, m, d)
 }
-
-/// Paths of everything [`crate::export::results::write_all`] made.
-pub type Written = Vec<PathBuf>;
 
 #[cfg(test)]
 mod tests {
