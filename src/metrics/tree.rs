@@ -133,15 +133,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn this_process_is_its_own_tree() {
-        let me = std::process::id();
-        assert_eq!(descendants(me), vec![me]);
-        let m = sample(&[me]);
+    fn a_childless_process_is_its_own_tree() {
+        // A process of its own: this test process has children of other
+        // tests running beside this one.
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("start sleep");
+        let pid = child.id();
+        let tree = descendants(pid);
+        let m = sample(&[pid]);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(tree, vec![pid]);
         assert_eq!(m.processes, 1);
         assert!(m.threads >= 1);
         assert!(m.vm_peak_kib >= m.vm_size_kib && m.vm_size_kib > 0);
         assert!(m.vm_hwm_kib >= m.rss_kib && m.rss_kib > 0);
         assert!(m.pss_kib > 0);
+    }
+
+    #[test]
+    fn sockets_are_counted_and_awaited() {
+        let me = std::process::id();
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let with = sockets(&[me]);
         drop(l);
