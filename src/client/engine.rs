@@ -26,6 +26,7 @@ use rustix::event::epoll::{self, CreateFlags, Event, EventData, EventFlags};
 
 use super::conn::{Conn, Failure, InFlight, Payload, State};
 use super::record::ConnRecord;
+use super::report::Syscalls;
 use super::source::connect_socket;
 use crate::plan::{LoadPlan, Stop, Workload};
 
@@ -79,6 +80,8 @@ pub struct Shared {
     pub completed: AtomicU64,
     pub failed: AtomicU64,
     pub live: Mutex<Histogram<u64>>,
+    /// Whether a progress line reads `live` (a terminal is watching).
+    pub live_progress: bool,
 }
 
 impl Shared {
@@ -98,6 +101,7 @@ impl Shared {
             completed: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             live: Mutex::new(histogram()),
+            live_progress: false,
         }
     }
 }
@@ -174,6 +178,8 @@ pub struct ThreadResult {
     pub rounds: Vec<(Instant, Option<Instant>)>,
     /// When this loop had every connection up (or failed).
     pub connected_at: Instant,
+    /// System calls over the measured window (burst: over the rounds).
+    pub io: Syscalls,
 }
 
 /// Runs event loop `index` of `shared.plan.threads` to the end.
@@ -249,6 +255,17 @@ struct Engine<'a> {
     done: Vec<InFlight>,
     events: Vec<Event>,
     last_sweep: Instant,
+    /// Open loop: the uncorrected latency and the send lag differ from the
+    /// corrected one and are recorded; closed loop writes when it intends.
+    open_loop: bool,
+    /// A progress line shows live percentiles: keep the interval histogram.
+    live: bool,
+    /// Connections with messages queued by the current batch of timers.
+    dirty: Vec<usize>,
+    /// System calls so far, and at the start of the measured window.
+    io: Syscalls,
+    io_from: Option<Syscalls>,
+    io_window: Syscalls,
 }
 
 impl<'a> Engine<'a> {
@@ -307,6 +324,12 @@ impl<'a> Engine<'a> {
                 1024
             ],
             last_sweep: now,
+            open_loop: matches!(plan.workload, Workload::Open { .. }),
+            live: shared.live_progress,
+            dirty: Vec::new(),
+            io: Syscalls::default(),
+            io_from: None,
+            io_window: Syscalls::default(),
         })
     }
 
@@ -436,18 +459,23 @@ impl<'a> Engine<'a> {
                     self.timers.push(Reverse((due, i)));
                 }
                 (None, Workload::Closed { depth }) => {
+                    // The first `depth` messages go out in one write.
+                    let now = Instant::now();
                     for _ in 0..depth {
-                        let now = Instant::now();
                         if self.may_send(i, now, &sched) {
-                            self.send(i, now, &sched);
+                            self.queue(i, now, now, &sched);
                         }
                     }
+                    self.flush(i);
                 }
                 _ => {}
             }
         }
         loop {
             let now = Instant::now();
+            if self.io_from.is_none() && now >= sched.measure_from {
+                self.io_from = Some(self.io);
+            }
             if self.interrupted() || sched.until.is_some_and(|u| now >= u) || self.all_active_done()
             {
                 break;
@@ -467,6 +495,7 @@ impl<'a> Engine<'a> {
             self.sweep(now);
             self.publish(now);
         }
+        self.io_window = self.io.since(self.io_from.unwrap_or(self.io));
         self.drain();
     }
 
@@ -509,7 +538,8 @@ impl<'a> Engine<'a> {
             if self.may_send(i, due, sched) {
                 let c = &mut self.conns[i];
                 if c.in_flight.len() < depth && c.backlog.is_empty() {
-                    self.send(i, due, sched);
+                    self.queue(i, due, now, sched);
+                    self.dirty.push(i);
                 } else if c.backlog.len() < MAX_BACKLOG {
                     // Due, but the connection is busy: it goes out as soon
                     // as a slot frees, and its latency counts from now.
@@ -522,6 +552,11 @@ impl<'a> Engine<'a> {
             if sched.until.is_none_or(|u| next < u) && self.may_send(i, next, sched) {
                 self.timers.push(Reverse((next, i)));
             }
+        }
+        // Everything due is written before the loop waits again: one write
+        // per connection, however many of its messages fell due together.
+        while let Some(i) = self.dirty.pop() {
+            self.flush(i);
         }
     }
 
@@ -541,9 +576,12 @@ impl<'a> Engine<'a> {
     }
 
     /// Queues message number `queued` on connection `i`, due at `intended`,
-    /// and writes what the socket takes.
-    fn send(&mut self, i: usize, intended: Instant, sched: &Schedule) {
-        let now = Instant::now();
+    /// written at `now`. It is not written here: the caller flushes the
+    /// connection once after queueing everything that became due in the
+    /// same event, so k messages cost one `write`, not k (the C reference
+    /// client does the same). The flush follows before the loop waits
+    /// again, so no message goes out later than the event that made it due.
+    fn queue(&mut self, i: usize, intended: Instant, now: Instant, sched: &Schedule) {
         let payload = &self.shared.payload;
         let c = &mut self.conns[i];
         if c.in_flight.is_empty() {
@@ -557,29 +595,28 @@ impl<'a> Engine<'a> {
             sent: now,
             measured,
         });
-        if measured {
+        if measured && self.open_loop {
             let _ = self
                 .send_lag
                 .record(ns(now.saturating_duration_since(intended)));
         }
-        self.flush(i);
     }
 
-    /// A message on connection `i` completed: closed loop sends the next.
-    fn on_complete(&mut self, i: usize) {
+    /// A message on connection `i` completed at `now`: closed loop queues
+    /// the next (the caller flushes once for the whole read).
+    fn on_complete(&mut self, i: usize, now: Instant) {
         let Some(&sched) = self.shared.schedule.get() else {
             return;
         };
         match self.plan.workload {
             Workload::Closed { .. } => {
-                let now = Instant::now();
                 if self.may_send(i, now, &sched) && !self.interrupted() {
-                    self.send(i, now, &sched);
+                    self.queue(i, now, now, &sched);
                 }
             }
             Workload::Open { .. } => {
                 if let Some(due) = self.conns[i].backlog.pop_front() {
-                    self.send(i, due, &sched);
+                    self.queue(i, due, now, &sched);
                 }
             }
             _ => {}
@@ -605,6 +642,7 @@ impl<'a> Engine<'a> {
     /// echo; returns the round's start and the time of its last echo.
     fn burst_round(&mut self) -> (Instant, Option<Instant>) {
         let start = Instant::now();
+        let io_before = self.io;
         let sched = Schedule {
             start,
             measure_from: start,
@@ -612,7 +650,8 @@ impl<'a> Engine<'a> {
         };
         for i in 0..self.conns.len() {
             if !self.conns[i].idle && self.conns[i].state == State::Up {
-                self.send(i, start, &sched);
+                self.queue(i, start, start, &sched);
+                self.flush(i);
             }
         }
         let mut last = None;
@@ -633,6 +672,7 @@ impl<'a> Engine<'a> {
             self.sweep(now);
             self.publish(now);
         }
+        self.io_window.add(self.io.since(io_before));
         (start, last)
     }
 
@@ -662,7 +702,9 @@ impl<'a> Engine<'a> {
                     continue;
                 }
                 if echo && c.queued == 0 {
-                    self.send(i, Instant::now(), &sched);
+                    let now = Instant::now();
+                    self.queue(i, now, now, &sched);
+                    self.flush(i);
                 } else if !echo || (c.queued > 0 && c.in_flight.is_empty()) {
                     self.close(i);
                 }
@@ -716,6 +758,7 @@ impl<'a> Engine<'a> {
     /// Waits up to `timeout` and handles what is ready.
     fn poll(&mut self, timeout: Option<Duration>) {
         let ts = timeout.map(|d| rustix::event::Timespec::try_from(d).unwrap_or_default());
+        self.io.waits += 1;
         let n = match epoll::wait(&self.ep, &mut self.events[..], ts.as_ref()) {
             Ok(n) => n,
             Err(_) => return,
@@ -753,6 +796,7 @@ impl<'a> Engine<'a> {
             return;
         };
         while c.out_pos < c.out.len() {
+            self.io.writes += 1;
             match sock.write(&c.out[c.out_pos..]) {
                 Ok(n) => {
                     c.out_pos += n;
@@ -780,6 +824,7 @@ impl<'a> Engine<'a> {
             let Some(sock) = self.conns[i].sock.as_mut() else {
                 return;
             };
+            self.io.reads += 1;
             match sock.read(&mut self.scratch) {
                 Ok(0) => {
                     // The server closed: a failure unless we were done.
@@ -797,25 +842,38 @@ impl<'a> Engine<'a> {
                         return;
                     }
                     // Record the whole batch before refilling, so the
-                    // `-n` count sees every completion.
+                    // `-n` count sees every completion. A message costs one
+                    // histogram record; the uncorrected figure only exists
+                    // in open loop (closed loop writes when it intends to)
+                    // and the live one only when a progress line shows it.
                     let completed = std::mem::take(&mut self.done);
+                    let mut measured = 0;
                     for f in completed.iter().filter(|f| f.measured) {
                         let corrected = ns(now.saturating_duration_since(f.intended));
-                        let raw = ns(now.saturating_duration_since(f.sent));
                         let _ = self.latency.record(corrected.max(1));
-                        let _ = self.latency_raw.record(raw.max(1));
-                        let _ = self.interval.record(corrected.max(1));
+                        if self.open_loop {
+                            let raw = ns(now.saturating_duration_since(f.sent));
+                            let _ = self.latency_raw.record(raw.max(1));
+                        }
+                        if self.live {
+                            let _ = self.interval.record(corrected.max(1));
+                        }
                         self.conns[i].record(corrected);
-                        self.echoed += 1;
-                        self.shared.completed.fetch_add(1, Relaxed);
+                        measured += 1;
+                    }
+                    if measured > 0 {
+                        self.echoed += measured;
+                        self.shared.completed.fetch_add(measured, Relaxed);
                     }
                     for _ in &completed {
-                        self.on_complete(i);
+                        self.on_complete(i, now);
                         if self.conns[i].state != State::Up {
                             break;
                         }
                     }
                     self.done = completed;
+                    // Everything the batch made due goes out in one write.
+                    self.flush(i);
                     if self.conns[i].state != State::Up || (n < self.scratch.len() && !to_end) {
                         return;
                     }
@@ -922,6 +980,7 @@ impl<'a> Engine<'a> {
             missed: self.missed,
             rounds: self.rounds,
             connected_at: self.connected_at,
+            io: self.io_window,
         }
     }
 }

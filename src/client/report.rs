@@ -155,6 +155,36 @@ pub struct Client {
     pub max_rss_kib: u64,
     /// Worker processes the connections were spread over (1: this one).
     pub processes: usize,
+    /// System calls of the event loops over the measured window: reads,
+    /// writes and waits (`epoll_wait`). Per message they show whether the
+    /// client batches its work (one write per event, not per message).
+    pub syscalls: Syscalls,
+}
+
+/// System calls counted over the measured window.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Syscalls {
+    pub reads: u64,
+    pub writes: u64,
+    pub waits: u64,
+}
+
+impl Syscalls {
+    /// The calls made since `from`.
+    pub fn since(self, from: Syscalls) -> Syscalls {
+        Syscalls {
+            reads: self.reads - from.reads,
+            writes: self.writes - from.writes,
+            waits: self.waits - from.waits,
+        }
+    }
+
+    pub fn add(&mut self, o: Syscalls) {
+        self.reads += o.reads;
+        self.writes += o.writes;
+        self.waits += o.waits;
+    }
 }
 
 /// Everything a load run measured: what `c10k load --json` writes.
@@ -330,6 +360,16 @@ impl Report {
                 None => "not pinned".into(),
             }
         );
+        if self.messages > 0 {
+            let per = |n: u64| n as f64 / self.messages as f64;
+            let _ = writeln!(
+                s,
+                "  syscalls     {:.3} reads, {:.3} writes, {:.3} waits per message",
+                per(cl.syscalls.reads),
+                per(cl.syscalls.writes),
+                per(cl.syscalls.waits),
+            );
+        }
         for w in &self.warnings {
             let _ = writeln!(s, "  warning      {w}");
         }

@@ -58,6 +58,8 @@ pub struct Measured {
     pub cpu_system: f64,
     pub max_rss_kib: u64,
     pub interrupted: bool,
+    /// The event loops' system calls over the measured window.
+    pub io: report::Syscalls,
 }
 
 /// Runs `plan` to the end (in several processes when one cannot hold its
@@ -148,11 +150,12 @@ pub fn drive(
     plan: &LoadPlan,
     connected: &mut dyn FnMut(f64) -> std::io::Result<()>,
 ) -> anyhow::Result<Measured> {
-    let shared = Shared::new(plan.clone());
+    let show = !plan.quiet && plan.process.is_none() && std::io::stderr().is_terminal();
+    let mut shared = Shared::new(plan.clone());
+    shared.live_progress = show;
     let interrupted = Arc::new(std::sync::atomic::AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupted))
         .context("installing the Ctrl-C handler")?;
-    let show = !plan.quiet && plan.process.is_none() && std::io::stderr().is_terminal();
     let t0 = Instant::now();
     let mut cpu_at_measure = sys::process::Usage::of_self();
     let mut schedule = None;
@@ -263,6 +266,7 @@ pub fn drive(
             .as_secs_f64(),
         max_rss_kib: cpu_end.max_rss_kib,
         interrupted: shared.interrupted.load(Relaxed) || interrupted.load(Relaxed),
+        io: report::Syscalls::default(),
     };
     let mut connected_at = t0;
     let mut rounds: Vec<(Option<Instant>, Option<Instant>)> = Vec::new();
@@ -273,6 +277,7 @@ pub fn drive(
         let _ = m.connect.add(&p.connect);
         m.records.extend(p.records);
         m.missed += p.missed;
+        m.io.add(p.io);
         connected_at = connected_at.max(p.connected_at);
         for (k, (start, end)) in p.rounds.into_iter().enumerate() {
             if rounds.len() <= k {
@@ -468,6 +473,7 @@ fn assemble(
             },
             max_rss_kib: m.max_rss_kib,
             processes,
+            syscalls: m.io,
         },
         tcp: serde_json::Value::Null,
         sources: Vec::new(),

@@ -44,6 +44,7 @@ struct Partial {
     interrupted: bool,
     /// Burst makespans (a burst runs in one worker).
     rounds: Vec<Option<f64>>,
+    io: super::report::Syscalls,
 }
 
 fn encode(h: &Histogram<u64>) -> String {
@@ -76,6 +77,7 @@ impl Partial {
             max_rss_kib: m.max_rss_kib,
             interrupted: m.interrupted,
             rounds: m.rounds,
+            io: m.io,
         }
     }
 
@@ -95,6 +97,7 @@ impl Partial {
         m.max_rss_kib += self.max_rss_kib;
         m.interrupted |= self.interrupted;
         m.rounds.extend(self.rounds);
+        m.io.add(self.io);
         Ok(())
     }
 }
@@ -194,6 +197,7 @@ pub fn run(
         cpu_system: 0.0,
         max_rss_kib: sys::process::Usage::of_self().max_rss_kib,
         interrupted: false,
+        io: super::report::Syscalls::default(),
     };
     for p in partials {
         p.merge_into(&mut m)?;
