@@ -130,6 +130,7 @@ fn load_report(kind: &str, n: usize, c: &Cell) -> Report {
             cpu_per_message_us: 0.0,
             max_rss_kib: 4096,
             processes: 1,
+            syscalls: Default::default(),
         },
         tcp: serde_json::Value::Null,
         sources: Vec::new(),
