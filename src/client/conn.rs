@@ -89,18 +89,20 @@ pub enum Payload {
 /// consecutive messages do not line up).
 const TEMPLATE_LEN: usize = 4093;
 
-/// Pseudo-random bytes that generated messages are cut from.
-fn template() -> &'static [u8; TEMPLATE_LEN] {
-    static T: std::sync::OnceLock<[u8; TEMPLATE_LEN]> = std::sync::OnceLock::new();
+/// Pseudo-random bytes that generated messages are cut from: the period
+/// twice over, so a message up to a period long is one contiguous slice.
+fn template() -> &'static [u8; 2 * TEMPLATE_LEN] {
+    static T: std::sync::OnceLock<[u8; 2 * TEMPLATE_LEN]> = std::sync::OnceLock::new();
     T.get_or_init(|| {
-        let mut t = [0u8; TEMPLATE_LEN];
+        let mut t = [0u8; 2 * TEMPLATE_LEN];
         let mut x: u32 = 0x1234_5678;
-        for b in t.iter_mut() {
+        for i in 0..TEMPLATE_LEN {
             // xorshift32
             x ^= x << 13;
             x ^= x >> 17;
             x ^= x << 5;
-            *b = x as u8;
+            t[i] = x as u8;
+            t[i + TEMPLATE_LEN] = x as u8;
         }
         t
     })
@@ -118,14 +120,37 @@ impl Payload {
         self.len() == 0
     }
 
+    /// Where in the template message `k` of connection `conn` starts.
+    pub fn offset(conn: u32, k: u64) -> usize {
+        ((k.wrapping_mul(131) + conn as u64 * 31) % TEMPLATE_LEN as u64) as usize
+    }
+
+    /// Where the message after the one at `at` starts: the same as
+    /// [`Payload::offset`] of the next number, without its division.
+    pub fn next_offset(at: usize) -> usize {
+        let next = at + 131;
+        if next >= TEMPLATE_LEN {
+            next - TEMPLATE_LEN
+        } else {
+            next
+        }
+    }
+
     /// Appends message `k` of connection `conn` to `out`.
     pub fn write_message(&self, conn: u32, k: u64, out: &mut Vec<u8>) {
+        self.write_at(Self::offset(conn, k), out);
+    }
+
+    /// Appends the message that starts at template offset `at` to `out`.
+    pub fn write_at(&self, at: usize, out: &mut Vec<u8>) {
         match self {
             Payload::Text(t) => out.extend_from_slice(t),
+            Payload::Generated(n) if *n <= TEMPLATE_LEN => {
+                out.extend_from_slice(&template()[at..at + n]);
+            }
             Payload::Generated(n) => {
-                let t = template();
-                let mut at =
-                    ((k.wrapping_mul(131) + conn as u64 * 31) % TEMPLATE_LEN as u64) as usize;
+                let t = &template()[..TEMPLATE_LEN];
+                let mut at = at;
                 let mut left = *n;
                 while left > 0 {
                     let take = left.min(TEMPLATE_LEN - at);
@@ -151,13 +176,15 @@ pub enum State {
     Done,
 }
 
-/// A message written (or due) and not yet echoed.
+/// A message written (or due) and not yet echoed. Times are nanoseconds
+/// since its event loop's epoch: a subtraction per round trip, not a
+/// `timespec` one.
 #[derive(Debug, Clone, Copy)]
 pub struct InFlight {
     /// When it was due (open loop) or written (closed loop, burst).
-    pub intended: Instant,
+    pub intended: u64,
     /// When it was handed to the socket.
-    pub sent: Instant,
+    pub sent: u64,
     /// Whether it counts (sent inside the measured window).
     pub measured: bool,
 }
@@ -178,6 +205,9 @@ pub struct Conn {
     pub out_pos: usize,
     /// Messages queued so far (the next one's number).
     pub queued: u64,
+    /// Template offset of the next message ([`Payload::offset`] of
+    /// `queued`, kept up to date).
+    pub next_at: usize,
     pub in_flight: VecDeque<InFlight>,
     pub bytes_sent: u64,
     pub bytes_received: u64,
@@ -209,6 +239,7 @@ impl Conn {
             acked: 0,
             out_pos: 0,
             queued: 0,
+            next_at: Payload::offset(id, 0),
             in_flight: VecDeque::new(),
             bytes_sent: 0,
             bytes_received: 0,
@@ -226,22 +257,19 @@ impl Conn {
     }
 
     /// Checks `data` (the next bytes received) against what was sent and
-    /// counts completed messages, pushing their in-flight entries to `done`;
-    /// false on a mismatch (or bytes never sent).
-    pub fn receive(&mut self, data: &[u8], message: usize, done: &mut Vec<InFlight>) -> bool {
+    /// returns how many messages it completed (their entries are the first
+    /// of `in_flight`, for the caller to pop); `None` on a mismatch (or
+    /// bytes never sent).
+    pub fn receive(&mut self, data: &[u8], message: usize) -> Option<usize> {
         let end = self.acked + data.len();
         if end > self.out_pos || self.out[self.acked..end] != *data {
-            return false;
+            return None;
         }
         self.acked = end;
         let m = message as u64;
         let before = self.bytes_received / m;
         self.bytes_received += data.len() as u64;
-        for _ in before..self.bytes_received / m {
-            if let Some(f) = self.in_flight.pop_front() {
-                done.push(f);
-            }
-        }
+        let completed = (self.bytes_received / m - before) as usize;
         // Drop what is checked once it is worth a move.
         if self.acked == self.out.len() {
             self.out.clear();
@@ -252,13 +280,13 @@ impl Conn {
             self.out_pos -= self.acked;
             self.acked = 0;
         }
-        true
+        Some(completed.min(self.in_flight.len()))
     }
 
-    /// Records one measured round trip.
-    pub fn record(&mut self, ns: u64) {
-        self.requests += 1;
-        self.rt_sum_ns += ns as u128;
+    /// Records `count` measured round trips of `ns` each.
+    pub fn record(&mut self, ns: u64, count: u64) {
+        self.requests += count;
+        self.rt_sum_ns += ns as u128 * count as u128;
         self.rt_min_ns = self.rt_min_ns.min(ns);
         self.rt_max_ns = self.rt_max_ns.max(ns);
     }
@@ -277,19 +305,17 @@ mod tests {
             p.write_message(7, k, &mut c.out);
             c.queued += 1;
             c.in_flight.push_back(InFlight {
-                intended: now,
-                sent: now,
+                intended: 0,
+                sent: 0,
                 measured: true,
             });
         }
         c.out_pos = c.out.len();
         let sent = c.out.clone();
-        let mut done = Vec::new();
-        assert!(c.receive(&sent[..100], 64, &mut done));
-        assert_eq!(done.len(), 1);
+        assert_eq!(c.receive(&sent[..100], 64), Some(1));
         let mut dropped = sent[100..].to_vec();
         dropped.remove(5);
-        assert!(!c.receive(&dropped, 64, &mut done));
+        assert_eq!(c.receive(&dropped, 64), None);
         // Two messages of one connection differ, and so do two connections.
         let (mut a, mut b) = (Vec::new(), Vec::new());
         p.write_message(7, 0, &mut a);
@@ -301,9 +327,27 @@ mod tests {
     }
 
     #[test]
+    fn offsets_kept_up_to_date_match_the_formula() {
+        for conn in [0, 7, 12_345] {
+            let mut at = Payload::offset(conn, 0);
+            for k in 1..10_000u64 {
+                at = Payload::next_offset(at);
+                assert_eq!(at, Payload::offset(conn, k), "conn {conn} message {k}");
+            }
+        }
+        // A message longer than the template wraps around it.
+        let p = Payload::Generated(10_000);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        p.write_at(4000, &mut a);
+        Payload::Generated(93).write_at(4000, &mut b);
+        assert_eq!(a.len(), 10_000);
+        assert_eq!(a[..93], b[..]);
+        assert_eq!(a[93..93 + 100], a[93 + 4093..93 + 4093 + 100]);
+    }
+
+    #[test]
     fn bytes_beyond_what_was_sent_are_a_mismatch() {
         let mut c = Conn::new(0, false, Instant::now());
-        let mut done = Vec::new();
-        assert!(!c.receive(b"h", 2, &mut done));
+        assert_eq!(c.receive(b"h", 2), None);
     }
 }

@@ -252,12 +252,13 @@ struct Engine<'a> {
     rounds: Vec<(Instant, Option<Instant>)>,
     connected_at: Instant,
     scratch: Vec<u8>,
-    done: Vec<InFlight>,
     events: Vec<Event>,
     last_sweep: Instant,
     /// Open loop: the uncorrected latency and the send lag differ from the
     /// corrected one and are recorded; closed loop writes when it intends.
     open_loop: bool,
+    /// Origin of the in-flight timestamps.
+    epoch: Instant,
     /// A progress line shows live percentiles: keep the interval histogram.
     live: bool,
     /// Connections with messages queued by the current batch of timers.
@@ -315,7 +316,6 @@ impl<'a> Engine<'a> {
             rounds: Vec::new(),
             connected_at: now,
             scratch: vec![0; 256 << 10],
-            done: Vec::new(),
             events: vec![
                 Event {
                     flags: EventFlags::empty(),
@@ -325,6 +325,7 @@ impl<'a> Engine<'a> {
             ],
             last_sweep: now,
             open_loop: matches!(plan.workload, Workload::Open { .. }),
+            epoch: now,
             live: shared.live_progress,
             dirty: Vec::new(),
             io: Syscalls::default(),
@@ -461,10 +462,9 @@ impl<'a> Engine<'a> {
                 (None, Workload::Closed { depth }) => {
                     // The first `depth` messages go out in one write.
                     let now = Instant::now();
-                    for _ in 0..depth {
-                        if self.may_send(i, now, &sched) {
-                            self.queue(i, now, now, &sched);
-                        }
+                    let f = self.stamp(now, now, &sched);
+                    for _ in 0..self.sendable(i, now, depth, &sched) {
+                        self.queue(i, f, now);
                     }
                     self.flush(i);
                 }
@@ -538,7 +538,8 @@ impl<'a> Engine<'a> {
             if self.may_send(i, due, sched) {
                 let c = &mut self.conns[i];
                 if c.in_flight.len() < depth && c.backlog.is_empty() {
-                    self.queue(i, due, now, sched);
+                    let f = self.stamp(due, now, sched);
+                    self.queue(i, f, now);
                     self.dirty.push(i);
                 } else if c.backlog.len() < MAX_BACKLOG {
                     // Due, but the connection is busy: it goes out as soon
@@ -560,12 +561,22 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// How many of `k` messages due at `t` are still wanted (`-n` not
+    /// reached).
+    fn sendable(&self, i: usize, t: Instant, k: usize, sched: &Schedule) -> usize {
+        match self.plan.stop {
+            Stop::Messages(n) if sched.measures(t) => {
+                (n.saturating_sub(self.measured_queued(i, sched)) as usize).min(k)
+            }
+            Stop::Messages(_) => k,
+            Stop::Duration(_) if sched.until.is_none_or(|u| t < u) => k,
+            Stop::Duration(_) => 0,
+        }
+    }
+
     /// Whether a message due at `t` is still wanted (`-n` not reached).
     fn may_send(&self, i: usize, t: Instant, sched: &Schedule) -> bool {
-        match self.plan.stop {
-            Stop::Messages(n) => !sched.measures(t) || self.measured_queued(i, sched) < n,
-            Stop::Duration(_) => sched.until.is_none_or(|u| t < u),
-        }
+        self.sendable(i, t, 1, sched) > 0
     }
 
     /// Measured messages sent, in flight or waiting on connection `i`.
@@ -581,42 +592,114 @@ impl<'a> Engine<'a> {
     /// same event, so k messages cost one `write`, not k (the C reference
     /// client does the same). The flush follows before the loop waits
     /// again, so no message goes out later than the event that made it due.
-    fn queue(&mut self, i: usize, intended: Instant, now: Instant, sched: &Schedule) {
+    fn queue(&mut self, i: usize, f: InFlight, now: Instant) {
         let payload = &self.shared.payload;
         let c = &mut self.conns[i];
         if c.in_flight.is_empty() {
             c.last_progress = now;
         }
-        payload.write_message(c.id, c.queued, &mut c.out);
+        payload.write_at(c.next_at, &mut c.out);
+        c.next_at = Payload::next_offset(c.next_at);
         c.queued += 1;
+        c.in_flight.push_back(f);
+    }
+
+    /// The in-flight entry of a message due at `intended` and written at
+    /// `now` (open loop: its send lag is recorded here, once).
+    fn stamp(&mut self, intended: Instant, now: Instant, sched: &Schedule) -> InFlight {
         let measured = sched.measures(intended);
-        c.in_flight.push_back(InFlight {
-            intended,
-            sent: now,
-            measured,
-        });
         if measured && self.open_loop {
             let _ = self
                 .send_lag
                 .record(ns(now.saturating_duration_since(intended)));
         }
+        InFlight {
+            intended: self.since_epoch(intended),
+            sent: self.since_epoch(now),
+            measured,
+        }
     }
 
-    /// A message on connection `i` completed at `now`: closed loop queues
-    /// the next (the caller flushes once for the whole read).
-    fn on_complete(&mut self, i: usize, now: Instant) {
+    /// Records `count` measured round trips stamped `f` that completed at
+    /// `now_ns`.
+    fn record(&mut self, i: usize, f: InFlight, count: u64, now_ns: u64) {
+        let corrected = now_ns.saturating_sub(f.intended).max(1);
+        let _ = self.latency.record_n(corrected, count);
+        if self.open_loop {
+            let raw = now_ns.saturating_sub(f.sent).max(1);
+            let _ = self.latency_raw.record_n(raw, count);
+        }
+        if self.live {
+            let _ = self.interval.record_n(corrected, count);
+        }
+        self.conns[i].record(corrected, count);
+    }
+
+    /// Nanoseconds from this loop's epoch to `t`.
+    fn since_epoch(&self, t: Instant) -> u64 {
+        ns(t.saturating_duration_since(self.epoch))
+    }
+
+    /// The first `k` messages in flight on connection `i` came back at
+    /// `now`: records them, then refills (closed loop: as many new
+    /// messages; open loop: as many from the backlog). The caller flushes
+    /// once for the whole batch.
+    ///
+    /// A message costs one histogram record: the uncorrected figure only
+    /// exists in open loop (closed loop writes when it intends to) and the
+    /// live one only when a progress line shows it. The whole batch is
+    /// recorded before refilling, so the `-n` count sees every completion.
+    fn completed(&mut self, i: usize, k: usize, now: Instant) {
+        let now_ns = self.since_epoch(now);
+        let mut measured = 0;
+        // Messages written together complete together with one latency:
+        // a run of equal stamps is one record of `count` (the histogram is
+        // the same as recording each; closed loop at depth D makes runs of
+        // up to D).
+        let mut run: Option<(InFlight, u64)> = None;
+        for _ in 0..k {
+            let Some(f) = self.conns[i].in_flight.pop_front() else {
+                break;
+            };
+            if !f.measured {
+                continue;
+            }
+            measured += 1;
+            match &mut run {
+                Some((g, count)) if g.intended == f.intended && g.sent == f.sent => *count += 1,
+                _ => {
+                    if let Some((g, count)) = run.replace((f, 1)) {
+                        self.record(i, g, count, now_ns);
+                    }
+                }
+            }
+        }
+        if let Some((g, count)) = run {
+            self.record(i, g, count, now_ns);
+        }
+        if measured > 0 {
+            self.echoed += measured;
+            self.shared.completed.fetch_add(measured, Relaxed);
+        }
         let Some(&sched) = self.shared.schedule.get() else {
             return;
         };
         match self.plan.workload {
-            Workload::Closed { .. } => {
-                if self.may_send(i, now, &sched) && !self.interrupted() {
-                    self.queue(i, now, now, &sched);
+            Workload::Closed { .. } if !self.interrupted() => {
+                let n = self.sendable(i, now, k, &sched);
+                self.conns[i].out.reserve(n * self.shared.payload.len());
+                let f = self.stamp(now, now, &sched);
+                for _ in 0..n {
+                    self.queue(i, f, now);
                 }
             }
             Workload::Open { .. } => {
-                if let Some(due) = self.conns[i].backlog.pop_front() {
-                    self.queue(i, due, now, &sched);
+                for _ in 0..k {
+                    let Some(due) = self.conns[i].backlog.pop_front() else {
+                        break;
+                    };
+                    let f = self.stamp(due, now, &sched);
+                    self.queue(i, f, now);
                 }
             }
             _ => {}
@@ -650,7 +733,8 @@ impl<'a> Engine<'a> {
         };
         for i in 0..self.conns.len() {
             if !self.conns[i].idle && self.conns[i].state == State::Up {
-                self.queue(i, start, start, &sched);
+                let f = self.stamp(start, start, &sched);
+                self.queue(i, f, start);
                 self.flush(i);
             }
         }
@@ -703,7 +787,8 @@ impl<'a> Engine<'a> {
                 }
                 if echo && c.queued == 0 {
                     let now = Instant::now();
-                    self.queue(i, now, now, &sched);
+                    let f = self.stamp(now, now, &sched);
+                    self.queue(i, f, now);
                     self.flush(i);
                 } else if !echo || (c.queued > 0 && c.in_flight.is_empty()) {
                     self.close(i);
@@ -834,46 +919,18 @@ impl<'a> Engine<'a> {
                 Ok(n) => {
                     let now = Instant::now();
                     let m = self.shared.payload.len();
-                    self.done.clear();
                     let c = &mut self.conns[i];
                     c.last_progress = now;
-                    if !c.receive(&self.scratch[..n], m, &mut self.done) {
+                    let Some(k) = c.receive(&self.scratch[..n], m) else {
                         self.fail(i, Failure::Mismatch);
                         return;
+                    };
+                    if k > 0 {
+                        self.completed(i, k, now);
+                        // Everything the batch made due goes out in one
+                        // write.
+                        self.flush(i);
                     }
-                    // Record the whole batch before refilling, so the
-                    // `-n` count sees every completion. A message costs one
-                    // histogram record; the uncorrected figure only exists
-                    // in open loop (closed loop writes when it intends to)
-                    // and the live one only when a progress line shows it.
-                    let completed = std::mem::take(&mut self.done);
-                    let mut measured = 0;
-                    for f in completed.iter().filter(|f| f.measured) {
-                        let corrected = ns(now.saturating_duration_since(f.intended));
-                        let _ = self.latency.record(corrected.max(1));
-                        if self.open_loop {
-                            let raw = ns(now.saturating_duration_since(f.sent));
-                            let _ = self.latency_raw.record(raw.max(1));
-                        }
-                        if self.live {
-                            let _ = self.interval.record(corrected.max(1));
-                        }
-                        self.conns[i].record(corrected);
-                        measured += 1;
-                    }
-                    if measured > 0 {
-                        self.echoed += measured;
-                        self.shared.completed.fetch_add(measured, Relaxed);
-                    }
-                    for _ in &completed {
-                        self.on_complete(i, now);
-                        if self.conns[i].state != State::Up {
-                            break;
-                        }
-                    }
-                    self.done = completed;
-                    // Everything the batch made due goes out in one write.
-                    self.flush(i);
                     if self.conns[i].state != State::Up || (n < self.scratch.len() && !to_end) {
                         return;
                     }
