@@ -295,6 +295,11 @@ pub struct LoadArgs {
     /// No progress line, even on a terminal.
     #[arg(short, long)]
     pub quiet: bool,
+    /// The server's process ids (comma-separated; its children are
+    /// followed): its CPU over the measured window is read from /proc, so
+    /// the results can say whether the client or the server was the limit.
+    #[arg(long, value_name = "PID[,PID...]", value_delimiter = ',')]
+    pub server_pid: Vec<u32>,
     /// Internal: run as worker process K of a split run (the plan comes on
     /// standard input).
     #[arg(long, hide = true)]

@@ -142,7 +142,7 @@ pub fn meminfo_kib(field: &str) -> Option<u64> {
 }
 
 /// The CPUs online, from /sys; empty when it cannot be read.
-fn online_cpus() -> Vec<usize> {
+pub fn online_cpus() -> Vec<usize> {
     std::fs::read_to_string("/sys/devices/system/cpu/online")
         .ok()
         .and_then(|t| sys::affinity::parse_cpu_list(t.trim()).ok())

@@ -203,6 +203,10 @@ pub struct LoadPlan {
     /// As worker process K of P of a split run: (K, P). Connection ids are
     /// interleaved over processes and their threads.
     pub process: Option<(usize, usize)>,
+    /// The server's processes, when known: their CPU over the measured
+    /// window decides what limited the figures.
+    #[serde(default)]
+    pub server_pids: Vec<u32>,
 }
 
 impl LoadPlan {
@@ -282,6 +286,13 @@ impl LoadPlan {
             }
             None => Vec::new(),
         };
+        if let Some(&pid) = a
+            .server_pid
+            .iter()
+            .find(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+        {
+            return Err(format!("--server-pid {pid}: no such process"));
+        }
         let cpus = a
             .cpus
             .as_deref()
@@ -316,6 +327,7 @@ impl LoadPlan {
             quiet: a.quiet,
             command: std::env::args().collect::<Vec<_>>().join(" "),
             process: None,
+            server_pids: a.server_pid.clone(),
         })
     }
 }

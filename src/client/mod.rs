@@ -2,6 +2,7 @@
 
 pub mod conn;
 pub mod engine;
+pub mod limit;
 pub mod preflight;
 pub mod record;
 pub mod report;

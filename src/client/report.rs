@@ -108,6 +108,42 @@ pub struct Throughput {
     pub bytes_per_second: f64,
 }
 
+/// How evenly the active connections were served: measured round trips per
+/// connection. A server that favours some connections (a scheduler's run
+/// queue, an event loop that serves the first ready sockets first) shows a
+/// low minimum and a Jain's index under 1 even when its mean is good.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Fairness {
+    /// Active connections counted.
+    pub connections: u64,
+    /// Round trips of the least and the most served connection.
+    pub min: u64,
+    pub median: u64,
+    pub max: u64,
+    /// Connections that completed no measured round trip.
+    pub starved: u64,
+    /// Jain's index over the connections: 1 when all got the same, 1/n
+    /// when one got everything (`null`: nothing measured).
+    pub jain: Option<f64>,
+}
+
+impl Fairness {
+    /// Of the measured round trips of each active connection.
+    pub fn of(per_connection: &mut [u64]) -> Fairness {
+        per_connection.sort_unstable();
+        let n = per_connection.len();
+        Fairness {
+            connections: n as u64,
+            min: per_connection.first().copied().unwrap_or(0),
+            median: if n > 0 { per_connection[n / 2] } else { 0 },
+            max: per_connection.last().copied().unwrap_or(0),
+            starved: per_connection.iter().filter(|&&r| r == 0).count() as u64,
+            jain: crate::stats::fairness::jain(per_connection),
+        }
+    }
+}
+
 /// What only an open-loop run measures.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[schemars(deny_unknown_fields)]
@@ -230,7 +266,14 @@ pub struct Report {
     pub burst: Option<Burst>,
     /// Connections ended early, by kind (every kind listed, zeros too).
     pub errors: BTreeMap<String, u64>,
+    /// Round trips per connection: closed and open loop (`null` for burst
+    /// and churn, whose connections each do the same fixed work).
+    pub fairness: Option<Fairness>,
     pub client: Client,
+    /// What limited these figures: the client, the server, both, neither,
+    /// or unknown, from each side's CPU over the measured window; and CPU
+    /// used outside the run.
+    pub limits: super::limit::Limits,
     /// System-wide TCP counters over the run (SYN retransmits and listen
     /// overflows show a backlog that overflowed); `null` when they could not
     /// be read.
@@ -250,6 +293,37 @@ impl Report {
     /// Total connections that ended early.
     pub fn failures(&self) -> u64 {
         self.errors.values().sum()
+    }
+
+    /// Why a timed closed- or open-loop run measured too little to be a
+    /// result: no round trip in the window, or fewer than one per
+    /// connection (so the figure is whichever connections happened to
+    /// finish). Says, by Little's law, how long one round over every
+    /// connection takes at the rate the whole run saw.
+    pub fn too_little(&self) -> Option<String> {
+        let timed = matches!(self.workload.as_str(), "closed" | "open");
+        let n = self.connections.requested as u64;
+        if !timed || self.interrupted || self.measured_seconds <= 0.0 || self.messages >= n {
+            return None;
+        }
+        // Echoes over the whole run, warm-up included, and the time they
+        // had (the window is extended by nothing: owed echoes after it are
+        // drained, not counted).
+        let echoed = self.bytes_received / self.message_bytes.max(1) as u64;
+        let span = self.warmup_seconds + self.measured_seconds;
+        let rate = echoed as f64 / span.max(1e-9);
+        let round = if rate > 0.0 {
+            format!(
+                "at the {rate:.0} round trips/s seen over the whole run, one round over {n} connections takes about {:.1} s (N / rate, Little's law)",
+                n as f64 / rate
+            )
+        } else {
+            format!("no echo came back at all in {span:.1} s")
+        };
+        Some(format!(
+            "measured {} round trip(s) over {n} connections in the {:.1} s window, fewer than one per connection: {round}; give a window longer than a round, or fewer connections",
+            self.messages, self.measured_seconds
+        ))
     }
 
     /// The summary a person reads.
@@ -332,6 +406,21 @@ impl Report {
                 .collect();
             let _ = writeln!(s, "  makespan     {}", spans.join(", "));
         }
+        if let Some(f) = &self.fairness {
+            let _ = writeln!(
+                s,
+                "  fairness     round trips per connection: min {}, median {}, max {}; Jain's index {}{}",
+                f.min,
+                f.median,
+                f.max,
+                f.jain.map_or("-".into(), |j| format!("{j:.3}")),
+                if f.starved > 0 {
+                    format!("; {} connection(s) got none", f.starved)
+                } else {
+                    String::new()
+                }
+            );
+        }
         let errors: Vec<String> = self
             .errors
             .iter()
@@ -370,6 +459,11 @@ impl Report {
                 per(cl.syscalls.waits),
             );
         }
+        let _ = writeln!(
+            s,
+            "  limited by   {}: {}",
+            self.limits.verdict, self.limits.why
+        );
         for w in &self.warnings {
             let _ = writeln!(s, "  warning      {w}");
         }

@@ -25,7 +25,8 @@ use super::conn::Failure;
 use super::engine::{self, histogram, Schedule, Shared, ThreadResult};
 use super::record::ConnRecord;
 use super::report::{self, Percentiles, Report};
-use super::{preflight, source, split};
+use super::{limit, preflight, source, split};
+use crate::metrics::cpu::{Snapshot, WindowCpu};
 use crate::plan::{LoadPlan, Stop, Workload};
 use crate::sys;
 
@@ -60,6 +61,8 @@ pub struct Measured {
     pub interrupted: bool,
     /// The event loops' system calls over the measured window.
     pub io: report::Syscalls,
+    /// What the machine and the server used over the measured window.
+    pub window: WindowCpu,
 }
 
 /// Runs `plan` to the end (in several processes when one cannot hold its
@@ -157,15 +160,15 @@ pub fn drive(
     signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupted))
         .context("installing the Ctrl-C handler")?;
     let t0 = Instant::now();
-    let mut cpu_at_measure = sys::process::Usage::of_self();
+    // CPU (this process, the machine, the server) is counted over the
+    // measured window only: a snapshot at each end.
+    let pids = &plan.server_pids;
+    let mut window_start = Snapshot::take(pids);
     let mut schedule = None;
     let mut gate_error = None;
     let finished = std::sync::atomic::AtomicBool::new(false);
-    let results: (
-        Vec<std::io::Result<ThreadResult>>,
-        Instant,
-        sys::process::Usage,
-    ) = std::thread::scope(|scope| {
+    let results: (Vec<std::io::Result<ThreadResult>>, Instant, Snapshot) =
+        std::thread::scope(|scope| {
         let handles: Vec<_> = (0..plan.threads)
             .map(|i| {
                 let shared = &shared;
@@ -200,6 +203,7 @@ pub fn drive(
         schedule = Some(s);
         if let Workload::Burst { rounds } = plan.workload {
             shared.barrier.wait();
+            window_start = Snapshot::take(pids);
             let mut r = 0;
             loop {
                 let more = r < rounds && !shared.interrupted.load(Relaxed);
@@ -213,9 +217,22 @@ pub fn drive(
             }
         } else {
             shared.barrier.wait();
-            // CPU is counted over the measured window only.
             std::thread::sleep(measure_from.saturating_duration_since(Instant::now()));
-            cpu_at_measure = sys::process::Usage::of_self();
+            window_start = Snapshot::take(pids);
+        }
+        // A timed window ends at `until` (the loops then drain what is
+        // owed, which is not measured); a counted one when the loops end.
+        let mut window_end = None;
+        if let Some(u) = until {
+            let live = |hs: &[std::io::Result<std::thread::ScopedJoinHandle<_>>]| {
+                hs.iter().any(|h| h.as_ref().is_ok_and(|h| !h.is_finished()))
+            };
+            // Bounded by `until`; wakes at most every 10 ms to see the
+            // loops end early (Ctrl-C, every connection done).
+            while live(&handles) && Instant::now() < u {
+                std::thread::sleep(u.saturating_duration_since(Instant::now()).min(Duration::from_millis(10)));
+            }
+            window_end = Some(Snapshot::take(pids));
         }
         let results = handles
             .into_iter()
@@ -229,11 +246,13 @@ pub fn drive(
         // The run ends when its loops do, not when the progress thread next
         // wakes (it sleeps up to 100 ms, and the scope waits for it).
         let ended = Instant::now();
-        let cpu_end = sys::process::Usage::of_self();
+        let window_end = window_end.unwrap_or_else(|| Snapshot::take(pids));
         finished.store(true, Relaxed);
-        (results, ended, cpu_end)
+        (results, ended, window_end)
     });
-    let (results, ended, cpu_end) = results;
+    let (results, ended, window_end) = results;
+    let cpu_end = window_end.own;
+    let cpu_at_measure = window_start.own;
     if let Some(e) = gate_error {
         return Err(e).context("lost the parent process");
     }
@@ -265,6 +284,7 @@ pub fn drive(
             .saturating_sub(cpu_at_measure.system)
             .as_secs_f64(),
         max_rss_kib: cpu_end.max_rss_kib,
+        window: window_end.since(&window_start),
         interrupted: shared.interrupted.load(Relaxed) || interrupted.load(Relaxed),
         io: report::Syscalls::default(),
     };
@@ -381,6 +401,15 @@ fn assemble(
         }
     }
     let failed = errors.values().sum();
+    let fairness = matches!(plan.workload, Workload::Closed { .. } | Workload::Open { .. })
+        .then(|| {
+            let mut per: Vec<u64> = records
+                .iter()
+                .filter(|r| (r.id as usize) < plan.connections)
+                .map(|r| r.requests)
+                .collect();
+            report::Fairness::of(&mut per)
+        });
     let established = records.iter().filter(|r| r.connect_us.is_some()).count() as u64;
     let measured = m.measured_seconds;
     let messages = m.latency.len();
@@ -422,7 +451,24 @@ fn assemble(
         warnings.push("interrupted (Ctrl-C): results cover the run so far".into());
     }
     let cpu = m.cpu_user + m.cpu_system;
-    let report = Report {
+    // Every event loop, over every process, on the CPUs the client may use.
+    let loops = if processes > 1 {
+        (plan.threads / processes).max(1) * processes
+    } else {
+        plan.threads
+    };
+    let allowed = plan
+        .cpus
+        .as_ref()
+        .map_or_else(|| crate::env::online_cpus().len().max(1), Vec::len);
+    let limits = limit::judge(&limit::Inputs {
+        window: m.window,
+        client_seconds: cpu,
+        client_capacity: loops.min(allowed) as f64,
+        server_local: limit::is_local(plan.target.ip()),
+        machine_cpus: crate::env::online_cpus().len().max(1) as f64,
+    });
+    let mut report = Report {
         schema_version: report::SCHEMA_VERSION,
         command: plan.command.clone(),
         target: plan.target.to_string(),
@@ -475,11 +521,16 @@ fn assemble(
             processes,
             syscalls: m.io,
         },
+        limits,
+        fairness,
         tcp: serde_json::Value::Null,
         sources: Vec::new(),
         warnings,
         environment: serde_json::Value::Null,
     };
+    if let Some(why) = report.too_little() {
+        report.warnings.push(why);
+    }
     Outcome {
         report,
         records,

@@ -45,6 +45,7 @@ struct Partial {
     /// Burst makespans (a burst runs in one worker).
     rounds: Vec<Option<f64>>,
     io: super::report::Syscalls,
+    window: crate::metrics::cpu::WindowCpu,
 }
 
 fn encode(h: &Histogram<u64>) -> String {
@@ -78,6 +79,7 @@ impl Partial {
             interrupted: m.interrupted,
             rounds: m.rounds,
             io: m.io,
+            window: m.window,
         }
     }
 
@@ -98,6 +100,7 @@ impl Partial {
         m.interrupted |= self.interrupted;
         m.rounds.extend(self.rounds);
         m.io.add(self.io);
+        m.window.merge(&self.window);
         Ok(())
     }
 }
@@ -198,6 +201,7 @@ pub fn run(
         max_rss_kib: sys::process::Usage::of_self().max_rss_kib,
         interrupted: false,
         io: super::report::Syscalls::default(),
+        window: Default::default(),
     };
     for p in partials {
         p.merge_into(&mut m)?;

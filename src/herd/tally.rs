@@ -156,29 +156,11 @@ impl Spread {
     }
 }
 
-/// Jain's fairness index of `x`: in [1/n, 1], `None` when all are zero.
-pub fn jain(x: &[u64]) -> Option<f64> {
-    let sum: f64 = x.iter().map(|&v| v as f64).sum();
-    let squares: f64 = x.iter().map(|&v| (v as f64).powi(2)).sum();
-    if x.is_empty() || squares == 0.0 {
-        return None;
-    }
-    Some(sum * sum / (x.len() as f64 * squares))
-}
+pub use crate::stats::fairness::jain;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn jain_runs_from_one_over_n_to_one() {
-        assert_eq!(jain(&[5, 5, 5, 5]), Some(1.0));
-        assert_eq!(jain(&[8, 0, 0, 0]), Some(0.25));
-        assert_eq!(jain(&[0, 0]), None);
-        assert_eq!(jain(&[]), None);
-        let j = jain(&[1, 2, 3]).unwrap_or(0.0);
-        assert!((j - 36.0 / 42.0).abs() < 1e-12);
-    }
 
     #[test]
     fn spread_takes_the_extremes() {

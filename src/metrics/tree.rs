@@ -121,7 +121,7 @@ fn thread_count(roots: &[u32]) -> u64 {
 }
 
 /// The first number after `name` at the start of a line (`VmPeak:  123 kB`).
-fn field(text: &str, name: &str) -> Option<u64> {
+pub fn field(text: &str, name: &str) -> Option<u64> {
     text.lines()
         .find_map(|l| l.strip_prefix(name))
         .and_then(|rest| rest.split_whitespace().next())

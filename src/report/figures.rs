@@ -118,6 +118,19 @@ pub fn charts(data: &RunData) -> Vec<Chart> {
         ],
         fit: None,
     });
+    if data.plan.bench.is_none() && data.plan.workload.kind == WorkloadKind::Closed {
+        specs.push(Spec {
+            id: "fairness",
+            title: "Fairness across connections".into(),
+            about: "Jain's index of the measured round trips over the connections of each \
+                    cell: 1 when every connection was served equally often, 1/N when one got \
+                    everything. A model with a good median and a long tail usually serves some \
+                    connections far more often than others; this shows it."
+                .into(),
+            panels: vec![panel("Jain's index", "Jain's index", Unit::Count, |m| m.jain)],
+            fit: None,
+        });
+    }
     if data.plan.bench == Some(crate::runner::matrix::Bench::Herd) {
         specs.push(Spec {
             id: "herd",

@@ -171,7 +171,8 @@ pub struct Metrics {
     pub wakeups_per_connection: Option<f64>,
     /// Herd: accepts that found nothing (EAGAIN) per connection.
     pub failed_accepts_per_connection: Option<f64>,
-    /// Herd: Jain's fairness index of the accepts over the workers.
+    /// Jain's fairness index: of the accepts over the workers (herd), or
+    /// of the round trips over the connections (closed and open loop).
     pub jain: Option<f64>,
 }
 
@@ -238,6 +239,7 @@ impl CellResult {
                 load.client.cpu_user_seconds + load.client.cpu_system_seconds,
             ),
             failed_connections: Some(load.connections.failed as f64),
+            jain: load.fairness.as_ref().and_then(|f| f.jain),
             ..Metrics::default()
         };
         if let Some(s) = &self.server {

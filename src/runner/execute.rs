@@ -136,7 +136,7 @@ fn measure(
             spec.model, spec.connections, spec.run
         )
     });
-    let load_plan = load_plan(plan, spec, servers[0].addr);
+    let load_plan = load_plan(plan, spec, servers[0].addr, pids.clone());
     let mut loaded = TreeMemory::default();
     let mut kernel_loaded: Option<KernelMemory> = None;
     let mut all_accepted = true;
@@ -238,9 +238,15 @@ fn measure(
         .filter(|(_, &n)| n > 0)
         .map(|(k, n)| format!("{k} {n}"))
         .collect();
+    let too_little = report.too_little();
     result.load = Some(report);
     if let Some(t) = server_trouble {
         return Err(Trouble::Failed(t));
+    }
+    // A window in which not every connection could finish a round trip
+    // measured which connections happened to finish, not the server.
+    if let Some(why) = too_little {
+        return Err(Trouble::Failed(why));
     }
     if failures > 0 {
         return Err(Trouble::Failed(format!(
@@ -294,7 +300,12 @@ fn server_args(
 }
 
 /// The client's plan for a cell against `target`.
-fn load_plan(plan: &RunPlan, spec: &CellSpec, target: std::net::SocketAddr) -> LoadPlan {
+fn load_plan(
+    plan: &RunPlan,
+    spec: &CellSpec,
+    target: std::net::SocketAddr,
+    server_pids: Vec<u32>,
+) -> LoadPlan {
     let w = &plan.workload;
     let n = spec.connections;
     let messages = w.messages_for(n);
@@ -367,6 +378,7 @@ fn load_plan(plan: &RunPlan, spec: &CellSpec, target: std::net::SocketAddr) -> L
         quiet: true,
         command,
         process: None,
+        server_pids,
     }
 }
 

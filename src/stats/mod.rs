@@ -2,6 +2,7 @@
 //! deviation, quartiles, outliers), and the power-law fit of time against
 //! connections ([`fit`]).
 
+pub mod fairness;
 pub mod fit;
 
 use serde::Serialize;

@@ -1,0 +1,224 @@
+//! What limited a measurement: the bottleneck verdict and the interference.
+//!
+//! A throughput figure is the server's only if the client had CPU to spare.
+//! Over the measured window each side's CPU time is set against what it
+//! could use (its threads on the CPUs it may run on): a side at 90 % or
+//! more of that is saturated. The verdict is `client` (only the client
+//! saturated: the figure is a lower bound of the server), `server`, `both`,
+//! `neither` (no side was CPU-bound: the figure is bound by round trips,
+//! wake-ups or the offered load), or `unknown` (the server's CPU was not
+//! observed). Where the two sides share CPUs, neither may reach 90 % of its
+//! own while the shared CPUs are full: that is `both` too.
+//!
+//! Interference is CPU used in the window by processes outside the run
+//! (the machine's busy time minus the client, the server and the kernel's
+//! softirq threads, which carry the run's own packets), plus steal time.
+//! Above 5 % of one CPU it is flagged: the figures may be low for a reason
+//! that is not in the run. Pure arithmetic on the window's figures.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::metrics::cpu::WindowCpu;
+
+/// A side using this share of its CPUs or more was the limit.
+pub const SATURATED: f64 = 0.9;
+/// CPU from outside the run above this (in CPUs) is flagged.
+pub const INTERFERENCE: f64 = 0.05;
+
+/// What limited the figures of one run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Limits {
+    /// client, server, both, neither or unknown.
+    #[schemars(extend("enum" = ["client", "server", "both", "neither", "unknown"]))]
+    pub verdict: String,
+    /// The verdict in one line, with its figures.
+    pub why: String,
+    /// CPUs' worth the client used over the window (1.0: one CPU busy).
+    pub client_cpus: f64,
+    /// CPUs the client could keep busy: its event loops on its CPUs.
+    pub client_capacity: f64,
+    /// CPUs' worth the server used (`null`: not observed).
+    pub server_cpus: Option<f64>,
+    /// CPUs the server could keep busy (`null`: not observed).
+    pub server_capacity: Option<f64>,
+    /// CPUs' worth used by processes outside the run (`null`: not known,
+    /// because a server on this machine was not observed).
+    pub others_cpus: Option<f64>,
+    /// CPUs' worth of the kernel's softirq threads (packet processing,
+    /// mostly the run's own; not counted as interference).
+    pub softirq_cpus: Option<f64>,
+    /// CPUs' worth stolen by the hypervisor.
+    pub steal_cpus: Option<f64>,
+    /// Whether outside CPU or steal passed 5 % of one CPU.
+    pub interference: bool,
+}
+
+/// What the verdict is computed from.
+#[derive(Debug, Clone, Copy)]
+pub struct Inputs {
+    pub window: WindowCpu,
+    /// The client's CPU seconds over the window (every worker process).
+    pub client_seconds: f64,
+    pub client_capacity: f64,
+    /// The server runs on this machine (its CPU is in the machine's).
+    pub server_local: bool,
+    /// CPUs in the machine.
+    pub machine_cpus: f64,
+}
+
+/// Whether a server at `ip` runs on this machine (its CPU is then part of
+/// the machine's): a loopback address, or one this host can bind.
+pub fn is_local(ip: std::net::IpAddr) -> bool {
+    ip.is_loopback() || ip.is_unspecified() || std::net::UdpSocket::bind((ip, 0)).is_ok()
+}
+
+/// The verdict on `x`.
+pub fn judge(x: &Inputs) -> Limits {
+    let w = &x.window;
+    let secs = w.seconds.max(1e-9);
+    let client_cpus = x.client_seconds / secs;
+    let client_capacity = x.client_capacity.max(1.0);
+    let server_cpus = w.server_cpu.map(|c| c / secs);
+    let server_capacity = w.server_capacity.filter(|_| server_cpus.is_some());
+    let client_share = client_cpus / client_capacity;
+    let server_share = server_cpus.zip(server_capacity).map(|(c, k)| c / k.max(1.0));
+    let machine_share = w.machine_busy.map(|b| b / secs / x.machine_cpus.max(1.0));
+    let softirq_cpus = w.softirq.map(|s| s / secs);
+    let steal_cpus = w.steal.map(|s| s / secs);
+    // Outside the run: the machine less the run's own processes. A local
+    // server that was not observed is somewhere in that remainder.
+    let others_cpus = match (w.machine_busy, server_cpus, x.server_local) {
+        (Some(busy), Some(s), _) => Some(busy / secs - client_cpus - s),
+        (Some(busy), None, false) => Some(busy / secs - client_cpus),
+        _ => None,
+    }
+    .map(|o| (o - softirq_cpus.unwrap_or(0.0)).max(0.0));
+    let interference = others_cpus.is_some_and(|o| o > INTERFERENCE)
+        || steal_cpus.is_some_and(|s| s > INTERFERENCE);
+    let pct = |v: f64| format!("{:.0} %", v * 100.0);
+    let client_text = format!(
+        "client {} of {} CPU{}",
+        pct(client_share),
+        client_capacity,
+        if client_capacity == 1.0 { "" } else { "s" }
+    );
+    let (verdict, why) = match server_share {
+        None if client_share >= SATURATED => (
+            "unknown",
+            format!("{client_text}: the client was saturated and may be the limit; the server was not observed (give --server-pid)"),
+        ),
+        None => (
+            "unknown",
+            format!("{client_text}; the server was not observed (give --server-pid)"),
+        ),
+        Some(s) => {
+            let server_text = format!(
+                "server {} of {} CPU{}",
+                pct(s),
+                server_capacity.unwrap_or(1.0),
+                if server_capacity == Some(1.0) { "" } else { "s" }
+            );
+            let both = format!("{client_text}, {server_text}");
+            match (client_share >= SATURATED, s >= SATURATED) {
+                (true, false) => (
+                    "client",
+                    format!("{both}: the client was the limit, so the figure is a lower bound of the server"),
+                ),
+                (false, true) => ("server", format!("{both}: the server was the limit")),
+                (true, true) => ("both", format!("{both}: both sides were saturated")),
+                (false, false) if machine_share.is_some_and(|m| m >= SATURATED) => (
+                    "both",
+                    format!(
+                        "{both}, machine {}: the CPUs both sides share were saturated",
+                        pct(machine_share.unwrap_or(0.0))
+                    ),
+                ),
+                (false, false) => (
+                    "neither",
+                    format!("{both}: neither side was CPU-bound; round trips (wake-ups, the network path) or the offered load set the figure"),
+                ),
+            }
+        }
+    };
+    let mut why = why;
+    if interference {
+        why += &format!(
+            "; interference: {:.2} CPUs outside the run, {:.2} stolen",
+            others_cpus.unwrap_or(0.0),
+            steal_cpus.unwrap_or(0.0)
+        );
+    }
+    Limits {
+        verdict: verdict.into(),
+        why,
+        client_cpus,
+        client_capacity,
+        server_cpus,
+        server_capacity,
+        others_cpus,
+        softirq_cpus,
+        steal_cpus,
+        interference,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inputs(client: f64, server: Option<f64>, machine: f64) -> Inputs {
+        Inputs {
+            window: WindowCpu {
+                seconds: 2.0,
+                machine_busy: Some(machine * 2.0),
+                steal: Some(0.0),
+                softirq: Some(0.0),
+                server_cpu: server.map(|s| s * 2.0),
+                server_capacity: server.map(|_| 1.0),
+            },
+            client_seconds: client * 2.0,
+            client_capacity: 1.0,
+            server_local: true,
+            machine_cpus: 2.0,
+        }
+    }
+
+    #[test]
+    fn the_saturated_side_is_named() {
+        assert_eq!(judge(&inputs(0.99, Some(0.4), 1.4)).verdict, "client");
+        assert_eq!(judge(&inputs(0.5, Some(0.97), 1.5)).verdict, "server");
+        assert_eq!(judge(&inputs(0.95, Some(0.95), 1.9)).verdict, "both");
+        assert_eq!(judge(&inputs(0.3, Some(0.3), 0.6)).verdict, "neither");
+        assert_eq!(judge(&inputs(0.99, None, 1.9)).verdict, "unknown");
+        // Sharing one CPU: each at half, the CPU full.
+        let mut x = inputs(0.5, Some(0.48), 0.99);
+        x.machine_cpus = 1.0;
+        assert_eq!(judge(&x).verdict, "both");
+        let l = judge(&inputs(0.99, Some(0.4), 1.4));
+        assert!(l.why.contains("lower bound"), "{}", l.why);
+        assert!(!l.interference);
+    }
+
+    #[test]
+    fn cpu_outside_the_run_is_interference() {
+        // The machine used 0.3 CPU more than client and server together.
+        let l = judge(&inputs(0.5, Some(0.5), 1.3));
+        assert!((l.others_cpus.unwrap() - 0.3).abs() < 1e-9);
+        assert!(l.interference);
+        assert!(l.why.contains("interference"), "{}", l.why);
+        // Softirq threads carry the run's packets: not interference.
+        let mut x = inputs(0.5, Some(0.5), 1.3);
+        x.window.softirq = Some(0.3 * 2.0);
+        assert!(!judge(&x).interference);
+        // Steal alone is interference.
+        let mut x = inputs(0.5, Some(0.5), 1.0);
+        x.window.steal = Some(0.2);
+        assert!(judge(&x).interference);
+        // A local server not observed: outside CPU cannot be told apart.
+        let l = judge(&inputs(0.5, None, 1.3));
+        assert_eq!(l.others_cpus, None);
+        assert!(!l.interference);
+    }
+}
