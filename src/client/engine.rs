@@ -1045,3 +1045,150 @@ impl<'a> Engine<'a> {
 fn ns(d: Duration) -> u64 {
     d.as_nanos().min(MAX_NS as u128) as u64
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+
+    use super::*;
+
+    fn plan(target: std::net::SocketAddr, connections: usize, workload: Workload) -> LoadPlan {
+        LoadPlan {
+            target,
+            connections,
+            idle: 0,
+            threads: 1,
+            workload,
+            stop: Stop::Duration(Duration::from_secs(60)),
+            warmup: Duration::ZERO,
+            message_size: 64,
+            payload: None,
+            connect_rate: None,
+            linger0: false,
+            timeout: Duration::from_secs(10),
+            sources: Vec::new(),
+            cpus: None,
+            json: None,
+            csv: None,
+            hdr: None,
+            fail_on_error: false,
+            quiet: true,
+            command: String::new(),
+            process: None,
+            server_pids: Vec::new(),
+        }
+    }
+
+    fn schedule(shared: &Shared) -> Schedule {
+        let now = Instant::now();
+        let s = Schedule {
+            start: now,
+            measure_from: now,
+            until: Some(now + Duration::from_secs(60)),
+        };
+        let _ = shared.schedule.set(s);
+        s
+    }
+
+    #[test]
+    fn completions_of_one_read_go_out_in_one_write() {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let shared = Shared::new(plan(
+            listener.local_addr().expect("addr"),
+            1,
+            Workload::Closed { depth: 8 },
+        ));
+        let mut e = Engine::new(&shared, 0).expect("an event loop");
+        e.connect_all();
+        assert_eq!(e.conns[0].state, State::Up);
+        let (mut server, _) = listener.accept().expect("accept");
+        let sched = schedule(&shared);
+        // The first eight messages: one write.
+        let f = e.stamp(sched.start, sched.start, &sched);
+        for _ in 0..8 {
+            e.queue(0, f, sched.start);
+        }
+        e.flush(0);
+        assert_eq!(e.io.writes, 1);
+        let mut batch = vec![0u8; 8 * 64];
+        server.read_exact(&mut batch).expect("the eight messages");
+        // All eight echoed at once: one read completes them, and the eight
+        // that replace them leave in one write.
+        server.write_all(&batch).expect("echo");
+        let (reads, writes) = (e.io.reads, e.io.writes);
+        for _ in 0..100 {
+            e.poll(Some(Duration::from_secs(1)));
+            if e.echoed == 8 {
+                break;
+            }
+        }
+        assert_eq!(e.echoed, 8);
+        assert_eq!(e.io.reads - reads, 1, "one read took the whole batch");
+        assert_eq!(e.io.writes - writes, 1, "eight messages, one write");
+        let c = &e.conns[0];
+        assert_eq!(
+            (c.in_flight.len(), c.out_pos, c.queued),
+            (8, c.out.len(), 16)
+        );
+        server
+            .read_exact(&mut batch)
+            .expect("the next eight, together");
+        // And they are the next eight messages, byte for byte.
+        let mut expected = Vec::new();
+        for k in 8..16 {
+            shared.payload.write_message(0, k, &mut expected);
+        }
+        assert_eq!(batch, expected);
+    }
+
+    #[test]
+    fn open_loop_writes_everything_due_and_nothing_early() {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let shared = Shared::new(plan(
+            listener.local_addr().expect("addr"),
+            2,
+            Workload::Open {
+                rate: 1000.0,
+                depth: 16,
+            },
+        ));
+        let mut e = Engine::new(&shared, 0).expect("an event loop");
+        e.connect_all();
+        let _ends: Vec<_> = (0..2).map(|_| listener.accept().expect("accept")).collect();
+        let sched = schedule(&shared);
+        let now = Instant::now();
+        let ms = Duration::from_millis;
+        // Connection 0: three messages overdue; connection 1: one overdue,
+        // one due only in an hour.
+        for (due, i) in [
+            (now - ms(3), 0),
+            (now - ms(2), 0),
+            (now - ms(1), 0),
+            (now - ms(1), 1),
+            (now + ms(3_600_000), 1),
+        ] {
+            e.timers.push(Reverse((due, i)));
+        }
+        let writes = e.io.writes;
+        // An interval of an hour: no timer fired now comes due again.
+        e.fire_timers(now, ms(3_600_000), 16, &sched);
+        assert_eq!(e.io.writes - writes, 2, "one write per connection");
+        assert_eq!(e.conns[0].in_flight.len(), 3);
+        assert_eq!(e.conns[1].in_flight.len(), 1);
+        for c in &e.conns {
+            // Everything due is on the wire before the loop could wait.
+            assert_eq!(c.out_pos, c.out.len());
+            // Stamped with when it was due, and not written before it.
+            let now_ns = e.since_epoch(now);
+            assert!(c
+                .in_flight
+                .iter()
+                .all(|f| f.intended <= now_ns && f.sent >= f.intended));
+        }
+        assert!(
+            e.timers.iter().all(|Reverse((due, _))| *due > now),
+            "what is not due stays queued"
+        );
+    }
+}

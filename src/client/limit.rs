@@ -1,14 +1,19 @@
 //! What limited a measurement: the bottleneck verdict and the interference.
 //!
 //! A throughput figure is the server's only if the client had CPU to spare.
-//! Over the measured window each side's CPU time is set against what it
-//! could use (its threads on the CPUs it may run on): a side at 90 % or
-//! more of that is saturated. The verdict is `client` (only the client
-//! saturated: the figure is a lower bound of the server), `server`, `both`,
-//! `neither` (no side was CPU-bound: the figure is bound by round trips,
-//! wake-ups or the offered load), or `unknown` (the server's CPU was not
-//! observed). Where the two sides share CPUs, neither may reach 90 % of its
-//! own while the shared CPUs are full: that is `both` too.
+//! Over the measured window each side's demand for CPU (the time it ran
+//! plus the time it was runnable and waited for a CPU, from schedstat) is
+//! set against what it could use (its threads on the CPUs it may run on):
+//! a side at 90 % or more of that is saturated. The verdict is
+//!
+//! - `client`: the client was saturated and the server was not: the figure
+//!   is a lower bound of the server;
+//! - `both`: both were (two sides sharing a CPU both wait for it);
+//! - `server`: the client had CPU to spare, so the server set the pace:
+//!   with its CPU, or by waiting (sleeps, locks, wake-ups, the path between);
+//! - `neither`: an open loop kept its target rate: the offered load set the
+//!   figure;
+//! - `unknown`: the client had CPU to spare and the server was not observed.
 //!
 //! Interference is CPU used in the window by processes outside the run
 //! (the machine's busy time minus the client, the server and the kernel's
@@ -35,10 +40,15 @@ pub struct Limits {
     pub verdict: String,
     /// The verdict in one line, with its figures.
     pub why: String,
+    /// The client's demand for CPU: the time it ran plus the time it waited
+    /// for a CPU, as a share of its capacity (0.9 and above: saturated).
+    pub client_demand: f64,
     /// CPUs' worth the client used over the window (1.0: one CPU busy).
     pub client_cpus: f64,
     /// CPUs the client could keep busy: its event loops on its CPUs.
     pub client_capacity: f64,
+    /// The server's demand for CPU, as the client's (`null`: not observed).
+    pub server_demand: Option<f64>,
     /// CPUs' worth the server used (`null`: not observed).
     pub server_cpus: Option<f64>,
     /// CPUs the server could keep busy (`null`: not observed).
@@ -55,6 +65,26 @@ pub struct Limits {
     pub interference: bool,
 }
 
+impl Default for Limits {
+    /// What results recorded before the verdict existed read as.
+    fn default() -> Limits {
+        Limits {
+            verdict: "unknown".into(),
+            why: "not recorded".into(),
+            client_demand: 0.0,
+            client_cpus: 0.0,
+            client_capacity: 0.0,
+            server_demand: None,
+            server_cpus: None,
+            server_capacity: None,
+            others_cpus: None,
+            softirq_cpus: None,
+            steal_cpus: None,
+            interference: false,
+        }
+    }
+}
+
 /// What the verdict is computed from.
 #[derive(Debug, Clone, Copy)]
 pub struct Inputs {
@@ -64,8 +94,8 @@ pub struct Inputs {
     pub client_capacity: f64,
     /// The server runs on this machine (its CPU is in the machine's).
     pub server_local: bool,
-    /// CPUs in the machine.
-    pub machine_cpus: f64,
+    /// An open loop that achieved its target rate.
+    pub rate_kept: bool,
 }
 
 /// Whether a server at `ip` runs on this machine (its CPU is then part of
@@ -80,11 +110,13 @@ pub fn judge(x: &Inputs) -> Limits {
     let secs = w.seconds.max(1e-9);
     let client_cpus = x.client_seconds / secs;
     let client_capacity = x.client_capacity.max(1.0);
+    let client_demand = (x.client_seconds + w.client_waited) / secs / client_capacity;
     let server_cpus = w.server_cpu.map(|c| c / secs);
     let server_capacity = w.server_capacity.filter(|_| server_cpus.is_some());
-    let client_share = client_cpus / client_capacity;
-    let server_share = server_cpus.zip(server_capacity).map(|(c, k)| c / k.max(1.0));
-    let machine_share = w.machine_busy.map(|b| b / secs / x.machine_cpus.max(1.0));
+    let server_demand = w
+        .server_cpu
+        .zip(server_capacity)
+        .map(|(c, k)| (c + w.server_waited.unwrap_or(0.0)) / secs / k.max(1.0));
     let softirq_cpus = w.softirq.map(|s| s / secs);
     let steal_cpus = w.steal.map(|s| s / secs);
     // Outside the run: the machine less the run's own processes. A local
@@ -97,47 +129,43 @@ pub fn judge(x: &Inputs) -> Limits {
     .map(|o| (o - softirq_cpus.unwrap_or(0.0)).max(0.0));
     let interference = others_cpus.is_some_and(|o| o > INTERFERENCE)
         || steal_cpus.is_some_and(|s| s > INTERFERENCE);
-    let pct = |v: f64| format!("{:.0} %", v * 100.0);
-    let client_text = format!(
-        "client {} of {} CPU{}",
-        pct(client_share),
-        client_capacity,
-        if client_capacity == 1.0 { "" } else { "s" }
-    );
-    let (verdict, why) = match server_share {
-        None if client_share >= SATURATED => (
+    let side = |name: &str, demand: f64, capacity: f64| {
+        format!(
+            "{name} {:.0} % of {capacity} CPU{}",
+            demand * 100.0,
+            if capacity == 1.0 { "" } else { "s" }
+        )
+    };
+    let client_text = side("client", client_demand, client_capacity);
+    let client_saturated = client_demand >= SATURATED;
+    let (verdict, why) = match server_demand {
+        None if client_saturated => (
             "unknown",
             format!("{client_text}: the client was saturated and may be the limit; the server was not observed (give --server-pid)"),
         ),
         None => (
             "unknown",
-            format!("{client_text}; the server was not observed (give --server-pid)"),
+            format!("{client_text}: the client had CPU to spare, so the server or the path to it set the pace; the server was not observed (give --server-pid)"),
         ),
         Some(s) => {
-            let server_text = format!(
-                "server {} of {} CPU{}",
-                pct(s),
-                server_capacity.unwrap_or(1.0),
-                if server_capacity == Some(1.0) { "" } else { "s" }
+            let both = format!(
+                "{client_text}, {}",
+                side("server", s, server_capacity.unwrap_or(1.0))
             );
-            let both = format!("{client_text}, {server_text}");
-            match (client_share >= SATURATED, s >= SATURATED) {
+            match (client_saturated, s >= SATURATED) {
                 (true, false) => (
                     "client",
                     format!("{both}: the client was the limit, so the figure is a lower bound of the server"),
                 ),
-                (false, true) => ("server", format!("{both}: the server was the limit")),
                 (true, true) => ("both", format!("{both}: both sides were saturated")),
-                (false, false) if machine_share.is_some_and(|m| m >= SATURATED) => (
-                    "both",
-                    format!(
-                        "{both}, machine {}: the CPUs both sides share were saturated",
-                        pct(machine_share.unwrap_or(0.0))
-                    ),
-                ),
-                (false, false) => (
+                (false, _) if x.rate_kept => (
                     "neither",
-                    format!("{both}: neither side was CPU-bound; round trips (wake-ups, the network path) or the offered load set the figure"),
+                    format!("{both}: the open loop kept its target rate; the offered load set the figure"),
+                ),
+                (false, true) => ("server", format!("{both}: the server's CPU was the limit")),
+                (false, false) => (
+                    "server",
+                    format!("{both}: the client had CPU to spare and the server did not use its own: the server's waits (sleeps, locks, wake-ups) or the path between set the pace"),
                 ),
             }
         }
@@ -153,8 +181,10 @@ pub fn judge(x: &Inputs) -> Limits {
     Limits {
         verdict: verdict.into(),
         why,
+        client_demand,
         client_cpus,
         client_capacity,
+        server_demand,
         server_cpus,
         server_capacity,
         others_cpus,
@@ -168,6 +198,8 @@ pub fn judge(x: &Inputs) -> Limits {
 mod tests {
     use super::*;
 
+    /// A 2 s window: client and server demand as shares of one CPU each,
+    /// the machine's busy CPUs.
     fn inputs(client: f64, server: Option<f64>, machine: f64) -> Inputs {
         Inputs {
             window: WindowCpu {
@@ -176,12 +208,14 @@ mod tests {
                 steal: Some(0.0),
                 softirq: Some(0.0),
                 server_cpu: server.map(|s| s * 2.0),
+                server_waited: server.map(|_| 0.0),
+                client_waited: 0.0,
                 server_capacity: server.map(|_| 1.0),
             },
             client_seconds: client * 2.0,
             client_capacity: 1.0,
             server_local: true,
-            machine_cpus: 2.0,
+            rate_kept: false,
         }
     }
 
@@ -190,22 +224,42 @@ mod tests {
         assert_eq!(judge(&inputs(0.99, Some(0.4), 1.4)).verdict, "client");
         assert_eq!(judge(&inputs(0.5, Some(0.97), 1.5)).verdict, "server");
         assert_eq!(judge(&inputs(0.95, Some(0.95), 1.9)).verdict, "both");
-        assert_eq!(judge(&inputs(0.3, Some(0.3), 0.6)).verdict, "neither");
         assert_eq!(judge(&inputs(0.99, None, 1.9)).verdict, "unknown");
-        // Sharing one CPU: each at half, the CPU full.
-        let mut x = inputs(0.5, Some(0.48), 0.99);
-        x.machine_cpus = 1.0;
-        assert_eq!(judge(&x).verdict, "both");
+        assert_eq!(judge(&inputs(0.2, None, 0.5)).verdict, "unknown");
+        // A server that sleeps: neither side busy, the server sets the pace.
+        let l = judge(&inputs(0.3, Some(0.05), 0.35));
+        assert_eq!(l.verdict, "server");
+        assert!(l.why.contains("waits"), "{}", l.why);
+        // An open loop that kept its rate was limited by nobody.
+        let mut x = inputs(0.3, Some(0.3), 0.6);
+        x.rate_kept = true;
+        assert_eq!(judge(&x).verdict, "neither");
         let l = judge(&inputs(0.99, Some(0.4), 1.4));
         assert!(l.why.contains("lower bound"), "{}", l.why);
         assert!(!l.interference);
     }
 
     #[test]
+    fn waiting_for_a_cpu_is_demand() {
+        // The client ran half the window and waited the other half for a
+        // CPU something else held: saturated, though it used only half.
+        let mut x = inputs(0.5, Some(0.5), 1.5);
+        x.window.client_waited = 0.48 * 2.0;
+        let l = judge(&x);
+        assert_eq!(l.verdict, "client");
+        assert!((l.client_cpus - 0.5).abs() < 1e-9);
+        assert!(l.client_demand > 0.97);
+        // Two threads on two CPUs: one CPU's worth is half the capacity.
+        let mut x = inputs(1.0, Some(0.5), 1.5);
+        x.client_capacity = 2.0;
+        assert_eq!(judge(&x).verdict, "server");
+    }
+
+    #[test]
     fn cpu_outside_the_run_is_interference() {
         // The machine used 0.3 CPU more than client and server together.
         let l = judge(&inputs(0.5, Some(0.5), 1.3));
-        assert!((l.others_cpus.unwrap() - 0.3).abs() < 1e-9);
+        assert!((l.others_cpus.unwrap_or(0.0) - 0.3).abs() < 1e-9);
         assert!(l.interference);
         assert!(l.why.contains("interference"), "{}", l.why);
         // Softirq threads carry the run's packets: not interference.

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::env::{Environment, TcpCounters};
 
 /// Bumped whenever a field changes meaning or disappears.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The JSON Schema of what `--json` writes, checked in as
 /// `schema/load-report.v{SCHEMA_VERSION}.schema.json` (a test keeps the two
@@ -194,6 +194,7 @@ pub struct Client {
     /// System calls of the event loops over the measured window: reads,
     /// writes and waits (`epoll_wait`). Per message they show whether the
     /// client batches its work (one write per event, not per message).
+    #[serde(default)]
     pub syscalls: Syscalls,
 }
 
@@ -273,6 +274,7 @@ pub struct Report {
     /// What limited these figures: the client, the server, both, neither,
     /// or unknown, from each side's CPU over the measured window; and CPU
     /// used outside the run.
+    #[serde(default)]
     pub limits: super::limit::Limits,
     /// System-wide TCP counters over the run (SYN retransmits and listen
     /// overflows show a backlog that overflowed); `null` when they could not
@@ -511,5 +513,94 @@ fn bytes(v: f64) -> String {
         format!("{:.1} kB", v / 1e3)
     } else {
         format!("{v:.0} B")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn closed(connections: usize, messages: u64, echoed_bytes: u64) -> Report {
+        Report {
+            schema_version: SCHEMA_VERSION,
+            command: String::new(),
+            target: "127.0.0.1:1".into(),
+            workload: "closed".into(),
+            message_bytes: 64,
+            depth: 1,
+            warmup_seconds: 0.0,
+            measured_seconds: 10.0,
+            interrupted: false,
+            connections: Connections {
+                requested: connections,
+                idle: 0,
+                established: connections as u64,
+                failed: 0,
+            },
+            connect: Connect {
+                established_seconds: 1.0,
+                per_second: 0.0,
+                latency_us: Percentiles::default(),
+            },
+            messages,
+            bytes_sent: echoed_bytes,
+            bytes_received: echoed_bytes,
+            throughput: Throughput {
+                messages_per_second: messages as f64 / 10.0,
+                bytes_per_second: 0.0,
+            },
+            latency_us: Percentiles::default(),
+            open_loop: None,
+            burst: None,
+            errors: BTreeMap::new(),
+            fairness: None,
+            limits: Default::default(),
+            client: Client {
+                threads: 1,
+                cpus: None,
+                cpu_user_seconds: 0.0,
+                cpu_system_seconds: 0.0,
+                cpu_per_message_us: 0.0,
+                max_rss_kib: 0,
+                processes: 1,
+                syscalls: Syscalls::default(),
+            },
+            tcp: serde_json::Value::Null,
+            sources: Vec::new(),
+            warnings: Vec::new(),
+            environment: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn a_window_without_a_round_is_not_a_result() {
+        // A million connections, 80,000 echoes over the 10 s: a round takes
+        // 1,000,000 / 8,000 = 125 s, and not one finished in the window.
+        let why = closed(1_000_000, 0, 80_000 * 64)
+            .too_little()
+            .unwrap_or_default();
+        assert!(why.contains("measured 0 round trip(s)"), "{why}");
+        assert!(why.contains("8000 round trips/s"), "{why}");
+        assert!(why.contains("about 125.0 s"), "{why}");
+        // Nothing came back at all.
+        let why = closed(10, 0, 0).too_little().unwrap_or_default();
+        assert!(why.contains("no echo came back"), "{why}");
+        // Fewer than one per connection is not a result either.
+        assert!(closed(1000, 999, 999 * 64).too_little().is_some());
+        // One per connection or more is.
+        assert!(closed(1000, 1000, 1000 * 64).too_little().is_none());
+        // Burst and churn do fixed work per connection: not judged here.
+        let mut r = closed(10, 0, 0);
+        r.workload = "burst".into();
+        assert!(r.too_little().is_none());
+    }
+
+    #[test]
+    fn fairness_of_round_trips() {
+        let f = Fairness::of(&mut [3, 0, 9, 6]);
+        assert_eq!((f.min, f.median, f.max, f.starved), (0, 6, 9, 1));
+        assert_eq!(f.connections, 4);
+        assert!((f.jain.unwrap_or(0.0) - 324.0 / (4.0 * 126.0)).abs() < 1e-12);
+        assert_eq!(Fairness::of(&mut []).jain, None);
     }
 }

@@ -169,87 +169,91 @@ pub fn drive(
     let finished = std::sync::atomic::AtomicBool::new(false);
     let results: (Vec<std::io::Result<ThreadResult>>, Instant, Snapshot) =
         std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..plan.threads)
-            .map(|i| {
-                let shared = &shared;
-                std::thread::Builder::new()
-                    .name(format!("load-{i}"))
-                    .spawn_scoped(scope, move || engine::run(shared, i))
-                    // A loop that never started must not be waited for.
-                    .inspect_err(|_| shared.barrier.leave())
-            })
-            .collect();
-        scope.spawn(|| progress(&shared, &interrupted, &finished, show));
-        // Every loop has its connections up (or failed).
-        shared.barrier.wait();
-        if let Err(e) = connected(t0.elapsed().as_secs_f64()) {
-            // The parent is gone: measure nothing, end at once.
-            shared.interrupted.store(true, Relaxed);
-            gate_error = Some(e);
-        }
-        let start = Instant::now();
-        let burst = matches!(plan.workload, Workload::Burst { .. });
-        let measure_from = start + if burst { Duration::ZERO } else { plan.warmup };
-        let until = match plan.stop {
-            Stop::Duration(d) if !burst => Some(measure_from + d),
-            _ => None,
-        };
-        let s = Schedule {
-            start,
-            measure_from,
-            until,
-        };
-        let _ = shared.schedule.set(s);
-        schedule = Some(s);
-        if let Workload::Burst { rounds } = plan.workload {
+            let handles: Vec<_> = (0..plan.threads)
+                .map(|i| {
+                    let shared = &shared;
+                    std::thread::Builder::new()
+                        .name(format!("load-{i}"))
+                        .spawn_scoped(scope, move || engine::run(shared, i))
+                        // A loop that never started must not be waited for.
+                        .inspect_err(|_| shared.barrier.leave())
+                })
+                .collect();
+            scope.spawn(|| progress(&shared, &interrupted, &finished, show));
+            // Every loop has its connections up (or failed).
             shared.barrier.wait();
-            window_start = Snapshot::take(pids);
-            let mut r = 0;
-            loop {
-                let more = r < rounds && !shared.interrupted.load(Relaxed);
-                shared.more_rounds.store(more, Relaxed);
-                shared.barrier.wait();
-                if !more {
-                    break;
-                }
-                shared.barrier.wait();
-                r += 1;
+            if let Err(e) = connected(t0.elapsed().as_secs_f64()) {
+                // The parent is gone: measure nothing, end at once.
+                shared.interrupted.store(true, Relaxed);
+                gate_error = Some(e);
             }
-        } else {
-            shared.barrier.wait();
-            std::thread::sleep(measure_from.saturating_duration_since(Instant::now()));
-            window_start = Snapshot::take(pids);
-        }
-        // A timed window ends at `until` (the loops then drain what is
-        // owed, which is not measured); a counted one when the loops end.
-        let mut window_end = None;
-        if let Some(u) = until {
-            let live = |hs: &[std::io::Result<std::thread::ScopedJoinHandle<_>>]| {
-                hs.iter().any(|h| h.as_ref().is_ok_and(|h| !h.is_finished()))
+            let start = Instant::now();
+            let burst = matches!(plan.workload, Workload::Burst { .. });
+            let measure_from = start + if burst { Duration::ZERO } else { plan.warmup };
+            let until = match plan.stop {
+                Stop::Duration(d) if !burst => Some(measure_from + d),
+                _ => None,
             };
-            // Bounded by `until`; wakes at most every 10 ms to see the
-            // loops end early (Ctrl-C, every connection done).
-            while live(&handles) && Instant::now() < u {
-                std::thread::sleep(u.saturating_duration_since(Instant::now()).min(Duration::from_millis(10)));
+            let s = Schedule {
+                start,
+                measure_from,
+                until,
+            };
+            let _ = shared.schedule.set(s);
+            schedule = Some(s);
+            if let Workload::Burst { rounds } = plan.workload {
+                shared.barrier.wait();
+                window_start = Snapshot::take(pids);
+                let mut r = 0;
+                loop {
+                    let more = r < rounds && !shared.interrupted.load(Relaxed);
+                    shared.more_rounds.store(more, Relaxed);
+                    shared.barrier.wait();
+                    if !more {
+                        break;
+                    }
+                    shared.barrier.wait();
+                    r += 1;
+                }
+            } else {
+                shared.barrier.wait();
+                std::thread::sleep(measure_from.saturating_duration_since(Instant::now()));
+                window_start = Snapshot::take(pids);
             }
-            window_end = Some(Snapshot::take(pids));
-        }
-        let results = handles
-            .into_iter()
-            .map(|h| match h {
-                Ok(h) => h
-                    .join()
-                    .unwrap_or_else(|_| Err(std::io::Error::other("an event loop panicked"))),
-                Err(e) => Err(e),
-            })
-            .collect();
-        // The run ends when its loops do, not when the progress thread next
-        // wakes (it sleeps up to 100 ms, and the scope waits for it).
-        let ended = Instant::now();
-        let window_end = window_end.unwrap_or_else(|| Snapshot::take(pids));
-        finished.store(true, Relaxed);
-        (results, ended, window_end)
-    });
+            // A timed window ends at `until` (the loops then drain what is
+            // owed, which is not measured); a counted one when the loops end.
+            let mut window_end = None;
+            if let Some(u) = until {
+                let live = |hs: &[std::io::Result<std::thread::ScopedJoinHandle<_>>]| {
+                    hs.iter()
+                        .any(|h| h.as_ref().is_ok_and(|h| !h.is_finished()))
+                };
+                // Bounded by `until`; wakes at most every 10 ms to see the
+                // loops end early (Ctrl-C, every connection done).
+                while live(&handles) && Instant::now() < u {
+                    std::thread::sleep(
+                        u.saturating_duration_since(Instant::now())
+                            .min(Duration::from_millis(10)),
+                    );
+                }
+                window_end = Some(Snapshot::take(pids));
+            }
+            let results = handles
+                .into_iter()
+                .map(|h| match h {
+                    Ok(h) => h
+                        .join()
+                        .unwrap_or_else(|_| Err(std::io::Error::other("an event loop panicked"))),
+                    Err(e) => Err(e),
+                })
+                .collect();
+            // The run ends when its loops do, not when the progress thread next
+            // wakes (it sleeps up to 100 ms, and the scope waits for it).
+            let ended = Instant::now();
+            let window_end = window_end.unwrap_or_else(|| Snapshot::take(pids));
+            finished.store(true, Relaxed);
+            (results, ended, window_end)
+        });
     let (results, ended, window_end) = results;
     let cpu_end = window_end.own;
     let cpu_at_measure = window_start.own;
@@ -401,15 +405,18 @@ fn assemble(
         }
     }
     let failed = errors.values().sum();
-    let fairness = matches!(plan.workload, Workload::Closed { .. } | Workload::Open { .. })
-        .then(|| {
-            let mut per: Vec<u64> = records
-                .iter()
-                .filter(|r| (r.id as usize) < plan.connections)
-                .map(|r| r.requests)
-                .collect();
-            report::Fairness::of(&mut per)
-        });
+    let fairness = matches!(
+        plan.workload,
+        Workload::Closed { .. } | Workload::Open { .. }
+    )
+    .then(|| {
+        let mut per: Vec<u64> = records
+            .iter()
+            .filter(|r| (r.id as usize) < plan.connections)
+            .map(|r| r.requests)
+            .collect();
+        report::Fairness::of(&mut per)
+    });
     let established = records.iter().filter(|r| r.connect_us.is_some()).count() as u64;
     let measured = m.measured_seconds;
     let messages = m.latency.len();
@@ -466,7 +473,10 @@ fn assemble(
         client_seconds: cpu,
         client_capacity: loops.min(allowed) as f64,
         server_local: limit::is_local(plan.target.ip()),
-        machine_cpus: crate::env::online_cpus().len().max(1) as f64,
+        rate_kept: match plan.workload {
+            Workload::Open { rate, .. } => per_second(messages as f64) >= rate * 0.95,
+            _ => false,
+        },
     });
     let mut report = Report {
         schema_version: report::SCHEMA_VERSION,

@@ -29,6 +29,10 @@ pub struct MachineCpu {
 pub struct TreeCpu {
     /// user + system of the live processes and of the children they reaped.
     pub seconds: f64,
+    /// Seconds its live threads were runnable but waited for a CPU (run
+    /// delay, `/proc/PID/task/TID/schedstat`): CPU it wanted and did not
+    /// get, because something else ran there.
+    pub waited: f64,
     /// Threads in the tree (one thread uses one CPU at most).
     pub threads: u64,
     /// CPUs the root may run on (`Cpus_allowed_list`).
@@ -49,6 +53,8 @@ impl TreeCpu {
 pub struct Snapshot {
     pub at: std::time::Instant,
     pub own: crate::sys::process::Usage,
+    /// Seconds this process's threads waited, runnable, for a CPU.
+    pub own_waited: f64,
     pub machine: Option<MachineCpu>,
     pub server: Option<TreeCpu>,
 }
@@ -58,6 +64,7 @@ impl Snapshot {
         Snapshot {
             at: std::time::Instant::now(),
             own: crate::sys::process::Usage::of_self(),
+            own_waited: run_delay(std::process::id()),
             machine: machine(),
             server: if server.is_empty() {
                 None
@@ -82,7 +89,15 @@ impl Snapshot {
                 self.machine.map(|m| m.softirq_threads),
                 start.machine.map(|m| m.softirq_threads),
             ),
-            server_cpu: d(self.server.map(|s| s.seconds), start.server.map(|s| s.seconds)),
+            server_cpu: d(
+                self.server.map(|s| s.seconds),
+                start.server.map(|s| s.seconds),
+            ),
+            server_waited: d(
+                self.server.map(|s| s.waited),
+                start.server.map(|s| s.waited),
+            ),
+            client_waited: (self.own_waited - start.own_waited).max(0.0),
             server_capacity: self.server.or(start.server).map(|s| s.capacity()),
         }
     }
@@ -101,6 +116,11 @@ pub struct WindowCpu {
     pub softirq: Option<f64>,
     /// CPU seconds of the server's tree (`None`: not observed).
     pub server_cpu: Option<f64>,
+    /// Seconds the server's threads waited, runnable, for a CPU.
+    pub server_waited: Option<f64>,
+    /// Seconds the client's threads waited, runnable, for a CPU (summed
+    /// over worker processes when merged).
+    pub client_waited: f64,
     /// CPUs the server could keep busy (its threads on its allowed CPUs).
     pub server_capacity: Option<f64>,
 }
@@ -118,6 +138,8 @@ impl WindowCpu {
         self.steal = max(self.steal, o.steal);
         self.softirq = max(self.softirq, o.softirq);
         self.server_cpu = max(self.server_cpu, o.server_cpu);
+        self.server_waited = max(self.server_waited, o.server_waited);
+        self.client_waited += o.client_waited;
         self.server_capacity = max(self.server_capacity, o.server_capacity);
     }
 }
@@ -188,6 +210,7 @@ pub fn tree(roots: &[u32]) -> Option<TreeCpu> {
             };
             seen = true;
             out.seconds += secs;
+            out.waited += run_delay(pid);
             if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
                 out.threads += super::tree::field(&status, "Threads:").unwrap_or(1);
                 if pid == root {
@@ -201,6 +224,19 @@ pub fn tree(roots: &[u32]) -> Option<TreeCpu> {
         }
     }
     seen.then_some(out)
+}
+
+/// Seconds the threads of `pid` waited, runnable, for a CPU.
+pub fn run_delay(pid: u32) -> f64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0.0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().nth(1)?.parse::<f64>().ok())
+        .sum::<f64>()
+        / 1e9
 }
 
 /// utime + stime + cutime + cstime of one `/proc/PID/stat` line, seconds.

@@ -127,7 +127,9 @@ pub fn charts(data: &RunData) -> Vec<Chart> {
                     everything. A model with a good median and a long tail usually serves some \
                     connections far more often than others; this shows it."
                 .into(),
-            panels: vec![panel("Jain's index", "Jain's index", Unit::Count, |m| m.jain)],
+            panels: vec![panel("Jain's index", "Jain's index", Unit::Count, |m| {
+                m.jain
+            })],
             fit: None,
         });
     }

@@ -63,6 +63,9 @@ pub enum Fault {
     StallOnce { after_bytes: u64, for_ms: u64 },
     /// Accept each connection and close it at once.
     CloseAfterAccept,
+    /// Echo every byte, but sleep this many milliseconds before each echo:
+    /// a server slow without using any CPU.
+    SlowReads { ms: u64 },
     /// No listener: connects are refused. The port stays bound (without
     /// listening) while the server lives, so nobody else can take it.
     Refuse,
@@ -310,6 +313,10 @@ fn serve_conn(shared: &Shared, mut stream: TcpStream) {
             Err(_) => return,
         };
         shared.received(n);
+        if let Fault::SlowReads { ms } = shared.fault {
+            // The fault itself: slow on purpose, bounded by `ms`.
+            std::thread::sleep(Duration::from_millis(ms));
+        }
         let out = apply(shared.fault, &mut buf[..n], received, echoed);
         received += n as u64;
         // The stall may have started with this very read.
@@ -349,9 +356,11 @@ fn apply(fault: Fault, data: &mut [u8], received: u64, echoed: u64) -> usize {
             let left = bytes.saturating_sub(echoed);
             data.len().min(usize::try_from(left).unwrap_or(usize::MAX))
         }
-        Fault::Echo | Fault::StallOnce { .. } | Fault::CloseAfterAccept | Fault::Refuse => {
-            data.len()
-        }
+        Fault::Echo
+        | Fault::StallOnce { .. }
+        | Fault::CloseAfterAccept
+        | Fault::Refuse
+        | Fault::SlowReads { .. } => data.len(),
     }
 }
 

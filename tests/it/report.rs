@@ -122,6 +122,8 @@ fn load_report(kind: &str, n: usize, c: &Cell) -> Report {
             makespan_us: vec![c.time_s.map(|t| t * 1e6); 3],
         }),
         errors: BTreeMap::new(),
+        fairness: None,
+        limits: Default::default(),
         client: Client {
             threads: 1,
             cpus: Some(vec![1]),
