@@ -147,7 +147,10 @@ fn closed_loop_counts_are_exact() -> Result<(), Failed> {
     )?;
     ensure(code == Some(0), || format!("exit {code:?}: {err}"))?;
     let j = out.json()?;
-    ensure(j["schema_version"] == 1, || "schema_version".into())?;
+    ensure(
+        j["schema_version"] == c10k::client::report::SCHEMA_VERSION,
+        || "schema_version".into(),
+    )?;
     ensure(j["messages"] == 1000, || {
         format!("messages {}", j["messages"])
     })?;
@@ -163,6 +166,12 @@ fn closed_loop_counts_are_exact() -> Result<(), Failed> {
     ensure(num(&j, "client.cpu_per_message_us") > 0.0, || {
         "no client CPU".into()
     })?;
+    // Every connection did exactly its 100: perfectly fair.
+    let f = &j["fairness"];
+    ensure(
+        f["min"] == 100 && f["max"] == 100 && f["starved"] == 0 && f["jain"] == 1.0,
+        || format!("fairness {f}"),
+    )?;
     ensure(j["environment"]["kernel"].is_string(), || {
         "no environment".into()
     })?;
