@@ -14,7 +14,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::io::{self, ErrorKind, Read, Write};
+use std::io;
 use std::net::TcpStream;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -877,20 +877,24 @@ impl<'a> Engine<'a> {
     /// Writes queued bytes until the socket would block.
     fn flush(&mut self, i: usize) {
         let c = &mut self.conns[i];
-        let Some(sock) = c.sock.as_mut() else {
+        let Some(sock) = c.sock.as_ref() else {
             return;
         };
         while c.out_pos < c.out.len() {
             self.io.writes += 1;
-            match sock.write(&c.out[c.out_pos..]) {
+            // A raw write(2) (rustix), as the C client makes: no libc
+            // wrapper and its cancellation bookkeeping on the hot path.
+            // SIGPIPE is ignored by the Rust runtime, so a reset peer is
+            // EPIPE here.
+            match rustix::io::write(sock, &c.out[c.out_pos..]) {
                 Ok(n) => {
                     c.out_pos += n;
                     c.bytes_sent += n as u64;
                 }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(rustix::io::Errno::AGAIN) => return,
+                Err(rustix::io::Errno::INTR) => {}
                 Err(e) => {
-                    self.fail(i, Failure::of(&e));
+                    self.fail(i, Failure::of(&e.into()));
                     return;
                 }
             }
@@ -906,11 +910,11 @@ impl<'a> Engine<'a> {
     /// peer hung up (`to_end`): then it reads on to the end of the stream.
     fn read(&mut self, i: usize, to_end: bool) {
         loop {
-            let Some(sock) = self.conns[i].sock.as_mut() else {
+            let Some(sock) = self.conns[i].sock.as_ref() else {
                 return;
             };
             self.io.reads += 1;
-            match sock.read(&mut self.scratch) {
+            match rustix::io::read(sock, &mut self.scratch[..]) {
                 Ok(0) => {
                     // The server closed: a failure unless we were done.
                     self.fail(i, Failure::Closed);
@@ -935,10 +939,10 @@ impl<'a> Engine<'a> {
                         return;
                     }
                 }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(rustix::io::Errno::AGAIN) => return,
+                Err(rustix::io::Errno::INTR) => {}
                 Err(e) => {
-                    self.fail(i, Failure::of(&e));
+                    self.fail(i, Failure::of(&e.into()));
                     return;
                 }
             }
