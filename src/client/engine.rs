@@ -247,8 +247,10 @@ struct Engine<'a> {
     last_publish: Instant,
     records: Vec<ConnRecord>,
     missed: u64,
-    /// Measured echoes so far.
+    /// Measured echoes so far, and how many of them `shared.completed`
+    /// has been told of.
     echoed: u64,
+    echoed_published: u64,
     rounds: Vec<(Instant, Option<Instant>)>,
     connected_at: Instant,
     scratch: Vec<u8>,
@@ -313,6 +315,7 @@ impl<'a> Engine<'a> {
             records: Vec::new(),
             missed: 0,
             echoed: 0,
+            echoed_published: 0,
             rounds: Vec::new(),
             connected_at: now,
             scratch: vec![0; 256 << 10],
@@ -613,9 +616,14 @@ impl<'a> Engine<'a> {
                 .send_lag
                 .record(ns(now.saturating_duration_since(intended)));
         }
+        let sent = self.since_epoch(now);
         InFlight {
-            intended: self.since_epoch(intended),
-            sent: self.since_epoch(now),
+            intended: if intended == now {
+                sent
+            } else {
+                self.since_epoch(intended)
+            },
+            sent,
             measured,
         }
     }
@@ -677,10 +685,7 @@ impl<'a> Engine<'a> {
         if let Some((g, count)) = run {
             self.record(i, g, count, now_ns);
         }
-        if measured > 0 {
-            self.echoed += measured;
-            self.shared.completed.fetch_add(measured, Relaxed);
-        }
+        self.echoed += measured;
         let Some(&sched) = self.shared.schedule.get() else {
             return;
         };
@@ -975,6 +980,13 @@ impl<'a> Engine<'a> {
             return;
         }
         self.last_publish = now;
+        // The count shared with the progress line moves here, not per
+        // message: an atomic add per read is a locked instruction on the
+        // hot path for a figure read once a second.
+        self.shared
+            .completed
+            .fetch_add(self.echoed - self.echoed_published, Relaxed);
+        self.echoed_published = self.echoed;
         if let Ok(mut live) = self.shared.live.lock() {
             let _ = live.add(&self.interval);
         }
