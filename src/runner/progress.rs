@@ -54,10 +54,19 @@ impl Progress {
     pub fn finished(&mut self, result: &CellResult) {
         self.done += 1;
         let what = match result.status {
-            Status::Ok => result.metrics().primary(self.primary).map_or_else(
-                || "ok".into(),
-                |v| format!("{} {}", self.primary.format(v), unit(self.primary)),
-            ),
+            Status::Ok => {
+                let figure = result.metrics().primary(self.primary).map_or_else(
+                    || "ok".into(),
+                    |v| format!("{} {}", self.primary.format(v), unit(self.primary)),
+                );
+                match result.load.as_ref().map(|l| &l.limits) {
+                    Some(l) if l.interference => {
+                        format!("{figure} (limited by {}; interference)", l.verdict)
+                    }
+                    Some(l) => format!("{figure} (limited by {})", l.verdict),
+                    None => figure,
+                }
+            }
             Status::Skipped => format!("skipped: {}", result.reason.as_deref().unwrap_or("")),
             Status::Failed => format!("failed: {}", result.reason.as_deref().unwrap_or("")),
         };
