@@ -1,8 +1,17 @@
 //! Statistics over repeats: a summary with a spread (median, mean, standard
-//! deviation, quartiles, outliers), and the power-law fit of time against
-//! connections ([`fit`]).
+//! deviation, quartiles, outliers); whether two models differ and the ranks
+//! that follow ([`compare`]: tied when the 95 % interval of the ratio of
+//! medians, bootstrap and Welch's t together, holds 1); the interval of a
+//! median and the `--runs auto` stopping rule ([`median`]); the slope of a
+//! least-squares line with its interval ([`slope`], memory per
+//! connection); the power-law fit of time against connections ([`fit`]);
+//! and Student's t quantiles ([`student`]).
 
+pub mod compare;
 pub mod fit;
+pub mod median;
+pub mod slope;
+pub mod student;
 
 use serde::Serialize;
 
@@ -61,7 +70,7 @@ impl Summary {
 }
 
 /// The `q` quantile of sorted `v` by linear interpolation between ranks.
-fn quantile(v: &[f64], q: f64) -> f64 {
+pub(crate) fn quantile(v: &[f64], q: f64) -> f64 {
     let pos = q * (v.len() - 1) as f64;
     let lo = pos.floor() as usize;
     let hi = pos.ceil() as usize;
