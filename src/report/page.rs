@@ -173,28 +173,43 @@ fn about(plan: &RunPlan) -> String {
     };
     if plan.bench.is_some() {
         return format!(
-            "c10k ran a micro-benchmark ({}) for each variant ({models}) at {} {}, {} time{} \
-             each ({order}), each cell a run of the benchmark as its own process. Charts show \
+            "c10k ran a micro-benchmark ({}) for each variant ({models}) at {} {}, {} \
+             ({order}), each cell a run of the benchmark as its own process. Charts show \
              the median of the repeats with their range; the tables give the numbers.",
             plan.experiment,
             conns.join(", "),
             plan.size_label,
-            plan.runs,
-            if plan.runs == 1 { "" } else { "s" },
+            times(plan),
         );
     }
     format!(
         "c10k ran each server model ({models}) as its own process at {} connection{}, {} \
-         time{} each ({order}), and measured it from outside with its load generator: {}. \
+         ({order}), and measured it from outside with its load generator: {}. \
          Charts show the median of the repeats with their range; the tables give the \
          numbers. Every server runs the same echo state machine, so a difference is how \
          the model waits and who runs the handler.",
         conns.join(", "),
         if plan.connections == [1] { "" } else { "s" },
-        plan.runs,
-        if plan.runs == 1 { "" } else { "s" },
+        times(plan),
         workload(plan),
     )
+}
+
+/// `3 times each`, or for `--runs auto` how many and until when.
+fn times(plan: &RunPlan) -> String {
+    match plan.auto_runs {
+        Some(a) => format!(
+            "{} to {} times each, until the 95 % interval of the median was within ±{} % of it",
+            a.min,
+            a.max,
+            units::sig3(a.tolerance * 100.0)
+        ),
+        None => format!(
+            "{} time{} each",
+            plan.runs,
+            if plan.runs == 1 { "" } else { "s" }
+        ),
+    }
 }
 
 fn workload(plan: &RunPlan) -> String {

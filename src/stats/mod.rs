@@ -77,19 +77,6 @@ pub(crate) fn quantile(v: &[f64], q: f64) -> f64 {
     v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
 }
 
-/// The ratio of the medians a/b, with a spread from both summaries'
-/// relative standard deviations added in quadrature (first-order error
-/// propagation, as hyperfine reports its ratios). Medians, so that one
-/// outlier moves neither the ranking nor the ratio.
-pub fn ratio(a: &Summary, b: &Summary) -> Option<(f64, f64)> {
-    if a.median <= 0.0 || b.median <= 0.0 || a.mean <= 0.0 || b.mean <= 0.0 {
-        return None;
-    }
-    let r = a.median / b.median;
-    let e = r * ((a.stdev / a.mean).powi(2) + (b.stdev / b.mean).powi(2)).sqrt();
-    Some((r, e))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,12 +94,5 @@ mod tests {
         assert!((s.mean - 22.0).abs() < 1e-9);
         assert!(Summary::of(&[]).is_none());
         assert_eq!(Summary::of(&[5.0]).unwrap().stdev, 0.0);
-    }
-
-    #[test]
-    fn ratio_propagates_spread() {
-        let a = Summary::of(&[2.0, 2.0]).unwrap();
-        let b = Summary::of(&[1.0, 1.0]).unwrap();
-        assert_eq!(ratio(&a, &b), Some((2.0, 0.0)));
     }
 }
