@@ -1,6 +1,7 @@
 //! The page itself: one polyglot HTML5 document (also well-formed XML) with
-//! its style inline, in this order: what the run was and how many cells
-//! were measured, the skipped and failed cells, the charts, the tables, the
+//! its style inline, in this order: the verdict (the answer first), what
+//! the run was and how many cells were measured, the study's tables and the
+//! ranking, the skipped and failed cells, the charts, the tables, the
 //! environment, and the command that reruns it.
 
 use std::fmt::Write as _;
@@ -70,12 +71,22 @@ pub fn render(data: &RunData) -> anyhow::Result<String> {
         escape_html(&plan.title)
     );
 
+    // The answer first: the verdict at each connection count.
+    let verdict = crate::runner::verdict::tables(data);
+    if !verdict.is_empty() {
+        out.push_str("<section id=\"verdict\">\n<h2>Verdict</h2>\n");
+        for t in &verdict {
+            out.push_str(&scrolling(&t.to_html()));
+        }
+        out.push_str("</section>\n");
+    }
+
     out.push_str("<section id=\"about\">\n<h2>What this is</h2>\n");
     let _ = writeln!(out, "<p>{}</p>", escape_html(&about(plan)));
     out.push_str(&counts(data));
     out.push_str("</section>\n");
 
-    // The answer first: the study's own tables, then the ranking.
+    // Then the study's own tables, then the ranking.
     let study = crate::experiments::tables(data);
     if !study.is_empty() {
         out.push_str("<section id=\"study\">\n<h2>The study's tables, measured here</h2>\n");
@@ -145,6 +156,7 @@ fn chart_html(chart: &Chart) -> anyhow::Result<String> {
             title,
             caption,
             figure,
+            tables,
         } => {
             let svg = charts::svg(figure)?;
             let svg = svg.replacen(SVG_XMLNS, "", 1).replacen(
@@ -158,6 +170,9 @@ fn chart_html(chart: &Chart) -> anyhow::Result<String> {
                 let _ = write!(out, " {}", escape_html(sentence));
             }
             out.push_str("</figcaption>\n</figure>\n");
+            for t in tables {
+                out.push_str(&scrolling(&t.to_html()));
+            }
             Ok(out)
         }
     }

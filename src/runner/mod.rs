@@ -13,10 +13,12 @@ pub mod bench;
 pub mod cell;
 pub mod execute;
 pub mod matrix;
+pub mod memory;
 pub mod progress;
 pub mod results;
 pub mod server;
 pub mod summary;
+pub mod verdict;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -156,7 +158,8 @@ pub fn intro(data: &RunData) -> String {
     s
 }
 
-/// The ranking and the study's tables, for the terminal.
+/// For the terminal: the ranking, the study's tables, memory per
+/// connection, and last, where the eye lands, the verdict.
 pub fn outro(data: &RunData) -> String {
     let mut s = String::new();
     for t in summary::ranking(data) {
@@ -166,6 +169,15 @@ pub fn outro(data: &RunData) -> String {
     for t in crate::experiments::tables(data) {
         s += "\n";
         s += &t.to_text();
+    }
+    if let Some(t) = memory::table(data) {
+        s += "\n";
+        s += &t.to_text();
+    }
+    let verdict = verdict::text(data);
+    if !verdict.is_empty() {
+        s += "\n";
+        s += &verdict;
     }
     s
 }

@@ -6,8 +6,14 @@
 //! The interval is `slope ± t(0.975, n − 2) · s / √Sxx`, with `s²` the
 //! residual variance over n − 2 degrees of freedom ([`super::student`]): it
 //! assumes the points scatter independently around the line with one
-//! spread. A flat series gives an interval holding 0. Cost: two passes over
-//! the points.
+//! spread. A flat series gives an interval holding 0.
+//!
+//! Values read in steps (memory in pages) are not noise the t interval
+//! can see: a series that never moves a step has no residuals, and its
+//! interval would be a point. [`LinearFit::fit_rounded`] takes, with each
+//! point, how far rounding may have moved its `y` (at most `r_i`), and
+//! widens the interval by the most that could move the slope,
+//! `Σ |x_i − x̄| · r_i / Sxx`. Cost: two passes over the points.
 
 use serde::Serialize;
 
@@ -30,10 +36,23 @@ impl LinearFit {
     /// Fits the finite points; `None` with fewer than three (no spread is
     /// left to size an interval) or fewer than two distinct `x`.
     pub fn fit(points: &[(f64, f64)]) -> Option<LinearFit> {
+        let exact: Vec<(f64, f64, f64)> = points.iter().map(|&(x, y)| (x, y, 0.0)).collect();
+        LinearFit::fit_rounded(&exact)
+    }
+
+    /// Fits `(x, y, r)` points whose `y` rounding may have moved by up to
+    /// `r`: the same line, its interval widened by what the rounding could
+    /// do to the slope (see the module's doc).
+    pub fn fit_rounded(points: &[(f64, f64, f64)]) -> Option<LinearFit> {
         let p: Vec<(f64, f64)> = points
             .iter()
-            .copied()
-            .filter(|(x, y)| x.is_finite() && y.is_finite())
+            .filter(|(x, y, r)| x.is_finite() && y.is_finite() && r.is_finite())
+            .map(|&(x, y, _)| (x, y))
+            .collect();
+        let rounding: Vec<f64> = points
+            .iter()
+            .filter(|(x, y, r)| x.is_finite() && y.is_finite() && r.is_finite())
+            .map(|&(_, _, r)| r.abs())
             .collect();
         if p.len() < 3 || p.iter().all(|q| q.0 == p[0].0) {
             return None;
@@ -51,7 +70,13 @@ impl LinearFit {
             .sum();
         let df = n - 2.0;
         let se = (ss_res / df / sxx).sqrt();
-        let half = super::student::t975(df) * se;
+        let rounded: f64 = p
+            .iter()
+            .zip(&rounding)
+            .map(|((x, _), r)| (x - mx).abs() * r)
+            .sum::<f64>()
+            / sxx;
+        let half = super::student::t975(df) * se + rounded;
         let x_min = p.iter().map(|q| q.0).fold(f64::INFINITY, f64::min);
         let x_max = p.iter().map(|q| q.0).fold(f64::NEG_INFINITY, f64::max);
         Some(LinearFit {
@@ -122,6 +147,27 @@ mod tests {
         let f = LinearFit::fit(&p).unwrap();
         assert!(f.includes_zero(), "{f:?}");
         assert!(f.slope.abs() < 0.01, "{f:?}");
+    }
+
+    #[test]
+    fn rounding_widens_a_series_that_never_moved_a_step() {
+        // Less than a 4 KiB page per cell at every count: every delta
+        // reads 0, yet the cost may be up to 4 KiB over the span.
+        let p: Vec<(f64, f64, f64)> = [10.0, 10.0, 50.0, 50.0, 100.0, 100.0]
+            .iter()
+            .map(|&x| (x, 0.0, 4.0))
+            .collect();
+        let f = LinearFit::fit_rounded(&p).unwrap();
+        assert_eq!(f.slope, 0.0);
+        assert!(f.includes_zero());
+        // Σ|x − x̄|·4 / Sxx with x̄ = 53.3: 2·(43.3 + 3.3 + 46.7)·4 /
+        // (2·(43.3² + 3.3² + 46.7²)) = 746.7 / 8133.3 ≈ 0.0918.
+        assert!((f.slope_hi - 0.0918).abs() < 1e-3, "{f:?}");
+        assert!((f.slope_lo + f.slope_hi).abs() < 1e-12);
+        // Without rounding the same points give a point interval.
+        let exact: Vec<(f64, f64)> = p.iter().map(|&(x, y, _)| (x, y)).collect();
+        let f = LinearFit::fit(&exact).unwrap();
+        assert_eq!((f.slope_lo, f.slope_hi), (0.0, 0.0));
     }
 
     #[test]
