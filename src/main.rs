@@ -184,10 +184,13 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
     code
 }
 
-/// The ranking and the study's tables, as printed and exported.
+/// The verdict, the study's tables, the ranking and memory per connection,
+/// as exported.
 fn all_tables(data: &c10k::runner::results::RunData) -> Vec<c10k::export::table::Table> {
-    let mut t = c10k::experiments::tables(data);
+    let mut t = c10k::runner::verdict::tables(data);
+    t.extend(c10k::experiments::tables(data));
     t.extend(c10k::runner::summary::ranking(data));
+    t.extend(c10k::runner::memory::table(data));
     t.push(c10k::report::summary_table(data));
     t
 }

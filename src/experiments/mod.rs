@@ -71,10 +71,21 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     }
     connections.sort_unstable();
     connections.dedup();
-    let runs = args.runs.unwrap_or(preset.runs);
-    if !(1..=1000).contains(&runs) {
-        return Err(format!("--runs {runs}: must be from 1 to 1000"));
-    }
+    let (runs, auto_runs) = match args.runs.as_deref().map(str::trim) {
+        None => (preset.runs, None),
+        Some("auto") => {
+            let a = matrix::AutoRuns::default();
+            (a.min, Some(a))
+        }
+        Some(text) => match text.parse::<usize>() {
+            Ok(n) if (1..=1000).contains(&n) => (n, None),
+            _ => {
+                return Err(format!(
+                    "--runs {text}: must be a count from 1 to 1000, or auto"
+                ))
+            }
+        },
+    };
     let mut workload = preset.workload.clone();
     if let Some(kind) = args.workload {
         if kind != workload.kind {
@@ -174,6 +185,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         models,
         connections,
         runs,
+        auto_runs,
         order,
         pin,
         server_cpus,

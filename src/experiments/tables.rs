@@ -164,7 +164,7 @@ fn thesis_times(data: &RunData) -> Table {
     }
     t.notes.push(format!(
         "Means of {} runs per cell, each against a fresh server. The last three columns are the thesis's published Linux figures (Table 2; Core 2 Duo 1.86 GHz, Linux 2.6), for comparison only.",
-        data.plan.runs
+        data.plan.runs_text()
     ));
     t
 }
@@ -246,7 +246,7 @@ fn muller(data: &RunData) -> Table {
     }
     t.notes.push(format!(
         "Means of {} runs; requests per connection are 10,000 divided by the connections, rounded down, as Muller sent them. Time runs from the first request to the last response (connection setup excluded). The last two columns are Muller's published figures (2006, one processor), for comparison only.",
-        data.plan.runs
+        data.plan.runs_text()
     ));
     t
 }
@@ -345,7 +345,7 @@ fn accept(data: &RunData) -> Table {
     }
     t.notes.push(format!(
         "Medians of {} runs. \"At once\" is how many connections the client keeps opening in parallel; each connection is closed as soon as it is up. The select(2) study reported about 40,000 accepts/s on one CPU.",
-        data.plan.runs
+        data.plan.runs_text()
     ));
     t
 }

@@ -21,11 +21,17 @@ pub fn write_all(data: &RunData, tables: &[Table], report: bool) -> anyhow::Resu
         .with_context(|| format!("cannot write {}", csv.display()))?;
     written.push(csv);
     let json = dir.join("results.json");
-    let summary: Vec<serde_json::Value> = crate::runner::summary::primary_by_cell(data)
+    let summary: Vec<serde_json::Value> = crate::runner::summary::standings(data)
         .into_iter()
         .flat_map(|(n, rows)| {
-            rows.into_iter().map(move |(model, s)| {
-                serde_json::json!({ "model": model, "connections": n, "primary": s })
+            rows.into_iter().map(move |r| {
+                serde_json::json!({
+                    "model": r.model,
+                    "connections": n,
+                    "primary": r.summary,
+                    "rank": r.rank,
+                    "versus_best": r.versus_best,
+                })
             })
         })
         .collect();

@@ -1,7 +1,8 @@
 //! Drawing a figure as inline SVG with plotters: one or more log-log panels
 //! side by side (connections across, one figure up), one line per model
 //! through the medians of its repeats, min–max whiskers, an optional fitted
-//! power law per model drawn dashed, and a legend under the panels.
+//! power law per model drawn dashed (a level when its exponent is 0, over a
+//! span of its own when given), and a legend under the panels.
 //!
 //! Text is written as SVG `<text>` for the browser to set: plotters is built
 //! without a font feature, so it only estimates text widths for layout and
@@ -41,6 +42,8 @@ pub struct Line {
     pub entry: usize,
     pub points: Vec<Point>,
     pub fit: Option<PowerLaw>,
+    /// The x range to draw the fit over; `None`: the points' range.
+    pub fit_span: Option<(f64, f64)>,
 }
 
 /// One chart of a figure.
@@ -166,7 +169,7 @@ fn draw_panel(area: &Area<'_>, panel: &Panel, figure: &Figure) -> anyhow::Result
         for p in &line.points {
             ys.extend([p.min, p.max, p.median]);
         }
-        if let (Some(f), Some((a, b))) = (line.fit, x_span(line)) {
+        if let (Some(f), Some((a, b))) = (line.fit, fit_span(line)) {
             ys.extend([f.at(a), f.at(b)]);
         }
     }
@@ -216,7 +219,7 @@ fn draw_panel(area: &Area<'_>, panel: &Panel, figure: &Figure) -> anyhow::Result
                 ..*p
             })
             .collect();
-        if let (Some(f), Some((a, b))) = (line.fit, x_span(line)) {
+        if let (Some(f), Some((a, b))) = (line.fit, fit_span(line)) {
             let n = 24;
             let curve: Vec<(f64, f64)> = (0..=n)
                 .map(|j| {
@@ -266,6 +269,11 @@ fn x_span(line: &Line) -> Option<(f64, f64)> {
     let lo = line.points.iter().map(|p| p.x).reduce(f64::min)?;
     let hi = line.points.iter().map(|p| p.x).reduce(f64::max)?;
     Some((lo, hi))
+}
+
+/// Where a line's fit is drawn: its own span, or its points' range.
+fn fit_span(line: &Line) -> Option<(f64, f64)> {
+    line.fit_span.or_else(|| x_span(line))
 }
 
 /// A marker drawn around (0, 0) in pixels.

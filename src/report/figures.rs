@@ -1,6 +1,6 @@
 //! Which charts a run gets and what goes in them: time (or mean latency)
 //! with a fitted power law per model, latency percentiles, throughput,
-//! memory per connection, CPU per message, and for churn the connect rate
+//! memory per connection ([`super::memory`]), CPU per message, and for churn the connect rate
 //! and connect latency. A chart (or one panel of it) with nothing to draw is
 //! left out and said so in one line, never drawn empty.
 
@@ -24,6 +24,8 @@ pub enum Chart {
         /// left out.
         caption: Vec<String>,
         figure: Figure,
+        /// Tables shown under the chart (the memory slopes).
+        tables: Vec<crate::export::table::Table>,
     },
     Skipped {
         title: String,
@@ -76,28 +78,6 @@ pub fn charts(data: &RunData) -> Vec<Chart> {
             Unit::Count,
             |m| m.throughput,
         )],
-        fit: None,
-    });
-    specs.push(Spec {
-        id: "memory",
-        title: "Memory per connection".into(),
-        about: "What each connection added to the server, measured with every connection up \
-                minus just after start, divided by the connections: user memory as PSS (a page \
-                shared by forked processes counted once), virtual size (thread stacks show \
-                here), and kernel memory (slab plus TCP buffers, system-wide, both ends of each \
-                loopback connection)."
-            .into(),
-        panels: vec![
-            panel("user (PSS)", "KiB per connection", Unit::Count, |m| {
-                m.user_kib_per_connection
-            }),
-            panel("virtual", "KiB per connection", Unit::Count, |m| {
-                m.virtual_kib_per_connection
-            }),
-            panel("kernel", "KiB per connection", Unit::Count, |m| {
-                m.kernel_kib_per_connection
-            }),
-        ],
         fit: None,
     });
     specs.push(Spec {
@@ -191,7 +171,11 @@ pub fn charts(data: &RunData) -> Vec<Chart> {
             fit: None,
         });
     }
-    specs.iter().map(|s| build(data, s)).collect()
+    let mut out: Vec<Chart> = specs.iter().map(|s| build(data, s)).collect();
+    // Memory per connection, after throughput as it always was: its own
+    // builder, since a cell there may be below what one sample resolves.
+    out.insert(3.min(out.len()), super::memory::chart(data));
+    out
 }
 
 fn panel(title: &'static str, y_label: &'static str, unit: Unit, pick: Pick) -> PanelSpec {
@@ -303,6 +287,7 @@ fn build(data: &RunData, spec: &Spec) -> Chart {
                 entry: i,
                 points,
                 fit,
+                fit_span: None,
             });
         }
         if lines.is_empty() {
@@ -398,6 +383,7 @@ fn build(data: &RunData, spec: &Spec) -> Chart {
                 .collect(),
             x_label: data.plan.size_label.clone(),
         },
+        tables: Vec::new(),
     }
 }
 

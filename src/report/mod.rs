@@ -15,6 +15,8 @@
 //!
 //! - [`series`]: the cells that count, grouped by model and connections;
 //! - [`figures`]: which charts the run gets and their data;
+//! - [`memory`]: the memory-per-connection chart (slopes, cells below
+//!   resolution listed);
 //! - [`charts`]: drawing a figure with plotters;
 //! - [`summary`]: the primary figure per model × connections, and the
 //!   skipped and failed cells;
@@ -24,6 +26,7 @@
 pub mod charts;
 pub mod environment;
 pub mod figures;
+pub mod memory;
 pub mod page;
 pub mod series;
 pub mod summary;

@@ -1,6 +1,7 @@
 //! The page itself: one polyglot HTML5 document (also well-formed XML) with
-//! its style inline, in this order: what the run was and how many cells
-//! were measured, the skipped and failed cells, the charts, the tables, the
+//! its style inline, in this order: the verdict (the answer first), what
+//! the run was and how many cells were measured, the study's tables and the
+//! ranking, the skipped and failed cells, the charts, the tables, the
 //! environment, and the command that reruns it.
 
 use std::fmt::Write as _;
@@ -70,12 +71,22 @@ pub fn render(data: &RunData) -> anyhow::Result<String> {
         escape_html(&plan.title)
     );
 
+    // The answer first: the verdict at each connection count.
+    let verdict = crate::runner::verdict::tables(data);
+    if !verdict.is_empty() {
+        out.push_str("<section id=\"verdict\">\n<h2>Verdict</h2>\n");
+        for t in &verdict {
+            out.push_str(&scrolling(&t.to_html()));
+        }
+        out.push_str("</section>\n");
+    }
+
     out.push_str("<section id=\"about\">\n<h2>What this is</h2>\n");
     let _ = writeln!(out, "<p>{}</p>", escape_html(&about(plan)));
     out.push_str(&counts(data));
     out.push_str("</section>\n");
 
-    // The answer first: the study's own tables, then the ranking.
+    // Then the study's own tables, then the ranking.
     let study = crate::experiments::tables(data);
     if !study.is_empty() {
         out.push_str("<section id=\"study\">\n<h2>The study's tables, measured here</h2>\n");
@@ -145,6 +156,7 @@ fn chart_html(chart: &Chart) -> anyhow::Result<String> {
             title,
             caption,
             figure,
+            tables,
         } => {
             let svg = charts::svg(figure)?;
             let svg = svg.replacen(SVG_XMLNS, "", 1).replacen(
@@ -158,6 +170,9 @@ fn chart_html(chart: &Chart) -> anyhow::Result<String> {
                 let _ = write!(out, " {}", escape_html(sentence));
             }
             out.push_str("</figcaption>\n</figure>\n");
+            for t in tables {
+                out.push_str(&scrolling(&t.to_html()));
+            }
             Ok(out)
         }
     }
@@ -173,28 +188,43 @@ fn about(plan: &RunPlan) -> String {
     };
     if plan.bench.is_some() {
         return format!(
-            "c10k ran a micro-benchmark ({}) for each variant ({models}) at {} {}, {} time{} \
-             each ({order}), each cell a run of the benchmark as its own process. Charts show \
+            "c10k ran a micro-benchmark ({}) for each variant ({models}) at {} {}, {} \
+             ({order}), each cell a run of the benchmark as its own process. Charts show \
              the median of the repeats with their range; the tables give the numbers.",
             plan.experiment,
             conns.join(", "),
             plan.size_label,
-            plan.runs,
-            if plan.runs == 1 { "" } else { "s" },
+            times(plan),
         );
     }
     format!(
         "c10k ran each server model ({models}) as its own process at {} connection{}, {} \
-         time{} each ({order}), and measured it from outside with its load generator: {}. \
+         ({order}), and measured it from outside with its load generator: {}. \
          Charts show the median of the repeats with their range; the tables give the \
          numbers. Every server runs the same echo state machine, so a difference is how \
          the model waits and who runs the handler.",
         conns.join(", "),
         if plan.connections == [1] { "" } else { "s" },
-        plan.runs,
-        if plan.runs == 1 { "" } else { "s" },
+        times(plan),
         workload(plan),
     )
+}
+
+/// `3 times each`, or for `--runs auto` how many and until when.
+fn times(plan: &RunPlan) -> String {
+    match plan.auto_runs {
+        Some(a) => format!(
+            "{} to {} times each, until the 95 % interval of the median was within ±{} % of it",
+            a.min,
+            a.max,
+            units::sig3(a.tolerance * 100.0)
+        ),
+        None => format!(
+            "{} time{} each",
+            plan.runs,
+            if plan.runs == 1 { "" } else { "s" }
+        ),
+    }
 }
 
 fn workload(plan: &RunPlan) -> String {

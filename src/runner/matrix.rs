@@ -1,7 +1,10 @@
 //! What an experiment runs: the matrix of models × connection counts ×
 //! repeats, the workload every cell applies, the pinning, and the cells in
-//! the order they run. Written once to `plan.json` in the results directory,
-//! so `--resume` finishes exactly the run that was started.
+//! the order they run. Written to `plan.json` in the results directory
+//! before the first cell, so `--resume` finishes exactly the run that was
+//! started. With `--runs auto` ([`AutoRuns`]) the plan starts with the
+//! minimum of runs and grows: each cell added is written to `plan.json`
+//! before it runs (see [`crate::runner::auto`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -170,6 +173,28 @@ impl Workload {
     }
 }
 
+/// `--runs auto`: repeat each model at each connection count until the 95 %
+/// interval of its median (of the primary figure) lies within ±`tolerance`
+/// of the median, at least `min` and at most `max` runs (see
+/// [`crate::stats::median`] for the interval and the rule).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AutoRuns {
+    pub min: usize,
+    pub max: usize,
+    /// 0.05: ±5 %.
+    pub tolerance: f64,
+}
+
+impl Default for AutoRuns {
+    fn default() -> AutoRuns {
+        AutoRuns {
+            min: 3,
+            max: 10,
+            tolerance: 0.05,
+        }
+    }
+}
+
 /// One cell: one server model at one connection count, one repeat.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CellSpec {
@@ -195,7 +220,12 @@ pub struct RunPlan {
     pub command: String,
     pub models: Vec<String>,
     pub connections: Vec<usize>,
+    /// Repeats of every cell; with `auto_runs`, the minimum.
     pub runs: usize,
+    /// `--runs auto`: the plan's cells are the minimum of runs so far, and
+    /// grow until each settles or reaches the maximum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_runs: Option<AutoRuns>,
     pub order: Order,
     pub pin: Pin,
     /// CPUs the server may use (empty: unpinned).
@@ -218,6 +248,17 @@ pub struct RunPlan {
     #[serde(default = "default_size_label")]
     pub size_label: String,
     pub cells: Vec<CellSpec>,
+}
+
+impl RunPlan {
+    /// How many runs each cell gets, for people: `3`, or `3–10` with
+    /// `--runs auto`.
+    pub fn runs_text(&self) -> String {
+        match self.auto_runs {
+            None => self.runs.to_string(),
+            Some(a) => format!("{}–{}", a.min, a.max),
+        }
+    }
 }
 
 /// The cells of `models` × `connections` × `runs` in the order asked for.

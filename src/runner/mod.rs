@@ -3,16 +3,22 @@
 //! own process, waits for READY, measures it with the load generator, stops
 //! and reaps it, and appends one line to `results.jsonl` at once
 //! ([`execute`], [`results`]). Ctrl-C ends the run between cells, the cell
-//! in progress unrecorded, and `--resume` finishes it later.
+//! in progress unrecorded, and `--resume` finishes it later. With `--runs
+//! auto` the plan grows as cells settle or not ([`auto`]). At the end:
+//! the ranking with ties ([`summary`]), memory per connection as slopes
+//! ([`memory`]) and the verdict ([`verdict`]).
 
+pub mod auto;
 pub mod bench;
 pub mod cell;
 pub mod execute;
 pub mod matrix;
+pub mod memory;
 pub mod progress;
 pub mod results;
 pub mod server;
 pub mod summary;
+pub mod verdict;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,9 +52,14 @@ pub fn create(plan: matrix::RunPlan, out: &Path) -> anyhow::Result<RunData> {
 }
 
 /// Runs every cell of `data` that has no result yet, appending each result
-/// to `results.jsonl` as it finishes.
+/// to `results.jsonl` as it finishes. With `--runs auto`, cells the results
+/// call for are added to the plan (and `plan.json` written) before they
+/// run, including on resume.
 pub fn execute(data: &mut RunData) -> anyhow::Result<Finish> {
-    let todo = data.remaining();
+    if auto::extend(&mut data.plan, &data.cells) > 0 {
+        results::save_plan(&data.dir, &data.plan)?;
+    }
+    let mut todo: std::collections::VecDeque<_> = data.remaining().into();
     let interrupted = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupted))
         .context("installing the Ctrl-C handler")?;
@@ -58,23 +69,28 @@ pub fn execute(data: &mut RunData) -> anyhow::Result<Finish> {
         data.plan.cells.len() - todo.len(),
         data.plan.primary,
     );
-    let mut left = todo.len();
-    for spec in &todo {
+    let runs = data.plan.runs_text();
+    while let Some(spec) = todo.pop_front() {
         if interrupted.load(Ordering::Relaxed) {
             break;
         }
-        progress.starting(spec, data.plan.runs);
-        match execute::run_cell(&data.plan, spec, &data.dir) {
+        progress.starting(&spec, &runs);
+        match execute::run_cell(&data.plan, &spec, &data.dir) {
             execute::Ended::Done(result) => {
                 appender.append(&result)?;
                 progress.finished(&result);
                 data.cells.push(*result);
-                left -= 1;
+                if auto::extend(&mut data.plan, &data.cells) > 0 {
+                    results::save_plan(&data.dir, &data.plan)?;
+                    todo = data.remaining().into();
+                    progress.set_total(data.plan.cells.len());
+                }
             }
             execute::Ended::Interrupted => break,
         }
     }
     progress.clear();
+    let left = data.remaining().len();
     Ok(if left == 0 {
         Finish::Complete
     } else {
@@ -105,10 +121,14 @@ pub fn intro(data: &RunData) -> String {
         )
     };
     let mut s = format!(
-        "c10k run {}: {}\n  {} cells: {} models x {} {} x {} runs ({:?} order); {placement}\n  results in {}\n",
+        "c10k run {}: {}\n  {} cells: {} models x {} {} x {} runs{} ({:?} order); {placement}\n  results in {}\n",
         p.experiment,
         p.title,
-        p.cells.len(),
+        if p.auto_runs.is_some() {
+            format!("{} or more", p.cells.len())
+        } else {
+            p.cells.len().to_string()
+        },
         p.models.len(),
         p.connections.len(),
         if p.size_label == "connections" {
@@ -116,7 +136,14 @@ pub fn intro(data: &RunData) -> String {
         } else {
             format!("sizes ({})", p.size_label)
         },
-        p.runs,
+        p.runs_text(),
+        match p.auto_runs {
+            Some(a) => format!(
+                ", each until its median is known to ±{} %",
+                crate::report::units::sig3(a.tolerance * 100.0)
+            ),
+            None => String::new(),
+        },
         p.order,
         data.dir.display()
     );
@@ -131,7 +158,8 @@ pub fn intro(data: &RunData) -> String {
     s
 }
 
-/// The ranking and the study's tables, for the terminal.
+/// For the terminal: the ranking, the study's tables, memory per
+/// connection, and last, where the eye lands, the verdict.
 pub fn outro(data: &RunData) -> String {
     let mut s = String::new();
     for t in summary::ranking(data) {
@@ -141,6 +169,15 @@ pub fn outro(data: &RunData) -> String {
     for t in crate::experiments::tables(data) {
         s += "\n";
         s += &t.to_text();
+    }
+    if let Some(t) = memory::table(data) {
+        s += "\n";
+        s += &t.to_text();
+    }
+    let verdict = verdict::text(data);
+    if !verdict.is_empty() {
+        s += "\n";
+        s += &verdict;
     }
     s
 }

@@ -42,12 +42,22 @@ impl Progress {
         }
     }
 
-    pub fn starting(&self, spec: &CellSpec, runs: usize) {
+    /// `runs`: how many runs each cell gets, as people read it (`3`,
+    /// `3–10`).
+    pub fn starting(&self, spec: &CellSpec, runs: &str) {
         if let Some(bar) = &self.bar {
             bar.set_message(format!(
-                "{} at {} connections (run {}/{runs})",
+                "{} at {} connections (run {} of {runs})",
                 spec.model, spec.connections, spec.run
             ));
+        }
+    }
+
+    /// The plan grew to `total` cells (`--runs auto`).
+    pub fn set_total(&mut self, total: usize) {
+        self.total = total;
+        if let Some(bar) = &self.bar {
+            bar.set_length(total as u64);
         }
     }
 

@@ -1,4 +1,5 @@
-//! A results directory: `plan.json` (the matrix, written first),
+//! A results directory: `plan.json` (the matrix, written first, and again
+//! before each cell `--runs auto` adds),
 //! `environment.json` (recorded once), `results.jsonl` (one line appended
 //! and synced after every cell), and everything made from them: the
 //! exports and `report.html`.
@@ -61,6 +62,13 @@ pub fn create(dir: &Path, plan: &RunPlan, environment: &serde_json::Value) -> an
     std::fs::File::create(dir.join(RESULTS))
         .with_context(|| format!("cannot create {}", dir.join(RESULTS).display()))?;
     Ok(())
+}
+
+/// Writes `plan.json` again (atomically), after `--runs auto` added cells
+/// to it; called before those cells run.
+pub fn save_plan(dir: &Path, plan: &RunPlan) -> anyhow::Result<()> {
+    crate::export::write_json(&dir.join(PLAN), plan)
+        .with_context(|| format!("cannot write {}", dir.join(PLAN).display()))
 }
 
 /// Reads a results directory. Lines of `results.jsonl` that do not parse

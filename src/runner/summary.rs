@@ -1,19 +1,41 @@
 //! The ranking a person reads at the end of a run, in the manner of
 //! hyperfine: at each connection count, the models from best to worst by the
 //! experiment's figure, each with its spread over the repeats and how many
-//! times worse than the best it was.
+//! times worse than the best it was, with the 95 % interval of that ratio.
+//! Models whose difference is not significant share a rank and read "tied
+//! with best" ([`crate::stats::compare`] holds the rule); with a single run
+//! nothing is tested and the table says so. Costs a bootstrap per model and
+//! connection count (milliseconds).
 
 use std::collections::BTreeMap;
 
 use super::cell::Status;
+use super::matrix::Primary;
 use super::results::RunData;
 use crate::export::table::Table;
-use crate::stats::{self, Summary};
+use crate::report::units::sig3;
+use crate::stats::compare::{self, Comparison, Sample, Verdict};
+use crate::stats::Summary;
 
 /// The primary figure of every (model, connections) over its measured
 /// repeats, in plan order of models.
 pub fn primary_by_cell(data: &RunData) -> BTreeMap<usize, Vec<(String, Summary)>> {
-    let mut out: BTreeMap<usize, Vec<(String, Summary)>> = BTreeMap::new();
+    primary_values(data)
+        .into_iter()
+        .map(|(n, rows)| {
+            let rows = rows
+                .into_iter()
+                .filter_map(|(m, v)| Summary::of(&v).map(|s| (m, s)))
+                .collect();
+            (n, rows)
+        })
+        .collect()
+}
+
+/// The primary figure's values of every (model, connections) that has any,
+/// in plan order of models.
+pub fn primary_values(data: &RunData) -> BTreeMap<usize, Vec<(String, Vec<f64>)>> {
+    let mut out: BTreeMap<usize, Vec<(String, Vec<f64>)>> = BTreeMap::new();
     for &n in &data.plan.connections {
         for model in &data.plan.models {
             let values: Vec<f64> = data
@@ -21,32 +43,132 @@ pub fn primary_by_cell(data: &RunData) -> BTreeMap<usize, Vec<(String, Summary)>
                 .iter()
                 .filter(|c| c.cell.model == *model && c.cell.connections == n)
                 .filter_map(|c| c.metrics().primary(data.plan.primary))
+                .filter(|v| v.is_finite())
                 .collect();
-            if let Some(s) = Summary::of(&values) {
-                out.entry(n).or_default().push((model.clone(), s));
+            if !values.is_empty() {
+                out.entry(n).or_default().push((model.clone(), values));
             }
         }
     }
     out
 }
 
+/// One model's place at one connection count.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Ranked {
+    pub model: String,
+    pub summary: Summary,
+    /// 1 + the models significantly better; `None` when untested (a single
+    /// run, or no positive value).
+    pub rank: Option<usize>,
+    /// How many times worse than the first row, with its interval; `None`
+    /// for the first row.
+    pub versus_best: Option<Comparison>,
+}
+
+/// The models at each connection count, best first, ties sharing a rank.
+pub fn standings(data: &RunData) -> BTreeMap<usize, Vec<Ranked>> {
+    let higher = data.plan.primary.higher_is_better();
+    primary_values(data)
+        .into_iter()
+        .map(|(n, rows)| {
+            let mut testable = Vec::new();
+            let mut samples = Vec::new();
+            let mut rest = Vec::new();
+            for (model, values) in rows {
+                let Some(summary) = Summary::of(&values) else {
+                    continue;
+                };
+                match Sample::new(&values) {
+                    Some(s) => {
+                        testable.push((model, summary));
+                        samples.push(s);
+                    }
+                    None => rest.push(Ranked {
+                        model,
+                        summary,
+                        rank: None,
+                        versus_best: None,
+                    }),
+                }
+            }
+            let mut out: Vec<Ranked> = compare::standings(&samples, higher)
+                .into_iter()
+                .map(|st| Ranked {
+                    model: testable[st.index].0.clone(),
+                    summary: testable[st.index].1,
+                    rank: st.rank,
+                    versus_best: st.versus_best,
+                })
+                .collect();
+            out.extend(rest);
+            (n, out)
+        })
+        .collect()
+}
+
+/// `1.42`, `0.973`, `120`: a ratio to three significant digits, at least
+/// two decimals below 10.
+pub fn times(x: f64) -> String {
+    if x.is_finite() && x.abs() < 10.0 {
+        format!("{x:.2}")
+    } else {
+        sig3(x)
+    }
+}
+
+/// The word for "worse" under this figure.
+fn worse_word(p: Primary) -> &'static str {
+    if p.higher_is_better() {
+        "slower"
+    } else {
+        "longer"
+    }
+}
+
+/// What the "vs best" column says of a row: `best`, `tied with best
+/// (0.97–1.05×)`, `1.42× slower (1.31–1.55×)`, or `1.42× slower (untested:
+/// 1 run)`.
+pub fn versus_text(p: Primary, row: &Ranked) -> String {
+    let Some(c) = row.versus_best else {
+        return if row.rank.is_some() {
+            "best".into()
+        } else {
+            "best median (untested)".into()
+        };
+    };
+    let span = |(lo, hi): (f64, f64)| format!("{}–{}×", times(lo), times(hi));
+    match (c.verdict, c.interval) {
+        (Verdict::Tied, Some(i)) => format!("tied with best ({})", span(i)),
+        (Verdict::Different, Some(i)) => {
+            format!("{}× {} ({})", times(c.ratio), worse_word(p), span(i))
+        }
+        _ => format!(
+            "{}× {} (untested: {})",
+            times(c.ratio),
+            worse_word(p),
+            if row.summary.n < 2 {
+                "1 run"
+            } else {
+                "best had 1 run"
+            }
+        ),
+    }
+}
+
+/// The rule, in one sentence under every ranking.
+pub const RULE: &str = "Rank: 1 + the models significantly better; tied: the 95 % interval \
+    of the ratio of medians holds 1 (bootstrap and Welch's t, both).";
+
 /// One table per connection count, models ranked best first.
 pub fn ranking(data: &RunData) -> Vec<Table> {
     let p = data.plan.primary;
     let mut tables = Vec::new();
-    for (n, mut rows) in primary_by_cell(data) {
-        rows.sort_by(|a, b| {
-            let o = a.1.median.total_cmp(&b.1.median);
-            if p.higher_is_better() {
-                o.reverse()
-            } else {
-                o
-            }
-        });
-        let best = rows[0].1;
+    for (n, rows) in standings(data) {
+        let untested = rows.iter().all(|r| r.rank.is_none());
         let mut t = Table::new(
             format!(
-                "{} {}: {} ({} is better)",
+                "{} {}: {} ({} is better){}",
                 crate::runner::matrix::format_count(n as f64),
                 data.plan.size_label,
                 p.label(),
@@ -54,6 +176,18 @@ pub fn ranking(data: &RunData) -> Vec<Table> {
                     "higher"
                 } else {
                     "lower"
+                },
+                if untested {
+                    format!(
+                        "; {}: order not tested",
+                        if rows.iter().all(|r| r.summary.n == 1) {
+                            "1 run"
+                        } else {
+                            "too few runs"
+                        }
+                    )
+                } else {
+                    String::new()
                 }
             ),
             &[
@@ -66,26 +200,8 @@ pub fn ranking(data: &RunData) -> Vec<Table> {
                 "vs best",
             ],
         );
-        for (i, (model, s)) in rows.iter().enumerate() {
-            let versus = if i == 0 {
-                "best".to_string()
-            } else {
-                // How many times worse than the best, with its spread.
-                let (r, e) = if p.higher_is_better() {
-                    stats::ratio(&best, s)
-                } else {
-                    stats::ratio(s, &best)
-                }
-                .unwrap_or((f64::NAN, 0.0));
-                format!(
-                    "{r:.2} ± {e:.2}× {}",
-                    if p.higher_is_better() {
-                        "slower"
-                    } else {
-                        "longer"
-                    }
-                )
-            };
+        for row in &rows {
+            let s = row.summary;
             let outliers = if s.outliers > 0 {
                 format!(
                     " ({} outlier{})",
@@ -96,20 +212,21 @@ pub fn ranking(data: &RunData) -> Vec<Table> {
                 String::new()
             };
             t.rows.push(vec![
-                (i + 1).to_string(),
-                model.clone(),
+                row.rank.map_or_else(|| "–".into(), |r| r.to_string()),
+                row.model.clone(),
                 p.format(s.median),
                 p.format(s.stdev),
                 format!("{} … {}", p.format(s.min), p.format(s.max)),
                 format!("{}{outliers}", s.n),
-                versus,
+                versus_text(p, row),
             ]);
         }
+        t.notes.push(RULE.into());
         let missing: Vec<String> = data
             .plan
             .models
             .iter()
-            .filter(|m| !rows.iter().any(|(r, _)| r == *m))
+            .filter(|m| !rows.iter().any(|r| r.model == **m))
             .filter_map(|m| {
                 let why = data.cells.iter().find(|c| {
                     c.cell.model == *m && c.cell.connections == n && c.status != Status::Ok

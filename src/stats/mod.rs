@@ -1,9 +1,19 @@
 //! Statistics over repeats: a summary with a spread (median, mean, standard
-//! deviation, quartiles, outliers), and the power-law fit of time against
-//! connections ([`fit`]).
+//! deviation, quartiles, outliers); whether two models differ and the ranks
+//! that follow ([`compare`]: tied when the 95 % interval of the ratio of
+//! medians, bootstrap and Welch's t together, holds 1); the interval of a
+//! median and the `--runs auto` stopping rule ([`median`]); the slope of a
+//! least-squares line with its interval ([`slope`], memory per
+//! connection); the power-law fit of time against connections ([`fit`]);
+//! Student's t quantiles ([`student`]); and Jain's fairness index
+//! ([`fairness`]).
 
+pub mod compare;
 pub mod fairness;
 pub mod fit;
+pub mod median;
+pub mod slope;
+pub mod student;
 
 use serde::Serialize;
 
@@ -62,24 +72,11 @@ impl Summary {
 }
 
 /// The `q` quantile of sorted `v` by linear interpolation between ranks.
-fn quantile(v: &[f64], q: f64) -> f64 {
+pub(crate) fn quantile(v: &[f64], q: f64) -> f64 {
     let pos = q * (v.len() - 1) as f64;
     let lo = pos.floor() as usize;
     let hi = pos.ceil() as usize;
     v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
-}
-
-/// The ratio of the medians a/b, with a spread from both summaries'
-/// relative standard deviations added in quadrature (first-order error
-/// propagation, as hyperfine reports its ratios). Medians, so that one
-/// outlier moves neither the ranking nor the ratio.
-pub fn ratio(a: &Summary, b: &Summary) -> Option<(f64, f64)> {
-    if a.median <= 0.0 || b.median <= 0.0 || a.mean <= 0.0 || b.mean <= 0.0 {
-        return None;
-    }
-    let r = a.median / b.median;
-    let e = r * ((a.stdev / a.mean).powi(2) + (b.stdev / b.mean).powi(2)).sqrt();
-    Some((r, e))
 }
 
 #[cfg(test)]
@@ -99,12 +96,5 @@ mod tests {
         assert!((s.mean - 22.0).abs() < 1e-9);
         assert!(Summary::of(&[]).is_none());
         assert_eq!(Summary::of(&[5.0]).unwrap().stdev, 0.0);
-    }
-
-    #[test]
-    fn ratio_propagates_spread() {
-        let a = Summary::of(&[2.0, 2.0]).unwrap();
-        let b = Summary::of(&[1.0, 1.0]).unwrap();
-        assert_eq!(ratio(&a, &b), Some((2.0, 0.0)));
     }
 }

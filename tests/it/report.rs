@@ -233,6 +233,7 @@ fn plan(
         models,
         connections: connections.to_vec(),
         runs: 2,
+        auto_runs: None,
         order: Order::Interleaved,
         pin: Pin::Split,
         server_cpus: vec![0],

@@ -1,0 +1,442 @@
+//! `--runs auto`: a model at a connection count (a *group* of cells) is
+//! repeated until the 95 % interval of its median lies within ±5 % of the
+//! median ([`crate::stats::median::settled`]), at least 3 and at most 10
+//! runs.
+//!
+//! The plan is the record of what to run. It starts with the minimum of
+//! runs of every group; whenever a group has no cell left to run and has
+//! not settled, [`extend`] adds its next run to the plan, and the runner
+//! writes `plan.json` before running it. Where the cell goes keeps the
+//! order asked for: interleaved, at the end (the next round, in the order
+//! the groups finished this one); sequential, right after the group's last
+//! cell (so the group's runs stay back to back). A resumed run first calls
+//! [`extend`] too, so a run killed between recording a result and writing
+//! the plan still adds what is needed; then `remaining()` is exactly the
+//! cells to run. Since the decision depends only on the recorded results,
+//! the plan and the results agree after any interruption.
+//!
+//! A group stops without settling when a run was skipped or failed (it
+//! would only be so again) or when it reaches the maximum; [`unsettled`]
+//! names the latter. Cost: a pass over the results per finished cell.
+
+use std::collections::BTreeMap;
+
+use super::cell::{CellResult, Status};
+use super::matrix::{AutoRuns, CellSpec, Order, RunPlan};
+use crate::stats::median::{settled, MedianInterval};
+
+/// Where a group stands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Group {
+    /// Cells of it are planned and not run yet.
+    Running,
+    /// Its median is known to the tolerance.
+    Settled,
+    /// It needs run `next`.
+    NeedsMore { next: usize },
+    /// It reached the maximum of runs without settling; the interval then.
+    Exhausted { runs: usize, half_width: f64 },
+    /// A run was skipped or failed, or gave no primary figure: more runs
+    /// would not settle it.
+    Stopped,
+}
+
+/// The state of every group of the plan, keyed by (model, connections).
+pub fn groups(plan: &RunPlan, cells: &[CellResult]) -> BTreeMap<(String, usize), Group> {
+    let auto = plan.auto_runs.unwrap_or_default();
+    let mut results: BTreeMap<&str, &CellResult> = BTreeMap::new();
+    for c in cells {
+        results.entry(c.cell.id.as_str()).or_insert(c);
+    }
+    let mut out = BTreeMap::new();
+    for model in &plan.models {
+        for &n in &plan.connections {
+            let planned: Vec<&CellSpec> = plan
+                .cells
+                .iter()
+                .filter(|c| c.model == *model && c.connections == n)
+                .collect();
+            let done: Vec<&CellResult> = planned
+                .iter()
+                .filter_map(|c| results.get(c.id.as_str()).copied())
+                .collect();
+            out.insert(
+                (model.clone(), n),
+                state(
+                    plan,
+                    auto,
+                    planned.len(),
+                    &done,
+                    planned.iter().map(|c| c.run),
+                ),
+            );
+        }
+    }
+    out
+}
+
+fn state(
+    plan: &RunPlan,
+    auto: AutoRuns,
+    planned: usize,
+    done: &[&CellResult],
+    runs: impl Iterator<Item = usize>,
+) -> Group {
+    if done.len() < planned {
+        return Group::Running;
+    }
+    if done.iter().any(|c| c.status != Status::Ok) {
+        return Group::Stopped;
+    }
+    let values: Vec<f64> = done
+        .iter()
+        .filter_map(|c| c.metrics().primary(plan.primary))
+        .collect();
+    if values.len() < done.len() {
+        return Group::Stopped;
+    }
+    if settled(&values, auto.min, auto.tolerance) {
+        return Group::Settled;
+    }
+    if planned >= auto.max {
+        return Group::Exhausted {
+            runs: planned,
+            half_width: MedianInterval::of(&values)
+                .map_or(f64::INFINITY, |m| m.relative_half_width()),
+        };
+    }
+    Group::NeedsMore {
+        next: runs.max().unwrap_or(0) + 1,
+    }
+}
+
+/// Adds to the plan the next run of every group that needs one (see the
+/// module's doc for where it goes) and numbers the cells again in run
+/// order. Returns how many cells were added; 0 for a plan without
+/// `--runs auto`.
+pub fn extend(plan: &mut RunPlan, cells: &[CellResult]) -> usize {
+    if plan.auto_runs.is_none() {
+        return 0;
+    }
+    let states = groups(plan, cells);
+    // Interleaved rounds go by connection count, then model, as `expand`.
+    let mut wanted: Vec<(String, usize, usize)> = Vec::new();
+    for &n in &plan.connections {
+        for m in &plan.models {
+            if let Some(Group::NeedsMore { next }) = states.get(&(m.clone(), n)) {
+                wanted.push((m.clone(), n, *next));
+            }
+        }
+    }
+    for (model, n, run) in &wanted {
+        let spec = CellSpec {
+            id: format!("{model}/c{n}/r{run}"),
+            index: 0,
+            model: model.clone(),
+            connections: *n,
+            run: *run,
+        };
+        let at = match plan.order {
+            Order::Interleaved => plan.cells.len(),
+            Order::Sequential => plan
+                .cells
+                .iter()
+                .rposition(|c| c.model == *model && c.connections == *n)
+                .map_or(plan.cells.len(), |i| i + 1),
+        };
+        plan.cells.insert(at, spec);
+    }
+    for (i, c) in plan.cells.iter_mut().enumerate() {
+        c.index = i;
+    }
+    wanted.len()
+}
+
+/// Groups that reached the maximum of runs without settling: model,
+/// connections, runs, and the interval's half-width as a fraction of the
+/// median; in plan order.
+pub fn unsettled(plan: &RunPlan, cells: &[CellResult]) -> Vec<(String, usize, usize, f64)> {
+    if plan.auto_runs.is_none() {
+        return Vec::new();
+    }
+    let states = groups(plan, cells);
+    let mut out = Vec::new();
+    for &n in &plan.connections {
+        for m in &plan.models {
+            if let Some(Group::Exhausted { runs, half_width }) = states.get(&(m.clone(), n)) {
+                out.push((m.clone(), n, *runs, *half_width));
+            }
+        }
+    }
+    out
+}
+
+/// One line naming the groups that never settled, for the terminal and the
+/// report; `None` when every group settled or the plan is not auto.
+pub fn unsettled_note(plan: &RunPlan, cells: &[CellResult]) -> Option<String> {
+    let a = plan.auto_runs?;
+    let list = unsettled(plan, cells);
+    if list.is_empty() {
+        return None;
+    }
+    let which: Vec<String> = list
+        .iter()
+        .map(|(m, n, _, w)| {
+            format!(
+                "{m} at {} {} (±{} %)",
+                crate::runner::matrix::format_count(*n as f64),
+                plan.size_label,
+                crate::report::units::sig3(w * 100.0)
+            )
+        })
+        .collect();
+    let groups = plan.models.len() * plan.connections.len();
+    let settled = groups_settled(plan, cells);
+    Some(format!(
+        "--runs auto: {} stopped at {} runs without {} median known to ±{} % (95 % interval); {} of {groups} settled.",
+        which.join(", "),
+        a.max,
+        if list.len() == 1 { "its" } else { "their" },
+        crate::report::units::sig3(a.tolerance * 100.0),
+        settled,
+    ))
+}
+
+/// Groups whose median is known to the tolerance.
+fn groups_settled(plan: &RunPlan, cells: &[CellResult]) -> usize {
+    groups(plan, cells)
+        .values()
+        .filter(|g| **g == Group::Settled)
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::matrix::{self, Pin, Primary, Workload, WorkloadKind};
+
+    fn plan(order: Order) -> RunPlan {
+        let models = vec!["a".to_string(), "b".to_string()];
+        let connections = vec![10, 100];
+        let auto = AutoRuns::default();
+        RunPlan {
+            version: matrix::RESULTS_VERSION,
+            experiment: "custom".into(),
+            title: "t".into(),
+            command: "c10k run --runs auto".into(),
+            cells: matrix::expand(&models, &connections, auto.min, order),
+            models,
+            connections,
+            runs: auto.min,
+            auto_runs: Some(auto),
+            order,
+            pin: Pin::None,
+            server_cpus: Vec::new(),
+            client_cpus: Vec::new(),
+            workload: Workload {
+                kind: WorkloadKind::Burst,
+                messages_per_connection: Some(1),
+                total_messages: None,
+                duration_seconds: 0.0,
+                warmup_seconds: 0.0,
+                message_bytes: 64,
+                payload: None,
+                depth: 1,
+                churn_echo: false,
+                rounds: 1,
+                timeout_seconds: 10.0,
+            },
+            primary: Primary::Time,
+            per_connection_csv: false,
+            buffer: "16KiB".into(),
+            server_args: Vec::new(),
+            bench: Some(matrix::Bench::Spawn),
+            size_label: "connections".into(),
+        }
+    }
+
+    /// A measured micro-benchmark cell whose time is `t`.
+    fn result(spec: &CellSpec, t: Option<f64>, status: Status) -> CellResult {
+        CellResult {
+            version: matrix::RESULTS_VERSION,
+            cell: spec.clone(),
+            status,
+            reason: None,
+            started_unix: 0.0,
+            wall_seconds: 0.0,
+            server: None,
+            kernel_before: None,
+            kernel_loaded: None,
+            load: None,
+            per_connection_csv: None,
+            messages_per_connection: None,
+            bench: Some(crate::runner::cell::BenchFigures {
+                time_seconds: t,
+                ..Default::default()
+            }),
+        }
+    }
+
+    /// Runs the plan to the end as the runner does: each remaining cell in
+    /// order, then `extend`. Group "a" at 10 connections never settles;
+    /// "b" at 100 settles only at its 6th run; the rest at once.
+    fn run_all(plan: &mut RunPlan, cells: &mut Vec<CellResult>) {
+        let noisy = [1.0, 2.0, 1.5, 1.0, 2.0, 1.5, 1.0, 2.0, 1.5, 1.0, 2.0];
+        let late = [1.0, 1.2, 1.0, 0.8, 1.0, 1.0];
+        for _ in 0..100 {
+            let done: std::collections::BTreeSet<String> =
+                cells.iter().map(|c| c.cell.id.clone()).collect();
+            let Some(spec) = plan.cells.iter().find(|c| !done.contains(&c.id)).cloned() else {
+                if extend(plan, cells) == 0 {
+                    return;
+                }
+                continue;
+            };
+            let t = match (spec.model.as_str(), spec.connections) {
+                ("a", 10) => noisy[spec.run - 1],
+                ("b", 100) if spec.run <= late.len() => late[spec.run - 1],
+                ("b", 100) => 1.0,
+                _ => 1.0 + spec.run as f64 * 0.001,
+            };
+            cells.push(result(&spec, Some(t), Status::Ok));
+            extend(plan, cells);
+        }
+        panic!("the run did not end");
+    }
+
+    #[test]
+    fn groups_run_until_settled_or_the_maximum() {
+        for order in [Order::Interleaved, Order::Sequential] {
+            let mut p = plan(order);
+            let mut cells = Vec::new();
+            run_all(&mut p, &mut cells);
+            let count = |m: &str, n: usize| {
+                p.cells
+                    .iter()
+                    .filter(|c| c.model == m && c.connections == n)
+                    .count()
+            };
+            assert_eq!(count("a", 10), 10, "{order:?}");
+            // b at 100: ±20 % over its range until the 9th run, when the
+            // interval leaves out the smallest and the largest.
+            assert_eq!(count("b", 100), 9, "{order:?}");
+            assert_eq!(count("a", 100), 3, "{order:?}");
+            assert_eq!(count("b", 10), 3, "{order:?}");
+            // Plan and results agree, cell for cell, numbered in order.
+            assert_eq!(p.cells.len(), cells.len());
+            let mut planned: Vec<&str> = p.cells.iter().map(|c| c.id.as_str()).collect();
+            let mut recorded: Vec<&str> = cells.iter().map(|c| c.cell.id.as_str()).collect();
+            if order == Order::Sequential {
+                // Sequential keeps each group's runs back to back.
+                assert_eq!(planned, recorded);
+            }
+            planned.sort_unstable();
+            recorded.sort_unstable();
+            assert_eq!(planned, recorded);
+            assert!(p.cells.iter().enumerate().all(|(i, c)| c.index == i));
+            let left = unsettled(&p, &cells);
+            assert_eq!(left.len(), 1);
+            assert_eq!((left[0].0.as_str(), left[0].1, left[0].2), ("a", 10, 10));
+            let note = unsettled_note(&p, &cells).unwrap();
+            assert!(
+                note.contains("a at 10 connections (±33.3 %) stopped at 10 runs"),
+                "{note}"
+            );
+            assert!(note.contains("3 of 4 settled"), "{note}");
+        }
+    }
+
+    #[test]
+    fn interleaved_rounds_follow_the_plan_order() {
+        let mut p = plan(Order::Interleaved);
+        let mut cells: Vec<CellResult> = p
+            .cells
+            .iter()
+            .map(|s| {
+                result(
+                    s,
+                    Some(if s.model == "a" { s.run as f64 } else { 1.0 }),
+                    Status::Ok,
+                )
+            })
+            .collect();
+        assert_eq!(extend(&mut p, &cells), 2);
+        let added: Vec<&str> = p.cells[12..].iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(added, ["a/c10/r4", "a/c100/r4"]);
+        // Nothing more until a group's run has a result; each group's next
+        // run then goes after the rest of this round.
+        assert_eq!(extend(&mut p, &cells), 0);
+        cells.push(result(&p.cells[12], Some(4.0), Status::Ok));
+        assert_eq!(extend(&mut p, &cells), 1);
+        cells.push(result(&p.cells[13], Some(4.0), Status::Ok));
+        assert_eq!(extend(&mut p, &cells), 1);
+        let added: Vec<&str> = p.cells[12..].iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(added, ["a/c10/r4", "a/c100/r4", "a/c10/r5", "a/c100/r5"]);
+    }
+
+    #[test]
+    fn a_resumed_run_adds_what_the_results_call_for() {
+        // Killed after recording run 3 of a group but before writing the
+        // plan: the plan on disk has three runs of it; extend adds the
+        // fourth and nothing twice.
+        let mut p = plan(Order::Interleaved);
+        let cells: Vec<CellResult> = p
+            .cells
+            .iter()
+            .map(|s| {
+                result(
+                    s,
+                    Some(if s.id.starts_with("b/c10/") {
+                        s.run as f64
+                    } else {
+                        1.0
+                    }),
+                    Status::Ok,
+                )
+            })
+            .collect();
+        let saved = p.clone();
+        assert_eq!(extend(&mut p, &cells), 1);
+        assert_eq!(p.cells.last().map(|c| c.id.as_str()), Some("b/c10/r4"));
+        let mut again = saved;
+        extend(&mut again, &cells);
+        assert_eq!(again, p);
+        assert_eq!(extend(&mut p, &cells), 0);
+    }
+
+    #[test]
+    fn failed_or_skipped_groups_stop() {
+        let mut p = plan(Order::Interleaved);
+        let cells: Vec<CellResult> = p
+            .cells
+            .iter()
+            .map(|s| match (s.model.as_str(), s.connections, s.run) {
+                ("a", 10, 2) => result(s, None, Status::Failed),
+                ("b", _, _) => result(s, None, Status::Skipped),
+                _ => result(s, Some(s.run as f64), Status::Ok),
+            })
+            .collect();
+        let states = groups(&p, &cells);
+        assert_eq!(states[&("a".to_string(), 10)], Group::Stopped);
+        assert_eq!(states[&("b".to_string(), 100)], Group::Stopped);
+        assert_eq!(
+            states[&("a".to_string(), 100)],
+            Group::NeedsMore { next: 4 }
+        );
+        assert_eq!(extend(&mut p, &cells), 1);
+        assert!(unsettled(&p, &cells).is_empty());
+    }
+
+    #[test]
+    fn fixed_runs_never_grow() {
+        let mut p = plan(Order::Interleaved);
+        p.auto_runs = None;
+        let cells: Vec<CellResult> = p
+            .cells
+            .iter()
+            .map(|s| result(s, Some(s.run as f64), Status::Ok))
+            .collect();
+        assert_eq!(extend(&mut p, &cells), 0);
+        assert_eq!(unsettled_note(&p, &cells), None);
+    }
+}

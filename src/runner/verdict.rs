@@ -1,0 +1,237 @@
+//! The answer first: for each connection count, the models tied for best by
+//! the experiment's primary figure, and what each model costs there, in the
+//! spirit of hyperfine's summary: how many times worse than the best (with
+//! the 95 % interval of that ratio, [`crate::stats::compare`]), its p99
+//! latency, its memory per connection (the slope over the whole run,
+//! [`super::memory`]), and the server's CPU per message. Printed last by
+//! `c10k run` and shown first in `report.html`. Costs what the ranking
+//! costs (a bootstrap per model and connection count).
+
+use super::cell::{CellResult, Metrics, Status};
+use super::memory::{self, Kind};
+use super::results::RunData;
+use super::summary::{self, Ranked};
+use crate::export::table::Table;
+use crate::report::units::Unit;
+use crate::stats::Summary;
+
+/// What limited a model at one connection count (its cells there), when
+/// known: the client, the server, or interference from outside the run.
+/// Filled by the bottleneck verdict; `None` until then, and the verdict
+/// shows a "limited by" column only when some row has a note.
+pub fn limit_note(cells: &[&CellResult]) -> Option<String> {
+    let _ = cells;
+    None
+}
+
+/// One table per connection count: the best first, then every model with
+/// its cost; the last carries the notes. Columns no model has a figure for
+/// are left out.
+pub fn tables(data: &RunData) -> Vec<Table> {
+    let p = data.plan.primary;
+    let user = memory::slopes(data, Kind::User);
+    let churn = data.plan.workload.kind == super::matrix::WorkloadKind::Churn;
+    let mut out = Vec::new();
+    for (n, rows) in summary::standings(data) {
+        let cells_of = |model: &str| -> Vec<&CellResult> {
+            crate::report::series::latest(data)
+                .into_iter()
+                .filter(|c| c.cell.model == model && c.cell.connections == n)
+                .collect()
+        };
+        let median = |cells: &[&CellResult], pick: fn(&Metrics) -> Option<f64>| {
+            let v: Vec<f64> = cells
+                .iter()
+                .filter(|c| c.status == Status::Ok)
+                .filter_map(|c| pick(&c.metrics()))
+                .filter(|v| v.is_finite())
+                .collect();
+            Summary::of(&v).map(|s| s.median)
+        };
+        let mut header = vec![
+            "model".to_string(),
+            p.label().to_string(),
+            "vs best".to_string(),
+            "p99 latency".to_string(),
+            "memory/conn".to_string(),
+            if churn {
+                "server CPU/conn".to_string()
+            } else {
+                "server CPU/msg".to_string()
+            },
+            "limited by".to_string(),
+        ];
+        let mut body: Vec<Vec<String>> = Vec::new();
+        for row in &rows {
+            let cells = cells_of(&row.model);
+            let p99 = median(&cells, |m| m.latency_p99_us).map(|v| Unit::Micros.format(v));
+            let cpu = if churn {
+                median(&cells, |m| m.server_cpu_per_connection_us)
+            } else {
+                median(&cells, |m| m.server_cpu_per_message_us)
+            }
+            .map(|v| Unit::Micros.format(v));
+            let mem = memory_cell(data, &user, &row.model, n);
+            let dash = || "–".to_string();
+            body.push(vec![
+                row.model.clone(),
+                p.format(row.summary.median),
+                summary::versus_text(p, row),
+                p99.unwrap_or_else(dash),
+                mem.unwrap_or_else(dash),
+                cpu.unwrap_or_else(dash),
+                limit_note(&cells).unwrap_or_else(dash),
+            ]);
+        }
+        // Leave out the cost columns (from the fourth) no row has.
+        let keep: Vec<bool> = (0..header.len())
+            .map(|i| i < 3 || body.iter().any(|r| r[i] != "–"))
+            .collect();
+        header = only(header, &keep);
+        out.push(Table {
+            title: title(data, n, &rows),
+            header,
+            rows: body.into_iter().map(|r| only(r, &keep)).collect(),
+            notes: Vec::new(),
+        });
+    }
+    if let Some(last) = out.last_mut() {
+        last.notes = notes(data);
+    }
+    out
+}
+
+/// The cells of `row` whose column is kept.
+fn only(row: Vec<String>, keep: &[bool]) -> Vec<String> {
+    row.into_iter()
+        .zip(keep)
+        .filter(|(_, k)| **k)
+        .map(|(c, _)| c)
+        .collect()
+}
+
+/// `10 connections: epoll and poll tied for best (round trips/s, higher is
+/// better)`.
+fn title(data: &RunData, n: usize, rows: &[Ranked]) -> String {
+    let p = data.plan.primary;
+    let at = format!(
+        "{} {}",
+        crate::runner::matrix::format_count(n as f64),
+        data.plan.size_label
+    );
+    let what = format!(
+        "{}, {} is better",
+        p.label(),
+        if p.higher_is_better() {
+            "higher"
+        } else {
+            "lower"
+        }
+    );
+    let best: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.rank == Some(1))
+        .map(|r| r.model.as_str())
+        .collect();
+    match best.as_slice() {
+        [] => format!(
+            "{at}: {} has the best median, not tested ({}) ({what})",
+            rows.first().map_or("no model", |r| r.model.as_str()),
+            if rows.iter().all(|r| r.summary.n < 2) {
+                "1 run"
+            } else {
+                "too few runs"
+            }
+        ),
+        [one] => format!("{at}: {one} is best ({what})"),
+        many => format!("{at}: {} tied for best ({what})", and_list(many)),
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// A model's memory per connection: its slope over the run (`≤ X` when the
+/// interval holds 0: no cost shown, at most X), or without a slope, the
+/// median of this count's cells, or "below resolution".
+fn memory_cell(data: &RunData, slopes: &[memory::Slope], model: &str, n: usize) -> Option<String> {
+    let slope = slopes.iter().find(|s| s.model == model)?;
+    if let Some(f) = &slope.fit {
+        return Some(if f.includes_zero() {
+            format!("≤ {}", memory::kib(f.slope_hi.max(0.0)))
+        } else {
+            memory::kib(f.slope)
+        });
+    }
+    let here: Vec<memory::CellDelta> = memory::deltas(data, Kind::User)
+        .into_iter()
+        .filter(|d| d.model == model && d.connections == n)
+        .collect();
+    let resolved: Vec<f64> = here
+        .iter()
+        .filter(|d| d.resolved())
+        .map(|d| d.per_connection_kib())
+        .collect();
+    match Summary::of(&resolved) {
+        Some(s) => Some(memory::kib(s.median)),
+        None => here
+            .iter()
+            .map(|d| d.bound_kib())
+            .reduce(f64::max)
+            .map(|b| format!("below resolution (≤ {})", memory::kib(b))),
+    }
+}
+
+/// The verdict for the terminal: a heading, one block per connection
+/// count, and what the columns mean.
+pub fn text(data: &RunData) -> String {
+    let tables = tables(data);
+    if tables.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("Verdict\n");
+    for t in &tables {
+        for line in t.to_text().lines() {
+            s += "  ";
+            s += line;
+            s += "\n";
+        }
+    }
+    s
+}
+
+/// What the verdict's columns mean, and what `--runs auto` could not
+/// settle.
+pub fn notes(data: &RunData) -> Vec<String> {
+    let mut notes = vec![
+        summary::RULE.to_string(),
+        "Memory/conn: the slope of the server's anonymous PSS over the run's connection counts \
+         (≤: no cost shown, at most that). CPU: the whole server tree over the whole cell."
+            .to_string(),
+    ];
+    notes.extend(super::auto::unsettled_note(&data.plan, &data.cells));
+    notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_read_as_english() {
+        assert_eq!(and_list(&["a"]), "a");
+        assert_eq!(and_list(&["a", "b"]), "a and b");
+        assert_eq!(and_list(&["a", "b", "c"]), "a, b and c");
+    }
+
+    #[test]
+    fn no_limit_is_known_yet() {
+        assert_eq!(limit_note(&[]), None);
+    }
+}
