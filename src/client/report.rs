@@ -516,60 +516,68 @@ fn bytes(v: f64) -> String {
     }
 }
 
+/// A closed-loop report of `connections` that measured `messages` in 10 s
+/// and got `echoed_bytes` back over the run: for the unit tests of what
+/// reads reports.
+#[cfg(test)]
+pub(crate) fn example(connections: usize, messages: u64, echoed_bytes: u64) -> Report {
+    Report {
+        schema_version: SCHEMA_VERSION,
+        command: String::new(),
+        target: "127.0.0.1:1".into(),
+        workload: "closed".into(),
+        message_bytes: 64,
+        depth: 1,
+        warmup_seconds: 0.0,
+        measured_seconds: 10.0,
+        interrupted: false,
+        connections: Connections {
+            requested: connections,
+            idle: 0,
+            established: connections as u64,
+            failed: 0,
+        },
+        connect: Connect {
+            established_seconds: 1.0,
+            per_second: 0.0,
+            latency_us: Percentiles::default(),
+        },
+        messages,
+        bytes_sent: echoed_bytes,
+        bytes_received: echoed_bytes,
+        throughput: Throughput {
+            messages_per_second: messages as f64 / 10.0,
+            bytes_per_second: 0.0,
+        },
+        latency_us: Percentiles::default(),
+        open_loop: None,
+        burst: None,
+        errors: BTreeMap::new(),
+        fairness: None,
+        limits: Default::default(),
+        client: Client {
+            threads: 1,
+            cpus: None,
+            cpu_user_seconds: 0.0,
+            cpu_system_seconds: 0.0,
+            cpu_per_message_us: 0.0,
+            max_rss_kib: 0,
+            processes: 1,
+            syscalls: Syscalls::default(),
+        },
+        tcp: serde_json::Value::Null,
+        sources: Vec::new(),
+        warnings: Vec::new(),
+        environment: serde_json::Value::Null,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn closed(connections: usize, messages: u64, echoed_bytes: u64) -> Report {
-        Report {
-            schema_version: SCHEMA_VERSION,
-            command: String::new(),
-            target: "127.0.0.1:1".into(),
-            workload: "closed".into(),
-            message_bytes: 64,
-            depth: 1,
-            warmup_seconds: 0.0,
-            measured_seconds: 10.0,
-            interrupted: false,
-            connections: Connections {
-                requested: connections,
-                idle: 0,
-                established: connections as u64,
-                failed: 0,
-            },
-            connect: Connect {
-                established_seconds: 1.0,
-                per_second: 0.0,
-                latency_us: Percentiles::default(),
-            },
-            messages,
-            bytes_sent: echoed_bytes,
-            bytes_received: echoed_bytes,
-            throughput: Throughput {
-                messages_per_second: messages as f64 / 10.0,
-                bytes_per_second: 0.0,
-            },
-            latency_us: Percentiles::default(),
-            open_loop: None,
-            burst: None,
-            errors: BTreeMap::new(),
-            fairness: None,
-            limits: Default::default(),
-            client: Client {
-                threads: 1,
-                cpus: None,
-                cpu_user_seconds: 0.0,
-                cpu_system_seconds: 0.0,
-                cpu_per_message_us: 0.0,
-                max_rss_kib: 0,
-                processes: 1,
-                syscalls: Syscalls::default(),
-            },
-            tcp: serde_json::Value::Null,
-            sources: Vec::new(),
-            warnings: Vec::new(),
-            environment: serde_json::Value::Null,
-        }
+        example(connections, messages, echoed_bytes)
     }
 
     #[test]

@@ -15,13 +15,41 @@ use crate::export::table::Table;
 use crate::report::units::Unit;
 use crate::stats::Summary;
 
-/// What limited a model at one connection count (its cells there), when
-/// known: the client, the server, or interference from outside the run.
-/// Filled by the bottleneck verdict; `None` until then, and the verdict
-/// shows a "limited by" column only when some row has a note.
+/// What limited a model at one connection count (its measured cells
+/// there): the verdict most of its runs had (`client` marked as a lower
+/// bound of the server), how many runs disagreed, and how many saw
+/// interference from outside the run. `None` when no cell recorded one.
 pub fn limit_note(cells: &[&CellResult]) -> Option<String> {
-    let _ = cells;
-    None
+    let limits: Vec<&crate::client::limit::Limits> = cells
+        .iter()
+        .filter(|c| c.status == Status::Ok)
+        .filter_map(|c| c.load.as_ref().map(|l| &l.limits))
+        .filter(|l| l.why != "not recorded")
+        .collect();
+    if limits.is_empty() {
+        return None;
+    }
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for l in &limits {
+        match counts.iter_mut().find(|(v, _)| *v == l.verdict) {
+            Some((_, k)) => *k += 1,
+            None => counts.push((&l.verdict, 1)),
+        }
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1));
+    let (verdict, k) = counts[0];
+    let mut note = match verdict {
+        "client" => "client (a lower bound)".to_string(),
+        v => v.to_string(),
+    };
+    if k < limits.len() {
+        note += &format!(" in {k} of {} runs", limits.len());
+    }
+    let noisy = limits.iter().filter(|l| l.interference).count();
+    if noisy > 0 {
+        note += &format!("; interference in {noisy} of {}", limits.len());
+    }
+    Some(note)
 }
 
 /// One table per connection count: the best first, then every model with
@@ -231,7 +259,33 @@ mod tests {
     }
 
     #[test]
-    fn no_limit_is_known_yet() {
+    fn the_limit_of_most_runs_is_named() {
         assert_eq!(limit_note(&[]), None);
+        let cell = |verdict: &str, interference: bool| {
+            let mut c: CellResult = serde_json::from_value(serde_json::json!({
+                "version": 1, "id": "m/c1/r1", "index": 0, "model": "m", "connections": 1,
+                "run": 1, "status": "ok", "reason": null, "started_unix": 0.0,
+                "wall_seconds": 0.0, "server": null, "kernel_before": null,
+                "kernel_loaded": null, "load": null, "per_connection_csv": null,
+                "messages_per_connection": null
+            }))
+            .expect("a cell");
+            let mut load = crate::client::report::example(1, 100, 6400);
+            load.limits.verdict = verdict.into();
+            load.limits.why = "figures".into();
+            load.limits.interference = interference;
+            c.load = Some(load);
+            c
+        };
+        let (a, b, c) = (
+            cell("client", false),
+            cell("client", true),
+            cell("server", false),
+        );
+        assert_eq!(
+            limit_note(&[&a, &b, &c]).as_deref(),
+            Some("client (a lower bound) in 2 of 3 runs; interference in 1 of 3")
+        );
+        assert_eq!(limit_note(&[&c]).as_deref(), Some("server"));
     }
 }
