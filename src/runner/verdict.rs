@@ -36,7 +36,7 @@ pub fn limit_note(cells: &[&CellResult]) -> Option<String> {
             None => counts.push((&l.verdict, 1)),
         }
     }
-    counts.sort_by(|a, b| b.1.cmp(&a.1));
+    counts.sort_by_key(|c| std::cmp::Reverse(c.1));
     let (verdict, k) = counts[0];
     let mut note = match verdict {
         "client" => "client (a lower bound)".to_string(),
