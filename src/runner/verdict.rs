@@ -135,7 +135,7 @@ fn title(data: &RunData, n: usize, rows: &[Ranked]) -> String {
         .collect();
     match best.as_slice() {
         [] => format!(
-            "{at}: {} has the best median, not tested ({}) ({what})",
+            "{at}: {} has the best median; {}: order not tested ({what})",
             rows.first().map_or("no model", |r| r.model.as_str()),
             if rows.iter().all(|r| r.summary.n < 2) {
                 "1 run"
@@ -158,8 +158,8 @@ fn and_list(items: &[&str]) -> String {
 }
 
 /// A model's memory per connection: its slope over the run (`≤ X` when the
-/// interval holds 0: no cost shown, at most X), or without a slope, the
-/// median of this count's cells, or "below resolution".
+/// interval holds 0: no cost shown, at most X), or without a slope, what
+/// this count's cells say ([`memory::cells_text`]).
 fn memory_cell(data: &RunData, slopes: &[memory::Slope], model: &str, n: usize) -> Option<String> {
     let slope = slopes.iter().find(|s| s.model == model)?;
     if let Some(f) = &slope.fit {
@@ -173,19 +173,7 @@ fn memory_cell(data: &RunData, slopes: &[memory::Slope], model: &str, n: usize) 
         .into_iter()
         .filter(|d| d.model == model && d.connections == n)
         .collect();
-    let resolved: Vec<f64> = here
-        .iter()
-        .filter(|d| d.resolved())
-        .map(|d| d.per_connection_kib())
-        .collect();
-    match Summary::of(&resolved) {
-        Some(s) => Some(memory::kib(s.median)),
-        None => here
-            .iter()
-            .map(|d| d.bound_kib())
-            .reduce(f64::max)
-            .map(|b| format!("below resolution (≤ {})", memory::kib(b))),
-    }
+    memory::cells_text(&here.iter().collect::<Vec<_>>())
 }
 
 /// The verdict for the terminal: a heading, one block per connection
