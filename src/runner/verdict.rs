@@ -62,7 +62,7 @@ pub fn tables(data: &RunData) -> Vec<Table> {
             "limited by".to_string(),
         ];
         let mut body: Vec<Vec<String>> = Vec::new();
-        for row in &rows {
+        for (i, row) in rows.iter().enumerate() {
             let cells = cells_of(&row.model);
             let p99 = median(&cells, |m| m.latency_p99_us).map(|v| Unit::Micros.format(v));
             let cpu = if churn {
@@ -76,7 +76,7 @@ pub fn tables(data: &RunData) -> Vec<Table> {
             body.push(vec![
                 row.model.clone(),
                 p.format(row.summary.median),
-                summary::versus_text(p, row),
+                summary::versus_text(p, row, i == 0),
                 p99.unwrap_or_else(dash),
                 mem.unwrap_or_else(dash),
                 cpu.unwrap_or_else(dash),
