@@ -95,8 +95,13 @@ pub fn tables(data: &RunData) -> Vec<Table> {
             notes: Vec::new(),
         });
     }
+    let costs = out.iter().any(|t| {
+        t.header
+            .iter()
+            .any(|h| h == "memory/conn" || h.starts_with("server CPU"))
+    });
     if let Some(last) = out.last_mut() {
-        last.notes = notes(data);
+        last.notes = notes(data, costs);
     }
     out
 }
@@ -194,15 +199,18 @@ pub fn text(data: &RunData) -> String {
     s
 }
 
-/// What the verdict's columns mean, and what `--runs auto` could not
-/// settle.
-pub fn notes(data: &RunData) -> Vec<String> {
-    let mut notes = vec![
-        summary::RULE.to_string(),
-        "Memory/conn: the slope of the server's anonymous PSS over the run's connection counts \
-         (≤: no cost shown, at most that). CPU: the whole server tree over the whole cell."
-            .to_string(),
-    ];
+/// The tie rule, what the cost columns mean (when `costs`), and what
+/// `--runs auto` could not settle.
+fn notes(data: &RunData, costs: bool) -> Vec<String> {
+    let mut notes = vec![summary::RULE.to_string()];
+    if costs {
+        notes.push(
+            "Memory/conn: the slope of the server's anonymous PSS over the run's connection \
+             counts (≤: no cost shown, at most that). CPU: the whole server tree over the whole \
+             cell."
+                .to_string(),
+        );
+    }
     notes.extend(super::auto::unsettled_note(&data.plan, &data.cells));
     notes
 }
