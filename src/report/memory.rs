@@ -5,7 +5,8 @@
 //! dropped silently: cells below what one sample resolves are listed under
 //! the chart with their bound, resolved values at or below zero (which a
 //! log axis cannot show) are counted there too, and the slopes with their
-//! intervals are in a table under the chart.
+//! intervals are in a table under the chart. Cost: a pass over the results
+//! per kind of memory and model.
 
 use std::collections::BTreeMap;
 

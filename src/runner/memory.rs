@@ -224,16 +224,31 @@ pub fn slope_text(f: &LinearFit) -> String {
     )
 }
 
-/// What a model's slope says in a table cell.
-pub fn slope_cell(s: &Slope) -> String {
-    match &s.fit {
-        Some(f) => slope_text(f),
-        None if s.cells < 3 => format!(
-            "– ({} cell{})",
-            s.cells,
-            if s.cells == 1 { "" } else { "s" }
-        ),
-        None => "– (one connection count)".into(),
+/// What a model's slope says in a table cell; without a slope (one
+/// connection count, or fewer than three cells), what its cells say.
+pub fn slope_cell(s: &Slope, deltas: &[CellDelta]) -> String {
+    if let Some(f) = &s.fit {
+        return slope_text(f);
+    }
+    let mine: Vec<&CellDelta> = deltas.iter().filter(|d| d.model == s.model).collect();
+    cells_text(&mine).unwrap_or_else(|| "–".into())
+}
+
+/// Per connection from cells alone: the median of those that resolve a
+/// cost, or "below resolution (≤ X)" when none does; `None` without cells.
+pub fn cells_text(cells: &[&CellDelta]) -> Option<String> {
+    let resolved: Vec<f64> = cells
+        .iter()
+        .filter(|d| d.resolved())
+        .map(|d| d.per_connection_kib())
+        .collect();
+    match crate::stats::Summary::of(&resolved) {
+        Some(m) => Some(format!("{} (cells)", kib(m.median))),
+        None => cells
+            .iter()
+            .map(|d| d.bound_kib())
+            .reduce(f64::max)
+            .map(|b| format!("below resolution (≤ {})", kib(b))),
     }
 }
 
@@ -250,13 +265,22 @@ fn span(data: &RunData) -> Option<(usize, usize)> {
 pub fn table(data: &RunData) -> Option<Table> {
     let (lo, hi) = span(data)?;
     let per_kind: Vec<Vec<Slope>> = Kind::ALL.iter().map(|&k| slopes(data, k)).collect();
+    let all: Vec<Vec<CellDelta>> = Kind::ALL.iter().map(|&k| deltas(data, k)).collect();
     let fmt = |n: usize| crate::runner::matrix::format_count(n as f64);
     let mut t = Table::new(
-        format!(
-            "Memory per connection: slope over {}…{} connections (95 % interval)",
-            fmt(lo),
-            fmt(hi)
-        ),
+        if lo == hi {
+            format!(
+                "Memory per connection at {} connections (one count: no slope, the cells' \
+                 median)",
+                fmt(lo)
+            )
+        } else {
+            format!(
+                "Memory per connection: slope over {}…{} connections (95 % interval)",
+                fmt(lo),
+                fmt(hi)
+            )
+        },
         &["model", "user (PSS)", "virtual", "kernel", "cells"],
     );
     for model in crate::report::series::models(data) {
@@ -271,7 +295,8 @@ pub fn table(data: &RunData) -> Option<Table> {
         row.extend(
             cells
                 .iter()
-                .map(|s| s.map_or_else(|| "–".to_string(), slope_cell)),
+                .zip(&all)
+                .map(|(s, d)| s.map_or_else(|| "–".to_string(), |s| slope_cell(s, d))),
         );
         row.push(count.to_string());
         t.rows.push(row);

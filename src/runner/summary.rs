@@ -129,12 +129,14 @@ fn worse_word(p: Primary) -> &'static str {
 /// What the "vs best" column says of a row: `best`, `tied with best
 /// (0.97–1.05×)`, `1.42× slower (1.31–1.55×)`, or `1.42× slower (untested:
 /// 1 run)`.
-pub fn versus_text(p: Primary, row: &Ranked) -> String {
+/// `first`: the row is the table's first.
+pub fn versus_text(p: Primary, row: &Ranked, first: bool) -> String {
     let Some(c) = row.versus_best else {
-        return if row.rank.is_some() {
-            "best".into()
-        } else {
-            "best median (untested)".into()
+        return match (first, row.rank) {
+            (true, Some(_)) => "best".into(),
+            (true, None) => "best median (untested)".into(),
+            // No positive value: nothing to take a ratio of.
+            (false, _) => "untested: no positive value".into(),
         };
     };
     let span = |(lo, hi): (f64, f64)| format!("{}–{}×", times(lo), times(hi));
@@ -200,7 +202,7 @@ pub fn ranking(data: &RunData) -> Vec<Table> {
                 "vs best",
             ],
         );
-        for row in &rows {
+        for (i, row) in rows.iter().enumerate() {
             let s = row.summary;
             let outliers = if s.outliers > 0 {
                 format!(
@@ -218,7 +220,7 @@ pub fn ranking(data: &RunData) -> Vec<Table> {
                 p.format(s.stdev),
                 format!("{} … {}", p.format(s.min), p.format(s.max)),
                 format!("{}{outliers}", s.n),
-                versus_text(p, row),
+                versus_text(p, row, i == 0),
             ]);
         }
         t.notes.push(RULE.into());

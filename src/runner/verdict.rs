@@ -90,7 +90,7 @@ pub fn tables(data: &RunData) -> Vec<Table> {
             "limited by".to_string(),
         ];
         let mut body: Vec<Vec<String>> = Vec::new();
-        for row in &rows {
+        for (i, row) in rows.iter().enumerate() {
             let cells = cells_of(&row.model);
             let p99 = median(&cells, |m| m.latency_p99_us).map(|v| Unit::Micros.format(v));
             let cpu = if churn {
@@ -104,7 +104,7 @@ pub fn tables(data: &RunData) -> Vec<Table> {
             body.push(vec![
                 row.model.clone(),
                 p.format(row.summary.median),
-                summary::versus_text(p, row),
+                summary::versus_text(p, row, i == 0),
                 p99.unwrap_or_else(dash),
                 mem.unwrap_or_else(dash),
                 cpu.unwrap_or_else(dash),
@@ -123,8 +123,13 @@ pub fn tables(data: &RunData) -> Vec<Table> {
             notes: Vec::new(),
         });
     }
+    let costs = out.iter().any(|t| {
+        t.header
+            .iter()
+            .any(|h| h == "memory/conn" || h.starts_with("server CPU"))
+    });
     if let Some(last) = out.last_mut() {
-        last.notes = notes(data);
+        last.notes = notes(data, costs);
     }
     out
 }
@@ -163,7 +168,7 @@ fn title(data: &RunData, n: usize, rows: &[Ranked]) -> String {
         .collect();
     match best.as_slice() {
         [] => format!(
-            "{at}: {} has the best median, not tested ({}) ({what})",
+            "{at}: {} has the best median; {}: order not tested ({what})",
             rows.first().map_or("no model", |r| r.model.as_str()),
             if rows.iter().all(|r| r.summary.n < 2) {
                 "1 run"
@@ -186,8 +191,8 @@ fn and_list(items: &[&str]) -> String {
 }
 
 /// A model's memory per connection: its slope over the run (`≤ X` when the
-/// interval holds 0: no cost shown, at most X), or without a slope, the
-/// median of this count's cells, or "below resolution".
+/// interval holds 0: no cost shown, at most X), or without a slope, what
+/// this count's cells say ([`memory::cells_text`]).
 fn memory_cell(data: &RunData, slopes: &[memory::Slope], model: &str, n: usize) -> Option<String> {
     let slope = slopes.iter().find(|s| s.model == model)?;
     if let Some(f) = &slope.fit {
@@ -201,19 +206,7 @@ fn memory_cell(data: &RunData, slopes: &[memory::Slope], model: &str, n: usize) 
         .into_iter()
         .filter(|d| d.model == model && d.connections == n)
         .collect();
-    let resolved: Vec<f64> = here
-        .iter()
-        .filter(|d| d.resolved())
-        .map(|d| d.per_connection_kib())
-        .collect();
-    match Summary::of(&resolved) {
-        Some(s) => Some(memory::kib(s.median)),
-        None => here
-            .iter()
-            .map(|d| d.bound_kib())
-            .reduce(f64::max)
-            .map(|b| format!("below resolution (≤ {})", memory::kib(b))),
-    }
+    memory::cells_text(&here.iter().collect::<Vec<_>>())
 }
 
 /// The verdict for the terminal: a heading, one block per connection
@@ -234,15 +227,18 @@ pub fn text(data: &RunData) -> String {
     s
 }
 
-/// What the verdict's columns mean, and what `--runs auto` could not
-/// settle.
-pub fn notes(data: &RunData) -> Vec<String> {
-    let mut notes = vec![
-        summary::RULE.to_string(),
-        "Memory/conn: the slope of the server's anonymous PSS over the run's connection counts \
-         (≤: no cost shown, at most that). CPU: the whole server tree over the whole cell."
-            .to_string(),
-    ];
+/// The tie rule, what the cost columns mean (when `costs`), and what
+/// `--runs auto` could not settle.
+fn notes(data: &RunData, costs: bool) -> Vec<String> {
+    let mut notes = vec![summary::RULE.to_string()];
+    if costs {
+        notes.push(
+            "Memory/conn: the slope of the server's anonymous PSS over the run's connection \
+             counts (≤: no cost shown, at most that). CPU: the whole server tree over the whole \
+             cell."
+                .to_string(),
+        );
+    }
     notes.extend(super::auto::unsettled_note(&data.plan, &data.cells));
     notes
 }

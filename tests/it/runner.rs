@@ -1,5 +1,6 @@
 //! `c10k run` end to end on real servers: a tiny matrix, a run killed with
-//! SIGKILL and resumed, failed cells recorded with their cause, bad input.
+//! SIGKILL and resumed, `--runs auto` growing its plan, failed cells
+//! recorded with their cause, bad input.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -16,6 +17,7 @@ pub const TESTS: &[(&str, Test)] = &[
         "kill_9_then_resume_loses_and_repeats_nothing",
         kill_and_resume,
     ),
+    ("runs_auto_settles_or_stops_at_ten", runs_auto),
     ("failed_cells_are_results_with_a_cause", failed_cells),
     ("bad_input_is_one_line", bad_input),
     ("micro_benchmarks_run_as_experiments", bench_presets),
@@ -148,12 +150,51 @@ fn tiny_matrix() -> Result<(), Failed> {
     if !dir.join("report.html").is_file() {
         return Err("no report.html".into());
     }
-    // The terminal summary ranks both models at both counts.
+    // The terminal summary ranks both models at both counts, states the
+    // tie rule, gives memory per connection as slopes, and ends with the
+    // verdict: at each count, who is best and what each model costs.
     if stdout.lines().filter(|l| l.ends_with("  best")).count() != 2
         || !stdout.contains("epoll")
         || !stdout.contains("threads")
+        || !stdout.contains("Rank: 1 + the models significantly better")
     {
         return Err(format!("summary: {stdout}").into());
+    }
+    let memory = stdout
+        .split_once("Memory per connection: slope over 2…5 connections")
+        .map(|(_, rest)| rest)
+        .ok_or_else(|| format!("no memory slopes: {stdout}"))?;
+    for m in ["epoll", "threads"] {
+        let row = memory
+            .lines()
+            .find(|l| l.trim_start().starts_with(m))
+            .ok_or_else(|| format!("no memory row for {m}: {stdout}"))?;
+        // A slope with its interval for each kind, and the cell count.
+        if row.matches(" [").count() != 3 || !row.trim_end().ends_with('4') {
+            return Err(format!("memory row: {row}").into());
+        }
+    }
+    let verdict = stdout
+        .split_once("\nVerdict\n")
+        .map(|(_, rest)| rest)
+        .ok_or_else(|| format!("no verdict: {stdout}"))?;
+    for n in [2, 5] {
+        let title = format!("{n} connections: ");
+        if !verdict.lines().any(|l| {
+            l.trim_start().starts_with(&title)
+                && (l.contains(" is best (") || l.contains(" tied for best ("))
+        }) {
+            return Err(format!("the verdict at {n} names no best: {verdict}").into());
+        }
+    }
+    for column in ["vs best", "p99 latency", "memory/conn", "server CPU/msg"] {
+        if !verdict.contains(column) {
+            return Err(format!("the verdict lacks {column}: {verdict}").into());
+        }
+    }
+    // The verdict comes last, after the ranking and the memory table.
+    if verdict.contains("Memory per connection") || verdict.contains("  #  model") {
+        return Err(format!("the verdict is not last: {stdout}").into());
     }
     // Run again from the files alone: the same exports.
     let again = Command::new(bin()).arg("report").arg(&dir).output()?;
@@ -261,6 +302,98 @@ fn kill_and_resume() -> Result<(), Failed> {
     for (a, b) in before.iter().zip(&after) {
         if a != b {
             return Err(format!("a recorded cell changed: {a} became {b}").into());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
+
+/// `--runs auto` on a tiny matrix: every model at every count runs 3 to
+/// 10 times; a group that stopped early had just settled (its median's
+/// interval within ±5 %, and not one run before), one at 10 runs that did
+/// not is named; and the plan on disk lists exactly the cells recorded.
+fn runs_auto() -> Result<(), Failed> {
+    let out = scratch("auto")?;
+    let o = run(&[
+        "--models",
+        "epoll,poll",
+        "--connections",
+        "2",
+        "--runs",
+        "auto",
+        "--duration",
+        "50ms",
+        "--warmup",
+        "0ms",
+        "--no-report",
+        "--out",
+        out.to_str().unwrap_or("."),
+    ])?;
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    if !o.status.success() {
+        return Err(format!(
+            "exit {:?}: {}",
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr)
+        )
+        .into());
+    }
+    let dir = results_dir(&out)?;
+    let cells = lines(&dir)?;
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("plan.json"))?)?;
+    let auto = &plan["auto_runs"];
+    if auto["min"] != 3 || auto["max"] != 10 || auto["tolerance"] != 0.05 {
+        return Err(format!("plan.json does not record auto mode: {auto}").into());
+    }
+    let planned: Vec<&str> = plan["cells"]
+        .as_array()
+        .ok_or("plan.json has no cells")?
+        .iter()
+        .map(|c| c["id"].as_str().unwrap_or(""))
+        .collect();
+    let mut recorded: Vec<&str> = cells
+        .iter()
+        .map(|c| c["id"].as_str().unwrap_or(""))
+        .collect();
+    let mut sorted_plan = planned.clone();
+    sorted_plan.sort_unstable();
+    recorded.sort_unstable();
+    if sorted_plan != recorded || recorded.windows(2).any(|w| w[0] == w[1]) {
+        return Err(format!("plan {planned:?} and results {recorded:?} disagree").into());
+    }
+    for model in ["epoll", "poll"] {
+        let mut runs: Vec<(u64, f64)> = cells
+            .iter()
+            .filter(|c| c["model"] == model)
+            .map(|c| {
+                (
+                    c["run"].as_u64().unwrap_or(0),
+                    c["load"]["throughput"]["messages_per_second"]
+                        .as_f64()
+                        .unwrap_or(f64::NAN),
+                )
+            })
+            .collect();
+        runs.sort_by_key(|r| r.0);
+        let k = runs.len();
+        let numbers: Vec<u64> = runs.iter().map(|r| r.0).collect();
+        if !(3..=10).contains(&k) || numbers != (1..=k as u64).collect::<Vec<_>>() {
+            return Err(format!("{model}: runs {numbers:?}").into());
+        }
+        if cells
+            .iter()
+            .any(|c| c["model"] == model && c["status"] != "ok")
+        {
+            return Err(format!("{model}: a cell failed: {cells:?}").into());
+        }
+        let values: Vec<f64> = runs.iter().map(|r| r.1).collect();
+        let settled = |v: &[f64]| c10k::stats::median::settled(v, 3, 0.05);
+        if k < 10 && !(settled(&values) && (k == 3 || !settled(&values[..k - 1]))) {
+            return Err(format!("{model} stopped at {k} runs: {values:?}").into());
+        }
+        if k == 10 && !settled(&values) && !stdout.contains(&format!("{model} at 2 connections")) {
+            return Err(format!("{model} never settled and is not named: {stdout}").into());
         }
     }
     let _ = std::fs::remove_dir_all(&out);
@@ -375,6 +508,7 @@ fn bad_input() -> Result<(), Failed> {
         ),
         (&["run", "--connections", "0"], "--connections"),
         (&["run", "--runs", "0"], "--runs 0"),
+        (&["run", "--runs", "often"], "or auto"),
         (
             &["run", "--resume", "/nonexistent/c10k"],
             "not a c10k results directory",
