@@ -30,6 +30,10 @@ use crate::metrics::cpu::WindowCpu;
 pub const SATURATED: f64 = 0.9;
 /// CPU from outside the run above this (in CPUs) is flagged.
 pub const INTERFERENCE: f64 = 0.05;
+/// The kernel counts process and machine time in clock ticks (10 ms here):
+/// a window shorter than this many ticks cannot resolve a share to a few
+/// per cent, and gets no verdict.
+pub const MIN_TICKS: f64 = 50.0;
 
 /// What limited the figures of one run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
@@ -170,6 +174,19 @@ pub fn judge(x: &Inputs) -> Limits {
             }
         }
     };
+    let ticks = rustix::param::clock_ticks_per_second() as f64;
+    if w.seconds * ticks < MIN_TICKS {
+        return Limits {
+            verdict: "unknown".into(),
+            why: format!(
+                "the measured window ({:.1} ms) is shorter than the {:.0} ms the kernel's CPU accounting needs to tell who was busy",
+                w.seconds * 1e3,
+                MIN_TICKS / ticks * 1e3
+            ),
+            interference: false,
+            ..Limits::default()
+        };
+    }
     let mut why = why;
     if interference {
         why += &format!(
@@ -253,6 +270,16 @@ mod tests {
         let mut x = inputs(1.0, Some(0.5), 1.5);
         x.client_capacity = 2.0;
         assert_eq!(judge(&x).verdict, "server");
+    }
+
+    #[test]
+    fn a_window_too_short_to_resolve_has_no_verdict() {
+        let mut x = inputs(0.99, Some(0.4), 1.9);
+        x.window.seconds = 0.006;
+        let l = judge(&x);
+        assert_eq!(l.verdict, "unknown");
+        assert!(l.why.contains("shorter"), "{}", l.why);
+        assert!(!l.interference);
     }
 
     #[test]

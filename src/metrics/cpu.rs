@@ -78,25 +78,18 @@ impl Snapshot {
     /// (this process's own part is in `own` of each).
     pub fn since(&self, start: &Snapshot) -> WindowCpu {
         let d = |a: Option<f64>, b: Option<f64>| Some((a? - b?).max(0.0));
+        let machine = |f: fn(&MachineCpu) -> f64| {
+            d(self.machine.as_ref().map(f), start.machine.as_ref().map(f))
+        };
+        let server =
+            |f: fn(&TreeCpu) -> f64| d(self.server.as_ref().map(f), start.server.as_ref().map(f));
         WindowCpu {
             seconds: self.at.saturating_duration_since(start.at).as_secs_f64(),
-            machine_busy: d(self.machine.map(|m| m.busy), start.machine.map(|m| m.busy)),
-            steal: d(
-                self.machine.map(|m| m.steal),
-                start.machine.map(|m| m.steal),
-            ),
-            softirq: d(
-                self.machine.map(|m| m.softirq_threads),
-                start.machine.map(|m| m.softirq_threads),
-            ),
-            server_cpu: d(
-                self.server.map(|s| s.seconds),
-                start.server.map(|s| s.seconds),
-            ),
-            server_waited: d(
-                self.server.map(|s| s.waited),
-                start.server.map(|s| s.waited),
-            ),
+            machine_busy: machine(|m| m.busy),
+            steal: machine(|m| m.steal),
+            softirq: machine(|m| m.softirq_threads),
+            server_cpu: server(|s| s.seconds),
+            server_waited: server(|s| s.waited),
             client_waited: (self.own_waited - start.own_waited).max(0.0),
             server_capacity: self.server.or(start.server).map(|s| s.capacity()),
         }
