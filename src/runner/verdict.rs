@@ -38,11 +38,17 @@ pub fn limit_note(cells: &[&CellResult]) -> Option<String> {
     }
     counts.sort_by_key(|c| std::cmp::Reverse(c.1));
     let (verdict, k) = counts[0];
-    let mut note = match verdict {
-        "client" => "client (a lower bound)".to_string(),
-        v => v.to_string(),
+    let mut note = if k * 2 <= limits.len() {
+        // No majority: every verdict with its count.
+        let each: Vec<String> = counts.iter().map(|(v, k)| format!("{v} {k}")).collect();
+        format!("mixed: {}", each.join(", "))
+    } else {
+        match verdict {
+            "client" => "client (a lower bound)".to_string(),
+            v => v.to_string(),
+        }
     };
-    if k < limits.len() {
+    if k < limits.len() && k * 2 > limits.len() {
         note += &format!(" in {k} of {} runs", limits.len());
     }
     let noisy = limits.iter().filter(|l| l.interference).count();
@@ -283,5 +289,10 @@ mod tests {
             Some("client (a lower bound) in 2 of 3 runs; interference in 1 of 3")
         );
         assert_eq!(limit_note(&[&c]).as_deref(), Some("server"));
+        let d = cell("both", false);
+        assert_eq!(
+            limit_note(&[&a, &c, &d]).as_deref(),
+            Some("mixed: client 1, server 1, both 1")
+        );
     }
 }
