@@ -169,16 +169,24 @@ pub fn drive(
     let finished = std::sync::atomic::AtomicBool::new(false);
     let results: (Vec<std::io::Result<ThreadResult>>, Instant, Snapshot) =
         std::thread::scope(|scope| {
+            // Each loop holds a sender until it returns: the receiver hears
+            // "disconnected" the moment the last loop ends.
+            let (ended_tx, ended_rx) = std::sync::mpsc::channel::<()>();
             let handles: Vec<_> = (0..plan.threads)
                 .map(|i| {
                     let shared = &shared;
+                    let ended_tx = ended_tx.clone();
                     std::thread::Builder::new()
                         .name(format!("load-{i}"))
-                        .spawn_scoped(scope, move || engine::run(shared, i))
+                        .spawn_scoped(scope, move || {
+                            let _held = ended_tx;
+                            engine::run(shared, i)
+                        })
                         // A loop that never started must not be waited for.
                         .inspect_err(|_| shared.barrier.leave())
                 })
                 .collect();
+            drop(ended_tx);
             scope.spawn(|| progress(&shared, &interrupted, &finished, show));
             // Every loop has its connections up (or failed).
             shared.barrier.wait();
@@ -224,18 +232,10 @@ pub fn drive(
             // owed, which is not measured); a counted one when the loops end.
             let mut window_end = None;
             if let Some(u) = until {
-                let live = |hs: &[std::io::Result<std::thread::ScopedJoinHandle<_>>]| {
-                    hs.iter()
-                        .any(|h| h.as_ref().is_ok_and(|h| !h.is_finished()))
-                };
-                // Bounded by `until`; wakes at most every 10 ms to see the
-                // loops end early (Ctrl-C, every connection done).
-                while live(&handles) && Instant::now() < u {
-                    std::thread::sleep(
-                        u.saturating_duration_since(Instant::now())
-                            .min(Duration::from_millis(10)),
-                    );
-                }
+                // Wakes once: at `until`, or when the loops end early (Ctrl-C,
+                // every connection done). Nothing is ever sent, so a message
+                // cannot cut the wait short.
+                let _ = ended_rx.recv_timeout(u.saturating_duration_since(Instant::now()));
                 window_end = Some(Snapshot::take(pids));
             }
             let results = handles
