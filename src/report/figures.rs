@@ -311,19 +311,10 @@ fn build(data: &RunData, spec: &Spec) -> Chart {
             },
         };
     }
-    let measured: Vec<bool> = models
-        .iter()
-        .map(|m| series::measured(data, m) > 0)
-        .collect();
-    let legend: Vec<Entry> = models
-        .iter()
-        .enumerate()
-        .map(|(i, model)| Entry {
-            look: charts::look(model, i),
-            text: legend_text(model, has_data[i], measured[i], spec.fit, fits[i].as_ref()),
-            has_data: has_data[i],
-        })
-        .collect();
+    let measured = measured(data, &models);
+    let legend = legend(&models, &has_data, |i, model| {
+        legend_text(model, has_data[i], measured[i], spec.fit, fits[i].as_ref())
+    });
     let mut caption = vec![spec.about.clone()];
     if let Some(sym) = spec.fit {
         let fitted: Vec<String> = models
@@ -405,6 +396,32 @@ fn missing<'a>(
         .zip(has_data.iter().zip(ok))
         .filter(|(_, (has, ok))| !**has && **ok == measured)
         .map(|(m, _)| m.as_str())
+        .collect()
+}
+
+/// Whether each model has any measured cell.
+pub(super) fn measured(data: &RunData, models: &[String]) -> Vec<bool> {
+    models
+        .iter()
+        .map(|m| series::measured(data, m) > 0)
+        .collect()
+}
+
+/// One legend entry per model, in its look; `text` gets the model's index
+/// and name.
+pub(super) fn legend(
+    models: &[String],
+    has_data: &[bool],
+    text: impl Fn(usize, &String) -> String,
+) -> Vec<Entry> {
+    models
+        .iter()
+        .enumerate()
+        .map(|(i, model)| Entry {
+            look: charts::look(model, i),
+            text: text(i, model),
+            has_data: has_data[i],
+        })
         .collect()
 }
 

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use super::charts::{self, Entry, Figure, Line, Panel, Point};
+use super::charts::{Figure, Line, Panel, Point};
 use super::figures::Chart;
 use super::series;
 use super::units::Unit;
@@ -165,23 +165,14 @@ pub fn chart(data: &RunData) -> Chart {
             ),
         };
     }
-    let measured: Vec<bool> = models
-        .iter()
-        .map(|m| series::measured(data, m) > 0)
-        .collect();
-    let legend: Vec<Entry> = models
-        .iter()
-        .enumerate()
-        .map(|(i, model)| Entry {
-            look: charts::look(model, i),
-            text: match (has_data[i], measured[i]) {
-                (true, _) => model.clone(),
-                (false, true) => format!("{model}: nothing resolved"),
-                (false, false) => format!("{model}: no measured cell"),
-            },
-            has_data: has_data[i],
-        })
-        .collect();
+    let measured = super::figures::measured(data, &models);
+    let legend = super::figures::legend(&models, &has_data, |i, model| {
+        match (has_data[i], measured[i]) {
+            (true, _) => model.clone(),
+            (false, true) => format!("{model}: nothing resolved"),
+            (false, false) => format!("{model}: no measured cell"),
+        }
+    });
     Chart::Drawn {
         id: "memory",
         title,
