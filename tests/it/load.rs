@@ -48,10 +48,6 @@ pub const TESTS: &[(&str, Test)] = &[
         past_the_open_files_limit_workers_split_the_run,
     ),
     ("a_slow_server_is_the_limit", a_slow_server_is_the_limit),
-    (
-        "a_starved_client_is_the_limit",
-        a_starved_client_is_the_limit,
-    ),
 ];
 
 /// Output files of one run, in a fresh directory removed on drop.
@@ -511,79 +507,5 @@ fn a_slow_server_is_the_limit() -> Result<(), Failed> {
     ensure(f["connections"] == 4 && f["min"].as_u64() > Some(0), || {
         format!("fairness {f}")
     })?;
-    Ok(())
-}
-
-/// The client pinned to a CPU that three busy threads of this test also
-/// hold: it wants its CPU all the time and gets a part, while the server,
-/// alone on another CPU, waits for it. The verdict names the client (its
-/// figure is a lower bound of the server's) and flags the busy threads as
-/// interference from outside the run.
-fn a_starved_client_is_the_limit() -> Result<(), Failed> {
-    let cpus = c10k::sys::affinity::current_cpus();
-    if cpus.len() < 2 {
-        eprintln!(
-            "a_starved_client_is_the_limit: needs two CPUs, this machine lets us use {cpus:?}"
-        );
-        return Ok(());
-    }
-    let (server_cpu, client_cpu) = (cpus[0], cpus[1]);
-    let server = match Server::start(&[
-        "--model".into(),
-        "epoll".into(),
-        "--cpus".into(),
-        server_cpu.to_string(),
-    ])? {
-        Started::Running(s) => s,
-        Started::Unsupported(r) => return Err(r.into()),
-    };
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let hogs: Vec<_> = (0..3)
-        .map(|_| {
-            let stop = std::sync::Arc::clone(&stop);
-            std::thread::spawn(move || {
-                let _ = c10k::sys::affinity::pin_current(&[client_cpu]);
-                let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
-                let mut x = 1u64;
-                // Bounded: the flag, or a minute at most.
-                while !stop.load(std::sync::atomic::Ordering::Relaxed)
-                    && std::time::Instant::now() < end
-                {
-                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-                }
-            })
-        })
-        .collect();
-    let out = Outputs::new("starved");
-    let result = load(
-        &server.addr.to_string(),
-        &[
-            "-c",
-            "50",
-            "--depth",
-            "16",
-            "-d",
-            "1s",
-            "--cpus",
-            &client_cpu.to_string(),
-            "--server-pid",
-            &server.pid().to_string(),
-        ],
-        &out,
-    );
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    for h in hogs {
-        let _ = h.join();
-    }
-    let (code, err) = result?;
-    ensure(code == Some(0), || format!("exit {code:?}: {err}"))?;
-    let j = out.json()?;
-    let l = &j["limits"];
-    ensure(l["verdict"] == "client", || format!("limits {l}"))?;
-    ensure(l["interference"] == true, || format!("limits {l}"))?;
-    ensure(
-        l["why"].as_str().is_some_and(|w| w.contains("lower bound")),
-        || format!("limits {l}"),
-    )?;
     Ok(())
 }

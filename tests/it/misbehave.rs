@@ -216,7 +216,17 @@ impl Shared {
         let Some(&until) = self.stall_until.get() else {
             return self.running(deadline);
         };
-        let until = until.min(deadline);
+        self.wait_until(until.min(deadline), deadline)
+    }
+
+    /// [`Fault::SlowReads`]: waits `pause`, or less if the server stops.
+    /// Returns whether to carry on.
+    fn pause(&self, pause: Duration, deadline: Instant) -> bool {
+        self.wait_until((Instant::now() + pause).min(deadline), deadline)
+    }
+
+    /// Waits on the stop signal until `until`; whether to carry on.
+    fn wait_until(&self, until: Instant, deadline: Instant) -> bool {
         let mut guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         // Bounded: each wait ends at `until` or on the drop's signal; the
         // count only guards against a storm of spurious wake-ups.
@@ -314,8 +324,10 @@ fn serve_conn(shared: &Shared, mut stream: TcpStream) {
         };
         shared.received(n);
         if let Fault::SlowReads { ms } = shared.fault {
-            // The fault itself: slow on purpose, bounded by `ms`.
-            std::thread::sleep(Duration::from_millis(ms));
+            // The fault itself: a pause of `ms`, which a drop cuts short.
+            if !shared.pause(Duration::from_millis(ms), deadline) {
+                return;
+            }
         }
         let out = apply(shared.fault, &mut buf[..n], received, echoed);
         received += n as u64;
