@@ -887,11 +887,11 @@ impl<'a> Engine<'a> {
         };
         while c.out_pos < c.out.len() {
             self.io.writes += 1;
-            // A raw write(2) (rustix), as the C client makes: no libc
-            // wrapper and its cancellation bookkeeping on the hot path.
-            // SIGPIPE is ignored by the Rust runtime, so a reset peer is
-            // EPIPE here.
-            match rustix::io::write(sock, &c.out[c.out_pos..]) {
+            // A raw send(2) (rustix): no libc wrapper on the hot path, and
+            // none of write(2)'s file layer (position lock, permission and
+            // fsnotify hooks), which is about 3 % of a depth-1 client's
+            // CPU. NOSIGNAL: a reset peer is EPIPE here, never a signal.
+            match rustix::net::send(sock, &c.out[c.out_pos..], rustix::net::SendFlags::NOSIGNAL) {
                 Ok(n) => {
                     c.out_pos += n;
                     c.bytes_sent += n as u64;
@@ -919,7 +919,10 @@ impl<'a> Engine<'a> {
                 return;
             };
             self.io.reads += 1;
-            match rustix::io::read(sock, &mut self.scratch[..]) {
+            // recv(2) rather than read(2), for the reason given in flush.
+            match rustix::net::recv(sock, &mut self.scratch[..], rustix::net::RecvFlags::empty())
+                .map(|(n, _)| n)
+            {
                 Ok(0) => {
                     // The server closed: a failure unless we were done.
                     self.fail(i, Failure::Closed);
