@@ -27,7 +27,7 @@ use rustix::event::epoll::{self, CreateFlags, Event, EventData, EventFlags};
 use super::conn::{Conn, Failure, InFlight, Payload, State};
 use super::record::ConnRecord;
 use super::report::Syscalls;
-use super::source::connect_socket;
+use super::source::{connect_socket, connected_to_itself};
 use crate::plan::{LoadPlan, Stop, Workload};
 
 /// Connects in progress per thread at most: enough to keep a fast server
@@ -417,7 +417,17 @@ impl<'a> Engine<'a> {
     /// A connecting socket became writable (or failed).
     fn on_connected(&mut self, i: usize) {
         let result = match &self.conns[i].sock {
-            Some(s) => s.take_error().and_then(|e| e.map_or(Ok(()), Err)),
+            Some(s) => s
+                .take_error()
+                .and_then(|e| e.map_or(Ok(()), Err))
+                .and_then(|()| {
+                    if connected_to_itself(s)? {
+                        // Nothing listens there: a refusal, not a server.
+                        Err(io::Error::from_raw_os_error(libc::ECONNREFUSED))
+                    } else {
+                        Ok(())
+                    }
+                }),
             None => return,
         };
         match result {

@@ -162,8 +162,9 @@ fn port_count(lo: u16, hi: u16, reserved: &str) -> usize {
 }
 
 /// Opens a connection to `target` the way every client connection is opened:
-/// a non-blocking, close-on-exec TCP socket with TCP_NODELAY (SO_LINGER 0
-/// when `linger0`, so closing sends a reset and leaves no TIME_WAIT), bound
+/// a non-blocking, close-on-exec TCP socket with TCP_NODELAY and
+/// SO_REUSEADDR (SO_LINGER 0 when `linger0`, so closing sends a reset and
+/// leaves no TIME_WAIT), bound
 /// to `source` with `IP_BIND_ADDRESS_NO_PORT` when one is given, then a
 /// non-blocking `connect()`.
 ///
@@ -183,6 +184,13 @@ pub fn connect_socket(
         Some(Protocol::TCP),
     )?;
     socket.set_tcp_nodelay(true)?;
+    // The client closes first, so its side keeps each port in TIME_WAIT
+    // for a minute. A TIME_WAIT socket without SO_REUSEADDR makes bind(2)
+    // of that port fail even for a server that sets it: after a run of
+    // 10,000 connections, a server started next on a port in the
+    // ephemeral range could not listen (and the next load met a dead
+    // port). With it, our leftovers never stand in a server's way.
+    socket.set_reuse_address(true)?;
     if linger0 {
         socket.set_linger(Some(Duration::ZERO))?;
     }
@@ -195,6 +203,14 @@ pub fn connect_socket(
         Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok((socket, false)),
         Err(e) => Err(e),
     }
+}
+
+/// Whether a connected socket is connected to itself. A connect to a port
+/// nobody listens on can, once in tens of thousands, be given that very
+/// port as its source: TCP's simultaneous open then joins the socket to
+/// itself, and it "echoes" everything sent. Two syscalls, once per connect.
+pub fn connected_to_itself(s: &std::net::TcpStream) -> io::Result<bool> {
+    Ok(s.local_addr()? == s.peer_addr()?)
 }
 
 #[cfg(test)]
@@ -314,6 +330,7 @@ mod tests {
         let (sock, done) = connect_socket(target, Some(v4(127, 0, 0, 3)), true)?;
         assert!(sys::net::bind_address_no_port(&sock)?);
         assert!(sock.tcp_nodelay()?);
+        assert!(sock.reuse_address()?);
         assert_eq!(sock.linger()?, Some(Duration::ZERO));
         assert!(sock.nonblocking()?);
         // Accepting proves the connect completed; then SO_ERROR is clear.
@@ -322,6 +339,22 @@ mod tests {
         assert_ne!(peer.port(), 0);
         assert!(sock.take_error()?.is_none(), "done at once: {done}");
         assert_eq!(sock.local_addr()?.as_socket(), Some(peer));
+        Ok(())
+    }
+
+    #[test]
+    fn a_socket_connected_to_itself_is_seen() -> io::Result<()> {
+        // Bound to a port and connected to that same address: TCP's
+        // simultaneous open joins the socket to itself, as a connect to a
+        // dead port can by chance.
+        let sock = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
+        sock.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())?;
+        let own = sock.local_addr()?;
+        sock.connect(&own)?;
+        assert!(connected_to_itself(&sock.into())?);
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let other = std::net::TcpStream::connect(listener.local_addr()?)?;
+        assert!(!connected_to_itself(&other)?);
         Ok(())
     }
 
