@@ -48,6 +48,10 @@ pub const TESTS: &[(&str, Test)] = &[
         past_the_open_files_limit_workers_split_the_run,
     ),
     ("a_slow_server_is_the_limit", a_slow_server_is_the_limit),
+    (
+        "a_saturated_client_is_the_limit",
+        a_saturated_client_is_the_limit,
+    ),
 ];
 
 /// Output files of one run, in a fresh directory removed on drop.
@@ -507,5 +511,58 @@ fn a_slow_server_is_the_limit() -> Result<(), Failed> {
     ensure(f["connections"] == 4 && f["min"].as_u64() > Some(0), || {
         format!("fairness {f}")
     })?;
+    Ok(())
+}
+
+/// A client pinned to one CPU, with far more to do per byte than its
+/// server, is the limit and says so. With 1-byte messages, 4,096 in flight
+/// on each of 50 connections, every 4 KiB the server echoes with one read
+/// and one write is 4,096 checks, records and refills for the client, so
+/// the client always has echoes waiting and runs flat out, while the
+/// server (on another CPU when there is one) mostly sleeps.
+fn a_saturated_client_is_the_limit() -> Result<(), Failed> {
+    let cpus = c10k::sys::affinity::current_cpus();
+    let client_cpu = *cpus.last().ok_or("no CPU to run on")?;
+    let server_cpu = cpus[0];
+    let server = match Server::start(&[
+        "--model".into(),
+        "epoll".into(),
+        "--cpus".into(),
+        server_cpu.to_string(),
+    ])? {
+        Started::Running(s) => s,
+        Started::Unsupported(r) => return Err(r.into()),
+    };
+    let out = Outputs::new("saturated");
+    let (code, err) = load(
+        &server.addr.to_string(),
+        &[
+            "-c",
+            "50",
+            "--depth",
+            "4096",
+            "-m",
+            "1",
+            "-d",
+            "1s",
+            "--cpus",
+            &client_cpu.to_string(),
+            "--server-pid",
+            &server.pid().to_string(),
+        ],
+        &out,
+    )?;
+    ensure(code == Some(0), || format!("exit {code:?}: {err}"))?;
+    let j = out.json()?;
+    let l = &j["limits"];
+    ensure(l["verdict"] == "client", || format!("limits {l}"))?;
+    ensure(
+        l["client_demand"].as_f64() >= Some(0.9) && l["server_demand"].as_f64() < Some(0.9),
+        || format!("limits {l}"),
+    )?;
+    ensure(j["connections"]["failed"] == 0, || {
+        format!("failed: {}", j["errors"])
+    })?;
+    server.stop()?;
     Ok(())
 }
