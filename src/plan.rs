@@ -62,8 +62,9 @@ impl ServePlan {
         let cpus = a
             .cpus
             .as_deref()
-            .map(crate::sys::affinity::parse_cpu_list)
-            .transpose()?;
+            .map(crate::sys::affinity::usable_cpu_list)
+            .transpose()
+            .map_err(|e| format!("--cpus: {e}"))?;
         Ok(ServePlan {
             model,
             config: Config {
@@ -296,8 +297,9 @@ impl LoadPlan {
         let cpus = a
             .cpus
             .as_deref()
-            .map(crate::sys::affinity::parse_cpu_list)
-            .transpose()?;
+            .map(crate::sys::affinity::usable_cpu_list)
+            .transpose()
+            .map_err(|e| format!("--cpus: {e}"))?;
         let slots = a.connections.max(1);
         let threads = a
             .threads

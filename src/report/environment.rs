@@ -141,7 +141,7 @@ fn cpus(v: Option<&Value>) -> Option<String> {
         .iter()
         .filter_map(|c| c.as_u64().map(|c| c as usize))
         .collect();
-    Some(cpu_list(&list))
+    Some(crate::sys::affinity::format_cpu_list(&list))
 }
 
 fn pinning(plan: &RunPlan) -> String {
@@ -154,7 +154,7 @@ fn pinning(plan: &RunPlan) -> String {
         if c.is_empty() {
             "any CPU".to_string()
         } else {
-            format!("CPUs {}", cpu_list(c))
+            format!("CPUs {}", crate::sys::affinity::format_cpu_list(c))
         }
     };
     format!(
@@ -164,44 +164,9 @@ fn pinning(plan: &RunPlan) -> String {
     )
 }
 
-/// CPUs as the kernel lists them: `0-3,6`.
-pub fn cpu_list(cpus: &[usize]) -> String {
-    let mut sorted = cpus.to_vec();
-    sorted.sort_unstable();
-    sorted.dedup();
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < sorted.len() {
-        let start = sorted[i];
-        let mut end = start;
-        while i + 1 < sorted.len() && sorted[i + 1] == end + 1 {
-            i += 1;
-            end = sorted[i];
-        }
-        parts.push(if end > start {
-            format!("{start}-{end}")
-        } else {
-            start.to_string()
-        });
-        i += 1;
-    }
-    if parts.is_empty() {
-        "none".into()
-    } else {
-        parts.join(",")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cpu_lists_are_compact() {
-        assert_eq!(cpu_list(&[3, 0, 1, 2, 6]), "0-3,6");
-        assert_eq!(cpu_list(&[1]), "1");
-        assert_eq!(cpu_list(&[]), "none");
-    }
 
     #[test]
     fn missing_fields_are_unknown() {

@@ -289,7 +289,10 @@ fn server_args(
         a.extend(["--nofile".into(), h.to_string()]);
     }
     if !plan.server_cpus.is_empty() {
-        a.extend(["--cpus".into(), cpu_list(&plan.server_cpus)]);
+        a.extend([
+            "--cpus".into(),
+            crate::sys::affinity::format_cpu_list(&plan.server_cpus),
+        ]);
     }
     if instances > 1 {
         a.push("--reuseport".into());
@@ -354,7 +357,7 @@ fn load_plan(
         None => command += &format!(" -m {}", w.message_bytes),
     }
     if let Some(c) = &cpus {
-        command += &format!(" --cpus {}", cpu_list(c));
+        command += &format!(" --cpus {}", crate::sys::affinity::format_cpu_list(c));
     }
     LoadPlan {
         target,
@@ -431,13 +434,6 @@ fn check_tasks(model: &dyn crate::server::Model, connections: usize) -> Result<(
         }
     }
     Ok(())
-}
-
-fn cpu_list(cpus: &[usize]) -> String {
-    cpus.iter()
-        .map(usize::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 /// The first line of a message, without the anyhow chain's line breaks.

@@ -5,6 +5,7 @@
 mod cli;
 mod conformance;
 mod herd;
+mod hostile;
 mod load;
 mod micro;
 mod micro_accept;
@@ -32,9 +33,10 @@ fn main() {
             ));
         }
     }
-    let groups: [(&str, &[(&str, support::Test)]); 9] = [
+    let groups: [(&str, &[(&str, support::Test)]); 10] = [
         ("cli", cli::TESTS),
         ("herd", herd::TESTS),
+        ("hostile", hostile::TESTS),
         ("load", load::TESTS),
         ("micro", micro::TESTS),
         ("micro_accept", micro_accept::TESTS),

@@ -265,3 +265,45 @@ pub fn alive(pid: i32) -> bool {
 pub fn pattern(i: u64) -> u8 {
     (i.wrapping_mul(31) ^ (i >> 9)) as u8
 }
+
+/// What one run of the binary gave.
+#[derive(Debug)]
+pub struct Ran {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Ran {
+    /// Whether the binary panicked (Rust's panic message or exit 101).
+    pub fn panicked(&self) -> bool {
+        self.code == Some(101) || self.stderr.contains("panicked at")
+    }
+}
+
+/// Runs `c10k ARGS…` with `stdin` closed, collecting both outputs, and
+/// kills it if it runs past [`PATIENCE`] (an error, as a hang is).
+pub fn run_c10k(args: &[&str]) -> Result<Ran, String> {
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start c10k: {e}"))?;
+    let collect = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = pipe.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = collect(Box::new(child.stdout.take().ok_or("no stdout")?));
+    let err = collect(Box::new(child.stderr.take().ok_or("no stderr")?));
+    let status = wait_bounded(&mut child).map_err(|e| format!("c10k {}: {e}", args.join(" ")))?;
+    Ok(Ran {
+        code: status.code(),
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    })
+}
