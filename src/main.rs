@@ -102,6 +102,11 @@ fn load(args: &c10k::cli::LoadArgs) -> ExitCode {
         eprintln!("c10k load: {e:#}");
         return ExitCode::from(1);
     }
+    if outcome.report.interrupted {
+        // A cut-short run is not a whole one: the same code as `c10k run`.
+        eprintln!("c10k load: interrupted: the results cover only the part measured");
+        return ExitCode::from(130);
+    }
     if plan.fail_on_error && outcome.report.failures() > 0 {
         return ExitCode::from(4);
     }

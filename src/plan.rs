@@ -120,6 +120,29 @@ mod tests {
     }
 }
 
+/// The least rate any flag accepts: one event per 1,000 s. Below it a
+/// pacing interval is no longer a duration a run could wait out.
+pub const MIN_RATE: f64 = 1e-3;
+
+/// Checks a rate flag (events per second): a finite number from
+/// [`MIN_RATE`] to `max`, so every interval derived from it is a valid
+/// duration and every count derived from it fits.
+pub fn per_second(flag: &str, r: f64, max: f64) -> Result<f64, String> {
+    if r.is_finite() && (MIN_RATE..=max).contains(&r) {
+        Ok(r)
+    } else {
+        // 1e-300 printed in full is 300 digits: extremes in e-notation.
+        let shown = if r.is_finite() && (1e-3..1e12).contains(&r.abs()) {
+            r.to_string()
+        } else {
+            format!("{r:e}")
+        };
+        Err(format!(
+            "{flag} {shown}: must be from {MIN_RATE} (one per 1,000 s) to {max:e} per second"
+        ))
+    }
+}
+
 /// Parses a duration: `10s`, `500ms`, `1.5s`, `2m`, `1h`, `250us`; a bare
 /// number is seconds.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
@@ -247,13 +270,8 @@ impl LoadPlan {
         } else if a.churn {
             Workload::Churn { echo: a.churn_echo }
         } else if let Some(rate) = a.rate {
-            if !(rate.is_finite() && rate > 0.0 && rate <= 1e9) {
-                return Err(format!(
-                    "--rate {rate}: must be above 0 and at most 1e9 per second"
-                ));
-            }
             Workload::Open {
-                rate,
+                rate: per_second("--rate", rate, 1e9)?,
                 depth: a.depth,
             }
         } else {
@@ -276,11 +294,10 @@ impl LoadPlan {
         if timeout < std::time::Duration::from_millis(1) {
             return Err("--timeout must be at least 1ms".into());
         }
-        if let Some(r) = a.connect_rate {
-            if !(r.is_finite() && r > 0.0) {
-                return Err(format!("--connect-rate {r}: must be above 0"));
-            }
-        }
+        let connect_rate = a
+            .connect_rate
+            .map(|r| per_second("--connect-rate", r, 1e9))
+            .transpose()?;
         let sources = match &a.source {
             Some(s) => {
                 crate::client::source::parse_sources(s).map_err(|e| format!("--source: {e}"))?
@@ -317,7 +334,7 @@ impl LoadPlan {
             warmup,
             message_size,
             payload,
-            connect_rate: a.connect_rate,
+            connect_rate,
             linger0: a.linger0,
             timeout,
             sources,

@@ -364,16 +364,24 @@ impl<'a> Engine<'a> {
     /// Starts connects while pacing and the pending cap allow.
     fn open_more(&mut self) {
         while self.next_open < self.conns.len() && self.pending < PENDING_CONNECTS {
-            if let Some(r) = self.rate {
-                let allowed = (self.started.elapsed().as_secs_f64() * r) as u64 + 1;
-                if self.opened >= allowed {
-                    return;
-                }
+            if !self.may_open() {
+                return;
             }
             let i = self.next_open;
             self.next_open += 1;
             self.open(i);
         }
+    }
+
+    /// Whether `--connect-rate` allows another connect now: one at the
+    /// start, then `rate` per second. Saturating: at a rate so high that the
+    /// allowance passes u64, every connect is allowed (a wrapped `+ 1` once
+    /// allowed none, and the loop spun forever).
+    fn may_open(&self) -> bool {
+        self.rate.is_none_or(|r| {
+            let allowed = (self.started.elapsed().as_secs_f64() * r) as u64;
+            self.opened < allowed.saturating_add(1)
+        })
     }
 
     /// How long until pacing allows the next connect (when `more` are
@@ -513,9 +521,12 @@ impl<'a> Engine<'a> {
     }
 
     /// After the window: sends nothing more and collects the echoes still
-    /// owed (they finish after the window, so they are not counted), for a
-    /// moment at most, so that closing sends a FIN rather than a reset of
-    /// unread data, which the server would have to count as an error.
+    /// owed (they finish after the window, so they are not counted), so
+    /// that closing sends a FIN rather than a reset of unread data, which
+    /// the server would have to count as an error. It waits for them as
+    /// the window does, up to `--timeout`: an echo still owed then fails
+    /// its connection as a timeout. So a server that accepts and never
+    /// answers is an error however short the window, not a quiet zero.
     fn drain(&mut self) {
         for c in &mut self.conns {
             c.backlog.clear();
@@ -524,7 +535,8 @@ impl<'a> Engine<'a> {
             }
         }
         self.timers.clear();
-        let deadline = Instant::now() + self.plan.timeout.min(Duration::from_secs(1));
+        // One sweep past the timeout, so the last owed echo is judged.
+        let deadline = Instant::now() + self.plan.timeout + SWEEP;
         while !self.interrupted() {
             let owed = self
                 .conns
@@ -535,6 +547,7 @@ impl<'a> Engine<'a> {
                 break;
             }
             self.poll(Some((deadline - now).min(SWEEP)));
+            self.sweep(Instant::now());
         }
     }
 
@@ -819,11 +832,8 @@ impl<'a> Engine<'a> {
                 {
                     continue;
                 }
-                if let Some(r) = self.rate {
-                    let allowed = (self.started.elapsed().as_secs_f64() * r) as u64 + 1;
-                    if self.opened >= allowed {
-                        break;
-                    }
+                if !self.may_open() {
+                    break;
                 }
                 if self.conns[i].state == State::Done {
                     let id = self.conns[i].id;

@@ -15,7 +15,6 @@ use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::net::IpAddr;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context as _;
@@ -156,9 +155,8 @@ pub fn drive(
     let show = !plan.quiet && plan.process.is_none() && std::io::stderr().is_terminal();
     let mut shared = Shared::new(plan.clone());
     shared.live_progress = show;
-    let interrupted = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupted))
-        .context("installing the Ctrl-C handler")?;
+    let interrupted = crate::sys::signals::interrupt_flag()
+        .context("installing the Ctrl-C and SIGTERM handlers")?;
     let t0 = Instant::now();
     // CPU (this process, the machine, the server) is counted over the
     // measured window only: a snapshot at each end.
@@ -455,7 +453,7 @@ fn assemble(
         ));
     }
     if m.interrupted {
-        warnings.push("interrupted (Ctrl-C): results cover the run so far".into());
+        warnings.push("interrupted (Ctrl-C or SIGTERM): results cover the run so far".into());
     }
     let cpu = m.cpu_user + m.cpu_system;
     // Every event loop, over every process, on the CPUs the client may use.

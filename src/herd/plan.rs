@@ -142,12 +142,7 @@ impl Plan {
                 ms
             }
         };
-        if !(a.rate.is_finite() && a.rate > 0.0 && a.rate <= 1e6) {
-            return Err(format!(
-                "--rate {} is out of range: more than 0 and at most 1000000 connects per second",
-                a.rate
-            ));
-        }
+        crate::plan::per_second("--rate", a.rate, 1e6)?;
         if a.connections == 0 || a.connections > 10_000_000 {
             return Err(format!(
                 "-n {} is out of range: 1 to 10000000 connections per cell",

@@ -21,8 +21,7 @@ pub mod summary;
 pub mod verdict;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use anyhow::Context as _;
 
@@ -60,9 +59,8 @@ pub fn execute(data: &mut RunData) -> anyhow::Result<Finish> {
         results::save_plan(&data.dir, &data.plan)?;
     }
     let mut todo: std::collections::VecDeque<_> = data.remaining().into();
-    let interrupted = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupted))
-        .context("installing the Ctrl-C handler")?;
+    let interrupted = crate::sys::signals::interrupt_flag()
+        .context("installing the Ctrl-C and SIGTERM handlers")?;
     let mut appender = results::Appender::open(&data.dir)?;
     let mut progress = progress::Progress::new(
         data.plan.cells.len(),

@@ -51,6 +51,17 @@ impl Shutdown {
     }
 }
 
+/// A flag set by Ctrl-C (SIGINT) or SIGTERM, for a command that measures:
+/// it ends its measurement, writes what it has (marked interrupted) and
+/// exits 130, instead of dying with nothing written.
+pub fn interrupt_flag() -> io::Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [SIGINT, SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&flag))?;
+    }
+    Ok(flag)
+}
+
 /// In a freshly forked child: restore the default action of the signals the
 /// parent handles, so SIGTERM ends the child instead of writing to the
 /// parent's pipe.

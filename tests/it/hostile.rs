@@ -4,13 +4,23 @@
 //! case asserts the exit code, the one-line message and that nothing
 //! already measured was lost; a panic anywhere fails the case.
 
-use libtest_mimic::Failed;
+use std::process::{Command, Stdio};
 
-use crate::support::{run_c10k, Ran, Test};
+use libtest_mimic::Failed;
+use serde_json::Value;
+
+use crate::misbehave::{Fault, Misbehave};
+use crate::support::{bin, run_c10k, Ran, Test, PATIENCE};
 
 pub const TESTS: &[(&str, Test)] = &[
     ("cpus_this_machine_lacks", cpus_this_machine_lacks),
     ("missing_arguments_are_named", missing_arguments_are_named),
+    ("rates_out_of_range", rates_out_of_range),
+    (
+        "a_server_that_never_answers_fails_the_check",
+        a_server_that_never_answers_fails_the_check,
+    ),
+    ("an_interrupted_load_says_so", an_interrupted_load_says_so),
 ];
 
 /// Runs `c10k ARGS…`; a panic or a hang is a failure whatever the case
@@ -73,5 +83,145 @@ fn missing_arguments_are_named() -> Result<(), Failed> {
         2,
         &["--burst"],
     )?;
+    Ok(())
+}
+
+/// Rates too small to give an interval or too large to count are refused
+/// (they panicked, or spun forever never connecting).
+fn rates_out_of_range() -> Result<(), Failed> {
+    for (flag, value) in [
+        ("-r", "1e-300"),
+        ("--connect-rate", "1e-300"),
+        ("--connect-rate", "1e30"),
+        ("-r", "NaN"),
+        ("-r", "inf"),
+    ] {
+        let r = c10k(&["load", "127.0.0.1:9", flag, value, "-d", "1s"])?;
+        refused(&r, 2, &["rate", "per second"])?;
+    }
+    refused(
+        &c10k(&["herd", "-r", "1e-300"])?,
+        2,
+        &["--rate", "per second"],
+    )?;
+    Ok(())
+}
+
+// ---- wire ----------------------------------------------------------------
+
+/// A temporary directory removed on drop.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let d = std::env::temp_dir().join(format!("c10k-hostile-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("temp dir");
+        Scratch(d)
+    }
+    fn path(&self, f: &str) -> String {
+        self.0.join(f).to_string_lossy().into_owned()
+    }
+    fn json(&self, f: &str) -> Result<Value, Failed> {
+        let text = std::fs::read_to_string(self.path(f)).map_err(|e| format!("{f}: {e}"))?;
+        Ok(serde_json::from_str(&text)?)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A server that accepts and reads but never answers, loaded for less
+/// than `--timeout`: the echoes still owed at the end are waited for up to
+/// the timeout and then fail their connections, so a health check with
+/// `--fail-on-error` exits 4 (it passed with "errors none" before).
+fn a_server_that_never_answers_fails_the_check() -> Result<(), Failed> {
+    let silent = Misbehave::start(Fault::DropBytes { every: 1 });
+    let dir = Scratch::new("silent");
+    let json = dir.path("r.json");
+    let addr = silent.addr.to_string();
+    let args = [
+        "load",
+        &addr,
+        "-c",
+        "3",
+        "-d",
+        "200ms",
+        "--timeout",
+        "500ms",
+        "-q",
+    ];
+    let r = c10k(&[&args[..], &["--fail-on-error", "--json", &json]].concat())?;
+    if r.code != Some(4) || !r.stdout.contains("timeout 3") {
+        return Err(format!("exit {:?}: {}{}", r.code, r.stdout, r.stderr).into());
+    }
+    let j = dir.json("r.json")?;
+    if j["errors"]["timeout"] != 3 || j["messages"] != 0 {
+        return Err(format!("errors {} messages {}", j["errors"], j["messages"]).into());
+    }
+    // Without --fail-on-error the outcome is the same, the exit code 0.
+    let r = c10k(&args)?;
+    if r.code != Some(0) || !r.stdout.contains("timeout 3") {
+        return Err(format!("exit {:?}: {}", r.code, r.stdout).into());
+    }
+    Ok(())
+}
+
+// ---- signals -------------------------------------------------------------
+
+/// Ctrl-C (or SIGTERM) during `c10k load` writes the part measured, marked
+/// interrupted, and exits 130, as `c10k run` does: a script can tell a
+/// cut-short run from a whole one.
+fn an_interrupted_load_says_so() -> Result<(), Failed> {
+    for sig in [rustix::process::Signal::INT, rustix::process::Signal::TERM] {
+        let server = Misbehave::start(Fault::Echo);
+        let dir = Scratch::new("interrupted");
+        let json = dir.path("r.json");
+        let mut child = Command::new(bin())
+            .args([
+                "load",
+                &server.addr.to_string(),
+                "-d",
+                "60s",
+                "-q",
+                "--json",
+                &json,
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        // The signal is sent once echoes flow (bounded: a stuck client
+        // fails the test instead of hanging it).
+        let start = std::time::Instant::now();
+        while server.bytes_in() < 64 * 100 {
+            if start.elapsed() > PATIENCE {
+                let _ = child.kill();
+                return Err("no traffic reached the server".into());
+            }
+            std::thread::yield_now();
+        }
+        let pid = rustix::process::Pid::from_raw(child.id() as i32).ok_or("no pid")?;
+        rustix::process::kill_process(pid, sig)?;
+        let out = child.wait_with_output()?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() != Some(130)
+            || stderr.lines().count() != 1
+            || !stderr.contains("interrupted")
+        {
+            return Err(format!("{sig:?}: exit {:?}, stderr {stderr:?}", out.status.code()).into());
+        }
+        let j = dir.json("r.json")?;
+        if j["interrupted"] != true || j["messages"].as_u64() < Some(1) {
+            return Err(format!(
+                "{sig:?}: interrupted {} messages {}",
+                j["interrupted"], j["messages"]
+            )
+            .into());
+        }
+    }
     Ok(())
 }

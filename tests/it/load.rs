@@ -515,10 +515,12 @@ fn a_slow_server_is_the_limit() -> Result<(), Failed> {
 }
 
 /// A client pinned to one CPU, with far more to do per byte than its
-/// server, is the limit and says so. With 1-byte messages, 4,096 in flight
-/// on each of 50 connections, every 4 KiB the server echoes with one read
-/// and one write is 4,096 checks, records and refills for the client, so
-/// the client always has echoes waiting and runs flat out, while the
+/// server, is the limit and says so. With 1-byte messages, 65,536 in
+/// flight on each of 16 connections, every 64 KiB the server echoes with
+/// one read and one write is 65,536 checks, records and refills for the
+/// client, so the client always has echoes waiting and runs flat out (a
+/// million messages in flight are tens of ms of its work: enough to ride
+/// out the server waiting for its CPU while other tests run), while the
 /// server (on another CPU when there is one) mostly sleeps.
 fn a_saturated_client_is_the_limit() -> Result<(), Failed> {
     let cpus = c10k::sys::affinity::current_cpus();
@@ -538,9 +540,9 @@ fn a_saturated_client_is_the_limit() -> Result<(), Failed> {
         &server.addr.to_string(),
         &[
             "-c",
-            "50",
+            "16",
             "--depth",
-            "4096",
+            "65536",
             "-m",
             "1",
             "-d",
