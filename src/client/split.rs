@@ -198,7 +198,10 @@ pub fn run(
         measured_seconds: 0.0,
         cpu_user: 0.0,
         cpu_system: 0.0,
-        max_rss_kib: sys::process::Usage::of_self().max_rss_kib,
+        // The client's memory is its workers' (added in merge_into): this
+        // coordinating process is not the load generator, and in `c10k
+        // run` it is the runner, whose memory is not the client's.
+        max_rss_kib: 0,
         interrupted: false,
         io: super::report::Syscalls::default(),
         window: Default::default(),

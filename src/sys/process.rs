@@ -158,7 +158,9 @@ impl Usage {
         }
     }
 
-    /// This process, all its threads included.
+    /// This process, all its threads included. The peak is this program
+    /// image's own (`VmHWM`): `ru_maxrss` survives exec, so a child of a
+    /// 300 MiB parent reported that parent's peak as its own.
     pub fn of_self() -> Usage {
         // SAFETY: rusage is plain old data; all-zero is a valid value, and
         // getrusage writes into the live local it is given.
@@ -167,8 +169,22 @@ impl Usage {
         if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
             return Usage::default();
         }
-        Usage::of(&ru)
+        let mut u = Usage::of(&ru);
+        if let Some(kib) = own_peak_rss_kib() {
+            u.max_rss_kib = kib;
+        }
+        u
     }
+}
+
+/// The peak resident set of this process's current image, in KiB
+/// (`VmHWM` in /proc/self/status; reset at exec, unlike `ru_maxrss`).
+fn own_peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
 }
 
 /// Sets `cmd` up so the child is killed when the thread that starts it

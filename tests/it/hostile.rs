@@ -21,6 +21,10 @@ pub const TESTS: &[(&str, Test)] = &[
         a_server_that_never_answers_fails_the_check,
     ),
     ("an_interrupted_load_says_so", an_interrupted_load_says_so),
+    (
+        "the_client_reports_its_own_memory",
+        the_client_reports_its_own_memory,
+    ),
 ];
 
 /// Runs `c10k ARGS…`; a panic or a hang is a failure whatever the case
@@ -222,6 +226,46 @@ fn an_interrupted_load_says_so() -> Result<(), Failed> {
             )
             .into());
         }
+    }
+    Ok(())
+}
+
+// ---- measurements --------------------------------------------------------
+
+/// The client's peak memory is its own: a parent holding 256 MiB made
+/// `ru_maxrss` (which survives exec) report 280 MiB for a 6 MiB client.
+fn the_client_reports_its_own_memory() -> Result<(), Failed> {
+    const HELD: usize = 256 << 20;
+    let mut held = vec![0u8; HELD];
+    for page in held.chunks_mut(4096) {
+        page[0] = 1;
+    }
+    let server = Misbehave::start(Fault::Echo);
+    let dir = Scratch::new("rss");
+    let json = dir.path("r.json");
+    let r = c10k(&[
+        "load",
+        &server.addr.to_string(),
+        "-n",
+        "10",
+        "-q",
+        "--json",
+        &json,
+    ])?;
+    if r.code != Some(0) {
+        return Err(format!("exit {:?}: {}", r.code, r.stderr).into());
+    }
+    let kib = dir.json("r.json")?["client"]["max_rss_kib"]
+        .as_u64()
+        .ok_or("no client.max_rss_kib")?;
+    // Still held while the client ran.
+    std::hint::black_box(&held);
+    if kib == 0 || kib as usize * 1024 >= HELD / 2 {
+        return Err(format!(
+            "client max RSS {kib} KiB while its parent held {} MiB",
+            HELD >> 20
+        )
+        .into());
     }
     Ok(())
 }
