@@ -3,6 +3,20 @@
 
 use clap::{Args, Parser, Subcommand};
 
+/// A clap error as one line: its first paragraph, which names what is
+/// wrong (a missing argument is on the lines after "were not provided:"),
+/// without clap's "error: " prefix, usage and tips.
+pub fn one_line(e: &clap::Error) -> String {
+    let text = e.to_string();
+    let first = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
+    first.trim_start_matches("error: ").to_string()
+}
+
 use crate::server::AcceptMode;
 
 /// c10k: which concurrency model should a network server use? Measured.

@@ -22,17 +22,8 @@ fn main() -> ExitCode {
             ) {
                 e.exit();
             }
-            // Bad input gets one line, not a page: clap's first paragraph,
-            // which names what is wrong (a missing argument is on the
-            // lines after "were not provided:").
-            let text = e.to_string();
-            let first = text
-                .lines()
-                .take_while(|l| !l.trim().is_empty())
-                .map(str::trim)
-                .collect::<Vec<_>>()
-                .join(" ");
-            eprintln!("c10k: {} (see --help)", first.trim_start_matches("error: "));
+            // Bad input gets one line, not a page.
+            eprintln!("c10k: {} (see --help)", c10k::cli::one_line(&e));
             return ExitCode::from(2);
         }
     };

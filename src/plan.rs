@@ -86,6 +86,34 @@ impl ServePlan {
     }
 }
 
+/// `c10k serve` flags each `c10k run` cell sets itself: a `--server-arg`
+/// may not override them (one naming another model was measured and
+/// recorded under the cell's model).
+const CELL_OWNED: [&str; 5] = ["model", "port", "cpus", "bind", "reuseport"];
+
+/// Checks `c10k run --server-arg`s once, with the plan, before any cell
+/// runs: they must be `c10k serve` flags with valid values, and none may
+/// set what each cell sets itself.
+pub fn check_server_args(args: &[String]) -> Result<(), String> {
+    use clap::{parser::ValueSource, Args, FromArgMatches};
+    let cmd = ServeArgs::augment_args(clap::Command::new("serve").no_binary_name(true));
+    let m = cmd
+        .try_get_matches_from(args)
+        .map_err(|e| format!("--server-arg: {}", crate::cli::one_line(&e)))?;
+    if let Some(id) = CELL_OWNED
+        .iter()
+        .find(|id| m.value_source(id) == Some(ValueSource::CommandLine))
+    {
+        return Err(format!(
+            "--server-arg: --{id} is set by each cell (its model, port and CPUs), not by hand"
+        ));
+    }
+    let a = ServeArgs::from_arg_matches(&m).map_err(|e| format!("--server-arg: {e}"))?;
+    ServePlan::from_args(&a)
+        .map(|_| ())
+        .map_err(|e| format!("--server-arg: {e}"))
+}
+
 /// Parses a byte size: `4096`, `16K`, `16KiB`, `1M`, `1MiB`, `1G` (binary
 /// multiples; case does not matter).
 pub fn parse_size(text: &str) -> Result<usize, String> {

@@ -172,6 +172,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         || args.duration.is_some()
         || args.message_size.is_some()
         || !args.server_args.is_empty();
+    crate::plan::check_server_args(&args.server_args)?;
     let cells = matrix::expand(&models, &connections, runs, order);
     Ok(RunPlan {
         version: RESULTS_VERSION,

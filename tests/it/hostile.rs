@@ -17,6 +17,10 @@ pub const TESTS: &[(&str, Test)] = &[
     ("missing_arguments_are_named", missing_arguments_are_named),
     ("rates_out_of_range", rates_out_of_range),
     (
+        "server_args_are_checked_with_the_plan",
+        server_args_are_checked_with_the_plan,
+    ),
+    (
         "a_server_that_never_answers_fails_the_check",
         a_server_that_never_answers_fails_the_check,
     ),
@@ -108,6 +112,39 @@ fn rates_out_of_range() -> Result<(), Failed> {
         2,
         &["--rate", "per second"],
     )?;
+    Ok(())
+}
+
+/// `--server-arg`s are checked once, before any cell: one naming another
+/// model (measured and recorded as the cell's before) or the cell's port or
+/// CPUs is refused, and so is a bad serve flag (which failed every cell and
+/// still exited 0). Nothing is created under `--out`.
+fn server_args_are_checked_with_the_plan() -> Result<(), Failed> {
+    let dir = Scratch::new("server-args");
+    let out = dir.path("out");
+    let run = |arg: &str| {
+        c10k(&[
+            "run", "--models", "epoll", "-c", "2", "--runs", "1", "-d", "100ms", "--out", &out, arg,
+        ])
+    };
+    for (arg, words) in [
+        (
+            "--server-arg=--model=threads",
+            &["--server-arg", "--model", "each cell"][..],
+        ),
+        ("--server-arg=--port=7", &["--server-arg", "--port"][..]),
+        ("--server-arg=--cpus=0", &["--server-arg", "--cpus"][..]),
+        ("--server-arg=--buffer=1", &["--server-arg", "--buffer"][..]),
+        (
+            "--server-arg=--no-such-flag",
+            &["--server-arg", "--no-such-flag"][..],
+        ),
+    ] {
+        refused(&run(arg)?, 2, words)?;
+    }
+    if std::path::Path::new(&out).exists() {
+        return Err(format!("{out} was created by a refused run").into());
+    }
     Ok(())
 }
 
