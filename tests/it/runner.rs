@@ -406,37 +406,36 @@ fn failed_cells() -> Result<(), Failed> {
     // records the cell as failed, with its cause, and goes on. (A bad
     // server flag no longer reaches a cell: it is refused with the plan,
     // see hostile::server_args_are_checked_with_the_plan.)
-    for (arg, want) in [("--server-arg=--max-conns=1", "3 of 4 connections failed")] {
-        let o = run(&[
-            "--models",
-            "poll",
-            "--connections",
-            "4",
-            "--runs",
-            "1",
-            "--duration",
-            "50ms",
-            "--no-report",
-            arg,
-            "--out",
-            out.to_str().unwrap_or("."),
-        ])?;
-        if !o.status.success() {
-            return Err(format!(
-                "{arg}: exit {:?}: {}",
-                o.status.code(),
-                String::from_utf8_lossy(&o.stderr)
-            )
-            .into());
-        }
-        let dir = results_dir(&out)?;
-        let cells = lines(&dir)?;
-        let reason = cells[0]["reason"].as_str().unwrap_or("");
-        if cells.len() != 1 || cells[0]["status"] != "failed" || !reason.contains(want) {
-            return Err(format!("{arg}: {cells:?}").into());
-        }
-        std::fs::remove_dir_all(&dir)?;
+    let (arg, want) = ("--server-arg=--max-conns=1", "3 of 4 connections failed");
+    let o = run(&[
+        "--models",
+        "poll",
+        "--connections",
+        "4",
+        "--runs",
+        "1",
+        "--duration",
+        "50ms",
+        "--no-report",
+        arg,
+        "--out",
+        out.to_str().unwrap_or("."),
+    ])?;
+    if !o.status.success() {
+        return Err(format!(
+            "{arg}: exit {:?}: {}",
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr)
+        )
+        .into());
     }
+    let dir = results_dir(&out)?;
+    let cells = lines(&dir)?;
+    let reason = cells[0]["reason"].as_str().unwrap_or("");
+    if cells.len() != 1 || cells[0]["status"] != "failed" || !reason.contains(want) {
+        return Err(format!("{arg}: {cells:?}").into());
+    }
+    std::fs::remove_dir_all(&dir)?;
     let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }
