@@ -25,7 +25,7 @@ use hdrhistogram::Histogram;
 use rustix::event::epoll::{self, CreateFlags, Event, EventData, EventFlags};
 
 use super::conn::{Conn, Failure, InFlight, Payload, State};
-use super::record::ConnRecord;
+use super::record::{ConnRecord, Records};
 use super::report::Syscalls;
 use super::source::{connect_socket, connected_to_itself};
 use crate::plan::{LoadPlan, Stop, Workload};
@@ -38,6 +38,8 @@ pub const PENDING_CONNECTS: usize = 256;
 const MAX_BACKLOG: usize = 1 << 16;
 /// How often connections are checked for timeouts.
 const SWEEP: Duration = Duration::from_millis(100);
+/// Churn records kept per event loop; later attempts are only counted.
+pub const CHURN_RECORDS: usize = 100_000;
 /// Largest latency recorded: an hour, in nanoseconds.
 const MAX_NS: u64 = 3_600_000_000_000;
 
@@ -171,7 +173,7 @@ pub struct ThreadResult {
     pub send_lag: Histogram<u64>,
     /// Connect start to writable, in ns.
     pub connect: Histogram<u64>,
-    pub records: Vec<ConnRecord>,
+    pub records: Records,
     /// Open loop: sends skipped because the connection was backed up.
     pub missed: u64,
     /// Burst: (start, end of last echo) per round.
@@ -245,7 +247,7 @@ struct Engine<'a> {
     /// Latencies since the last publication to `shared.live`.
     interval: Histogram<u64>,
     last_publish: Instant,
-    records: Vec<ConnRecord>,
+    records: Records,
     missed: u64,
     /// Measured echoes so far, and how many of them `shared.completed`
     /// has been told of.
@@ -312,7 +314,11 @@ impl<'a> Engine<'a> {
             connect: histogram(),
             interval: histogram(),
             last_publish: now,
-            records: Vec::new(),
+            // Churn's records grow with time, not with connections.
+            records: Records::new(match plan.workload {
+                Workload::Churn { .. } => CHURN_RECORDS,
+                _ => usize::MAX,
+            }),
             missed: 0,
             echoed: 0,
             echoed_published: 0,

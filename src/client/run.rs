@@ -45,7 +45,7 @@ pub struct Measured {
     pub uncorrected: Histogram<u64>,
     pub send_lag: Histogram<u64>,
     pub connect: Histogram<u64>,
-    pub records: Vec<ConnRecord>,
+    pub records: super::record::Records,
     pub missed: u64,
     /// Burst: makespan of each round in µs (`None`: not every echo came).
     pub rounds: Vec<Option<f64>>,
@@ -268,7 +268,7 @@ pub fn drive(
         uncorrected: histogram(),
         send_lag: histogram(),
         connect: histogram(),
-        records: Vec::new(),
+        records: super::record::Records::new(usize::MAX),
         missed: 0,
         rounds: Vec::new(),
         connect_seconds: 0.0,
@@ -297,7 +297,7 @@ pub fn drive(
         let _ = m.uncorrected.add(&p.latency_uncorrected);
         let _ = m.send_lag.add(&p.send_lag);
         let _ = m.connect.add(&p.connect);
-        m.records.extend(p.records);
+        m.records.merge(p.records);
         m.missed += p.missed;
         m.io.add(p.io);
         connected_at = connected_at.max(p.connected_at);
@@ -391,18 +391,26 @@ fn assemble(
     started: SystemTime,
     mut warnings: Vec<String>,
 ) -> Outcome {
-    let mut records = m.records;
-    records.sort_by_key(|r| r.id);
     let mut errors: BTreeMap<String, u64> = Failure::ALL
         .iter()
         .map(|f| (f.name().to_string(), 0))
         .collect();
-    for r in &records {
-        if !r.error.is_empty() {
-            *errors.entry(r.error.clone()).or_default() += 1;
-        }
+    for (k, n) in m.records.errors() {
+        *errors.entry(k).or_default() += n;
     }
     let failed = errors.values().sum();
+    let established = m.records.established();
+    let (bytes_sent, bytes_received) = m.records.bytes();
+    if m.records.beyond.count > 0 {
+        warnings.push(format!(
+            "the per-connection records hold the first {} of {} connections (churn keeps at most {} per event loop, so memory stays bounded); every count above covers them all",
+            m.records.kept.len(),
+            m.records.total(),
+            super::engine::CHURN_RECORDS
+        ));
+    }
+    let mut records = m.records.kept;
+    records.sort_by_key(|r| r.id);
     let fairness = matches!(
         plan.workload,
         Workload::Closed { .. } | Workload::Open { .. }
@@ -415,7 +423,6 @@ fn assemble(
             .collect();
         report::Fairness::of(&mut per)
     });
-    let established = records.iter().filter(|r| r.connect_us.is_some()).count() as u64;
     let measured = m.measured_seconds;
     let messages = m.latency.len();
     let per_second = |n: f64| if measured > 0.0 { n / measured } else { 0.0 };
@@ -505,8 +512,8 @@ fn assemble(
             latency_us: Percentiles::of(&m.connect),
         },
         messages,
-        bytes_sent: records.iter().map(|r| r.bytes_sent).sum(),
-        bytes_received: records.iter().map(|r| r.bytes_received).sum(),
+        bytes_sent,
+        bytes_received,
         throughput: report::Throughput {
             messages_per_second: per_second(messages as f64),
             bytes_per_second: per_second((messages * message_bytes as u64) as f64),

@@ -21,7 +21,6 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use super::record::ConnRecord;
 use super::run::{drive, Measured};
 use super::{engine, preflight};
 use crate::plan::{LoadPlan, Workload};
@@ -34,7 +33,7 @@ struct Partial {
     uncorrected: String,
     send_lag: String,
     connect: String,
-    records: Vec<ConnRecord>,
+    records: super::record::Records,
     missed: u64,
     connect_seconds: f64,
     measured_seconds: f64,
@@ -89,7 +88,7 @@ impl Partial {
         m.uncorrected.add(decode(&self.uncorrected)?).ok();
         m.send_lag.add(decode(&self.send_lag)?).ok();
         m.connect.add(decode(&self.connect)?).ok();
-        m.records.extend(self.records);
+        m.records.merge(self.records);
         m.missed += self.missed;
         m.connect_seconds = m.connect_seconds.max(self.connect_seconds);
         m.measured_seconds = m.measured_seconds.max(self.measured_seconds);
@@ -191,7 +190,7 @@ pub fn run(
         uncorrected: engine::histogram(),
         send_lag: engine::histogram(),
         connect: engine::histogram(),
-        records: Vec::new(),
+        records: super::record::Records::new(usize::MAX),
         missed: 0,
         rounds: Vec::new(),
         connect_seconds: 0.0,

@@ -29,6 +29,10 @@ pub const TESTS: &[(&str, Test)] = &[
         "the_client_reports_its_own_memory",
         the_client_reports_its_own_memory,
     ),
+    (
+        "churn_against_a_refusing_port_stays_bounded",
+        churn_against_a_refusing_port_stays_bounded,
+    ),
 ];
 
 /// Runs `c10k ARGS…`; a panic or a hang is a failure whatever the case
@@ -301,6 +305,54 @@ fn the_client_reports_its_own_memory() -> Result<(), Failed> {
         return Err(format!(
             "client max RSS {kib} KiB while its parent held {} MiB",
             HELD >> 20
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// Churn against a port that refuses makes an attempt every few µs; the
+/// records kept are capped per event loop while every count covers every
+/// attempt (it kept ~160 bytes per attempt, ~4 GiB in ten minutes).
+fn churn_against_a_refusing_port_stays_bounded() -> Result<(), Failed> {
+    let refusing = Misbehave::start(Fault::Refuse);
+    let dir = Scratch::new("churn");
+    let (json, csv) = (dir.path("r.json"), dir.path("c.csv"));
+    let addr = refusing.addr.to_string();
+    let r = c10k(&[
+        "load",
+        &addr,
+        "--churn",
+        "-c",
+        "50",
+        "-d",
+        "2s",
+        "--threads",
+        "1",
+        "-q",
+        "--json",
+        &json,
+        "--per-connection-csv",
+        &csv,
+    ])?;
+    if r.code != Some(0) {
+        return Err(format!("exit {:?}: {}", r.code, r.stderr).into());
+    }
+    let j = dir.json("r.json")?;
+    let failed = j["connections"]["failed"]
+        .as_u64()
+        .ok_or("no failed count")?;
+    let rows = std::fs::read_to_string(&csv)?.lines().count() as u64 - 1;
+    let cap = c10k::client::engine::CHURN_RECORDS as u64;
+    let capped = j["warnings"].to_string().contains("hold the first");
+    if j["errors"]["refused"] != failed
+        || failed == 0
+        || rows != failed.min(cap)
+        || capped != (failed > cap)
+    {
+        return Err(format!(
+            "failed {failed}, rows {rows}, errors {}, warnings {}",
+            j["errors"], j["warnings"]
         )
         .into());
     }
