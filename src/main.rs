@@ -98,6 +98,8 @@ fn load(args: &c10k::cli::LoadArgs) -> ExitCode {
         }
     };
     print!("{}", outcome.report.summary());
+    // Out before any output is written, which may be to /dev/stdout.
+    let _ = std::io::stdout().flush();
     if let Err(e) = c10k::client::run::write_outputs(&plan, &outcome) {
         eprintln!("c10k load: {e:#}");
         return ExitCode::from(1);
@@ -258,6 +260,8 @@ fn bench(
         }
         print!("{}", t.to_text());
     }
+    // Out before the JSON is written, which may be to /dev/stdout.
+    let _ = std::io::stdout().flush();
     if let Some(path) = json {
         if let Err(e) = c10k::export::write_json(&path, &out.json) {
             eprintln!("c10k {name}: cannot write {}: {e}", path.display());
