@@ -61,7 +61,11 @@ fn main() -> ExitCode {
         Command::Load(args) => load(&args),
         Command::Run(args) => run(&args),
         Command::Report(args) => report(&args.dir),
-        Command::Micro(cmd) => bench("micro", c10k::micro::run(&cmd), micro_json(&cmd)),
+        Command::Micro(cmd) => bench(
+            "micro",
+            c10k::micro::run(&cmd),
+            c10k::micro::json_path(&cmd).map(Into::into),
+        ),
         Command::Herd(args) => bench("herd", c10k::herd::run(&args), args.output.json.clone()),
         Command::Models => {
             for m in server::MODELS {
@@ -224,15 +228,6 @@ fn report(dir: &std::path::Path) -> ExitCode {
             eprintln!("c10k report: {e:#}");
             ExitCode::from(1)
         }
-    }
-}
-
-fn micro_json(cmd: &c10k::cli::MicroCommand) -> Option<std::path::PathBuf> {
-    use c10k::cli::MicroCommand::*;
-    match cmd {
-        Spawn(a) => a.output.json.clone(),
-        Dispatch(a) => a.output.json.clone(),
-        Accept(a) => a.output.json.clone(),
     }
 }
 
