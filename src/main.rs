@@ -52,7 +52,11 @@ fn main() -> ExitCode {
         Command::Load(args) => load(&args),
         Command::Run(args) => run(&args),
         Command::Report(args) => report(&args.dir),
-        Command::Micro(cmd) => bench("micro", c10k::micro::run(&cmd), micro_json(&cmd)),
+        Command::Micro(cmd) => bench(
+            "micro",
+            c10k::micro::run(&cmd),
+            c10k::micro::json_path(&cmd).map(Into::into),
+        ),
         Command::Herd(args) => bench("herd", c10k::herd::run(&args), args.output.json.clone()),
         Command::Models => {
             for m in server::MODELS {
@@ -89,6 +93,8 @@ fn load(args: &c10k::cli::LoadArgs) -> ExitCode {
         }
     };
     print!("{}", outcome.report.summary());
+    // Out before any output is written, which may be to /dev/stdout.
+    let _ = std::io::stdout().flush();
     if let Err(e) = c10k::client::run::write_outputs(&plan, &outcome) {
         eprintln!("c10k load: {e:#}");
         return ExitCode::from(1);
@@ -221,15 +227,6 @@ fn report(dir: &std::path::Path) -> ExitCode {
     }
 }
 
-fn micro_json(cmd: &c10k::cli::MicroCommand) -> Option<std::path::PathBuf> {
-    use c10k::cli::MicroCommand::*;
-    match cmd {
-        Spawn(a) => a.output.json.clone(),
-        Dispatch(a) => a.output.json.clone(),
-        Accept(a) => a.output.json.clone(),
-    }
-}
-
 /// A micro-benchmark's or the herd's tables, and its JSON when asked.
 fn bench(
     name: &str,
@@ -254,6 +251,8 @@ fn bench(
         }
         print!("{}", t.to_text());
     }
+    // Out before the JSON is written, which may be to /dev/stdout.
+    let _ = std::io::stdout().flush();
     if let Some(path) = json {
         if let Err(e) = c10k::export::write_json(&path, &out.json) {
             eprintln!("c10k {name}: cannot write {}: {e}", path.display());

@@ -352,6 +352,15 @@ impl LoadPlan {
         if threads == 0 || threads > 1024 {
             return Err(format!("--threads {threads}: must be from 1 to 1024"));
         }
+        // Checked before anything is measured, so a run is not thrown
+        // away at the end for a path that could never be written.
+        for (flag, path) in [
+            ("--json", &a.json),
+            ("--per-connection-csv", &a.per_connection_csv),
+            ("--hdr", &a.hdr),
+        ] {
+            crate::export::target::check_flag(flag, path.as_deref())?;
+        }
         Ok(LoadPlan {
             target,
             connections: a.connections,

@@ -1,11 +1,13 @@
-//! Writing results: JSON, CSV and HdrHistogram logs. Every file is written
-//! to a temporary name beside it and renamed into place, so a reader (or a
-//! run that is killed) never sees half a file.
+//! Writing results: JSON, CSV and HdrHistogram logs, each through
+//! [`target::write`]: a file is written to a temporary name beside it and
+//! renamed into place, so a reader (or a run that is killed) never sees half
+//! a file; a symlink, a device or a FIFO is written as what it is.
 
 pub mod results;
 pub mod table;
+pub mod target;
 
-use std::io::{self, Write};
+use std::io;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
@@ -14,37 +16,11 @@ use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-/// Writes `bytes` to `path` atomically.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file path"))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
-
 /// Pretty JSON.
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
     let mut text = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
     text.push(b'\n');
-    write_atomic(path, &text)
+    target::write(path, &text)
 }
 
 /// CSV with a header row from the field names.
@@ -56,7 +32,7 @@ pub fn write_csv<T: Serialize>(path: &Path, rows: &[T]) -> io::Result<()> {
     let bytes = w
         .into_inner()
         .map_err(|e| io::Error::other(e.to_string()))?;
-    write_atomic(path, &bytes)
+    target::write(path, &bytes)
 }
 
 /// One histogram (values in nanoseconds) as an HdrHistogram interval log,
@@ -82,23 +58,5 @@ pub fn write_hdr(
                 .map_err(|e| io::Error::other(format!("{e:?}")))?;
         }
     }
-    write_atomic(path, &out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn atomic_write_replaces_the_file() {
-        let dir = std::env::temp_dir().join(format!("c10k-export-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("x.json");
-        write_atomic(&p, b"one").unwrap();
-        write_atomic(&p, b"two").unwrap();
-        assert_eq!(std::fs::read(&p).unwrap(), b"two");
-        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
-        assert_eq!(left.len(), 1, "temporary files left behind");
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
+    target::write(path, &out)
 }

@@ -17,7 +17,7 @@ pub fn write_all(data: &RunData, tables: &[Table], report: bool) -> anyhow::Resu
     let dir = &data.dir;
     let mut written = Vec::new();
     let csv = dir.join("results.csv");
-    super::write_atomic(&csv, &csv_bytes(data)?)
+    super::target::write(&csv, &csv_bytes(data)?)
         .with_context(|| format!("cannot write {}", csv.display()))?;
     written.push(csv);
     let json = dir.join("results.json");
@@ -48,7 +48,7 @@ pub fn write_all(data: &RunData, tables: &[Table], report: bool) -> anyhow::Resu
     .with_context(|| format!("cannot write {}", json.display()))?;
     written.push(json);
     let md = dir.join("results.md");
-    super::write_atomic(&md, markdown(data, tables).as_bytes())
+    super::target::write(&md, markdown(data, tables).as_bytes())
         .with_context(|| format!("cannot write {}", md.display()))?;
     written.push(md);
     if report {

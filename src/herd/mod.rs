@@ -73,7 +73,7 @@ pub fn run(args: &HerdArgs) -> Result<Output, BenchError> {
     if let Some(path) = &plan.svg {
         let methods: Vec<&str> = plan.methods.iter().map(|m| m.name()).collect();
         let svg = chart::svg(&rows, &methods, &plan.workers)?;
-        crate::export::write_atomic(path, svg.as_bytes())
+        crate::export::target::write(path, svg.as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(Output {

@@ -152,12 +152,8 @@ impl Plan {
         if a.runs == 0 || a.runs > 1000 {
             return Err(format!("--runs {} is out of range: 1 to 1000", a.runs));
         }
-        for path in [a.svg.as_deref(), a.output.json.as_deref()]
-            .into_iter()
-            .flatten()
-        {
-            check_dir(path)?;
-        }
+        crate::export::target::check_flag("--svg", a.svg.as_deref())?;
+        crate::export::target::check_flag("--json", a.output.json.as_deref())?;
         let most = workers.last().copied().unwrap_or(1);
         check_processes(most)?;
         let nofile = raise_nofile();
@@ -193,24 +189,6 @@ impl Plan {
             backlog,
             svg: a.svg.clone(),
         })
-    }
-}
-
-/// An output file's directory must exist before the run, so the results
-/// are not lost at the end.
-fn check_dir(path: &Path) -> Result<(), String> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    if dir.is_dir() {
-        Ok(())
-    } else {
-        Err(format!(
-            "cannot write {}: {} is not a directory",
-            path.display(),
-            dir.display()
-        ))
     }
 }
 

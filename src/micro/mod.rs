@@ -40,11 +40,21 @@ pub(crate) fn runs(n: usize) -> String {
     }
 }
 
-/// Runs the micro-benchmark `cmd` names.
+/// Runs the micro-benchmark `cmd` names, its `--json` path checked first.
 pub fn run(cmd: &MicroCommand) -> Result<Output, BenchError> {
+    crate::export::target::check_flag("--json", json_path(cmd)).map_err(BenchError::Usage)?;
     match cmd {
         MicroCommand::Spawn(a) => spawn::run(a),
         MicroCommand::Dispatch(a) => dispatch::run(a),
         MicroCommand::Accept(a) => accept::run(a),
+    }
+}
+
+/// Where `cmd` writes its JSON, when asked to.
+pub fn json_path(cmd: &MicroCommand) -> Option<&std::path::Path> {
+    match cmd {
+        MicroCommand::Spawn(a) => a.output.json.as_deref(),
+        MicroCommand::Dispatch(a) => a.output.json.as_deref(),
+        MicroCommand::Accept(a) => a.output.json.as_deref(),
     }
 }

@@ -50,7 +50,7 @@ pub fn render(data: &RunData) -> anyhow::Result<String> {
 pub fn write(data: &RunData) -> anyhow::Result<PathBuf> {
     let html = render(data)?;
     let path = data.dir.join("report.html");
-    crate::export::write_atomic(&path, html.as_bytes())
+    crate::export::target::write(&path, html.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(path)
 }

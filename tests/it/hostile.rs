@@ -4,13 +4,15 @@
 //! case asserts the exit code, the one-line message and that nothing
 //! already measured was lost; a panic anywhere fails the case.
 
+use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use libtest_mimic::Failed;
 use serde_json::Value;
 
 use crate::misbehave::{Fault, Misbehave};
-use crate::support::{bin, run_c10k, Ran, Test, PATIENCE};
+use crate::support::{bin, run_c10k, Ran, Server, Started, Test, PATIENCE};
 
 pub const TESTS: &[(&str, Test)] = &[
     ("cpus_this_machine_lacks", cpus_this_machine_lacks),
@@ -32,6 +34,26 @@ pub const TESTS: &[(&str, Test)] = &[
     (
         "churn_against_a_refusing_port_stays_bounded",
         churn_against_a_refusing_port_stays_bounded,
+    ),
+    (
+        "an_output_in_a_missing_directory_is_refused_before_connecting",
+        an_output_in_a_missing_directory_is_refused_before_connecting,
+    ),
+    (
+        "a_read_only_output_is_refused_before_measuring",
+        a_read_only_output_is_refused_before_measuring,
+    ),
+    (
+        "an_output_through_a_symlink_keeps_the_link",
+        an_output_through_a_symlink_keeps_the_link,
+    ),
+    (
+        "outputs_to_devices_are_written_in_place",
+        outputs_to_devices_are_written_in_place,
+    ),
+    (
+        "micro_and_herd_outputs_are_checked_before_measuring",
+        micro_and_herd_outputs_are_checked_before_measuring,
     ),
 ];
 
@@ -124,7 +146,7 @@ fn rates_out_of_range() -> Result<(), Failed> {
 /// CPUs is refused, and so is a bad serve flag (which failed every cell and
 /// still exited 0). Nothing is created under `--out`.
 fn server_args_are_checked_with_the_plan() -> Result<(), Failed> {
-    let dir = Scratch::new("server-args");
+    let dir = Scratch::new("server-args")?;
     let out = dir.path("out");
     let run = |arg: &str| {
         c10k(&[
@@ -154,38 +176,13 @@ fn server_args_are_checked_with_the_plan() -> Result<(), Failed> {
 
 // ---- wire ----------------------------------------------------------------
 
-/// A temporary directory removed on drop.
-struct Scratch(std::path::PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let d = std::env::temp_dir().join(format!("c10k-hostile-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).expect("temp dir");
-        Scratch(d)
-    }
-    fn path(&self, f: &str) -> String {
-        self.0.join(f).to_string_lossy().into_owned()
-    }
-    fn json(&self, f: &str) -> Result<Value, Failed> {
-        let text = std::fs::read_to_string(self.path(f)).map_err(|e| format!("{f}: {e}"))?;
-        Ok(serde_json::from_str(&text)?)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// A server that accepts and reads but never answers, loaded for less
 /// than `--timeout`: the echoes still owed at the end are waited for up to
 /// the timeout and then fail their connections, so a health check with
 /// `--fail-on-error` exits 4 (it passed with "errors none" before).
 fn a_server_that_never_answers_fails_the_check() -> Result<(), Failed> {
     let silent = Misbehave::start(Fault::DropBytes { every: 1 });
-    let dir = Scratch::new("silent");
+    let dir = Scratch::new("silent")?;
     let json = dir.path("r.json");
     let addr = silent.addr.to_string();
     let args = [
@@ -223,7 +220,7 @@ fn a_server_that_never_answers_fails_the_check() -> Result<(), Failed> {
 fn an_interrupted_load_says_so() -> Result<(), Failed> {
     for sig in [rustix::process::Signal::INT, rustix::process::Signal::TERM] {
         let server = Misbehave::start(Fault::Echo);
-        let dir = Scratch::new("interrupted");
+        let dir = Scratch::new("interrupted")?;
         let json = dir.path("r.json");
         let mut child = Command::new(bin())
             .args([
@@ -282,7 +279,7 @@ fn the_client_reports_its_own_memory() -> Result<(), Failed> {
         page[0] = 1;
     }
     let server = Misbehave::start(Fault::Echo);
-    let dir = Scratch::new("rss");
+    let dir = Scratch::new("rss")?;
     let json = dir.path("r.json");
     let r = c10k(&[
         "load",
@@ -316,7 +313,7 @@ fn the_client_reports_its_own_memory() -> Result<(), Failed> {
 /// attempt (it kept ~160 bytes per attempt, ~4 GiB in ten minutes).
 fn churn_against_a_refusing_port_stays_bounded() -> Result<(), Failed> {
     let refusing = Misbehave::start(Fault::Refuse);
-    let dir = Scratch::new("churn");
+    let dir = Scratch::new("churn")?;
     let (json, csv) = (dir.path("r.json"), dir.path("c.csv"));
     let addr = refusing.addr.to_string();
     let r = c10k(&[
@@ -353,6 +350,246 @@ fn churn_against_a_refusing_port_stays_bounded() -> Result<(), Failed> {
         return Err(format!(
             "failed {failed}, rows {rows}, errors {}, warnings {}",
             j["errors"], j["warnings"]
+        )
+        .into());
+    }
+    Ok(())
+}
+
+// ---- output paths ------------------------------------------------------
+
+/// A fresh directory for one case, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Result<Scratch, Failed> {
+        let dir = std::env::temp_dir().join(format!("c10k-hostile-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)?;
+        Ok(Scratch(dir))
+    }
+
+    /// `name` inside the directory, as an argument.
+    fn path(&self, name: &str) -> String {
+        self.0.join(name).to_string_lossy().into_owned()
+    }
+
+    /// `name` inside the directory, read as JSON.
+    fn json(&self, name: &str) -> Result<Value, Failed> {
+        let text = std::fs::read_to_string(self.path(name)).map_err(|e| format!("{name}: {e}"))?;
+        Ok(serde_json::from_str(&text)?)
+    }
+
+    /// The names in the directory, sorted (a temporary file left behind
+    /// shows here).
+    fn names(&self) -> Result<Vec<String>, Failed> {
+        let mut v = Vec::new();
+        for e in std::fs::read_dir(&self.0)? {
+            v.push(e?.file_name().to_string_lossy().into_owned());
+        }
+        v.sort();
+        Ok(v)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn epoll() -> Result<Server, Failed> {
+    match Server::start(&["--model".into(), "epoll".into()])? {
+        Started::Running(s) => Ok(s),
+        Started::Unsupported(r) => Err(r.into()),
+    }
+}
+
+/// Stops `server` and fails unless it accepted exactly `want` connections.
+fn served(server: Server, want: u64) -> Result<(), Failed> {
+    let (_, summary) = server.stop()?;
+    if summary.connections != want {
+        return Err(format!(
+            "the server accepted {} connections, expected {want}",
+            summary.connections
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// `c10k load ADDR -c 1 -n 10 -q` and more flags.
+fn tiny_load(server: &Server, more: &[&str]) -> Result<Ran, Failed> {
+    let addr = server.addr.to_string();
+    c10k(&[&["load", &addr, "-c", "1", "-n", "10", "-q"][..], more].concat())
+}
+
+/// Every output of `load` whose directory does not exist is refused with
+/// exit 2 and one line naming the flag and the directory, before a single
+/// connection is made.
+fn an_output_in_a_missing_directory_is_refused_before_connecting() -> Result<(), Failed> {
+    let d = Scratch::new("missing-dir")?;
+    let server = epoll()?;
+    let path = d.path("missing/r.out");
+    let dir = d.path("missing");
+    for flag in ["--json", "--per-connection-csv", "--hdr"] {
+        let ran = tiny_load(&server, &[flag, &path])?;
+        refused(
+            &ran,
+            2,
+            &[
+                "c10k load:",
+                &format!("{flag} {path}:"),
+                &format!("directory {dir} does not exist"),
+            ],
+        )?;
+        if !ran.stdout.is_empty() {
+            return Err(format!("{flag}: printed a summary: {}", ran.stdout).into());
+        }
+    }
+    served(server, 0)
+}
+
+/// A file with no write bit is refused before measuring, even for root
+/// (for whom access(2) always says yes), and is left as it was.
+fn a_read_only_output_is_refused_before_measuring() -> Result<(), Failed> {
+    let d = Scratch::new("read-only")?;
+    let path = d.path("r.json");
+    std::fs::write(&path, b"keep me")?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444))?;
+    let server = epoll()?;
+    refused(
+        &tiny_load(&server, &["--json", &path])?,
+        2,
+        &[&format!("--json {path}:"), "read-only (mode 0444)"],
+    )?;
+    served(server, 0)?;
+    if std::fs::read(&path)? != b"keep me" {
+        return Err("the read-only file was changed".into());
+    }
+    let mode = std::fs::metadata(&path)?.permissions().mode() & 0o7777;
+    if mode != 0o444 {
+        return Err(format!("the read-only file's mode became {mode:04o}").into());
+    }
+    Ok(())
+}
+
+/// `--json LINK` writes the file the link leads to (keeping its mode) and
+/// leaves the link a link, with no temporary file left beside either.
+fn an_output_through_a_symlink_keeps_the_link() -> Result<(), Failed> {
+    let d = Scratch::new("symlink")?;
+    std::fs::create_dir(d.0.join("real"))?;
+    let real = d.0.join("real/r.json");
+    std::fs::write(&real, b"old")?;
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o640))?;
+    let link = d.0.join("link.json");
+    std::os::unix::fs::symlink("real/r.json", &link)?;
+    let server = epoll()?;
+    let ran = tiny_load(&server, &["--json", &d.path("link.json")])?;
+    served(server, 1)?;
+    if ran.code != Some(0) {
+        return Err(format!("exit {:?}: {}", ran.code, ran.stderr).into());
+    }
+    if !std::fs::symlink_metadata(&link)?.file_type().is_symlink() {
+        return Err("the symlink was replaced".into());
+    }
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&real)?)?;
+    if v["schema_version"].is_null() {
+        return Err(format!("the link's target is not the results: {v}").into());
+    }
+    let mode = std::fs::metadata(&real)?.permissions().mode() & 0o7777;
+    if mode != 0o640 {
+        return Err(format!("the target's mode 0640 became {mode:04o}").into());
+    }
+    let names = d.names()?;
+    let inside: Vec<_> = std::fs::read_dir(d.0.join("real"))?.collect();
+    if names != ["link.json", "real"] || inside.len() != 1 {
+        return Err(format!("files left behind: {names:?}, {} in real/", inside.len()).into());
+    }
+    Ok(())
+}
+
+/// `--json /dev/null` and `--json /dev/stdout` are written as the device
+/// or pipe they are: the results arrive and /dev is untouched; a write that
+/// fails after the check (/dev/full) is exit 1 after the summary.
+fn outputs_to_devices_are_written_in_place() -> Result<(), Failed> {
+    let server = epoll()?;
+    let ran = tiny_load(&server, &["--json", "/dev/null", "--hdr", "/dev/null"])?;
+    if ran.code != Some(0) {
+        return Err(format!("/dev/null: exit {:?}: {}", ran.code, ran.stderr).into());
+    }
+    // Through the /dev/stdout symlink to this test's pipe.
+    let ran = tiny_load(&server, &["--json", "/dev/stdout"])?;
+    if ran.code != Some(0) || !ran.stdout.contains("\"schema_version\"") {
+        return Err(format!(
+            "/dev/stdout: exit {:?}: {}{}",
+            ran.code, ran.stdout, ran.stderr
+        )
+        .into());
+    }
+    // A device that passes the check but fails the write (ENOSPC): the
+    // summary is printed first, then one line saying which output failed.
+    let full = tiny_load(&server, &["--json", "/dev/full"])?;
+    refused(&full, 1, &["cannot write JSON /dev/full"])?;
+    if !full.stdout.contains("round trips/s") {
+        return Err(format!("/dev/full: no summary before the failure: {}", full.stdout).into());
+    }
+    served(server, 3)?;
+    if !std::fs::symlink_metadata("/dev/null")?
+        .file_type()
+        .is_char_device()
+    {
+        return Err("/dev/null is no longer a character device".into());
+    }
+    if !std::fs::symlink_metadata("/dev/stdout")?
+        .file_type()
+        .is_symlink()
+    {
+        return Err("/dev/stdout is no longer a symlink".into());
+    }
+    Ok(())
+}
+
+/// A micro-benchmark's and the herd's outputs are checked before anything
+/// is measured: exit 2, one line, no table.
+fn micro_and_herd_outputs_are_checked_before_measuring() -> Result<(), Failed> {
+    let d = Scratch::new("micro")?;
+    let path = d.path("missing/x.json");
+    let dir = d.path("missing");
+    let micro = [
+        "micro", "dispatch", "--fds", "10", "--calls", "10", "--runs", "1",
+    ];
+    let herd = [
+        "herd",
+        "-w",
+        "1",
+        "-n",
+        "1",
+        "--runs",
+        "1",
+        "--methods",
+        "epoll",
+    ];
+    for (cmd, flag) in [(&micro[..], "--json"), (&herd, "--json"), (&herd, "--svg")] {
+        let ran = c10k(&[cmd, &[flag, &path]].concat())?;
+        refused(
+            &ran,
+            2,
+            &[
+                &format!("{flag} {path}:"),
+                &format!("directory {dir} does not exist"),
+            ],
+        )?;
+        if !ran.stdout.is_empty() {
+            return Err(format!("{cmd:?} measured: {}", ran.stdout).into());
+        }
+    }
+    let dev = Path::new("/dev/null");
+    let ran = c10k(&[&micro[..], &["--json", "/dev/null"]].concat())?;
+    if ran.code != Some(0) || !std::fs::symlink_metadata(dev)?.file_type().is_char_device() {
+        return Err(format!(
+            "micro --json /dev/null: exit {:?}: {}",
+            ran.code, ran.stderr
         )
         .into());
     }
