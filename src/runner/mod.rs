@@ -12,6 +12,7 @@ pub mod auto;
 pub mod bench;
 pub mod cell;
 pub mod execute;
+pub mod identity;
 pub mod matrix;
 pub mod memory;
 pub mod progress;
