@@ -13,6 +13,7 @@ pub mod bench;
 pub mod cell;
 pub mod execute;
 pub mod identity;
+pub mod lock;
 pub mod matrix;
 pub mod memory;
 pub mod progress;
