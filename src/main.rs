@@ -120,16 +120,23 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let command = std::env::args().collect::<Vec<_>>().join(" ");
-    let mut data = match &args.resume {
-        Some(dir) => match runner::results::load(dir) {
-            Ok(d) => {
+    // Taken before anything is read or run, the appender holds the
+    // directory's lock until this function returns: a second run on the
+    // same directory is refused (exit 2: nothing ran, as for any request
+    // that cannot be done as given).
+    let (mut data, mut appender) = match &args.resume {
+        Some(dir) => match runner::resume(dir) {
+            Ok(r) => {
+                if let Some(repair) = r.repaired {
+                    eprintln!("c10k run: {repair}");
+                }
                 eprintln!(
                     "c10k run: resuming {}: {} of {} cells recorded",
                     dir.display(),
-                    d.cells.len(),
-                    d.plan.cells.len()
+                    r.data.cells.len(),
+                    r.data.plan.cells.len()
                 );
-                d
+                (r.data, r.appender)
             }
             Err(e) => {
                 eprintln!("c10k run: {e:#}");
@@ -148,13 +155,14 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
                 Ok(d) => d,
                 Err(e) => {
                     eprintln!("c10k run: {e:#}");
-                    return ExitCode::from(1);
+                    let in_use = e.downcast_ref::<runner::lock::InUse>().is_some();
+                    return ExitCode::from(if in_use { 2 } else { 1 });
                 }
             }
         }
     };
     eprint!("{}", runner::intro(&data));
-    let finish = runner::execute(&mut data);
+    let finish = runner::execute(&mut data, &mut appender);
     // Whatever happened, what was measured is written out.
     let written = c10k::export::results::write_all(&data, &all_tables(&data), !args.no_report);
     // Written with errors ignored: `c10k run | head` must not turn a
@@ -204,27 +212,39 @@ fn all_tables(data: &c10k::runner::results::RunData) -> Vec<c10k::export::table:
     t
 }
 
-/// `c10k report DIR`: the exports and report.html again.
+/// `c10k report DIR`: the exports and report.html again, from the results
+/// of the plan. Every line of results.jsonl that is not one is named on
+/// stderr, and makes the exit 1 (the report lacks it), except a partial
+/// last line alone: the trace of a run killed mid-write, which lost only
+/// the cell it was writing (a warning, exit 0).
 fn report(dir: &std::path::Path) -> ExitCode {
-    let data = match c10k::runner::results::load(dir) {
+    let (data, problems) = match c10k::runner::results::load(dir) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("c10k report: {e:#}");
             return ExitCode::from(2);
         }
     };
+    for p in &problems {
+        eprintln!("c10k report: {p}");
+    }
+    let mut code = if problems.iter().all(|p| p.is_partial()) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    };
     match c10k::export::results::write_all(&data, &all_tables(&data), true) {
         Ok(paths) => {
             for p in paths {
                 println!("wrote {}", p.display());
             }
-            ExitCode::SUCCESS
         }
         Err(e) => {
             eprintln!("c10k report: {e:#}");
-            ExitCode::from(1)
+            code = ExitCode::from(1);
         }
     }
+    code
 }
 
 /// A micro-benchmark's or the herd's tables, and its JSON when asked.

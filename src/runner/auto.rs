@@ -274,6 +274,7 @@ mod tests {
                 time_seconds: t,
                 ..Default::default()
             }),
+            plan: None,
         }
     }
 

@@ -112,6 +112,12 @@ pub struct CellResult {
     /// A micro-benchmark cell's figures (no server, no load).
     #[serde(default)]
     pub bench: Option<BenchFigures>,
+    /// The plan's settings the cell was measured under
+    /// ([`super::identity::settings`]), so that no other plan takes it
+    /// for one of its own; absent in records written before they carried
+    /// them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<serde_json::Value>,
 }
 
 /// What one micro-benchmark cell measured, in the units of [`Metrics`].

@@ -57,6 +57,7 @@ pub fn run_cell(plan: &RunPlan, spec: &CellSpec, dir: &Path) -> Ended {
             None
         },
         bench: None,
+        plan: Some(super::identity::settings(plan)),
     };
     let outcome = match plan.bench {
         Some(b) => super::bench::measure(b, plan, spec, &mut result).map_err(|t| match t {

@@ -3,7 +3,9 @@
 //! own process, waits for READY, measures it with the load generator, stops
 //! and reaps it, and appends one line to `results.jsonl` at once
 //! ([`execute`], [`results`]). Ctrl-C ends the run between cells, the cell
-//! in progress unrecorded, and `--resume` finishes it later. With `--runs
+//! in progress unrecorded, and `--resume` finishes it later. A run holds
+//! its directory's lock from start to exit ([`lock`]), and a resume takes
+//! only the results of the plan it finishes ([`identity`]). With `--runs
 //! auto` the plan grows as cells settle or not ([`auto`]). At the end:
 //! the ranking with ties ([`summary`]), memory per connection as slopes
 //! ([`memory`]) and the verdict ([`verdict`]).
@@ -12,6 +14,8 @@ pub mod auto;
 pub mod bench;
 pub mod cell;
 pub mod execute;
+pub mod identity;
+pub mod lock;
 pub mod matrix;
 pub mod memory;
 pub mod progress;
@@ -37,31 +41,76 @@ pub enum Finish {
     },
 }
 
-/// Starts a new run of `plan` in a fresh directory under `out`.
-pub fn create(plan: matrix::RunPlan, out: &Path) -> anyhow::Result<RunData> {
+/// Starts a new run of `plan` in a fresh directory under `out`; the
+/// appender holds the directory's lock.
+pub fn create(plan: matrix::RunPlan, out: &Path) -> anyhow::Result<(RunData, results::Appender)> {
     let dir = out.join(format!("{}-{}", plan.experiment, timestamp()));
     let environment = serde_json::to_value(crate::env::capture())?;
-    results::create(&dir, &plan, &environment)?;
-    Ok(RunData {
-        dir,
-        plan,
-        environment,
-        cells: Vec::new(),
+    let appender = results::create(&dir, &plan, &environment)?;
+    Ok((
+        RunData {
+            dir,
+            plan,
+            environment,
+            cells: Vec::new(),
+        },
+        appender,
+    ))
+}
+
+/// A run opened to be finished.
+pub struct Resumed {
+    pub data: RunData,
+    /// Holds the directory's lock; the file ends on a record boundary.
+    pub appender: results::Appender,
+    /// What was done to the end of `results.jsonl` before appending.
+    pub repaired: Option<results::Repair>,
+}
+
+/// Opens `dir` to finish its run: takes the directory's lock before
+/// reading anything, and refuses a directory with a line that is not a
+/// result of its plan (unreadable, of another plan, a cell recorded
+/// again), naming the first: a resume never mixes two plans nor buries a
+/// damaged line under new ones. A partial last line (a run killed
+/// mid-write) is no reason to refuse: it is cut, and a last result lacking
+/// its newline is completed.
+pub fn resume(dir: &Path) -> anyhow::Result<Resumed> {
+    let mut appender = results::Appender::lock(dir, false)?;
+    let (data, problems) = results::load(dir)?;
+    let bad: Vec<&results::Problem> = problems.iter().filter(|p| !p.is_partial()).collect();
+    if let Some(first) = bad.first() {
+        let more = match bad.len() - 1 {
+            0 => String::new(),
+            n => format!(
+                " (and {n} more line{}; c10k report {} lists each)",
+                if n == 1 { "" } else { "s" },
+                dir.display()
+            ),
+        };
+        anyhow::bail!(
+            "cannot resume {}: {first}{more}; remove or repair such lines first",
+            dir.display()
+        );
+    }
+    let repaired = appender.repair()?;
+    Ok(Resumed {
+        data,
+        appender,
+        repaired,
     })
 }
 
 /// Runs every cell of `data` that has no result yet, appending each result
-/// to `results.jsonl` as it finishes. With `--runs auto`, cells the results
-/// call for are added to the plan (and `plan.json` written) before they
-/// run, including on resume.
-pub fn execute(data: &mut RunData) -> anyhow::Result<Finish> {
+/// to `results.jsonl` through `appender` as it finishes. With `--runs
+/// auto`, cells the results call for are added to the plan (and
+/// `plan.json` written) before they run, including on resume.
+pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::Result<Finish> {
     if auto::extend(&mut data.plan, &data.cells) > 0 {
         results::save_plan(&data.dir, &data.plan)?;
     }
     let mut todo: std::collections::VecDeque<_> = data.remaining().into();
     let interrupted = crate::sys::signals::interrupt_flag()
         .context("installing the Ctrl-C and SIGTERM handlers")?;
-    let mut appender = results::Appender::open(&data.dir)?;
     let mut progress = progress::Progress::new(
         data.plan.cells.len(),
         data.plan.cells.len() - todo.len(),

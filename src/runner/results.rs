@@ -4,17 +4,30 @@
 //! and synced after every cell), and everything made from them: the
 //! exports and `report.html`.
 //!
-//! A run killed mid-write leaves at most a partial last line in
-//! `results.jsonl`; reading skips it, and resuming cuts it off before
-//! appending, so no cell is lost or counted twice.
+//! One definition of a record serves the reader ([`load`]) and the
+//! appender ([`Appender`]) alike ([`record`]): a line of `results.jsonl`
+//! that parses as a [`CellResult`], whether or not it ends in a newline. A
+//! run killed mid-write leaves at most a partial last line (no newline,
+//! does not parse): reading reports it as such, and the appender cuts it
+//! before appending; a last record that lacks only its newline is counted
+//! and completed, never cut. Every other line that is not a result of the
+//! plan (unreadable, of another plan, a cell recorded again) is a
+//! [`Problem`] with its line number, never dropped in silence. Blank lines
+//! hold nothing and are passed over.
+//!
+//! A `c10k run` holds an exclusive lock on `results.jsonl` from before it
+//! reads the directory until it exits ([`super::lock`]), and appends with
+//! O_APPEND, so no write lands at a stale offset.
 
-use std::collections::BTreeSet;
-use std::io::{Seek, Write};
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
 use super::cell::CellResult;
+use super::identity::Identity;
 use super::matrix::{RunPlan, RESULTS_VERSION};
 
 pub const PLAN: &str = "plan.json";
@@ -28,14 +41,16 @@ pub struct RunData {
     pub plan: RunPlan,
     /// The environment as recorded once at the start (see [`crate::env`]).
     pub environment: serde_json::Value,
-    /// Results in the order they were recorded.
+    /// Results of the plan's cells in the order they were recorded, each
+    /// cell once.
     pub cells: Vec<CellResult>,
 }
 
 impl RunData {
     /// Cells of the plan with no result yet, in run order.
     pub fn remaining(&self) -> Vec<super::matrix::CellSpec> {
-        let done: BTreeSet<&str> = self.cells.iter().map(|c| c.cell.id.as_str()).collect();
+        let done: std::collections::BTreeSet<&str> =
+            self.cells.iter().map(|c| c.cell.id.as_str()).collect();
         self.plan
             .cells
             .iter()
@@ -45,23 +60,179 @@ impl RunData {
     }
 }
 
-/// Creates a new results directory for `plan` with its environment.
-pub fn create(dir: &Path, plan: &RunPlan, environment: &serde_json::Value) -> anyhow::Result<()> {
-    if dir.join(PLAN).exists() {
+/// A line of `results.jsonl` that is not a result of the plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// From 1.
+    pub line: usize,
+    pub what: Trouble,
+}
+
+/// What is wrong with a line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Trouble {
+    /// The last line, without its newline, does not parse: a run killed
+    /// while writing it. Nothing readable is lost; a resume cuts it.
+    Partial(String),
+    /// A line that does not parse as a result (the parser's words).
+    Unreadable(String),
+    /// A result, but not of this plan: why.
+    OtherPlan(String),
+    /// A second result for a cell; the first (on line `first`) is kept.
+    Again { id: String, first: usize },
+}
+
+impl Problem {
+    /// Only the trace of a run killed while writing its last line.
+    pub fn is_partial(&self) -> bool {
+        matches!(self.what, Trouble::Partial(_))
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{RESULTS} line {}: ", self.line)?;
+        match &self.what {
+            Trouble::Partial(e) => write!(
+                f,
+                "a partial last line, not a result (a run killed while writing it: {e})"
+            ),
+            Trouble::Unreadable(e) => write!(f, "not a result: {e}"),
+            Trouble::OtherPlan(why) => write!(f, "not a result of this plan: {why}"),
+            Trouble::Again { id, first } => write!(
+                f,
+                "cell {id} recorded again (first on line {first}, which is kept)"
+            ),
+        }
+    }
+}
+
+/// The one definition of a record: a line (without its newline) that
+/// parses as a [`CellResult`]. The error is the parser's, with its column
+/// (the line number is the caller's to give).
+fn record(line: &[u8]) -> Result<CellResult, String> {
+    serde_json::from_slice(line).map_err(|e| {
+        let text = e.to_string();
+        let at = format!(" at line {} column {}", e.line(), e.column());
+        match text.strip_suffix(&at) {
+            Some(m) => format!("{m} (column {})", e.column()),
+            None => text,
+        }
+    })
+}
+
+/// The lines of `results.jsonl`: number (from 1), text without its
+/// newline, and whether a newline ended it.
+fn lines(bytes: &[u8]) -> impl Iterator<Item = (usize, &[u8], bool)> {
+    bytes
+        .split_inclusive(|&b| b == b'\n')
+        .enumerate()
+        .map(|(i, l)| match l.strip_suffix(b"\n") {
+            Some(text) => (i + 1, text, true),
+            None => (i + 1, l, false),
+        })
+}
+
+fn blank(line: &[u8]) -> bool {
+    line.iter().all(u8::is_ascii_whitespace)
+}
+
+/// The results of `plan` in `bytes` (each cell's first, in file order) and
+/// every line that is not one.
+fn records(plan: &RunPlan, bytes: &[u8]) -> (Vec<CellResult>, Vec<Problem>) {
+    let identity = Identity::of(plan);
+    let mut first: HashMap<String, usize> = HashMap::new();
+    let (mut cells, mut problems) = (Vec::new(), Vec::new());
+    for (line, text, ended) in lines(bytes) {
+        if blank(text) {
+            continue;
+        }
+        let what = match record(text) {
+            Err(e) if !ended => Trouble::Partial(e),
+            Err(e) => Trouble::Unreadable(e),
+            Ok(c) => match identity.mismatch(&c) {
+                Some(why) => Trouble::OtherPlan(why),
+                None => match first.get(&c.cell.id) {
+                    Some(&at) => Trouble::Again {
+                        id: c.cell.id.clone(),
+                        first: at,
+                    },
+                    None => {
+                        first.insert(c.cell.id.clone(), line);
+                        cells.push(c);
+                        continue;
+                    }
+                },
+            },
+        };
+        problems.push(Problem { line, what });
+    }
+    (cells, problems)
+}
+
+/// How `results.jsonl` must change to end on a record boundary before
+/// anything is appended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repair {
+    /// The last line is a record that lacks its newline: add it.
+    Completed { line: usize },
+    /// The last line, without its newline, is not a record: cut it, keeping
+    /// this many bytes.
+    Cut { line: usize, keep: u64 },
+}
+
+impl std::fmt::Display for Repair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Repair::Completed { line } => write!(
+                f,
+                "{RESULTS} line {line}: the last result lacked its newline; completed"
+            ),
+            Repair::Cut { line, .. } => write!(
+                f,
+                "{RESULTS} line {line}: a partial last line (a run killed while writing it); cut before appending"
+            ),
+        }
+    }
+}
+
+/// What [`Appender::repair`] would do to a file holding `bytes`.
+fn repair_of(bytes: &[u8]) -> Option<Repair> {
+    let (line, text, ended) = lines(bytes).last()?;
+    if ended {
+        return None;
+    }
+    Some(if !blank(text) && record(text).is_ok() {
+        Repair::Completed { line }
+    } else {
+        Repair::Cut {
+            line,
+            keep: (bytes.len() - text.len()) as u64,
+        }
+    })
+}
+
+/// Creates a new results directory for `plan` with its environment, and
+/// returns its appender, which holds the directory's lock.
+pub fn create(
+    dir: &Path,
+    plan: &RunPlan,
+    environment: &serde_json::Value,
+) -> anyhow::Result<Appender> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let appender = Appender::lock(dir, true)?;
+    if dir.join(PLAN).exists() || appender.len()? > 0 {
         anyhow::bail!(
             "{} already holds a run; use --resume {} to finish it, or choose another --out",
             dir.display(),
             dir.display()
         );
     }
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     crate::export::write_json(&dir.join(ENVIRONMENT), environment)
         .with_context(|| format!("cannot write {}", dir.join(ENVIRONMENT).display()))?;
     crate::export::write_json(&dir.join(PLAN), plan)
         .with_context(|| format!("cannot write {}", dir.join(PLAN).display()))?;
-    std::fs::File::create(dir.join(RESULTS))
-        .with_context(|| format!("cannot create {}", dir.join(RESULTS).display()))?;
-    Ok(())
+    Ok(appender)
 }
 
 /// Writes `plan.json` again (atomically), after `--runs auto` added cells
@@ -71,13 +242,13 @@ pub fn save_plan(dir: &Path, plan: &RunPlan) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write {}", dir.join(PLAN).display()))
 }
 
-/// Reads a results directory. Lines of `results.jsonl` that do not parse
-/// (a partial last line from a killed run) are skipped; a cell recorded
-/// twice keeps its first result.
-pub fn load(dir: &Path) -> anyhow::Result<RunData> {
-    let read = |name: &str| -> anyhow::Result<String> {
+/// Reads a results directory: its data, with the results of the plan's
+/// cells only (each cell's first), and every line of `results.jsonl` that
+/// is not one, in file order.
+pub fn load(dir: &Path) -> anyhow::Result<(RunData, Vec<Problem>)> {
+    let read = |name: &str| -> anyhow::Result<Vec<u8>> {
         let path = dir.join(name);
-        std::fs::read_to_string(&path).with_context(|| {
+        std::fs::read(&path).with_context(|| {
             format!(
                 "{} is not a c10k results directory: cannot read {}",
                 dir.display(),
@@ -85,7 +256,7 @@ pub fn load(dir: &Path) -> anyhow::Result<RunData> {
             )
         })
     };
-    let plan: RunPlan = serde_json::from_str(&read(PLAN)?)
+    let plan: RunPlan = serde_json::from_slice(&read(PLAN)?)
         .with_context(|| format!("{} does not parse", dir.join(PLAN).display()))?;
     if plan.version != RESULTS_VERSION {
         anyhow::bail!(
@@ -94,53 +265,413 @@ pub fn load(dir: &Path) -> anyhow::Result<RunData> {
             plan.version
         );
     }
-    let environment = serde_json::from_str(&read(ENVIRONMENT)?).unwrap_or(serde_json::Value::Null);
-    let text = read(RESULTS)?;
-    let mut seen = BTreeSet::new();
-    let cells = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<CellResult>(l).ok())
-        .filter(|c| seen.insert(c.cell.id.clone()))
-        .collect();
-    Ok(RunData {
-        dir: dir.to_path_buf(),
-        plan,
-        environment,
-        cells,
-    })
+    let environment =
+        serde_json::from_slice(&read(ENVIRONMENT)?).unwrap_or(serde_json::Value::Null);
+    let (cells, problems) = records(&plan, &read(RESULTS)?);
+    Ok((
+        RunData {
+            dir: dir.to_path_buf(),
+            plan,
+            environment,
+            cells,
+        },
+        problems,
+    ))
 }
 
-/// `results.jsonl`, open for appending one cell at a time.
+/// `results.jsonl`, open for appending one cell at a time (O_APPEND), and
+/// the lock of its directory for as long as it lives.
 pub struct Appender {
-    file: std::fs::File,
+    file: File,
 }
 
 impl Appender {
-    /// Opens the file, first cutting off a partial last line.
-    pub fn open(dir: &Path) -> anyhow::Result<Appender> {
+    /// Opens `results.jsonl` in `dir` (creating it if `create`) and takes
+    /// the directory's exclusive lock; [`super::lock::InUse`] when another
+    /// run holds it.
+    pub fn lock(dir: &Path, create: bool) -> anyhow::Result<Appender> {
         let path = dir.join(RESULTS);
-        let bytes =
-            std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
-        let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(create)
             .open(&path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
-        if keep < bytes.len() {
-            file.set_len(keep as u64)
-                .with_context(|| format!("cannot repair {}", path.display()))?;
-        }
-        file.seek(std::io::SeekFrom::End(0))?;
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => anyhow::anyhow!(
+                    "{} is not a c10k results directory: no {RESULTS}",
+                    dir.display()
+                ),
+                _ => anyhow::anyhow!("cannot open {} for appending: {e}", path.display()),
+            })?;
+        super::lock::exclusive(&file, dir)?;
         Ok(Appender { file })
     }
 
-    /// Appends one result as a line and syncs it to disk.
+    fn len(&self) -> anyhow::Result<u64> {
+        Ok(self
+            .file
+            .metadata()
+            .context("cannot read results.jsonl")?
+            .len())
+    }
+
+    /// Leaves the file ending on a record boundary, as [`records`] reads
+    /// it: a last record that lacks its newline gets it, a partial last
+    /// line is cut. Says what it did.
+    pub fn repair(&mut self) -> anyhow::Result<Option<Repair>> {
+        let mut bytes = Vec::new();
+        (&self.file)
+            .read_to_end(&mut bytes)
+            .context("cannot read results.jsonl")?;
+        let repair = repair_of(&bytes);
+        match repair {
+            Some(Repair::Completed { .. }) => self.write_synced(b"\n"),
+            Some(Repair::Cut { keep, .. }) => self
+                .file
+                .set_len(keep)
+                .and_then(|()| self.file.sync_data())
+                .context("cannot cut the partial last line of results.jsonl"),
+            None => Ok(()),
+        }?;
+        Ok(repair)
+    }
+
+    /// Appends one result as a line and syncs it to disk. A result that
+    /// would not read back as a record (a non-finite number is written as
+    /// `null`) is refused rather than written as a line no reader counts.
     pub fn append(&mut self, cell: &CellResult) -> anyhow::Result<()> {
         let mut line = serde_json::to_vec(cell)?;
+        if let Err(e) = record(&line) {
+            anyhow::bail!(
+                "the result of cell {} would not read back ({e}); not recorded",
+                cell.cell.id
+            );
+        }
         line.push(b'\n');
+        self.write_synced(&line)
+    }
+
+    fn write_synced(&mut self, bytes: &[u8]) -> anyhow::Result<()> {
         self.file
-            .write_all(&line)
+            .write_all(bytes)
             .and_then(|()| self.file.sync_data())
             .context("cannot append to results.jsonl")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::cell::Status;
+    use crate::runner::identity::settings;
+    use crate::runner::matrix::{self, Order, Pin, Primary, Workload, WorkloadKind};
+
+    /// epoll and poll at 2 connections, 2 runs each: 4 cells.
+    fn plan() -> RunPlan {
+        let models = vec!["epoll".to_string(), "poll".to_string()];
+        RunPlan {
+            version: RESULTS_VERSION,
+            experiment: "custom".into(),
+            title: "t".into(),
+            command: "c10k run".into(),
+            cells: matrix::expand(&models, &[2], 2, Order::Interleaved),
+            models,
+            connections: vec![2],
+            runs: 2,
+            auto_runs: None,
+            order: Order::Interleaved,
+            pin: Pin::None,
+            server_cpus: Vec::new(),
+            client_cpus: Vec::new(),
+            workload: Workload {
+                kind: WorkloadKind::Closed,
+                messages_per_connection: None,
+                total_messages: None,
+                duration_seconds: 0.05,
+                warmup_seconds: 0.0,
+                message_bytes: 64,
+                payload: None,
+                depth: 1,
+                churn_echo: false,
+                rounds: 1,
+                timeout_seconds: 10.0,
+            },
+            primary: Primary::Throughput,
+            per_connection_csv: false,
+            buffer: "16KiB".into(),
+            server_args: Vec::new(),
+            bench: None,
+            size_label: "connections".into(),
+        }
+    }
+
+    /// The result of cell `i` of `plan`, as the runner records it.
+    fn result(plan: &RunPlan, i: usize) -> CellResult {
+        CellResult {
+            version: RESULTS_VERSION,
+            cell: plan.cells[i].clone(),
+            status: Status::Ok,
+            reason: None,
+            started_unix: 1.7e9 + i as f64,
+            wall_seconds: 0.1,
+            server: None,
+            kernel_before: None,
+            kernel_loaded: None,
+            load: Some(crate::client::report::example(2, 100, 6400)),
+            per_connection_csv: None,
+            messages_per_connection: None,
+            bench: None,
+            plan: Some(settings(plan)),
+        }
+    }
+
+    fn line(c: &CellResult) -> Vec<u8> {
+        let mut l = serde_json::to_vec(c).unwrap();
+        l.push(b'\n');
+        l
+    }
+
+    /// A results directory with `plan` and `results.jsonl` holding `bytes`.
+    fn dir(name: &str, plan: &RunPlan, bytes: &[u8]) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("c10k-results-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        crate::export::write_json(&d.join(PLAN), plan).unwrap();
+        crate::export::write_json(&d.join(ENVIRONMENT), &serde_json::json!({})).unwrap();
+        std::fs::write(d.join(RESULTS), bytes).unwrap();
+        d
+    }
+
+    fn ids(cells: &[CellResult]) -> Vec<&str> {
+        cells.iter().map(|c| c.cell.id.as_str()).collect()
+    }
+
+    #[test]
+    fn a_last_record_without_its_newline_is_counted_and_completed() {
+        let p = plan();
+        let mut bytes = [line(&result(&p, 0)), line(&result(&p, 1))].concat();
+        bytes.pop();
+        let d = dir("unterminated", &p, &bytes);
+        let (data, problems) = load(&d).unwrap();
+        assert_eq!(ids(&data.cells), ["epoll/c2/r1", "poll/c2/r1"]);
+        assert!(problems.is_empty(), "{problems:?}");
+        let mut a = Appender::lock(&d, false).unwrap();
+        assert_eq!(a.repair().unwrap(), Some(Repair::Completed { line: 2 }));
+        a.append(&result(&p, 2)).unwrap();
+        let after = std::fs::read(d.join(RESULTS)).unwrap();
+        assert!(after.starts_with(&bytes) && after.ends_with(b"\n"));
+        let (data, problems) = load(&d).unwrap();
+        assert_eq!(
+            ids(&data.cells),
+            ["epoll/c2/r1", "poll/c2/r1", "epoll/c2/r2"]
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        drop(a);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_partial_last_line_is_reported_and_cut() {
+        let p = plan();
+        let whole = line(&result(&p, 0));
+        let partial = &line(&result(&p, 1))[..120];
+        let d = dir("partial", &p, &[&whole[..], partial].concat());
+        let (data, problems) = load(&d).unwrap();
+        assert_eq!(ids(&data.cells), ["epoll/c2/r1"]);
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0].is_partial() && problems[0].line == 2,
+            "{problems:?}"
+        );
+        let mut a = Appender::lock(&d, false).unwrap();
+        let keep = whole.len() as u64;
+        assert_eq!(a.repair().unwrap(), Some(Repair::Cut { line: 2, keep }));
+        assert_eq!(std::fs::read(d.join(RESULTS)).unwrap(), whole);
+        assert_eq!(a.repair().unwrap(), None);
+        drop(a);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn unreadable_lines_are_named_and_the_rest_kept() {
+        let p = plan();
+        let good = |i| line(&result(&p, i));
+        let text = String::from_utf8(good(0)).unwrap();
+        let nan = text.replace("\"wall_seconds\":0.1", "\"wall_seconds\":NaN");
+        let inf = text.replace("\"wall_seconds\":0.1", "\"wall_seconds\":Infinity");
+        assert!(nan != text && inf != text);
+        let bytes = [
+            good(0),
+            nan.into_bytes(),
+            b"\n".to_vec(),
+            inf.into_bytes(),
+            b"{\"version\":1,\xff}\n".to_vec(),
+            good(1),
+            b"garbage\n".to_vec(),
+        ]
+        .concat();
+        let (cells, problems) = records(&p, &bytes);
+        assert_eq!(ids(&cells), ["epoll/c2/r1", "poll/c2/r1"]);
+        let lines: Vec<usize> = problems.iter().map(|p| p.line).collect();
+        assert_eq!(lines, [2, 4, 5, 7]);
+        assert!(problems
+            .iter()
+            .all(|p| matches!(p.what, Trouble::Unreadable(_))));
+        let said = problems[0].to_string();
+        assert!(
+            said.starts_with("results.jsonl line 2: not a result: ") && !said.contains("line 1"),
+            "{said}"
+        );
+    }
+
+    #[test]
+    fn results_of_another_plan_are_not_counted() {
+        let p = plan();
+        let mut other = plan();
+        other.workload.kind = WorkloadKind::Burst;
+        let mut moved = result(&p, 1);
+        moved.cell.connections = 3;
+        let mut legacy_burst = result(&p, 2);
+        legacy_burst.plan = None;
+        legacy_burst.load.as_mut().unwrap().workload = "burst".into();
+        let mut longer = result(&p, 3);
+        longer.plan.as_mut().unwrap()["workload"]["duration_seconds"] = serde_json::json!(1.0);
+        let mut stranger = result(&p, 0);
+        stranger.cell.id = "epoll/c2/r9".into();
+        let mut legacy = result(&p, 0);
+        legacy.plan = None;
+        let bytes = [
+            line(&result(&other, 0)),
+            line(&moved),
+            line(&legacy_burst),
+            line(&longer),
+            line(&stranger),
+            line(&legacy),
+        ]
+        .concat();
+        let (cells, problems) = records(&p, &bytes);
+        // Only the record without settings, judged on its cell and its
+        // workload, is one of this plan's.
+        assert_eq!(ids(&cells), ["epoll/c2/r1"]);
+        let why: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        let want = [
+            "line 1: not a result of this plan: cell epoll/c2/r1 was measured with workload.kind burst, plan.json has closed",
+            "line 2: not a result of this plan: cell poll/c2/r1 is poll at 3 connections, run 1 here, but poll at 2, run 1 in plan.json",
+            "line 3: not a result of this plan: cell epoll/c2/r2 was measured with a burst workload, plan.json's is closed",
+            "line 4: not a result of this plan: cell poll/c2/r2 was measured with workload.duration_seconds 1.0, plan.json has 0.05",
+            "line 5: not a result of this plan: cell epoll/c2/r9 is not in plan.json",
+        ];
+        assert_eq!(why.len(), want.len(), "{why:#?}");
+        for (w, g) in want.iter().zip(&why) {
+            assert!(g.ends_with(w), "{g}");
+        }
+        // Never more cells recorded than planned, whatever the file holds.
+        let all: Vec<Vec<u8>> = (0..4).map(|i| line(&result(&p, i))).collect();
+        let (cells, _) = records(&plan(), &all.concat().repeat(3));
+        assert_eq!(cells.len(), 4);
+        let mut one = plan();
+        one.cells.truncate(1);
+        let (cells, problems) = records(&one, &all.concat());
+        assert_eq!((cells.len(), problems.len()), (1, 3));
+    }
+
+    #[test]
+    fn a_cell_recorded_again_keeps_the_first() {
+        let p = plan();
+        let mut again = result(&p, 0);
+        again.wall_seconds = 9.0;
+        let bytes = [line(&result(&p, 0)), line(&result(&p, 1)), line(&again)].concat();
+        let (cells, problems) = records(&p, &bytes);
+        assert_eq!(ids(&cells), ["epoll/c2/r1", "poll/c2/r1"]);
+        assert_eq!(cells[0].wall_seconds, 0.1);
+        assert_eq!(
+            problems,
+            [Problem {
+                line: 3,
+                what: Trouble::Again {
+                    id: "epoll/c2/r1".into(),
+                    first: 1
+                }
+            }]
+        );
+    }
+
+    #[test]
+    fn a_second_appender_is_refused_while_the_first_lives() {
+        let p = plan();
+        let d = dir("lock", &p, b"");
+        let first = Appender::lock(&d, false).unwrap();
+        let e = Appender::lock(&d, false).err().expect("a second lock");
+        let in_use = e
+            .downcast_ref::<crate::runner::lock::InUse>()
+            .expect("InUse");
+        assert_eq!(in_use.pid, Some(std::process::id()));
+        assert!(e.to_string().ends_with(&format!(
+            "is in use by another c10k run (pid {})",
+            std::process::id()
+        )));
+        // A new run into a directory being run is refused the same way.
+        assert!(create(&d, &p, &serde_json::json!({}))
+            .err()
+            .is_some_and(|e| e.downcast_ref::<crate::runner::lock::InUse>().is_some()));
+        drop(first);
+        assert!(Appender::lock(&d, false).is_ok());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn appends_land_at_the_end_whatever_was_written_since() {
+        let p = plan();
+        let d = dir("append", &p, b"");
+        let mut a = Appender::lock(&d, false).unwrap();
+        a.append(&result(&p, 0)).unwrap();
+        // Written behind the appender's back after it opened the file.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(d.join(RESULTS))
+            .and_then(|mut f| f.write_all(&line(&result(&p, 1))))
+            .unwrap();
+        a.append(&result(&p, 2)).unwrap();
+        let (data, problems) = load(&d).unwrap();
+        assert_eq!(
+            ids(&data.cells),
+            ["epoll/c2/r1", "poll/c2/r1", "epoll/c2/r2"]
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        drop(a);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_result_that_would_not_read_back_is_not_written() {
+        let p = plan();
+        let d = dir("nan", &p, b"");
+        let mut a = Appender::lock(&d, false).unwrap();
+        let mut r = result(&p, 0);
+        r.wall_seconds = f64::NAN;
+        let e = a.append(&r).expect_err("refused").to_string();
+        assert!(
+            e.starts_with("the result of cell epoll/c2/r1 would not read back"),
+            "{e}"
+        );
+        assert!(std::fs::read(d.join(RESULTS)).unwrap().is_empty());
+        drop(a);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_new_run_never_takes_a_directory_that_holds_one() {
+        let p = plan();
+        let d = dir("create", &p, b"");
+        let e = create(&d, &p, &serde_json::json!({}))
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains("already holds a run"), "{e}");
+        let fresh = d.join("fresh");
+        let a = create(&fresh, &p, &serde_json::json!({})).unwrap();
+        let (data, problems) = load(&fresh).unwrap();
+        assert_eq!((data.plan, data.cells.len(), problems.len()), (p, 0, 0));
+        drop(a);
+        let _ = std::fs::remove_dir_all(&d);
     }
 }

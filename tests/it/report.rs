@@ -208,6 +208,7 @@ fn ok(spec: &matrix::CellSpec, kind: &str, c: Cell, fixed: bool) -> CellResult {
         per_connection_csv: None,
         messages_per_connection: fixed.then_some(1),
         bench: None,
+        plan: None,
     }
 }
 
@@ -226,6 +227,7 @@ fn not_measured(spec: &matrix::CellSpec, status: Status, reason: &str) -> CellRe
         per_connection_csv: None,
         messages_per_connection: None,
         bench: None,
+        plan: None,
     }
 }
 
