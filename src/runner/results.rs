@@ -265,6 +265,10 @@ pub fn load(dir: &Path) -> anyhow::Result<(RunData, Vec<Problem>)> {
             plan.version
         );
     }
+    plan.workload
+        .check()
+        .and_then(|()| crate::plan::check_server_args(&plan.server_args))
+        .map_err(|e| anyhow::anyhow!("{}: {e}", dir.join(PLAN).display()))?;
     let environment =
         serde_json::from_slice(&read(ENVIRONMENT)?).unwrap_or(serde_json::Value::Null);
     let (cells, problems) = records(&plan, &read(RESULTS)?);

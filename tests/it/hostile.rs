@@ -771,6 +771,26 @@ fn resume_refuses_results_of_another_plan() -> Result<(), Failed> {
     if r.code != Some(1) || reported(&dir)? != ["epoll/c2/r1"] {
         return Err(format!("report: exit {:?}, {:?}", r.code, reported(&dir)?).into());
     }
+    // Values no flag would have passed (a window of 1e300 s panicked on
+    // resume), and a server flag a cell sets itself: plan.json is refused
+    // by name, by resume and report alike, before anything runs.
+    for (edit_plan, words) in [
+        (
+            &(|p: &mut serde_json::Value| p["workload"]["duration_seconds"] = 1e300.into())
+                as &dyn Fn(&mut serde_json::Value),
+            &["plan.json", "workload.duration_seconds 1e300"][..],
+        ),
+        (
+            &|p: &mut serde_json::Value| {
+                p["server_args"] = serde_json::json!(["--model", "threads"])
+            },
+            &["plan.json", "--server-arg", "--model"][..],
+        ),
+    ] {
+        edit(edit_plan)?;
+        refused(&resume()?, 2, words)?;
+        refused(&c10k(&["report", text(&dir)?])?, 2, words)?;
+    }
     if std::fs::read(dir.join("results.jsonl"))? != before {
         return Err("a refused resume changed results.jsonl".into());
     }
