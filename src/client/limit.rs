@@ -4,7 +4,8 @@
 //! Over the measured window each side's demand for CPU (the time it ran
 //! plus the time it was runnable and waited for a CPU, from schedstat) is
 //! set against what it could use (its threads on the CPUs it may run on):
-//! a side at 90 % or more of that is saturated. The verdict is
+//! a side at 90 % or more of that is saturated. Time the hypervisor stole
+//! from a side's CPUs is taken out of what it could use. The verdict is
 //!
 //! - `client`: the client was saturated and the server was not: the figure
 //!   is a lower bound of the server;
@@ -100,6 +101,8 @@ pub struct Inputs {
     pub server_local: bool,
     /// An open loop that achieved its target rate.
     pub rate_kept: bool,
+    /// CPUs of the machine (the steal in `window` is spread over them).
+    pub machine_cpus: f64,
 }
 
 /// Whether a server at `ip` runs on this machine (its CPU is then part of
@@ -114,13 +117,21 @@ pub fn judge(x: &Inputs) -> Limits {
     let secs = w.seconds.max(1e-9);
     let client_cpus = x.client_seconds / secs;
     let client_capacity = x.client_capacity.max(1.0);
-    let client_demand = (x.client_seconds + w.client_waited) / secs / client_capacity;
+    // Time the hypervisor stole is in neither a task's CPU time nor its
+    // wait for a CPU, so a side running flat out on a CPU that lost 10 %
+    // to steal read 90 %. Each side's capacity loses its CPUs' share of
+    // the steal (the machine's, spread evenly over its CPUs).
+    let kept = 1.0
+        - w.steal
+            .map_or(0.0, |s| s / secs / x.machine_cpus.max(1.0))
+            .clamp(0.0, 0.9);
+    let client_demand = (x.client_seconds + w.client_waited) / secs / (client_capacity * kept);
     let server_cpus = w.server_cpu.map(|c| c / secs);
     let server_capacity = w.server_capacity.filter(|_| server_cpus.is_some());
     let server_demand = w
         .server_cpu
         .zip(server_capacity)
-        .map(|(c, k)| (c + w.server_waited.unwrap_or(0.0)) / secs / k.max(1.0));
+        .map(|(c, k)| (c + w.server_waited.unwrap_or(0.0)) / secs / (k.max(1.0) * kept));
     let softirq_cpus = w.softirq.map(|s| s / secs);
     let steal_cpus = w.steal.map(|s| s / secs);
     // Outside the run: the machine less the run's own processes. A local
@@ -233,7 +244,21 @@ mod tests {
             client_capacity: 1.0,
             server_local: true,
             rate_kept: false,
+            machine_cpus: 2.0,
         }
+    }
+
+    #[test]
+    fn stolen_time_is_taken_out_of_what_a_side_could_use() {
+        // The client ran 0.84 of its CPU while the hypervisor stole 0.2
+        // CPUs of two: 0.1 of each. It had 0.9 to use and used nearly all.
+        let mut x = inputs(0.84, Some(0.2), 1.1);
+        assert_eq!(judge(&x).verdict, "server");
+        x.window.steal = Some(0.2 * 2.0);
+        let l = judge(&x);
+        assert_eq!(l.verdict, "client", "{}", l.why);
+        assert!((l.client_demand - 0.84 / 0.9).abs() < 1e-9);
+        assert!((l.server_demand.unwrap_or(0.0) - 0.2 / 0.9).abs() < 1e-9);
     }
 
     #[test]

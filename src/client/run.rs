@@ -469,10 +469,8 @@ fn assemble(
     } else {
         plan.threads
     };
-    let allowed = plan
-        .cpus
-        .as_ref()
-        .map_or_else(|| crate::env::online_cpus().len().max(1), Vec::len);
+    let online = crate::env::online_cpus().len().max(1);
+    let allowed = plan.cpus.as_ref().map_or(online, Vec::len);
     let limits = limit::judge(&limit::Inputs {
         window: m.window,
         client_seconds: cpu,
@@ -482,6 +480,7 @@ fn assemble(
             Workload::Open { rate, .. } => per_second(messages as f64) >= rate * 0.95,
             _ => false,
         },
+        machine_cpus: online as f64,
     });
     let mut report = Report {
         schema_version: report::SCHEMA_VERSION,
