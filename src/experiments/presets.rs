@@ -22,22 +22,6 @@ pub struct Preset {
     pub size_label: &'static str,
 }
 
-fn closed(duration: f64, warmup: f64) -> Workload {
-    Workload {
-        kind: WorkloadKind::Closed,
-        messages_per_connection: None,
-        total_messages: None,
-        duration_seconds: duration,
-        warmup_seconds: warmup,
-        message_bytes: 64,
-        payload: None,
-        depth: 1,
-        churn_echo: false,
-        rounds: 1,
-        timeout_seconds: 10.0,
-    }
-}
-
 /// Every preset, the default first.
 pub fn all() -> Vec<Preset> {
     vec![
@@ -47,7 +31,7 @@ pub fn all() -> Vec<Preset> {
             models: &[],
             connections: &[10, 100, 1000],
             runs: 3,
-            workload: closed(1.0, 0.25),
+            workload: Workload::closed(1.0, 0.25),
             per_connection_csv: false,
             bench: None,
             size_label: "connections",
@@ -60,7 +44,7 @@ pub fn all() -> Vec<Preset> {
             runs: 10,
             workload: Workload {
                 kind: WorkloadKind::Burst,
-                ..closed(0.0, 0.0)
+                ..Workload::closed(0.0, 0.0)
             },
             per_connection_csv: false,
             bench: None,
@@ -74,7 +58,7 @@ pub fn all() -> Vec<Preset> {
             runs: 5,
             workload: Workload {
                 total_messages: Some(10_000),
-                ..closed(0.0, 0.0)
+                ..Workload::closed(0.0, 0.0)
             },
             per_connection_csv: false,
             bench: None,
@@ -93,7 +77,7 @@ pub fn all() -> Vec<Preset> {
                 // The study waited for every echo; a thread starved for
                 // tens of seconds is slow, not failed.
                 timeout_seconds: 120.0,
-                ..closed(0.0, 0.0)
+                ..Workload::closed(0.0, 0.0)
             },
             per_connection_csv: true,
             bench: None,
@@ -107,7 +91,7 @@ pub fn all() -> Vec<Preset> {
             runs: 3,
             workload: Workload {
                 kind: WorkloadKind::Churn,
-                ..closed(2.0, 0.5)
+                ..Workload::closed(2.0, 0.5)
             },
             per_connection_csv: false,
             bench: None,
@@ -167,7 +151,7 @@ fn bench(
         models,
         connections: sizes,
         runs,
-        workload: closed(1.0, 0.0),
+        workload: Workload::closed(1.0, 0.0),
         per_connection_csv: false,
         bench: Some(kind),
         size_label,

@@ -236,15 +236,7 @@ mod tests {
             workload: Workload {
                 kind: WorkloadKind::Burst,
                 messages_per_connection: Some(1),
-                total_messages: None,
-                duration_seconds: 0.0,
-                warmup_seconds: 0.0,
-                message_bytes: 64,
-                payload: None,
-                depth: 1,
-                churn_echo: false,
-                rounds: 1,
-                timeout_seconds: 10.0,
+                ..Workload::closed(0.0, 0.0)
             },
             primary: Primary::Time,
             per_connection_csv: false,

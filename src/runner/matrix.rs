@@ -160,6 +160,24 @@ fn default_timeout() -> f64 {
 }
 
 impl Workload {
+    /// The closed loop most experiments use: one 64 B message in flight per
+    /// connection, timed over `duration` seconds after `warmup`.
+    pub fn closed(duration: f64, warmup: f64) -> Workload {
+        Workload {
+            kind: WorkloadKind::Closed,
+            messages_per_connection: None,
+            total_messages: None,
+            duration_seconds: duration,
+            warmup_seconds: warmup,
+            message_bytes: 64,
+            payload: None,
+            depth: 1,
+            churn_echo: false,
+            rounds: 1,
+            timeout_seconds: default_timeout(),
+        }
+    }
+
     /// Checks values read back from a `plan.json` (which anyone may edit)
     /// as the flags that made them were checked: every duration one a run
     /// can wait out, every size and count in range. A plan with a window
@@ -368,17 +386,8 @@ mod tests {
     #[test]
     fn total_messages_split_over_connections() {
         let w = Workload {
-            kind: WorkloadKind::Closed,
-            messages_per_connection: None,
             total_messages: Some(10_000),
-            duration_seconds: 0.0,
-            warmup_seconds: 0.0,
-            message_bytes: 64,
-            payload: None,
-            depth: 1,
-            churn_echo: false,
-            rounds: 1,
-            timeout_seconds: 10.0,
+            ..Workload::closed(0.0, 0.0)
         };
         assert_eq!(w.messages_for(380), Some(26));
         assert_eq!(w.messages_for(10), Some(1000));
