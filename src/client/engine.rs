@@ -435,7 +435,7 @@ impl<'a> Engine<'a> {
                 .take_error()
                 .and_then(|e| e.map_or(Ok(()), Err))
                 .and_then(|()| {
-                    if connected_to_itself(s)? {
+                    if connected_to_itself(s, self.plan.target)? {
                         // Nothing listens there: a refusal, not a server.
                         Err(io::Error::from_raw_os_error(libc::ECONNREFUSED))
                     } else {
