@@ -6,6 +6,16 @@ use std::net::SocketAddr;
 use crate::cli::ServeArgs;
 use crate::server::{self, run::Setup, Config, Model};
 
+/// The longest duration any flag (or plan.json) may give, in seconds: a
+/// year.
+pub const MAX_SECONDS: f64 = 86_400.0 * 365.0;
+/// The largest message, in bytes.
+pub const MAX_MESSAGE: usize = 64 << 20;
+/// The most messages in flight per connection.
+pub const MAX_DEPTH: usize = 65_536;
+/// The most burst rounds.
+pub const MAX_ROUNDS: usize = 1_000_000;
+
 /// A validated `c10k serve`.
 pub struct ServePlan {
     pub model: &'static dyn Model,
@@ -194,7 +204,7 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
             ))
         }
     };
-    if !secs.is_finite() || !(0.0..=86_400.0 * 365.0).contains(&secs) {
+    if !secs.is_finite() || !(0.0..=MAX_SECONDS).contains(&secs) {
         return Err(format!("'{text}' is out of range"));
     }
     Ok(std::time::Duration::from_secs_f64(secs))
@@ -281,18 +291,21 @@ impl LoadPlan {
             Some(text) => (text.len(), Some(text.as_bytes().to_vec())),
             None => {
                 let n = parse_size(&a.message_size).map_err(|e| format!("--message-size: {e}"))?;
-                if !(1..=64 << 20).contains(&n) {
+                if !(1..=MAX_MESSAGE).contains(&n) {
                     return Err(format!("--message-size {n}: must be from 1 B to 64 MiB"));
                 }
                 (n, None)
             }
         };
-        if a.depth == 0 || a.depth > 65_536 {
-            return Err(format!("--depth {}: must be from 1 to 65536", a.depth));
+        if !(1..=MAX_DEPTH).contains(&a.depth) {
+            return Err(format!(
+                "--depth {}: must be from 1 to {MAX_DEPTH}",
+                a.depth
+            ));
         }
         let workload = if a.burst {
-            if a.rounds == 0 || a.rounds > 1_000_000 {
-                return Err(format!("--rounds {}: must be from 1 to 1000000", a.rounds));
+            if !(1..=MAX_ROUNDS).contains(&a.rounds) {
+                return Err(format!("--rounds {}: must be from 1 to {MAX_ROUNDS}", a.rounds));
             }
             Workload::Burst { rounds: a.rounds }
         } else if a.churn {

@@ -127,7 +127,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     }
     if let Some(m) = &args.message_size {
         let n = parse_size(m).map_err(|e| format!("--message-size: {e}"))?;
-        if !(1..=64 << 20).contains(&n) {
+        if !(1..=crate::plan::MAX_MESSAGE).contains(&n) {
             return Err(format!("--message-size {n}: must be from 1 B to 64 MiB"));
         }
         workload.message_bytes = n;

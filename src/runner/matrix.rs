@@ -183,25 +183,25 @@ impl Workload {
     /// can wait out, every size and count in range. A plan with a window
     /// of 1e300 s panicked on resume.
     pub fn check(&self) -> Result<(), String> {
-        let year = 86_400.0 * 365.0;
+        use crate::plan::{MAX_DEPTH, MAX_MESSAGE, MAX_ROUNDS, MAX_SECONDS};
         for (name, v) in [
             ("duration_seconds", self.duration_seconds),
             ("warmup_seconds", self.warmup_seconds),
             ("timeout_seconds", self.timeout_seconds),
         ] {
-            if !(v.is_finite() && (0.0..=year).contains(&v)) {
+            if !(v.is_finite() && (0.0..=MAX_SECONDS).contains(&v)) {
                 return Err(format!(
                     "workload.{name} {v:e} is not a duration from 0 to a year"
                 ));
             }
         }
-        if !(1..=64 << 20).contains(&self.message_bytes) {
+        if !(1..=MAX_MESSAGE).contains(&self.message_bytes) {
             return Err(format!(
                 "workload.message_bytes {} is not from 1 B to 64 MiB",
                 self.message_bytes
             ));
         }
-        if !(1..=65_536).contains(&self.depth) || !(1..=1_000_000).contains(&self.rounds) {
+        if !(1..=MAX_DEPTH).contains(&self.depth) || !(1..=MAX_ROUNDS).contains(&self.rounds) {
             return Err(format!(
                 "workload.depth {} or workload.rounds {} is out of range",
                 self.depth, self.rounds
