@@ -305,7 +305,10 @@ impl LoadPlan {
         }
         let workload = if a.burst {
             if !(1..=MAX_ROUNDS).contains(&a.rounds) {
-                return Err(format!("--rounds {}: must be from 1 to {MAX_ROUNDS}", a.rounds));
+                return Err(format!(
+                    "--rounds {}: must be from 1 to {MAX_ROUNDS}",
+                    a.rounds
+                ));
             }
             Workload::Burst { rounds: a.rounds }
         } else if a.churn {

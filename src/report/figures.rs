@@ -365,15 +365,7 @@ fn build(data: &RunData, spec: &Spec) -> Chart {
         id: spec.id,
         title: spec.title.clone(),
         caption,
-        figure: Figure {
-            panels,
-            legend,
-            x_ticks: series::connections(data)
-                .into_iter()
-                .map(|n| n as f64)
-                .collect(),
-            x_label: data.plan.size_label.clone(),
-        },
+        figure: over_sizes(data, panels, legend),
         tables: Vec::new(),
     }
 }
@@ -400,6 +392,20 @@ fn missing<'a>(
 }
 
 /// Whether each model has any measured cell.
+/// A figure over the run's sizes (connections, descriptors, …): its
+/// ticks and axis label are the plan's.
+pub(super) fn over_sizes(data: &RunData, panels: Vec<Panel>, legend: Vec<Entry>) -> Figure {
+    Figure {
+        panels,
+        legend,
+        x_ticks: series::connections(data)
+            .into_iter()
+            .map(|n| n as f64)
+            .collect(),
+        x_label: data.plan.size_label.clone(),
+    }
+}
+
 pub(super) fn measured(data: &RunData, models: &[String]) -> Vec<bool> {
     models
         .iter()

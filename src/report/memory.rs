@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use super::charts::{Figure, Line, Panel, Point};
+use super::charts::{Line, Panel, Point};
 use super::figures::Chart;
 use super::series;
 use super::units::Unit;
@@ -177,15 +177,7 @@ pub fn chart(data: &RunData) -> Chart {
         id: "memory",
         title,
         caption,
-        figure: Figure {
-            panels,
-            legend,
-            x_ticks: series::connections(data)
-                .into_iter()
-                .map(|n| n as f64)
-                .collect(),
-            x_label: data.plan.size_label.clone(),
-        },
+        figure: super::figures::over_sizes(data, panels, legend),
         tables: memory::table(data).into_iter().collect(),
     }
 }
