@@ -111,7 +111,8 @@ impl Conn {
     }
 
     /// Whether the connection holds a buffer now.
-    pub fn holds_buffer(&self) -> bool {
+    #[cfg(test)]
+    fn holds_buffer(&self) -> bool {
         self.buf.is_some()
     }
 

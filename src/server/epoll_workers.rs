@@ -1,5 +1,6 @@
 //! `epoll-workers`: `--workers` threads, each an independent epoll loop
-//! (the loop of the `epoll` model) owning its own connections.
+//! (the shared [`reactor`](super::reactor) with the `epoll` waiter) owning
+//! its own connections.
 //!
 //! How it waits: like `epoll`, O(ready) per call, but on every core. The
 //! interesting part is how the listening socket is shared (`--accept`):
@@ -16,16 +17,17 @@
 //!   herd and no hand-off, at the price of no balancing by load.
 
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::OwnedFd;
-use std::sync::mpsc::{channel, Sender};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::mpsc::{channel, Receiver, Sender};
 
 use anyhow::Context as _;
 use rustix::event::{eventfd, EventfdFlags};
 
 use super::accept::accept_loop;
-use super::epoll::{Inbox, Reactor};
+use super::epoll::EpollWaiter;
+use super::reactor::{Core, Handler, Inline, Reactor, Waiter};
 use super::run::listen;
-use super::{AcceptMode, Config, Context, Model};
+use super::{AcceptMode, Config, Context, Model, Variant};
 
 pub struct EpollWorkers;
 
@@ -39,8 +41,31 @@ impl Model for EpollWorkers {
     fn needs_reuseport(&self, config: &Config) -> bool {
         config.accept == AcceptMode::Reuseport
     }
+    fn variants(&self) -> &'static [Variant] {
+        &[
+            Variant {
+                label: "reuseport",
+                flags: &["--workers", "2", "--accept", "reuseport"],
+            },
+            Variant {
+                label: "acceptor",
+                flags: &["--workers", "2", "--accept", "acceptor"],
+            },
+            Variant {
+                label: "shared",
+                flags: &["--workers", "2", "--accept", "shared"],
+            },
+            Variant {
+                label: "exclusive_edge",
+                flags: &["--workers", "2", "--accept", "exclusive", "--edge"],
+            },
+        ]
+    }
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
         let cfg = ctx.config;
+        if cfg.accept == AcceptMode::Acceptor {
+            return with_acceptor(&listener, ctx);
+        }
         let listeners = match cfg.accept {
             AcceptMode::Reuseport => (1..cfg.workers)
                 .map(|_| listen(cfg.bind, cfg.backlog, true))
@@ -48,52 +73,105 @@ impl Model for EpollWorkers {
                 .context("opening a listener per worker")?,
             _ => Vec::new(),
         };
-        // Every worker's epoll and eventfd exists before any worker runs:
-        // a running worker may take the last descriptors.
-        let mut reactors = Vec::with_capacity(cfg.workers);
-        let mut inboxes: Vec<(Sender<TcpStream>, OwnedFd)> = Vec::new();
-        for i in 0..cfg.workers {
-            let mut reactor = Reactor::new(ctx, cfg.edge)?;
-            match cfg.accept {
-                AcceptMode::Acceptor => {
-                    let (tx, rx) = channel();
-                    let wake = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
-                        .context("eventfd")?;
-                    inboxes.push((tx, wake.try_clone().context("dup eventfd")?));
-                    reactor.watch_inbox(Inbox { rx, wake })?;
-                }
-                AcceptMode::Shared => reactor.watch_listener(&listener, false)?,
-                AcceptMode::Exclusive => reactor.watch_listener(&listener, true)?,
-                AcceptMode::Reuseport => {
-                    let l = if i == 0 { &listener } else { &listeners[i - 1] };
-                    reactor.watch_listener(l, false)?;
-                }
-            }
-            reactors.push(reactor);
-        }
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = reactors
-                .into_iter()
-                .enumerate()
-                .map(|(i, mut reactor)| {
-                    std::thread::Builder::new()
-                        .name(format!("epoll-worker-{i}"))
-                        .spawn_scoped(scope, move || reactor.run())
+        let workers = (0..cfg.workers)
+            .map(|i| {
+                Ok(Worker {
+                    ep: EpollWaiter::instance()?,
+                    handler: Inline,
+                    listener: Some(match cfg.accept {
+                        AcceptMode::Exclusive => (&listener, true),
+                        AcceptMode::Reuseport if i > 0 => (&listeners[i - 1], false),
+                        _ => (&listener, false),
+                    }),
                 })
-                .collect::<Result<_, _>>()
-                .context("starting a worker thread")?;
-            let accepted = if cfg.accept == AcceptMode::Acceptor {
-                acceptor(&listener, ctx, &inboxes)
-            } else {
-                Ok(())
-            };
-            // Workers return once the stop pipe is readable, which it stays.
-            for h in handles {
-                h.join()
-                    .map_err(|_| anyhow::anyhow!("a worker thread panicked"))??;
-            }
-            accepted
-        })
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        run_workers(ctx, workers, || Ok(()))
+    }
+}
+
+/// What one worker thread starts from. Its epoll instance is made before
+/// any worker runs: a running worker may take the last descriptors.
+struct Worker<'a, H> {
+    ep: OwnedFd,
+    handler: H,
+    listener: Option<(&'a TcpListener, bool)>,
+}
+
+/// `--accept acceptor`: the workers serve what one accepting thread deals
+/// out to their inboxes.
+fn with_acceptor(listener: &TcpListener, ctx: &Context) -> anyhow::Result<()> {
+    let mut workers = Vec::with_capacity(ctx.config.workers);
+    let mut inboxes: Vec<(Sender<TcpStream>, OwnedFd)> = Vec::new();
+    for _ in 0..ctx.config.workers {
+        let (tx, rx) = channel();
+        let wake = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).context("eventfd")?;
+        inboxes.push((tx, wake.try_clone().context("dup eventfd")?));
+        workers.push(Worker {
+            ep: EpollWaiter::instance()?,
+            handler: Inbox { rx, wake },
+            listener: None,
+        });
+    }
+    run_workers(ctx, workers, || acceptor(listener, ctx, &inboxes))
+}
+
+/// Runs each worker's loop on a thread of its own and `main` on this one,
+/// and returns once all of them have (the workers, once a stop is
+/// requested).
+fn run_workers<H: Handler + Send>(
+    ctx: &Context,
+    workers: Vec<Worker<'_, H>>,
+    main: impl FnOnce() -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let edge = ctx.config.edge;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = workers
+            .into_iter()
+            .enumerate()
+            .map(|(i, w)| {
+                std::thread::Builder::new()
+                    .name(format!("epoll-worker-{i}"))
+                    .spawn_scoped(scope, move || {
+                        let mut reactor =
+                            Reactor::new(ctx, EpollWaiter::on(w.ep, edge), w.handler)?;
+                        if let Some((l, exclusive)) = w.listener {
+                            reactor = reactor.listen(l, exclusive);
+                        }
+                        reactor.run()
+                    })
+            })
+            .collect::<Result<_, _>>()
+            .context("starting a worker thread")?;
+        let ran = main();
+        // Workers return once the stop pipe is readable, which it stays.
+        for h in handles {
+            h.join()
+                .map_err(|_| anyhow::anyhow!("a worker thread panicked"))??;
+        }
+        ran
+    })
+}
+
+/// Sockets handed to a worker by the acceptor thread, with the eventfd that
+/// wakes it.
+struct Inbox {
+    rx: Receiver<TcpStream>,
+    wake: OwnedFd,
+}
+
+impl Handler for Inbox {
+    fn wake(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.wake.as_fd())
+    }
+
+    fn woken<W: Waiter>(&mut self, core: &mut Core<'_, W>) -> anyhow::Result<()> {
+        let mut buf = [0u8; 8];
+        let _ = rustix::io::read(&self.wake, &mut buf);
+        for stream in self.rx.try_iter() {
+            core.add(stream);
+        }
+        Ok(())
     }
 }
 

@@ -1,9 +1,11 @@
 //! `hybrid`: one poll loop finds ready connections, a thread pool echoes.
 //!
-//! How it waits: the main thread keeps every idle connection in a `poll(2)`
-//! array ([`PollSet`], updated in place) beside the listener, the stop pipe
-//! and an eventfd. When a connection is ready, the loop stops watching it,
-//! takes its [`Slot`] out of the [`Table`] and sends it down a job channel.
+//! How it waits: the main thread runs the shared [`reactor`](super::reactor)
+//! with the `poll` waiter: every idle connection is in a `poll(2)` array
+//! (updated in place) beside the listener, the stop pipe and an eventfd.
+//! The pool is the loop's [`Handler`]: when a connection is ready, the loop
+//! stops watching it, takes its [`Slot`] out of the connection table and
+//! sends it down a job channel.
 //!
 //! Who runs the handler: one of `--workers` pool threads receives the slot,
 //! runs the shared echo step ([`service`]: at most
@@ -38,7 +40,7 @@
 //! and exits; the loop joins them and returns.
 
 use std::net::TcpListener;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -46,11 +48,10 @@ use std::thread::JoinHandle;
 use anyhow::Context as _;
 use rustix::event::{eventfd, EventfdFlags};
 
-use super::accept::{accept_all, Gate};
-use super::conn::Want;
-use super::table::{service, Slot, Step, Table};
-use super::{Context, Model, Stats};
-use crate::sys::pollset::{PollSet, POLLIN, POLLOUT};
+use super::poll::PollWaiter;
+use super::reactor::{Core, Handler, Reactor, Waiter};
+use super::table::{service, Slot, Step};
+use super::{Context, Model, Stats, Variant};
 
 pub struct Hybrid;
 
@@ -61,44 +62,51 @@ impl Model for Hybrid {
     fn about(&self) -> &'static str {
         "one poll loop hands ready sockets to --workers pool threads and takes them back: two hand-offs per event"
     }
+    fn variants(&self) -> &'static [Variant] {
+        &[Variant {
+            label: "",
+            flags: &["--workers", "2"],
+        }]
+    }
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
-        let wake = Arc::new(
-            eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).context("eventfd")?,
-        );
-        let (done_tx, done_rx) = mpsc::channel();
-        let mut pool = Pool::start(ctx.config.workers.max(1), ctx.stats, done_tx, &wake)?;
-        let result = run(&listener, ctx, &mut pool, &wake, &done_rx);
-        // Close the job channel and wait for the workers (also on an error).
-        pool.stop();
-        result
+        let pool = Pool::start(ctx.config.workers.max(1), ctx.stats)?;
+        // Dropping the loop (also on an error) stops the pool: the job
+        // channel closes and the workers are joined.
+        Reactor::new(ctx, PollWaiter::default(), pool)?
+            .listen(&listener, false)
+            .run()
     }
 }
 
-/// The worker threads and the sending end of their job channel.
+/// The worker threads, the sending end of their job channel, and the
+/// channel and eventfd on which they give connections back.
 struct Pool {
     jobs: Option<Sender<Slot>>,
     threads: Vec<JoinHandle<()>>,
+    done: Receiver<(Slot, Step)>,
+    wake: Arc<OwnedFd>,
 }
 
 impl Pool {
     /// Starts `n` workers that service the slots sent to them and return
-    /// each with its next step on `done`, writing `wake` after each.
-    fn start(
-        n: usize,
-        stats: &'static Stats,
-        done: Sender<(Slot, Step)>,
-        wake: &Arc<OwnedFd>,
-    ) -> anyhow::Result<Pool> {
+    /// each with its next step, writing the eventfd after each.
+    fn start(n: usize, stats: &'static Stats) -> anyhow::Result<Pool> {
+        let wake = Arc::new(
+            eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).context("eventfd")?,
+        );
         let (jobs, rx) = mpsc::channel::<Slot>();
+        let (done_tx, done) = mpsc::channel();
         let rx = Arc::new(Mutex::new(rx));
         let mut pool = Pool {
             jobs: Some(jobs),
             threads: Vec::with_capacity(n),
+            done,
+            wake,
         };
         for i in 0..n {
             let rx = Arc::clone(&rx);
-            let done = done.clone();
-            let wake = Arc::clone(wake);
+            let done = done_tx.clone();
+            let wake = Arc::clone(&pool.wake);
             let thread = std::thread::Builder::new()
                 .name(format!("c10k-pool-{i}"))
                 .spawn(move || work(&rx, &done, &wake, stats))
@@ -107,17 +115,6 @@ impl Pool {
             pool.threads.push(thread);
         }
         Ok(pool)
-    }
-
-    /// Hands a ready connection to the pool.
-    fn submit(&self, slot: Slot) -> anyhow::Result<()> {
-        let Some(jobs) = &self.jobs else {
-            anyhow::bail!("the pool is stopped");
-        };
-        // Fails only if every worker is gone (they exit only when the
-        // channel closes, so: all panicked).
-        jobs.send(slot)
-            .map_err(|_| anyhow::anyhow!("every pool thread has died"))
     }
 
     /// Closes the job channel and joins the workers.
@@ -132,6 +129,37 @@ impl Pool {
 impl Drop for Pool {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+impl Handler for Pool {
+    fn wake(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.wake.as_fd())
+    }
+
+    /// Connections come back: watch them again, or close them.
+    fn woken<W: Waiter>(&mut self, core: &mut Core<'_, W>) -> anyhow::Result<()> {
+        let mut buf = [0u8; 8];
+        let _ = rustix::io::read(self.wake.as_fd(), &mut buf);
+        for (slot, step) in self.done.try_iter() {
+            core.put_back(slot, step)?;
+        }
+        Ok(())
+    }
+
+    /// Hands a ready connection (POLLHUP and POLLERR too: the worker's read
+    /// or write reports them and the connection closes) to the pool.
+    fn ready<W: Waiter>(&mut self, core: &mut Core<'_, W>, fd: RawFd) -> anyhow::Result<()> {
+        let Some(slot) = core.take(fd)? else {
+            return Ok(());
+        };
+        let Some(jobs) = &self.jobs else {
+            anyhow::bail!("the pool is stopped");
+        };
+        // Fails only if every worker is gone (they exit only when the
+        // channel closes, so: all panicked).
+        jobs.send(slot)
+            .map_err(|_| anyhow::anyhow!("every pool thread has died"))
     }
 }
 
@@ -154,80 +182,4 @@ fn work(jobs: &Mutex<Receiver<Slot>>, done: &Sender<(Slot, Step)>, wake: &OwnedF
         // awake anyway.
         let _ = rustix::io::write(wake, &1u64.to_ne_bytes());
     }
-}
-
-/// The poll loop: runs until a stop is requested.
-fn run(
-    listener: &TcpListener,
-    ctx: &Context,
-    pool: &mut Pool,
-    wake: &OwnedFd,
-    done: &Receiver<(Slot, Step)>,
-) -> anyhow::Result<()> {
-    let stop_fd = ctx.shutdown.fd().as_raw_fd();
-    let wake_fd = wake.as_raw_fd();
-    let listen_fd = listener.as_raw_fd();
-    let mut set = PollSet::default();
-    set.set(stop_fd, POLLIN);
-    set.set(wake_fd, POLLIN);
-    let mut table = Table::new(ctx.config.buffer);
-    let mut gate = Gate::default();
-    loop {
-        if gate.is_open() {
-            set.set(listen_fd, POLLIN);
-        } else {
-            set.remove(listen_fd);
-        }
-        let n = match set.wait(gate.timeout()) {
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => 0,
-            Err(e) => return Err(e).context("poll"),
-        };
-        for (fd, _revents) in set.ready(n) {
-            if fd == stop_fd {
-                if ctx.shutdown.requested() {
-                    return Ok(());
-                }
-                // Not a stop (not expected): empty the pipe so poll does
-                // not report it again and again.
-                ctx.shutdown.drain();
-            } else if fd == wake_fd {
-                let mut buf = [0u8; 8];
-                let _ = rustix::io::read(wake.as_fd(), &mut buf);
-                for (slot, step) in done.try_iter() {
-                    come_back(&mut set, &mut table, &mut gate, slot, step);
-                }
-            } else if fd == listen_fd {
-                accept_all(listener, ctx, true, &mut gate, |s| {
-                    let fd = table.insert(s);
-                    set.set(fd, POLLIN);
-                });
-            } else {
-                // A connection (POLLHUP and POLLERR too: the worker's read
-                // or write reports them and the connection closes).
-                set.remove(fd);
-                if let Some(slot) = table.take(fd) {
-                    pool.submit(slot)?;
-                }
-            }
-        }
-    }
-}
-
-/// Takes a connection back from a worker: watch it again, or close it.
-fn come_back(set: &mut PollSet, table: &mut Table, gate: &mut Gate, slot: Slot, step: Step) {
-    let events = match step {
-        Step::Closed => {
-            drop(slot); // Closes the socket (already counted as closed).
-            gate.resume();
-            return;
-        }
-        Step::Wait(Want::Write) => POLLOUT,
-        // Read, or More (budget used up): level-triggered poll reports it
-        // at once if data is still waiting.
-        Step::Wait(_) => POLLIN,
-    };
-    let fd: RawFd = slot.stream.as_raw_fd();
-    table.put(slot);
-    set.set(fd, events);
 }

@@ -3,11 +3,15 @@
 //! Every model shares the connection state machine in [`conn`], the accept
 //! policy in [`accept`] (max-conns refusals, EMFILE back-off) and the counters
 //! in [`Stats`]; models differ only in how they wait for readiness and who
-//! runs the handler. Adding a model is a file, an `impl Model` and a line in
-//! [`MODELS`].
+//! runs the handler. The readiness models (select, poll, epoll,
+//! epoll-workers, hybrid) share one loop as well, [`reactor`]: each of them
+//! is a waiter and a handler. Adding a model is a file, an `impl Model` and a
+//! line in [`MODELS`]; the conformance suite runs every model's
+//! [`Model::variants`] from that registry.
 
 pub mod accept;
 pub mod conn;
+pub mod reactor;
 pub mod run;
 pub mod stats;
 pub mod table;
@@ -89,6 +93,16 @@ pub struct Unsupported {
     pub reason: String,
 }
 
+/// A configuration of a model worth checking on its own: the conformance
+/// suite runs every variant of every model.
+#[derive(Debug, Clone, Copy)]
+pub struct Variant {
+    /// Appended to the model's name in test names; empty for the plain one.
+    pub label: &'static str,
+    /// `c10k serve` flags beside `--model`.
+    pub flags: &'static [&'static str],
+}
+
 /// A concurrency model of an echo server.
 pub trait Model: Sync {
     /// The name used on the command line.
@@ -119,6 +133,13 @@ pub trait Model: Sync {
     /// [`Model::serve`] runs.
     fn announces_ready(&self) -> bool {
         false
+    }
+    /// The configurations the conformance suite checks.
+    fn variants(&self) -> &'static [Variant] {
+        &[Variant {
+            label: "",
+            flags: &[],
+        }]
     }
     /// Whether the model opens more listeners on the same port.
     fn needs_reuseport(&self, _config: &Config) -> bool {

@@ -8,15 +8,16 @@
 //! The array is maintained incrementally ([`PollSet`]): a connection that
 //! changes interest updates its entry in place, a closed one is swapped out,
 //! and nothing is rebuilt per call. The scan stops after `nready` entries.
+//!
+//! The loop around the wait is the shared [`reactor`](super::reactor); this
+//! file is only the waiter (also `hybrid`'s).
 
+use std::io;
 use std::net::TcpListener;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::time::Duration;
 
-use anyhow::Context as _;
-
-use super::accept::{accept_all, Gate};
-use super::conn::Want;
-use super::table::{Step, Table};
+use super::reactor::{Inline, Interest, Reactor, Waiter};
 use super::{Context, Model};
 use crate::sys::pollset::{PollSet, POLLIN, POLLOUT};
 
@@ -30,43 +31,56 @@ impl Model for Poll {
         "one thread, poll(2) over an incrementally kept pollfd array: O(connections) per call"
     }
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
-        let lfd = listener.as_raw_fd();
-        let sfd = ctx.shutdown.fd().as_raw_fd();
-        let mut set = PollSet::default();
-        let mut table = Table::new(ctx.config.buffer);
-        let mut gate = Gate::default();
-        set.set(sfd, POLLIN);
-        loop {
-            if gate.is_open() {
-                set.set(lfd, POLLIN);
-            } else {
-                set.remove(lfd);
-            }
-            let n = match set.wait(gate.timeout()) {
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e).context("poll"),
-            };
-            for (fd, _) in set.ready(n) {
-                if fd == sfd {
-                    if ctx.shutdown.requested() {
-                        return Ok(());
-                    }
-                } else if fd == lfd {
-                    accept_all(&listener, ctx, true, &mut gate, |s| {
-                        set.set(table.insert(s), POLLIN);
-                    });
-                } else {
-                    match table.service(fd as RawFd, ctx.stats) {
-                        Step::Closed => {
-                            set.remove(fd);
-                            gate.resume();
-                        }
-                        Step::Wait(Want::Write) => set.set(fd, POLLOUT),
-                        Step::Wait(_) => set.set(fd, POLLIN),
-                    }
-                }
-            }
-        }
+        Reactor::new(ctx, PollWaiter::default(), Inline)?
+            .listen(&listener, false)
+            .run()
+    }
+}
+
+/// The `pollfd` array.
+#[derive(Default)]
+pub struct PollWaiter {
+    set: PollSet,
+}
+
+fn events(interest: Interest) -> libc::c_short {
+    match interest {
+        Interest::Read => POLLIN,
+        Interest::Write => POLLOUT,
+    }
+}
+
+impl Waiter for PollWaiter {
+    const CALL: &'static str = "poll";
+
+    fn watch_source(&mut self, fd: BorrowedFd<'_>, _exclusive: bool) -> io::Result<()> {
+        self.set.set(fd.as_raw_fd(), POLLIN);
+        Ok(())
+    }
+
+    fn watch(&mut self, fd: BorrowedFd<'_>, interest: Interest) -> io::Result<()> {
+        self.set.set(fd.as_raw_fd(), events(interest));
+        Ok(())
+    }
+
+    fn change(&mut self, fd: BorrowedFd<'_>, to: Interest) -> io::Result<()> {
+        self.watch(fd, to)
+    }
+
+    fn unwatch(&mut self, fd: BorrowedFd<'_>) -> io::Result<()> {
+        self.set.remove(fd.as_raw_fd());
+        Ok(())
+    }
+
+    fn forget(&mut self, fd: RawFd) {
+        self.set.remove(fd);
+    }
+
+    fn wait(&mut self, timeout: Option<Duration>, ready: &mut Vec<RawFd>) -> io::Result<()> {
+        let n = self.set.wait(timeout)?;
+        // POLLHUP and POLLERR too: the next read or write reports them and
+        // the connection closes.
+        ready.extend(self.set.ready(n).map(|(fd, _)| fd));
+        Ok(())
     }
 }

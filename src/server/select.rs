@@ -14,15 +14,16 @@
 //! - The result is scanned a machine word at a time (a zero word skips 64
 //!   descriptors) and the scan stops once `nready` events were found.
 //! - The listener is accepted until EAGAIN, so one wake-up drains a burst.
+//!
+//! The loop around the wait is the shared [`reactor`](super::reactor); this
+//! file is only the waiter.
 
+use std::io;
 use std::net::TcpListener;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::time::Duration;
 
-use anyhow::Context as _;
-
-use super::accept::{accept_all, Gate};
-use super::conn::Want;
-use super::table::{Step, Table};
+use super::reactor::{Inline, Interest, Reactor, Waiter};
 use super::{Context, Model};
 use crate::sys::fdset::{self, FdSet, WORD_BITS};
 use crate::sys::rlimit;
@@ -37,128 +38,107 @@ impl Model for Select {
         "one thread, select(2) over a bitmap sized past FD_SETSIZE: O(highest fd) per call"
     }
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
-        Loop::new(ctx).run(&listener)
+        Reactor::new(ctx, SelectWaiter::new(), Inline)?
+            .listen(&listener, false)
+            .run()
     }
 }
 
-/// The select loop's state: master sets and the connections.
-struct Loop<'a> {
-    ctx: &'a Context<'a>,
+/// Master sets, the working sets the kernel rewrites, and `nfds`.
+pub struct SelectWaiter {
     read: FdSet,
     write: FdSet,
+    ready_r: FdSet,
+    ready_w: FdSet,
     /// One more than the highest descriptor in the master sets.
     nfds: usize,
-    table: Table,
-    gate: Gate,
 }
 
-impl<'a> Loop<'a> {
-    fn new(ctx: &'a Context<'a>) -> Self {
+impl SelectWaiter {
+    pub fn new() -> Self {
         // Every descriptor this process can open is below its open-files
         // limit, so a bitmap of that size holds them all.
-        let capacity = rlimit::soft_nofile();
-        Loop {
-            ctx,
-            read: FdSet::with_capacity(capacity),
-            write: FdSet::with_capacity(capacity),
+        let set = FdSet::with_capacity(rlimit::soft_nofile());
+        SelectWaiter {
+            read: set.clone(),
+            write: set.clone(),
+            ready_r: set.clone(),
+            ready_w: set,
             nfds: 0,
-            table: Table::new(ctx.config.buffer),
-            gate: Gate::default(),
         }
     }
 
-    fn watch(&mut self, fd: RawFd, want: Want) {
-        if want == Want::Write {
-            self.read.remove(fd);
-            self.write.insert(fd);
-        } else {
-            self.write.remove(fd);
-            self.read.insert(fd);
+    fn set(&mut self, fd: RawFd, interest: Interest) -> io::Result<()> {
+        let (on, off) = match interest {
+            Interest::Read => (&mut self.read, &mut self.write),
+            Interest::Write => (&mut self.write, &mut self.read),
+        };
+        off.remove(fd);
+        if !on.insert(fd) {
+            // Only if the limit was raised after start.
+            return Err(io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                format!("descriptor {fd} is past the select bitmap"),
+            ));
         }
         self.nfds = self.nfds.max(fd as usize + 1);
+        Ok(())
     }
 
-    fn unwatch(&mut self, fd: RawFd) {
+    fn remove(&mut self, fd: RawFd) {
         self.read.remove(fd);
         self.write.remove(fd);
         if fd as usize + 1 == self.nfds {
             self.nfds = highest(&self.read, &self.write, self.nfds);
         }
     }
+}
 
-    fn run(&mut self, listener: &TcpListener) -> anyhow::Result<()> {
-        let lfd = listener.as_raw_fd();
-        let sfd = self.ctx.shutdown.fd().as_raw_fd();
-        self.watch(sfd, Want::Read);
-        let mut ready_r = self.read.clone();
-        let mut ready_w = self.write.clone();
-        loop {
-            if self.gate.is_open() {
-                self.watch(lfd, Want::Read);
-            } else {
-                self.unwatch(lfd);
-            }
-            ready_r.copy_from(&self.read, self.nfds);
-            ready_w.copy_from(&self.write, self.nfds);
-            let nready =
-                match fdset::select(self.nfds, &mut ready_r, &mut ready_w, self.gate.timeout()) {
-                    Ok(n) => n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(e).context("select"),
-                };
-            let mut left = nready;
-            let words = self.nfds.div_ceil(WORD_BITS);
-            for i in 0..words {
-                if left == 0 {
-                    break;
-                }
-                let (r, w) = (ready_r.words()[i], ready_w.words()[i]);
-                if r | w == 0 {
-                    continue;
-                }
-                left = left.saturating_sub((r.count_ones() + w.count_ones()) as usize);
-                let mut bits = r | w;
-                while bits != 0 {
-                    let fd = (i * WORD_BITS + bits.trailing_zeros() as usize) as RawFd;
-                    bits &= bits - 1;
-                    if fd == sfd {
-                        if self.ctx.shutdown.requested() {
-                            return Ok(());
-                        }
-                    } else if fd == lfd {
-                        self.accept(listener);
-                    } else {
-                        self.service(fd);
-                    }
-                }
-            }
-        }
+impl Waiter for SelectWaiter {
+    const CALL: &'static str = "select";
+
+    fn watch_source(&mut self, fd: BorrowedFd<'_>, _exclusive: bool) -> io::Result<()> {
+        self.set(fd.as_raw_fd(), Interest::Read)
     }
 
-    fn accept(&mut self, listener: &TcpListener) {
-        let mut fresh = Vec::new();
-        accept_all(listener, self.ctx, true, &mut self.gate, |s| fresh.push(s));
-        for stream in fresh {
-            let fd = stream.as_raw_fd();
-            if fd as usize >= self.read.capacity() {
-                // Only if the limit was raised after start: cannot select it.
-                self.ctx.stats.spawn_failed();
-                self.ctx.stats.closed();
+    fn watch(&mut self, fd: BorrowedFd<'_>, interest: Interest) -> io::Result<()> {
+        self.set(fd.as_raw_fd(), interest)
+    }
+
+    fn change(&mut self, fd: BorrowedFd<'_>, to: Interest) -> io::Result<()> {
+        self.set(fd.as_raw_fd(), to)
+    }
+
+    fn unwatch(&mut self, fd: BorrowedFd<'_>) -> io::Result<()> {
+        self.remove(fd.as_raw_fd());
+        Ok(())
+    }
+
+    fn forget(&mut self, fd: RawFd) {
+        self.remove(fd);
+    }
+
+    fn wait(&mut self, timeout: Option<Duration>, ready: &mut Vec<RawFd>) -> io::Result<()> {
+        self.ready_r.copy_from(&self.read, self.nfds);
+        self.ready_w.copy_from(&self.write, self.nfds);
+        let nready = fdset::select(self.nfds, &mut self.ready_r, &mut self.ready_w, timeout)?;
+        let mut left = nready;
+        for i in 0..self.nfds.div_ceil(WORD_BITS) {
+            if left == 0 {
+                break;
+            }
+            let (r, w) = (self.ready_r.words()[i], self.ready_w.words()[i]);
+            let mut bits = r | w;
+            if bits == 0 {
                 continue;
             }
-            self.table.insert(stream);
-            self.watch(fd, Want::Read);
-        }
-    }
-
-    fn service(&mut self, fd: RawFd) {
-        match self.table.service(fd, self.ctx.stats) {
-            Step::Closed => {
-                self.unwatch(fd);
-                self.gate.resume();
+            left = left.saturating_sub((r.count_ones() + w.count_ones()) as usize);
+            while bits != 0 {
+                ready.push((i * WORD_BITS + bits.trailing_zeros() as usize) as RawFd);
+                bits &= bits - 1;
             }
-            Step::Wait(want) => self.watch(fd, want),
         }
+        Ok(())
     }
 }
 

@@ -80,11 +80,6 @@ impl Stats {
         self.active.fetch_sub(1, Relaxed);
     }
 
-    /// Connections open now.
-    pub fn active(&self) -> u64 {
-        self.active.load(Relaxed)
-    }
-
     pub fn add_bytes(&self, n: u64) {
         if n > 0 {
             self.bytes.fetch_add(n, Relaxed);

@@ -34,7 +34,6 @@ pub enum Step {
 pub struct Table {
     slots: Vec<Option<Slot>>,
     buffer: usize,
-    len: usize,
 }
 
 impl Table {
@@ -43,17 +42,7 @@ impl Table {
         Table {
             slots: Vec::new(),
             buffer,
-            len: 0,
         }
-    }
-
-    /// Open connections.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// Adds a connection (waiting to read) and returns its descriptor.
@@ -69,7 +58,6 @@ impl Table {
             conn: Conn::new(self.buffer),
             want: Want::Read,
         });
-        self.len += 1;
         fd
     }
 
@@ -81,11 +69,7 @@ impl Table {
     /// Removes and returns the connection on `fd` (it stays open until
     /// dropped).
     pub fn take(&mut self, fd: RawFd) -> Option<Slot> {
-        let slot = self.slots.get_mut(fd as usize)?.take();
-        if slot.is_some() {
-            self.len -= 1;
-        }
-        slot
+        self.slots.get_mut(fd as usize)?.take()
     }
 
     /// Puts back a connection taken with [`Table::take`].
@@ -95,7 +79,6 @@ impl Table {
             self.slots.resize_with(i + 1, || None);
         }
         self.slots[i] = Some(slot);
-        self.len += 1;
     }
 
     /// Echoes on `fd` as far as the socket allows; closes it when done or

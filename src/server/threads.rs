@@ -18,7 +18,7 @@ use anyhow::Context as _;
 
 use super::accept::accept_loop;
 use super::conn::Conn;
-use super::{Context, Model, Stats};
+use super::{Context, Model, Stats, Variant};
 use crate::sys::rlimit;
 
 pub struct Threads;
@@ -32,6 +32,18 @@ impl Model for Threads {
     }
     fn task_per_connection(&self) -> bool {
         true
+    }
+    fn variants(&self) -> &'static [Variant] {
+        &[
+            Variant {
+                label: "",
+                flags: &[],
+            },
+            Variant {
+                label: "small_stack",
+                flags: &["--stack-size", "64KiB"],
+            },
+        ]
     }
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
         let stats: &'static Stats = ctx.stats;

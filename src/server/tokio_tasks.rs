@@ -45,7 +45,7 @@ use tokio::sync::Notify;
 use super::accept::{accept, Accepted, Gate};
 use super::conn::{Conn, Want};
 use super::table::READ_BUDGET;
-use super::{Context, Model, Stats};
+use super::{Context, Model, Stats, Variant};
 use crate::sys::async_fd;
 use crate::sys::signals::Shutdown;
 
@@ -57,6 +57,12 @@ impl Model for Tokio {
     }
     fn about(&self) -> &'static str {
         "a task per connection on tokio's multi-thread runtime (--workers threads, work-stealing, epoll inside)"
+    }
+    fn variants(&self) -> &'static [Variant] {
+        &[Variant {
+            label: "",
+            flags: &["--workers", "2"],
+        }]
     }
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
         let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -77,7 +77,7 @@ use anyhow::Context as _;
 use rustix::event::{eventfd, EventfdFlags};
 
 use super::accept::{admit, Gate};
-use super::{run, Config, Context, Model};
+use super::{run, Config, Context, Model, Variant};
 use crate::sys::uring::{self, Completion, OpId, Ring, Sizes};
 
 pub struct Uring;
@@ -94,6 +94,18 @@ impl Model for Uring {
     }
     fn needs_reuseport(&self, config: &Config) -> bool {
         config.workers > 1
+    }
+    fn variants(&self) -> &'static [Variant] {
+        &[
+            Variant {
+                label: "",
+                flags: &["--workers", "1"],
+            },
+            Variant {
+                label: "workers",
+                flags: &["--workers", "2"],
+            },
+        ]
     }
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
         let extra = (1..ctx.config.workers.max(1))

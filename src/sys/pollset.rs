@@ -25,7 +25,7 @@ pub fn pollfd(fd: RawFd, events: libc::c_short) -> PollFd {
 /// `poll(fds, timeout)`; `None` waits forever. Returns how many entries have
 /// events.
 pub fn poll(fds: &mut [PollFd], timeout: Option<Duration>) -> io::Result<usize> {
-    let ms = timeout.map_or(-1, |d| d.as_millis().min(i32::MAX as u128) as libc::c_int);
+    let ms = timeout.map_or(-1, millis_up);
     // SAFETY: the pointer and length describe a live, exclusively borrowed
     // slice of `pollfd`, which the kernel reads and whose `revents` it writes.
     let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
@@ -34,6 +34,13 @@ pub fn poll(fds: &mut [PollFd], timeout: Option<Duration>) -> io::Result<usize> 
     } else {
         Ok(n as usize)
     }
+}
+
+/// `d` in whole milliseconds, rounded up: poll(2) counts milliseconds, and
+/// a remaining 0.4 ms truncated to 0 would return at once and spin until
+/// the deadline (mio rounds up for the same reason).
+fn millis_up(d: Duration) -> libc::c_int {
+    d.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as libc::c_int
 }
 
 /// A `pollfd` array maintained incrementally: adding, changing or removing a
@@ -99,13 +106,12 @@ impl PollSet {
 
     /// The first `nready` entries with events, as (descriptor, revents):
     /// the scan stops as soon as all ready ones were found.
-    pub fn ready(&self, nready: usize) -> Vec<(RawFd, libc::c_short)> {
+    pub fn ready(&self, nready: usize) -> impl Iterator<Item = (RawFd, libc::c_short)> + '_ {
         self.fds
             .iter()
             .filter(|p| p.revents != 0)
             .take(nready)
             .map(|p| (p.fd, p.revents))
-            .collect()
     }
 }
 
@@ -128,5 +134,14 @@ mod tests {
         let mut entries: Vec<_> = s.fds.iter().map(|p| (p.fd, p.events)).collect();
         entries.sort();
         assert_eq!(entries, vec![(5, POLLIN), (9, POLLOUT)]);
+    }
+
+    #[test]
+    fn a_sub_millisecond_timeout_waits_a_millisecond() {
+        assert_eq!(millis_up(Duration::from_micros(400)), 1);
+        assert_eq!(millis_up(Duration::from_millis(3)), 3);
+        assert_eq!(millis_up(Duration::from_nanos(3_000_001)), 4);
+        assert_eq!(millis_up(Duration::ZERO), 0);
+        assert_eq!(millis_up(Duration::from_secs(u64::MAX)), i32::MAX);
     }
 }

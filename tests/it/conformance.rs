@@ -16,94 +16,32 @@ use crate::support::{alive, connect, pattern, ticks_per_second, Server, Started,
 /// A model under test: its name and extra `serve` flags.
 #[derive(Clone, Debug)]
 pub struct Case {
-    pub label: &'static str,
+    pub label: String,
     pub model: &'static str,
     pub flags: &'static [&'static str],
 }
 
-/// Every model and the variants worth checking separately.
-pub const CASES: &[Case] = &[
-    Case {
-        label: "threads",
-        model: "threads",
-        flags: &[],
-    },
-    Case {
-        label: "threads_small_stack",
-        model: "threads",
-        flags: &["--stack-size", "64KiB"],
-    },
-    Case {
-        label: "fork",
-        model: "fork",
-        flags: &[],
-    },
-    Case {
-        label: "prefork",
-        model: "prefork",
-        flags: &[],
-    },
-    Case {
-        label: "select",
-        model: "select",
-        flags: &[],
-    },
-    Case {
-        label: "poll",
-        model: "poll",
-        flags: &[],
-    },
-    Case {
-        label: "epoll",
-        model: "epoll",
-        flags: &[],
-    },
-    Case {
-        label: "epoll_edge",
-        model: "epoll",
-        flags: &["--edge"],
-    },
-    Case {
-        label: "epoll_workers_reuseport",
-        model: "epoll-workers",
-        flags: &["--workers", "2", "--accept", "reuseport"],
-    },
-    Case {
-        label: "epoll_workers_acceptor",
-        model: "epoll-workers",
-        flags: &["--workers", "2", "--accept", "acceptor"],
-    },
-    Case {
-        label: "epoll_workers_shared",
-        model: "epoll-workers",
-        flags: &["--workers", "2", "--accept", "shared"],
-    },
-    Case {
-        label: "epoll_workers_exclusive_edge",
-        model: "epoll-workers",
-        flags: &["--workers", "2", "--accept", "exclusive", "--edge"],
-    },
-    Case {
-        label: "uring",
-        model: "uring",
-        flags: &["--workers", "1"],
-    },
-    Case {
-        label: "uring_workers",
-        model: "uring",
-        flags: &["--workers", "2"],
-    },
-    Case {
-        label: "tokio",
-        model: "tokio",
-        flags: &["--workers", "2"],
-    },
-    Case {
-        label: "hybrid",
-        model: "hybrid",
-        flags: &["--workers", "2"],
-    },
-];
+/// Every variant of every model in the registry, so a new model cannot
+/// skip the suite.
+pub fn cases() -> Vec<Case> {
+    c10k::server::MODELS
+        .iter()
+        .flat_map(|m| {
+            m.variants().iter().map(|v| {
+                let name = m.name().replace('-', "_");
+                Case {
+                    label: if v.label.is_empty() {
+                        name
+                    } else {
+                        format!("{name}_{}", v.label)
+                    },
+                    model: m.name(),
+                    flags: v.flags,
+                }
+            })
+        })
+        .collect()
+}
 
 /// A conformance check.
 pub type Check = fn(&Case) -> Result<Completion, Failed>;
