@@ -2,6 +2,8 @@
 //! (1 failure, 2 bad usage, 3 model not supported here, 4 `load
 //! --fail-on-error` saw errors, 130 `run` interrupted with cells left).
 
+#![forbid(unsafe_code)]
+
 use std::io::Write as _;
 use std::process::ExitCode;
 

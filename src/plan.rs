@@ -103,8 +103,9 @@ const CELL_OWNED: [&str; 5] = ["model", "port", "cpus", "bind", "reuseport"];
 
 /// Checks `c10k run --server-arg`s once, with the plan, before any cell
 /// runs: they must be `c10k serve` flags with valid values, and none may
-/// set what each cell sets itself.
-pub fn check_server_args(args: &[String]) -> Result<(), String> {
+/// set what each cell sets itself. Returns the echo buffer the servers will
+/// have (`--buffer` among them, or serve's default).
+pub fn check_server_args(args: &[String]) -> Result<String, String> {
     use clap::{parser::ValueSource, Args, FromArgMatches};
     let cmd = ServeArgs::augment_args(clap::Command::new("serve").no_binary_name(true));
     let m = cmd
@@ -119,9 +120,8 @@ pub fn check_server_args(args: &[String]) -> Result<(), String> {
         ));
     }
     let a = ServeArgs::from_arg_matches(&m).map_err(|e| format!("--server-arg: {e}"))?;
-    ServePlan::from_args(&a)
-        .map(|_| ())
-        .map_err(|e| format!("--server-arg: {e}"))
+    ServePlan::from_args(&a).map_err(|e| format!("--server-arg: {e}"))?;
+    Ok(a.buffer)
 }
 
 /// Parses a byte size: `4096`, `16K`, `16KiB`, `1M`, `1MiB`, `1G` (binary

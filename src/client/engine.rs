@@ -224,6 +224,9 @@ pub fn run(shared: &Shared, index: usize) -> io::Result<ThreadResult> {
             e.churn(echo);
         }
     }
+    if let Some(err) = e.failed.take() {
+        return Err(io::Error::new(err.kind(), format!("epoll_wait: {err}")));
+    }
     Ok(e.finish())
 }
 
@@ -271,6 +274,8 @@ struct Engine<'a> {
     io: Syscalls,
     io_from: Option<Syscalls>,
     io_window: Syscalls,
+    /// Why this loop's epoll_wait failed, which ends every phase.
+    failed: Option<io::Error>,
 }
 
 impl<'a> Engine<'a> {
@@ -340,11 +345,13 @@ impl<'a> Engine<'a> {
             io: Syscalls::default(),
             io_from: None,
             io_window: Syscalls::default(),
+            failed: None,
         })
     }
 
-    fn interrupted(&self) -> bool {
-        self.shared.interrupted.load(Relaxed)
+    /// Whether to end the current phase: Ctrl-C, or this loop's wait failed.
+    fn stopping(&self) -> bool {
+        self.failed.is_some() || self.shared.interrupted.load(Relaxed)
     }
 
     // ---- connecting ------------------------------------------------------
@@ -353,7 +360,7 @@ impl<'a> Engine<'a> {
     /// or failed (or on Ctrl-C).
     fn connect_all(&mut self) {
         self.started = Instant::now();
-        while !self.interrupted() {
+        while !self.stopping() {
             self.open_more();
             if self.pending == 0 && self.next_open >= self.conns.len() {
                 break;
@@ -503,8 +510,7 @@ impl<'a> Engine<'a> {
             if self.io_from.is_none() && now >= sched.measure_from {
                 self.io_from = Some(self.io);
             }
-            if self.interrupted() || sched.until.is_some_and(|u| now >= u) || self.all_active_done()
-            {
+            if self.stopping() || sched.until.is_some_and(|u| now >= u) || self.all_active_done() {
                 break;
             }
             if let (Some(iv), Workload::Open { depth, .. }) = (interval, self.plan.workload) {
@@ -543,7 +549,7 @@ impl<'a> Engine<'a> {
         self.timers.clear();
         // One sweep past the timeout, so the last owed echo is judged.
         let deadline = Instant::now() + self.plan.timeout + SWEEP;
-        while !self.interrupted() {
+        while !self.stopping() {
             let owed = self
                 .conns
                 .iter()
@@ -719,7 +725,7 @@ impl<'a> Engine<'a> {
             return;
         };
         match self.plan.workload {
-            Workload::Closed { .. } if !self.interrupted() => {
+            Workload::Closed { .. } if !self.stopping() => {
                 let n = self.sendable(i, now, k, &sched);
                 self.conns[i].out.reserve(n * self.shared.payload.len());
                 let f = self.stamp(now, now, &sched);
@@ -773,7 +779,7 @@ impl<'a> Engine<'a> {
             }
         }
         let mut last = None;
-        while !self.interrupted() {
+        while !self.stopping() {
             let waiting = self
                 .conns
                 .iter()
@@ -810,7 +816,7 @@ impl<'a> Engine<'a> {
         let mut cycles = vec![0u64; self.conns.len()];
         loop {
             let now = Instant::now();
-            if self.interrupted() || sched.until.is_some_and(|u| now >= u) {
+            if self.stopping() || sched.until.is_some_and(|u| now >= u) {
                 break;
             }
             // Connections that came up: echo one message or close.
@@ -877,7 +883,12 @@ impl<'a> Engine<'a> {
         self.io.waits += 1;
         let n = match epoll::wait(&self.ep, &mut self.events[..], ts.as_ref()) {
             Ok(n) => n,
-            Err(_) => return,
+            Err(rustix::io::Errno::INTR) => return,
+            Err(e) => {
+                // Not a signal: waiting again would fail again and spin.
+                self.failed.get_or_insert(e.into());
+                return;
+            }
         };
         for k in 0..n {
             let ev = self.events[k];

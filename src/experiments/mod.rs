@@ -172,7 +172,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         || args.duration.is_some()
         || args.message_size.is_some()
         || !args.server_args.is_empty();
-    crate::plan::check_server_args(&args.server_args)?;
+    let buffer = crate::plan::check_server_args(&args.server_args)?;
     let cells = matrix::expand(&models, &connections, runs, order);
     Ok(RunPlan {
         version: RESULTS_VERSION,
@@ -194,9 +194,10 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         workload,
         primary,
         per_connection_csv: preset.per_connection_csv || args.per_connection_csv,
-        buffer: "16KiB".into(),
+        buffer,
         server_args: args.server_args.clone(),
         bench: preset.bench,
+        bench_args: preset.bench_args.iter().map(|a| a.to_string()).collect(),
         size_label: preset.size_label.to_string(),
         cells,
     })

@@ -18,6 +18,8 @@ pub struct Preset {
     /// A micro-benchmark experiment; its models are the benchmark's
     /// variants.
     pub bench: Option<Bench>,
+    /// More arguments of the micro-benchmark's command, for every cell.
+    pub bench_args: &'static [&'static str],
     /// What a cell's size counts.
     pub size_label: &'static str,
 }
@@ -34,6 +36,7 @@ pub fn all() -> Vec<Preset> {
             workload: Workload::closed(1.0, 0.25),
             per_connection_csv: false,
             bench: None,
+            bench_args: &[],
             size_label: "connections",
         },
         Preset {
@@ -48,6 +51,7 @@ pub fn all() -> Vec<Preset> {
             },
             per_connection_csv: false,
             bench: None,
+            bench_args: &[],
             size_label: "connections",
         },
         Preset {
@@ -62,6 +66,7 @@ pub fn all() -> Vec<Preset> {
             },
             per_connection_csv: false,
             bench: None,
+            bench_args: &[],
             size_label: "connections",
         },
         Preset {
@@ -81,6 +86,7 @@ pub fn all() -> Vec<Preset> {
             },
             per_connection_csv: true,
             bench: None,
+            bench_args: &[],
             size_label: "connections",
         },
         Preset {
@@ -95,17 +101,22 @@ pub fn all() -> Vec<Preset> {
             },
             per_connection_csv: false,
             bench: None,
+            bench_args: &[],
             size_label: "connections",
         },
-        bench(
-            "spawn",
-            "thread and process creation (c10k micro spawn): create and join, fork and reap, per task",
-            Bench::Spawn,
-            &["thread", "thread-small", "fork", "fork-large"],
-            &[1, 10, 100, 1000],
-            5,
-            "threads or processes",
-        ),
+        Preset {
+            // Memory per parked thread, measured with a thousand parked.
+            bench_args: &["--parked", "1000"],
+            ..bench(
+                "spawn",
+                "thread and process creation (c10k micro spawn): create and join, fork and reap, per task",
+                Bench::Spawn,
+                &["thread", "thread-small", "fork", "fork-large"],
+                &[1, 10, 100, 1000],
+                5,
+                "threads or processes",
+            )
+        },
         bench(
             "dispatch",
             "select, poll and epoll_wait return time over N descriptors, 1 active (c10k micro dispatch)",
@@ -124,15 +135,20 @@ pub fn all() -> Vec<Preset> {
             3,
             "client threads",
         ),
-        bench(
-            "herd",
-            "the thundering herd (c10k herd): connect latency and wake-ups per connection against W",
-            Bench::Herd,
-            &["select", "poll", "epoll", "epoll-exclusive", "accept", "reuseport"],
-            &[1, 8, 64],
-            3,
-            "workers",
-        ),
+        Preset {
+            // A thousand connections per cell, half `c10k herd`'s default,
+            // so the 64-worker cells stay short.
+            bench_args: &["-n", "1000"],
+            ..bench(
+                "herd",
+                "the thundering herd (c10k herd): connect latency and wake-ups per connection against W",
+                Bench::Herd,
+                &["select", "poll", "epoll", "epoll-exclusive", "accept", "reuseport"],
+                &[1, 8, 64],
+                3,
+                "workers",
+            )
+        },
     ]
 }
 
@@ -154,6 +170,7 @@ fn bench(
         workload: Workload::closed(1.0, 0.0),
         per_connection_csv: false,
         bench: Some(kind),
+        bench_args: &[],
         size_label,
     }
 }

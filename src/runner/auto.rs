@@ -243,6 +243,7 @@ mod tests {
             buffer: "16KiB".into(),
             server_args: Vec::new(),
             bench: Some(matrix::Bench::Spawn),
+            bench_args: Vec::new(),
             size_label: "connections".into(),
         }
     }

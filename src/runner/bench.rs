@@ -30,14 +30,7 @@ pub fn measure(
     ));
     let n = spec.connections.to_string();
     let mut args: Vec<String> = match bench {
-        Bench::Spawn => vec![
-            "micro".into(),
-            "spawn".into(),
-            "--counts".into(),
-            n,
-            "--parked".into(),
-            "1000".into(),
-        ],
+        Bench::Spawn => vec!["micro".into(), "spawn".into(), "--counts".into(), n],
         Bench::Dispatch => vec!["micro".into(), "dispatch".into(), "--fds".into(), n],
         Bench::Accept => vec![
             "micro".into(),
@@ -56,10 +49,9 @@ pub fn measure(
             n,
             "--methods".into(),
             spec.model.clone(),
-            "-n".into(),
-            "1000".into(),
         ],
     };
+    args.extend(plan.bench_args.iter().cloned());
     args.extend([
         "--runs".into(),
         "1".into(),

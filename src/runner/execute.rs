@@ -20,6 +20,16 @@ use crate::sys;
 /// epoll or io_uring instances, pipes, stdio).
 const SERVER_HEADROOM: u64 = 128;
 
+/// Server processes sharing the port (SO_REUSEPORT) that `connections` need
+/// under the open-files hard limit `hard`, for a model that does not fork.
+pub fn server_processes(connections: usize, hard: Option<u64>) -> usize {
+    hard.map_or(1, |h| {
+        connections
+            .div_ceil(h.saturating_sub(SERVER_HEADROOM).max(1) as usize)
+            .max(1)
+    })
+}
+
 /// How long the server's socket count may stand still, short of every
 /// connection the client has up, before the loaded sample is taken anyway
 /// (and the cell notes it).
@@ -101,11 +111,7 @@ fn measure(
     let instances = if model.forks() {
         1
     } else {
-        hard.map_or(1, |h| {
-            spec.connections
-                .div_ceil(h.saturating_sub(SERVER_HEADROOM).max(1) as usize)
-                .max(1)
-        })
+        server_processes(spec.connections, hard)
     };
     result.kernel_before = kernel::sample();
     let mut servers: Vec<ServerChild> = Vec::with_capacity(instances);

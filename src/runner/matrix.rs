@@ -296,6 +296,9 @@ pub struct RunPlan {
     /// A micro-benchmark experiment (its cells run no server).
     #[serde(default)]
     pub bench: Option<Bench>,
+    /// More arguments of the micro-benchmark's command for every cell.
+    #[serde(default)]
+    pub bench_args: Vec<String>,
     /// What the size of a cell counts, for tables and chart axes.
     #[serde(default = "default_size_label")]
     pub size_label: String,

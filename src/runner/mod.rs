@@ -196,7 +196,7 @@ pub fn intro(data: &RunData) -> String {
     );
     let hard = crate::sys::rlimit::nofile().hard;
     if let (Some(h), Some(&max)) = (hard, p.connections.iter().max()) {
-        if max as u64 + 128 > h {
+        if execute::server_processes(max, Some(h)) > 1 {
             s += &format!(
                 "  note: the open-files hard limit is {h} per process; cells past it run the server as several processes sharing the port (SO_REUSEPORT) and the client as several workers\n"
             );

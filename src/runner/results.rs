@@ -268,6 +268,12 @@ pub fn load(dir: &Path) -> anyhow::Result<(RunData, Vec<Problem>)> {
     plan.workload
         .check()
         .and_then(|()| crate::plan::check_server_args(&plan.server_args))
+        .and_then(|_| {
+            // Every server of a resumed run is given this buffer.
+            crate::plan::parse_size(&plan.buffer)
+                .map(drop)
+                .map_err(|e| format!("buffer: {e}"))
+        })
         .map_err(|e| anyhow::anyhow!("{}: {e}", dir.join(PLAN).display()))?;
     let environment =
         serde_json::from_slice(&read(ENVIRONMENT)?).unwrap_or(serde_json::Value::Null);
@@ -393,6 +399,7 @@ mod tests {
             buffer: "16KiB".into(),
             server_args: Vec::new(),
             bench: None,
+            bench_args: Vec::new(),
             size_label: "connections".into(),
         }
     }

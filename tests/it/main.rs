@@ -2,6 +2,8 @@
 //! plus the command-line tests. Its own harness (libtest-mimic) reports a
 //! model that cannot run here as ignored with the server's reason.
 
+#![forbid(unsafe_code)]
+
 mod cli;
 mod conformance;
 mod herd;

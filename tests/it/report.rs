@@ -271,6 +271,7 @@ fn plan(
         buffer: "16KiB".into(),
         server_args: Vec::new(),
         bench: None,
+        bench_args: Vec::new(),
         size_label: "connections".into(),
     }
 }
