@@ -161,24 +161,16 @@ fn cgroup_pids() -> Option<(PathBuf, u64, u64)> {
 mod tests {
     use super::*;
 
+    fn limit(kind: Kind, max: u64, used: u64) -> Limit {
+        Limit { kind, max, used }
+    }
+
     fn machine() -> Tasks {
         Tasks {
             limits: vec![
-                Limit {
-                    kind: Kind::Sysctl("kernel.pid_max"),
-                    max: 32_768,
-                    used: 200,
-                },
-                Limit {
-                    kind: Kind::Sysctl("kernel.threads-max"),
-                    max: 192_729,
-                    used: 200,
-                },
-                Limit {
-                    kind: Kind::Nproc,
-                    max: 96_364,
-                    used: 0,
-                },
+                limit(Kind::Sysctl("kernel.pid_max"), 32_768, 200),
+                limit(Kind::Sysctl("kernel.threads-max"), 192_729, 200),
+                limit(Kind::Nproc, 96_364, 0),
             ],
         }
     }
@@ -187,12 +179,7 @@ mod tests {
     fn room_is_the_tightest_limit_less_what_is_used_and_the_margin() {
         assert_eq!(machine().room(64), Some(32_768 - 200 - 64));
         assert_eq!(Tasks::default().room(64), None);
-        let full = Limit {
-            kind: Kind::Nproc,
-            max: 100,
-            used: 90,
-        };
-        assert_eq!(full.room(64), 0);
+        assert_eq!(limit(Kind::Nproc, 100, 90).room(64), 0);
     }
 
     #[test]
@@ -215,11 +202,8 @@ mod tests {
     #[test]
     fn the_tightest_limit_is_named_with_its_fix() {
         let mut t = machine();
-        t.limits.push(Limit {
-            kind: Kind::Cgroup(PathBuf::from("/sys/fs/cgroup/box")),
-            max: 1000,
-            used: 300,
-        });
+        let cgroup = Kind::Cgroup(PathBuf::from("/sys/fs/cgroup/box"));
+        t.limits.push(limit(cgroup, 1000, 300));
         assert_eq!(t.check(636, 64), Ok(()));
         let e = t.check(637, 64).unwrap_err();
         assert!(
@@ -231,11 +215,7 @@ mod tests {
             "{e}"
         );
         let nproc = Tasks {
-            limits: vec![Limit {
-                kind: Kind::Nproc,
-                max: 10,
-                used: 0,
-            }],
+            limits: vec![limit(Kind::Nproc, 10, 0)],
         };
         let e = nproc.check(20, 4).unwrap_err();
         assert!(
