@@ -16,11 +16,9 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsFd;
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
-
 use std::time::{Duration, Instant};
 
+use c10k::runner::server::{Launcher, ServerChild};
 use rustix::event::epoll::{self, CreateFlags, Event, EventData, EventFlags};
 
 const MESSAGE: usize = 64;
@@ -146,13 +144,13 @@ struct Row {
 fn cell(model: &str, flags: &[String], cpu: usize, seconds: f64) -> Result<Row, String> {
     let d = Duration::from_secs_f64(seconds);
     let (one, hundred) = {
-        let mut server = Server::start(model, flags, cpu)?;
+        let server = start(model, flags, cpu)?;
         let one = closed_loop(server.addr, 1, d)?;
         let hundred = closed_loop(server.addr, 100, d)?;
         server.stop();
         (one, hundred)
     };
-    let mut server = Server::start(model, flags, cpu)?;
+    let server = start(model, flags, cpu)?;
     let mut conns = Vec::with_capacity(1000);
     for _ in 0..1000 {
         let mut s = TcpStream::connect(server.addr).map_err(|e| e.to_string())?;
@@ -163,7 +161,7 @@ fn cell(model: &str, flags: &[String], cpu: usize, seconds: f64) -> Result<Row, 
         s.read_exact(&mut [0; MESSAGE]).map_err(|e| e.to_string())?;
         conns.push(s);
     }
-    let idle = server.memory();
+    let idle = memory(&server);
     drop(conns);
     server.stop();
     Ok(Row { one, hundred, idle })
@@ -247,97 +245,25 @@ fn closed_loop(addr: SocketAddr, n: usize, d: Duration) -> Result<(f64, u64), St
     }
 }
 
-struct Server {
-    child: Child,
-    addr: SocketAddr,
+/// Starts `c10k serve --model MODEL --cpus CPU FLAGS…` through the
+/// library's launcher (a process group of its own, killed whole if dropped).
+fn start(model: &str, flags: &[String], cpu: usize) -> Result<ServerChild, String> {
+    let mut args = vec![
+        "--model".to_string(),
+        model.to_string(),
+        "--cpus".to_string(),
+        cpu.to_string(),
+    ];
+    args.extend_from_slice(flags);
+    let launcher = Launcher {
+        program: Some(env!("CARGO_BIN_EXE_c10k").into()),
+        ..Launcher::default()
+    };
+    launcher.start(&args).map_err(|e| e.to_string())
 }
 
-impl Server {
-    fn start(model: &str, flags: &[String], cpu: usize) -> Result<Server, String> {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_c10k"))
-            .args(["serve", "--model", model, "--cpus", &cpu.to_string()])
-            .args(flags)
-            .process_group(0)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| e.to_string())?;
-        let mut out = std::io::BufReader::new(child.stdout.take().ok_or("no stdout")?);
-        let mut line = String::new();
-        use std::io::BufRead;
-        out.read_line(&mut line).map_err(|e| e.to_string())?;
-        match line.trim().strip_prefix("READY ") {
-            Some(a) => Ok(Server {
-                child,
-                addr: a.parse().map_err(|_| format!("bad READY line {line:?}"))?,
-            }),
-            None => {
-                let mut err = String::new();
-                if let Some(mut e) = child.stderr.take() {
-                    let _ = e.read_to_string(&mut err);
-                }
-                let _ = child.wait();
-                Err(err.trim().to_string())
-            }
-        }
-    }
-
-    fn tree(&self) -> Vec<u32> {
-        let mut all = vec![self.child.id()];
-        let mut i = 0;
-        while i < all.len() {
-            let p = all[i];
-            for task in std::fs::read_dir(format!("/proc/{p}/task"))
-                .into_iter()
-                .flatten()
-                .flatten()
-            {
-                let path = task.path().join("children");
-                if let Ok(kids) = std::fs::read_to_string(path) {
-                    all.extend(
-                        kids.split_whitespace()
-                            .filter_map(|k| k.parse::<u32>().ok()),
-                    );
-                }
-            }
-            i += 1;
-        }
-        all
-    }
-
-    /// VmHWM, VmRSS and PSS summed over the process tree, in KiB.
-    fn memory(&self) -> (u64, u64, u64) {
-        let field = |text: &str, key: &str| -> u64 {
-            text.lines()
-                .find_map(|l| l.strip_prefix(key))
-                .and_then(|v| v.split_whitespace().next()?.parse().ok())
-                .unwrap_or(0)
-        };
-        let mut m = (0, 0, 0);
-        for p in self.tree() {
-            let status = std::fs::read_to_string(format!("/proc/{p}/status")).unwrap_or_default();
-            let rollup =
-                std::fs::read_to_string(format!("/proc/{p}/smaps_rollup")).unwrap_or_default();
-            m.0 += field(&status, "VmHWM:");
-            m.1 += field(&status, "VmRSS:");
-            m.2 += field(&rollup, "Pss:");
-        }
-        m
-    }
-
-    fn stop(&mut self) {
-        let _ = c10k::sys::process::kill(
-            self.child.id() as i32,
-            rustix::process::Signal::TERM.as_raw(),
-        );
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Server {
-    /// Whatever happened, nothing of the server's process group survives.
-    fn drop(&mut self) {
-        let _ = c10k::sys::process::kill(-(self.child.id() as i32), 9);
-        let _ = self.child.wait();
-    }
+/// VmHWM, VmRSS and PSS summed over the server's process tree, in KiB.
+fn memory(server: &ServerChild) -> (u64, u64, u64) {
+    let m = c10k::metrics::tree::sample(&[server.pid()]);
+    (m.vm_hwm_kib, m.rss_kib, m.pss_kib)
 }

@@ -14,6 +14,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::sys;
 
+pub mod tasks;
+
 /// The sysctls that matter for these benchmarks, as `/proc/sys` paths with
 /// dots. Why each: the listen backlog (`somaxconn`, `tcp_max_syn_backlog`,
 /// `tcp_syncookies`, `netdev_max_backlog`); ports and TIME_WAIT

@@ -4,7 +4,7 @@
 //! cgroup's `pids.max`; descriptors: RLIMIT_NOFILE against `--dups`), each
 //! refusal one line that names the limit and the fix.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::cli::HerdArgs;
@@ -200,85 +200,9 @@ fn raise_nofile() -> usize {
 
 /// Refuses a herd of `workers` the machine cannot fork, naming the limit.
 fn check_processes(workers: usize) -> Result<(), String> {
-    let want = workers as u64;
-    for (room, what) in process_room() {
-        if want > room {
-            return Err(format!(
-                "--workers {workers} needs {workers} more processes but {what} leaves room \
-                 for {room}; lower --workers or raise that limit"
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Room for new processes under each limit that could be read, with the
-/// limit described; a margin is kept free for the rest of the machine.
-fn process_room() -> Vec<(u64, String)> {
-    let tasks = tasks_now();
-    let mut room = Vec::new();
-    let mut against = |limit: u64, used: u64, what: String| {
-        room.push((
-            limit.saturating_sub(used).saturating_sub(PROCESS_MARGIN),
-            what,
-        ));
-    };
-    if let Some(t) = tasks {
-        if let Some(max) = crate::env::sysctl_u64("kernel.pid_max") {
-            against(
-                max,
-                t,
-                format!("kernel.pid_max = {max} with {t} tasks running"),
-            );
-        }
-        if let Some(max) = crate::env::sysctl_u64("kernel.threads-max") {
-            against(
-                max,
-                t,
-                format!("kernel.threads-max = {max} with {t} tasks running"),
-            );
-        }
-    }
-    if !rustix::process::geteuid().is_root() {
-        let limit = rustix::process::getrlimit(rustix::process::Resource::Nproc).current;
-        if let Some(n) = limit {
-            // Tasks of this user are not counted here: the limit alone is
-            // an upper bound.
-            against(n, 0, format!("the process limit (ulimit -u) of {n}"));
-        }
-    }
-    if let Some((max, used)) = cgroup_pids() {
-        against(
-            max,
-            used,
-            format!("this cgroup's pids.max = {max} with {used} in use"),
-        );
-    }
-    room
-}
-
-/// Tasks (threads) on the whole machine, from /proc/loadavg's
-/// `running/total` field.
-fn tasks_now() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
-    text.split_whitespace()
-        .nth(3)?
-        .split('/')
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
-/// The cgroup v2 `pids.max` and `pids.current` of this process, when it
-/// has a finite one.
-fn cgroup_pids() -> Option<(u64, u64)> {
-    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let path = text.lines().find_map(|l| l.strip_prefix("0::"))?;
-    let dir = Path::new("/sys/fs/cgroup").join(path.trim_start_matches('/'));
-    let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
-    let max = read("pids.max")?.trim().parse().ok()?;
-    let used = read("pids.current")?.trim().parse().ok()?;
-    Some((max, used))
+    crate::env::tasks::Tasks::read()
+        .check(workers as u64, PROCESS_MARGIN)
+        .map_err(|e| format!("--workers {workers}: {e}; or lower --workers"))
 }
 
 #[cfg(test)]

@@ -2,6 +2,8 @@
 //! it forked. VmSize, VmPeak, VmRSS and VmHWM come from each process's
 //! `status`; PSS from `smaps_rollup`, which splits each shared page between
 //! its sharers, so a forking server is not charged N times for one page.
+//! [`descendants`] is the one walk of a process tree through /proc: the
+//! runner, `micro spawn`, the herd, the tests and the benches all use it.
 
 use std::collections::BTreeSet;
 

@@ -44,6 +44,9 @@ pub const JSON_VERSION: u32 = 1;
 /// task limits, checked in [`Plan::from_args`]).
 const MAX_COUNT: usize = 100_000;
 
+/// Tasks kept free for the rest of the machine under the kernel's limits.
+const TASK_MARGIN: u64 = 64;
+
 /// The validated settings.
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
@@ -63,21 +66,14 @@ impl Plan {
         }
         // A burst of N forks leaves up to N zombies and N threads may be
         // alive at once: each needs a task id.
-        let tasks = [
-            crate::env::sysctl_u64("kernel.pid_max"),
-            crate::env::sysctl_u64("kernel.threads-max"),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
-        .map_or(MAX_COUNT, |t| (t as usize / 2).min(MAX_COUNT));
+        let tasks = crate::env::tasks::Tasks::read();
         for &n in a.counts.iter().chain([&a.parked]) {
-            if n == 0 || n > tasks {
-                return Err(format!(
-                    "count {n} is out of range 1..={tasks} (at most half of kernel.pid_max \
-                     and kernel.threads-max, and {MAX_COUNT})"
-                ));
+            if n == 0 || n > MAX_COUNT {
+                return Err(format!("count {n} is out of range 1..={MAX_COUNT}"));
             }
+            tasks
+                .check(n as u64, TASK_MARGIN)
+                .map_err(|e| format!("count {n}: {e}"))?;
         }
         let small_stack =
             crate::plan::parse_size(&a.small_stack).map_err(|e| format!("--small-stack: {e}"))?;

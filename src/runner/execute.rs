@@ -392,6 +392,10 @@ fn load_plan(
     }
 }
 
+/// Tasks kept free for the rest of the machine when a server makes a task
+/// per connection.
+const TASK_MARGIN: u64 = 512;
+
 /// A model that makes a thread or a process per connection needs one task
 /// per connection: refuse up front what the kernel cannot give (every
 /// other program on the machine would start failing too).
@@ -400,33 +404,12 @@ fn check_tasks(model: &dyn crate::server::Model, connections: usize) -> Result<(
         return Ok(());
     }
     let model_name = model.name();
+    // Room is kept for the rest of the machine (and for this run's own
+    // processes and threads).
+    crate::env::tasks::Tasks::read()
+        .check(connections as u64, TASK_MARGIN)
+        .map_err(|e| format!("{model_name} needs a task per connection: {e}"))?;
     let read = |name: &str| crate::env::sysctl_u64(name);
-    // The fourth field of /proc/loadavg is "runnable/total" tasks.
-    let running = std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|t| {
-            let total = t.split_whitespace().nth(3)?.split_once('/')?.1.to_string();
-            total.parse::<usize>().ok()
-        })
-        .unwrap_or(0);
-    // Tasks the kernel may still create, with room kept for the rest of
-    // the machine (and for this run's own processes and threads).
-    let margin = 512 + running;
-    for (name, what) in [
-        ("kernel.pid_max", "process and thread ids"),
-        ("kernel.threads-max", "threads"),
-    ] {
-        if let Some(limit) = read(name) {
-            let limit = limit as usize;
-            if connections + margin > limit {
-                return Err(format!(
-                    "{model_name} needs a task per connection: {connections} plus about {margin} in use exceeds {name} = {limit} ({what}); \
-                     fix: sysctl -w {name}={}",
-                    (connections + margin).next_power_of_two().max(limit * 2)
-                ));
-            }
-        }
-    }
     // Each thread's stack is two mappings (stack and guard page), all in
     // one process when the tasks are threads.
     let threads = model.task_per_connection() && !model.forks();

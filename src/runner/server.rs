@@ -3,10 +3,18 @@
 //! sleeping, then stopped with SIGTERM and reaped with `wait4`, which gives
 //! the CPU time of its whole tree (a server reaps the children it forks)
 //! and the peak RSS of its largest process.
+//!
+//! The one launcher of servers: the runner's cells, the integration tests
+//! and the benches all start and stop their servers here ([`Launcher`]
+//! says which binary and how long to wait; [`Stopped::checked`] is the
+//! strict reading a test wants). Cost: two reader threads per server (its
+//! stdout and stderr) and a blocking `wait4` when it is stopped.
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -25,12 +33,32 @@ pub enum StartError {
     Failed(String),
 }
 
+/// Which `c10k` to start as a server, and how long to wait for it.
+#[derive(Debug, Clone)]
+pub struct Launcher {
+    /// The binary to run as `PROGRAM serve …`; `None`: this program.
+    pub program: Option<PathBuf>,
+    /// How long the server may take to print READY, and to exit after
+    /// SIGTERM before it is killed.
+    pub patience: Duration,
+}
+
+impl Default for Launcher {
+    fn default() -> Launcher {
+        Launcher {
+            program: None,
+            patience: PATIENCE,
+        }
+    }
+}
+
 /// A running server.
 pub struct ServerChild {
     child: Child,
     pub addr: SocketAddr,
     lines: Receiver<String>,
     stderr: Option<std::thread::JoinHandle<String>>,
+    patience: Duration,
 }
 
 /// What a stopped server left.
@@ -41,7 +69,8 @@ pub struct Stopped {
     pub reaped: Option<sys::process::Reaped>,
     /// What it wrote to stderr, trimmed.
     pub stderr: String,
-    /// It had to be killed: it did not exit within [`PATIENCE`] of SIGTERM.
+    /// It had to be killed: it did not exit within the launcher's patience
+    /// of SIGTERM.
     pub killed: bool,
 }
 
@@ -64,13 +93,43 @@ impl Stopped {
             format!("the server {how}: {last}")
         })
     }
+
+    /// The strict reading a test wants: the exit status, and the summary
+    /// line parsed as the server's [`crate::server::Summary`]; an error
+    /// when the server had to be killed, could not be reaped, or left no
+    /// summary that parses.
+    pub fn checked(self) -> Result<(ExitStatus, crate::server::Summary), String> {
+        if self.killed {
+            return Err(format!(
+                "the server did not exit after SIGTERM and was killed; stderr: {}",
+                self.stderr
+            ));
+        }
+        let status = self
+            .reaped
+            .map(|r| ExitStatus::from_raw(r.status))
+            .ok_or_else(|| format!("the server could not be reaped; stderr: {}", self.stderr))?;
+        let Some(summary) = self.summary else {
+            return Err(format!(
+                "no summary line ({status}); stderr: {}",
+                self.stderr
+            ));
+        };
+        let parsed = serde_json::from_value(summary.clone())
+            .map_err(|e| format!("summary is not the expected JSON ({e}): {summary}"))?;
+        Ok((status, parsed))
+    }
 }
 
-impl ServerChild {
-    /// Starts this binary as `c10k serve ARGS…` and waits for READY.
-    pub fn start(args: &[String]) -> Result<ServerChild, StartError> {
-        let exe = std::env::current_exe()
-            .map_err(|e| StartError::Failed(format!("cannot find this program: {e}")))?;
+impl Launcher {
+    /// Starts `c10k serve ARGS…` and waits (at most [`Launcher::patience`])
+    /// for its READY line.
+    pub fn start(&self, args: &[String]) -> Result<ServerChild, StartError> {
+        let exe = match &self.program {
+            Some(p) => p.clone(),
+            None => std::env::current_exe()
+                .map_err(|e| StartError::Failed(format!("cannot find this program: {e}")))?,
+        };
         let mut cmd = Command::new(exe);
         cmd.arg("serve")
             .args(args)
@@ -103,8 +162,9 @@ impl ServerChild {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             lines,
             stderr: Some(stderr),
+            patience: self.patience,
         };
-        match server.lines.recv_timeout(PATIENCE) {
+        match server.lines.recv_timeout(self.patience) {
             Ok(line) => match line.strip_prefix("READY ").map(str::parse) {
                 Some(Ok(addr)) => {
                     server.addr = addr;
@@ -128,7 +188,7 @@ impl ServerChild {
                     }
                     (_, RecvTimeoutError::Timeout) => StartError::Failed(format!(
                         "the server printed no READY within {} s",
-                        PATIENCE.as_secs()
+                        self.patience.as_secs()
                     )),
                     _ => StartError::Failed(
                         stopped
@@ -138,6 +198,13 @@ impl ServerChild {
                 })
             }
         }
+    }
+}
+
+impl ServerChild {
+    /// Starts this binary as `c10k serve ARGS…` and waits for READY.
+    pub fn start(args: &[String]) -> Result<ServerChild, StartError> {
+        Launcher::default().start(args)
     }
 
     pub fn pid(&self) -> u32 {
@@ -158,11 +225,11 @@ impl ServerChild {
     }
 
     /// SIGTERM, its summary line, then `wait4`. A server that does not exit
-    /// within [`PATIENCE`] is killed with its whole process group.
+    /// within the launcher's patience is killed with its whole process group.
     pub fn stop(mut self) -> Stopped {
         let pid = self.pid() as i32;
         let _ = sys::process::kill(pid, libc::SIGTERM);
-        let deadline = Instant::now() + PATIENCE;
+        let deadline = Instant::now() + self.patience;
         let mut summary = None;
         let mut killed = false;
         // Lines until its stdout closes: that is, until the server and every

@@ -11,7 +11,7 @@ use libtest_mimic::{Completion, Failed};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::support::{alive, connect, pattern, ticks_per_second, Server, Started, PATIENCE};
+use crate::support::{alive, connect, pattern, Server, Started, PATIENCE};
 
 /// A model under test: its name and extra `serve` flags.
 #[derive(Clone, Debug)]
@@ -458,18 +458,17 @@ fn emfile(case: &Case) -> Result<Completion, Failed> {
     let mut quiet_cpu = None;
     let started = Instant::now();
     while quiet_cpu.is_none() && started.elapsed() < PATIENCE {
-        let cpu0 = server.cpu_ticks();
+        let cpu0 = server.cpu();
         let t0 = Instant::now();
         let got = match read_echoes(&clients, &mut served, window) {
             Ok(n) => n,
             Err(e) => return Err(diagnose(server, e)),
         };
         if got == 0 {
-            quiet_cpu = Some((server.cpu_ticks() - cpu0, t0.elapsed()));
+            quiet_cpu = Some((server.cpu().saturating_sub(cpu0), t0.elapsed()));
         }
     }
-    let (ticks, wall) = quiet_cpu.ok_or("never saturated")?;
-    let cpu = Duration::from_millis(ticks * 1000 / ticks_per_second());
+    let (cpu, wall) = quiet_cpu.ok_or("never saturated")?;
     ensure(cpu < wall / 2, || {
         format!("server used {cpu:?} of CPU in {wall:?} while saturated: it spins")
     })?;
