@@ -1,5 +1,7 @@
 //! Raw command-line flags (clap). Nothing here is validated beyond its type;
-//! [`crate::plan`] turns flags into settings.
+//! [`crate::plan`] turns flags into settings. No engine module is imported:
+//! the few enums a flag chooses from are spelled here and turned into the
+//! engine's by the plan layer.
 
 use clap::{Args, Parser, Subcommand};
 
@@ -16,8 +18,6 @@ pub fn one_line(e: &clap::Error) -> String {
         .join(" ");
     first.trim_start_matches("error: ").to_string()
 }
-
-use crate::server::AcceptMode;
 
 /// c10k: which concurrency model should a network server use? Measured.
 #[derive(Debug, Parser)]
@@ -179,7 +179,7 @@ pub struct RunArgs {
     pub runs: Option<String>,
     /// What the client does: closed (loop), burst, churn.
     #[arg(long, value_enum)]
-    pub workload: Option<crate::runner::matrix::WorkloadKind>,
+    pub workload: Option<WorkloadKind>,
     /// Messages per connection (a fixed amount of work instead of a timed
     /// window).
     #[arg(short = 'n', long)]
@@ -199,11 +199,11 @@ pub struct RunArgs {
     pub timeout: Option<String>,
     /// Where server and client run: split (different CPUs), same, none.
     #[arg(long, value_enum)]
-    pub pin: Option<crate::runner::matrix::Pin>,
+    pub pin: Option<Pin>,
     /// Repeat order: interleaved (run r of every cell, then r+1) or
     /// sequential.
     #[arg(long, value_enum)]
-    pub order: Option<crate::runner::matrix::Order>,
+    pub order: Option<Order>,
     /// Write each cell's per-connection CSV under cells/.
     #[arg(long)]
     pub per_connection_csv: bool,
@@ -315,10 +315,10 @@ pub struct LoadArgs {
     /// the results can say whether the client or the server was the limit.
     #[arg(long, value_name = "PID[,PID...]", value_delimiter = ',')]
     pub server_pid: Vec<u32>,
-    /// Internal: run as worker process K of a split run (the plan comes on
-    /// standard input).
-    #[arg(long, hide = true)]
-    pub worker: Option<usize>,
+    /// Internal: run as worker process K of P of a split run (the other
+    /// flags are its share of the plan).
+    #[arg(long, hide = true, value_name = "K/P")]
+    pub worker: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -366,4 +366,49 @@ pub struct ServeArgs {
     /// Pin the server to these CPUs, e.g. 0 or 0-1.
     #[arg(long)]
     pub cpus: Option<String>,
+}
+
+/// `c10k serve --accept`: how epoll-workers shares the listener.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AcceptMode {
+    /// One thread accepts and hands sockets out round-robin.
+    Acceptor,
+    /// Every worker's epoll watches the listener (the thundering herd).
+    Shared,
+    /// Every worker watches the listener with EPOLLEXCLUSIVE.
+    Exclusive,
+    /// A listener per worker on one port with SO_REUSEPORT.
+    Reuseport,
+}
+
+/// `c10k run --pin`: where the server and the client run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Pin {
+    /// Server and client on different CPUs (each wake-up crosses cores).
+    Split,
+    /// Server and client on the same CPUs.
+    Same,
+    /// No pinning: the scheduler decides.
+    None,
+}
+
+/// `c10k run --order`: how repeats are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Order {
+    /// Run r of every cell before run r+1 of any (drift spreads evenly).
+    Interleaved,
+    /// Every run of one model and connection count, then the next.
+    Sequential,
+}
+
+/// `c10k run --workload`: what the client does in every cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WorkloadKind {
+    /// Closed loop: `depth` messages in flight per connection.
+    Closed,
+    /// Connect every socket, then send one message on each and time until
+    /// every echo is back.
+    Burst,
+    /// Open, echo nothing (or one message), close; repeat.
+    Churn,
 }

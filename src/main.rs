@@ -54,12 +54,17 @@ fn main() -> ExitCode {
         Command::Load(args) => load(&args),
         Command::Run(args) => run(&args),
         Command::Report(args) => report(&args.dir),
-        Command::Micro(cmd) => bench(
-            "micro",
-            c10k::micro::run(&cmd),
-            c10k::micro::json_path(&cmd).map(Into::into),
-        ),
-        Command::Herd(args) => bench("herd", c10k::herd::run(&args), args.output.json.clone()),
+        Command::Micro(cmd) => match c10k::plan::micro::plan(&cmd) {
+            Ok((b, json)) => bench("micro", c10k::micro::run(&b), json),
+            Err(e) => {
+                eprintln!("c10k micro: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Command::Herd(args) => {
+            let request = c10k::plan::herd::request(&args);
+            bench("herd", c10k::herd::run(&request), request.json.clone())
+        }
         Command::Models => {
             for m in server::MODELS {
                 println!("{:<14} {}", m.name(), m.about());
@@ -71,8 +76,13 @@ fn main() -> ExitCode {
 
 /// `c10k load`: run, print the summary, write every output asked for.
 fn load(args: &c10k::cli::LoadArgs) -> ExitCode {
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
     if args.worker.is_some() {
-        return match c10k::client::split::worker() {
+        // Started by a split run: its flags were checked by the parent.
+        let done = c10k::plan::load::plan(args, command)
+            .map_err(anyhow::Error::msg)
+            .and_then(|p| c10k::client::split::worker(&p));
+        return match done {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("c10k load worker: {e:#}");
@@ -80,7 +90,7 @@ fn load(args: &c10k::cli::LoadArgs) -> ExitCode {
             }
         };
     }
-    let plan = match c10k::plan::LoadPlan::from_args(args) {
+    let plan = match c10k::plan::load::plan(args, command) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("c10k load: {e}");
@@ -146,7 +156,7 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
             }
         },
         None => {
-            let plan = match c10k::experiments::plan(args, command) {
+            let plan = match c10k::plan::run::plan(args, command) {
                 Ok(p) => p,
                 Err(e) => {
                     eprintln!("c10k run: {e}");

@@ -25,10 +25,10 @@ use hdrhistogram::Histogram;
 use rustix::event::epoll::{self, CreateFlags, Event, EventData, EventFlags};
 
 use super::conn::{Conn, Failure, InFlight, Payload, State};
+use super::plan::{LoadPlan, Stop, Workload};
 use super::record::{ConnRecord, Records};
 use super::report::Syscalls;
 use super::source::{connect_socket, connected_to_itself};
-use crate::plan::{LoadPlan, Stop, Workload};
 
 /// Connects in progress per thread at most: enough to keep a fast server
 /// busy, few enough not to overflow a default backlog.

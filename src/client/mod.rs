@@ -3,6 +3,7 @@
 pub mod conn;
 pub mod engine;
 pub mod limit;
+pub mod plan;
 pub mod preflight;
 pub mod record;
 pub mod report;

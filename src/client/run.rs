@@ -22,11 +22,11 @@ use hdrhistogram::Histogram;
 
 use super::conn::Failure;
 use super::engine::{self, histogram, Schedule, Shared, ThreadResult};
+use super::plan::{LoadPlan, Stop, Workload};
 use super::record::ConnRecord;
 use super::report::{self, Percentiles, Report};
 use super::{limit, preflight, source, split};
 use crate::metrics::cpu::{Snapshot, WindowCpu};
-use crate::plan::{LoadPlan, Stop, Workload};
 use crate::sys;
 
 /// A finished run: the report and the per-connection records.

@@ -1,13 +1,14 @@
 //! Spreading a load run over worker processes, when one process may not
 //! hold all its sockets (the open-files hard limit is per process).
 //!
-//! The parent re-executes this binary as `c10k load TARGET --worker K`, P
-//! times, and sends each the validated plan as one JSON line on its standard
-//! input. Connection ids are interleaved over the processes and their
-//! threads, so ids (and the bytes each connection sends) stay unique. The
-//! phases are kept in step over the pipes: each worker prints `CONNECTED`
-//! once its connections are up; when all have, the parent answers `GO` to
-//! every one, and they warm up and measure together. Each worker ends with
+//! The parent re-executes this binary P times, as `c10k load …` with the
+//! arguments of each worker's plan ([`LoadPlan::to_args`]: its share of the
+//! threads, no outputs, quiet) and `--worker K/P`; the worker reads them
+//! back into that plan. Connection ids are interleaved over the processes
+//! and their threads, so ids (and the bytes each connection sends) stay
+//! unique. The phases are kept in step over the pipes: each worker prints
+//! `CONNECTED` once its connections are up; when all have, the parent
+//! answers `GO` to every one, and they warm up and measure together. Each worker ends with
 //! one `RESULT` line: its histograms (HdrHistogram V2, base64), its
 //! per-connection records and its CPU, which the parent merges.
 
@@ -21,9 +22,9 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+use super::plan::{LoadPlan, Workload};
 use super::run::{drive, Measured};
 use super::{engine, preflight};
-use crate::plan::{LoadPlan, Workload};
 use crate::sys;
 
 /// One worker's measurements, as sent to the parent.
@@ -136,17 +137,7 @@ pub fn run(
     let mut children = Vec::with_capacity(processes);
     let mut inputs = Vec::with_capacity(processes);
     for k in 0..processes {
-        let mut child = Command::new(&exe)
-            .args(["load", &plan.target.to_string(), "--worker", &k.to_string()])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .with_context(|| format!("starting worker process {k}"))?;
-        let mut input = child.stdin.take().context("no stdin to the worker")?;
-        let output = child.stdout.take().context("no stdout from the worker")?;
         let worker_plan = LoadPlan {
-            process: Some((k, processes)),
             threads,
             quiet: true,
             json: None,
@@ -154,7 +145,16 @@ pub fn run(
             hdr: None,
             ..plan.clone()
         };
-        writeln!(input, "{}", serde_json::to_string(&worker_plan)?)?;
+        let mut child = Command::new(&exe)
+            .args(worker_plan.to_args())
+            .args(["--worker", &format!("{k}/{processes}")])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("starting worker process {k}"))?;
+        let input = child.stdin.take().context("no stdin to the worker")?;
+        let output = child.stdout.take().context("no stdout from the worker")?;
         inputs.push(input);
         let tx = tx.clone();
         std::thread::spawn(move || {
@@ -254,23 +254,16 @@ fn converse(
     Ok(results.into_iter().flatten().collect())
 }
 
-/// A worker process (`c10k load --worker K`): reads its plan from standard
-/// input, runs its share of the connections, and reports back.
-pub fn worker() -> anyhow::Result<()> {
-    let stdin = std::io::stdin();
-    let mut line = String::new();
-    stdin
-        .lock()
-        .read_line(&mut line)
-        .context("reading the plan")?;
-    let plan: LoadPlan = serde_json::from_str(&line).context("the plan from the parent")?;
+/// A worker process (`c10k load … --worker K/P`): runs its share of the
+/// connections of `plan` (read from its arguments), and reports back.
+pub fn worker(plan: &LoadPlan) -> anyhow::Result<()> {
     let (_, processes) = plan.process.context("a worker's plan names its process")?;
     if let Some(cpus) = &plan.cpus {
         sys::affinity::pin_current(cpus)?;
     }
     let share = (plan.connections + plan.idle).div_ceil(processes);
     preflight::raise_nofile_for(share).context("raising the open-files limit")?;
-    let m = drive(&plan, &mut |secs| {
+    let m = drive(plan, &mut |secs| {
         let mut out = std::io::stdout().lock();
         writeln!(out, "CONNECTED {secs}")?;
         out.flush()?;

@@ -30,14 +30,13 @@ use std::io::IsTerminal as _;
 
 use anyhow::Context as _;
 
-use crate::cli::HerdArgs;
 use crate::micro::{BenchError, Output};
-use plan::{Plan, MAX_WORKERS};
+use plan::{Plan, Request, MAX_WORKERS};
 use tally::Board;
 
-/// Runs the herd as the flags say.
-pub fn run(args: &HerdArgs) -> Result<Output, BenchError> {
-    let plan = Plan::from_args(args).map_err(BenchError::Usage)?;
+/// Runs the herd as `request` asks.
+pub fn run(request: &Request) -> Result<Output, BenchError> {
+    let plan = Plan::new(request).map_err(BenchError::Usage)?;
     let board = Board::shared().context("mapping shared memory for the workers' counts")?;
     let total = plan.runs * plan.methods.len() * plan.workers.len();
     let progress = std::io::stderr().is_terminal();

@@ -7,8 +7,6 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::HerdArgs;
-
 /// The most workers one cell may fork (the study's largest herd).
 pub const MAX_WORKERS: usize = 1024;
 
@@ -79,6 +77,28 @@ impl Method {
     }
 }
 
+/// What `c10k herd` was asked to measure, before [`Plan::new`] checks it
+/// and the machine.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// Worker counts, one cell each.
+    pub workers: Vec<usize>,
+    /// Copies of the listener in each worker's wait set.
+    pub dups: usize,
+    /// Wait methods by name (`None`: all).
+    pub methods: Option<Vec<String>>,
+    /// New connections per second.
+    pub rate: f64,
+    /// Connections per cell.
+    pub connections: usize,
+    pub runs: usize,
+    /// Where to draw the chart, if anywhere.
+    pub svg: Option<PathBuf>,
+    /// Where the JSON is to be written, if anywhere (checked here, written
+    /// by the caller).
+    pub json: Option<PathBuf>,
+}
+
 /// A validated `c10k herd`.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -102,8 +122,8 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Checks the flags and the machine; `Err` is one line for the user.
-    pub fn from_args(a: &HerdArgs) -> Result<Plan, String> {
+    /// Checks the request and the machine; `Err` is one line for the user.
+    pub fn new(a: &Request) -> Result<Plan, String> {
         if a.workers.is_empty() {
             return Err("--workers needs at least one count".into());
         }
@@ -153,7 +173,7 @@ impl Plan {
             return Err(format!("--runs {} is out of range: 1 to 1000", a.runs));
         }
         crate::export::target::check_flag("--svg", a.svg.as_deref())?;
-        crate::export::target::check_flag("--json", a.output.json.as_deref())?;
+        crate::export::target::check_flag("--json", a.json.as_deref())?;
         let most = workers.last().copied().unwrap_or(1);
         check_processes(most)?;
         let nofile = raise_nofile();

@@ -27,7 +27,6 @@ use rustix::event::epoll::{self, CreateFlags, Event, EventData, EventFlags};
 use rustix::net::SocketFlags;
 
 use super::{BenchError, Output};
-use crate::cli::MicroAcceptArgs;
 use crate::export::table::Table;
 use crate::runner::matrix::format_count;
 use crate::stats::Summary;
@@ -107,31 +106,27 @@ impl Sample {
     }
 }
 
-/// Runs every mode `--runs` times, interleaved.
-pub fn run(args: &MicroAcceptArgs) -> Result<Output, BenchError> {
-    let usage = |m: String| BenchError::Usage(m);
-    if !(1..=256).contains(&args.clients) {
-        return Err(usage(format!(
-            "--clients {}: must be from 1 to 256",
-            args.clients
-        )));
-    }
-    if !(1..=100).contains(&args.runs) {
-        return Err(usage(format!(
-            "--runs {}: must be from 1 to 100",
-            args.runs
-        )));
-    }
-    let duration = crate::plan::parse_duration(&args.duration)
-        .map_err(|e| usage(format!("--duration: {e}")))?;
-    if duration < Duration::from_millis(10) || duration > Duration::from_secs(600) {
-        return Err(usage("--duration must be from 10ms to 10m".into()));
-    }
-    let interval = crate::plan::parse_duration(&args.interval)
-        .map_err(|e| usage(format!("--interval: {e}")))?;
-    if interval > Duration::from_secs(1) {
-        return Err(usage("--interval must be at most 1s".into()));
-    }
+/// The validated settings of `c10k micro accept`.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Client threads connecting (1 to 256).
+    pub clients: usize,
+    /// How long each mode is measured (10ms to 10m).
+    pub duration: Duration,
+    /// The least time between two waits, for interval control (at most 1s).
+    pub interval: Duration,
+    /// Repeats of every mode (1 to 100).
+    pub runs: usize,
+}
+
+/// Runs every mode `runs` times, interleaved.
+pub fn run(settings: &Settings) -> Result<Output, BenchError> {
+    let &Settings {
+        clients,
+        duration,
+        interval,
+        runs,
+    } = settings;
     let uring = sys::uring::probe();
     let cpus = sys::affinity::current_cpus();
     let (server_cpu, client_cpus) = match cpus.as_slice() {
@@ -139,19 +134,12 @@ pub fn run(args: &MicroAcceptArgs) -> Result<Output, BenchError> {
         _ => (Vec::new(), Vec::new()),
     };
     let mut samples: Vec<(Mode, Sample)> = Vec::new();
-    for _ in 0..args.runs {
+    for _ in 0..runs {
         for mode in Mode::ALL {
             if mode == Mode::Uring && uring.is_err() {
                 continue;
             }
-            let s = measure(
-                mode,
-                args.clients,
-                duration,
-                interval,
-                &server_cpu,
-                &client_cpus,
-            )?;
+            let s = measure(mode, clients, duration, interval, &server_cpu, &client_cpus)?;
             samples.push((mode, s));
         }
     }
@@ -159,7 +147,7 @@ pub fn run(args: &MicroAcceptArgs) -> Result<Output, BenchError> {
         Table::new(
             format!(
             "Accepts per second: {} client threads connecting and resetting, one server thread{}",
-            args.clients,
+            clients,
             if server_cpu.is_empty() {
                 String::new()
             } else {
@@ -245,7 +233,7 @@ pub fn run(args: &MicroAcceptArgs) -> Result<Output, BenchError> {
     let json = serde_json::json!({
         "benchmark": "accept",
         "version": 1,
-        "clients": args.clients,
+        "clients": clients,
         "duration_seconds": duration.as_secs_f64(),
         "interval_seconds": interval.as_secs_f64(),
         "server_cpus": server_cpu,

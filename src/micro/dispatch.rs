@@ -25,7 +25,6 @@ use serde::Serialize;
 
 use super::readiness::{self, Method, Pairs, Round, Walk};
 use super::{BenchError, Output};
-use crate::cli::DispatchArgs;
 use crate::export::table::Table;
 use crate::report::units::sig3;
 use crate::runner::matrix::format_count;
@@ -46,6 +45,19 @@ const RESERVE_FDS: usize = 16;
 pub struct Capped {
     pub asked: usize,
     pub used: usize,
+}
+
+/// What `c10k micro dispatch` was asked to measure, before [`Plan::new`]
+/// checks it and fits it to the open-files limit.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// Descriptors watched (`None`: the default sizes).
+    pub fds: Option<Vec<usize>>,
+    /// Active descriptors per call.
+    pub active: Vec<usize>,
+    /// Calls timed per cell.
+    pub calls: usize,
+    pub runs: usize,
 }
 
 /// The validated settings.
@@ -70,9 +82,9 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Checks the flags; `nofile` and `open` are the open-files limit and
-    /// the descriptors already open.
-    pub fn new(a: &DispatchArgs, nofile: usize, open: usize) -> Result<Plan, String> {
+    /// Checks the request; `nofile` and `open` are the open-files limit
+    /// and the descriptors already open.
+    pub fn new(a: &Request, nofile: usize, open: usize) -> Result<Plan, String> {
         let asked = a.fds.clone().unwrap_or_else(|| DEFAULT_FDS.to_vec());
         if asked.is_empty() || a.active.is_empty() {
             return Err("--fds and --active need at least one value".into());
@@ -220,14 +232,14 @@ fn open_fds() -> anyhow::Result<usize> {
     Ok(dir.count().saturating_sub(1))
 }
 
-pub fn run(args: &DispatchArgs) -> Result<Output, BenchError> {
+pub fn run(request: &Request) -> Result<Output, BenchError> {
     let nofile = match crate::sys::rlimit::raise_nofile() {
         Ok(n) => n as usize,
         Err(_) => crate::sys::rlimit::soft_nofile(),
     }
     .min(1 << 24);
     let open = open_fds()?;
-    let plan = Plan::new(args, nofile, open).map_err(BenchError::Usage)?;
+    let plan = Plan::new(request, nofile, open).map_err(BenchError::Usage)?;
     let environment = crate::env::capture();
     let clock_ns = readiness::clock_ns();
     let mut cells = Vec::new();
@@ -475,13 +487,12 @@ fn scan_table(plan: &Plan, cells: &[Cell]) -> Table {
 mod tests {
     use super::*;
 
-    fn args(fds: Option<Vec<usize>>) -> DispatchArgs {
-        DispatchArgs {
+    fn args(fds: Option<Vec<usize>>) -> Request {
+        Request {
             fds,
             active: vec![1],
             calls: 100,
             runs: 2,
-            output: crate::cli::OutputArgs { json: None },
         }
     }
 

@@ -10,7 +10,6 @@ pub mod parked;
 pub mod readiness;
 pub mod spawn;
 
-use crate::cli::MicroCommand;
 use crate::export::table::Table;
 
 /// What a micro-benchmark (or the herd) measured: tables for people, JSON
@@ -40,21 +39,19 @@ pub(crate) fn runs(n: usize) -> String {
     }
 }
 
-/// Runs the micro-benchmark `cmd` names, its `--json` path checked first.
-pub fn run(cmd: &MicroCommand) -> Result<Output, BenchError> {
-    crate::export::target::check_flag("--json", json_path(cmd)).map_err(BenchError::Usage)?;
-    match cmd {
-        MicroCommand::Spawn(a) => spawn::run(a),
-        MicroCommand::Dispatch(a) => dispatch::run(a),
-        MicroCommand::Accept(a) => accept::run(a),
-    }
+/// A micro-benchmark and what it was asked to measure.
+#[derive(Debug, Clone)]
+pub enum Bench {
+    Spawn(spawn::Request),
+    Dispatch(dispatch::Request),
+    Accept(accept::Settings),
 }
 
-/// Where `cmd` writes its JSON, when asked to.
-pub fn json_path(cmd: &MicroCommand) -> Option<&std::path::Path> {
-    match cmd {
-        MicroCommand::Spawn(a) => a.output.json.as_deref(),
-        MicroCommand::Dispatch(a) => a.output.json.as_deref(),
-        MicroCommand::Accept(a) => a.output.json.as_deref(),
+/// Runs the micro-benchmark `bench`.
+pub fn run(bench: &Bench) -> Result<Output, BenchError> {
+    match bench {
+        Bench::Spawn(r) => spawn::run(r),
+        Bench::Dispatch(r) => dispatch::run(r),
+        Bench::Accept(s) => accept::run(s),
     }
 }

@@ -30,7 +30,6 @@ use serde::Serialize;
 
 use super::parked::{self, ParkedRound};
 use super::{BenchError, Output};
-use crate::cli::SpawnArgs;
 use crate::export::table::Table;
 use crate::report::units::sig3;
 use crate::runner::matrix::format_count;
@@ -41,11 +40,26 @@ use crate::sys;
 pub const JSON_VERSION: u32 = 1;
 
 /// The largest count accepted per measurement (also bounded by the kernel's
-/// task limits, checked in [`Plan::from_args`]).
+/// task limits, checked in [`Plan::new`]).
 const MAX_COUNT: usize = 100_000;
 
 /// Tasks kept free for the rest of the machine under the kernel's limits.
 const TASK_MARGIN: u64 = 64;
+
+/// What `c10k micro spawn` was asked to measure, before [`Plan::new`]
+/// checks it against the machine.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// Threads or processes created per measurement.
+    pub counts: Vec<usize>,
+    /// The small thread stack, as given (e.g. 64KiB).
+    pub small_stack: String,
+    /// The parent's resident set for the large fork, as given (e.g. 256MiB).
+    pub large_rss: String,
+    pub runs: usize,
+    /// Threads parked at once.
+    pub parked: usize,
+}
 
 /// The validated settings.
 #[derive(Debug, Clone, Serialize)]
@@ -60,7 +74,7 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn from_args(a: &SpawnArgs) -> Result<Plan, String> {
+    pub fn new(a: &Request) -> Result<Plan, String> {
         if a.counts.is_empty() {
             return Err("--counts needs at least one count".into());
         }
@@ -179,8 +193,8 @@ pub struct ParkedCell {
     pub kernel_stack_kib_per_thread: Option<Summary>,
 }
 
-pub fn run(args: &SpawnArgs) -> Result<Output, BenchError> {
-    let plan = Plan::from_args(args).map_err(BenchError::Usage)?;
+pub fn run(request: &Request) -> Result<Output, BenchError> {
+    let plan = Plan::new(request).map_err(BenchError::Usage)?;
     let threads_now = sys::process::thread_count().context("reading /proc/self/status")?;
     if threads_now != 1 {
         return Err(anyhow::anyhow!(
@@ -532,31 +546,30 @@ fn parked_table(plan: &Plan, cells: &[ParkedCell]) -> Table {
 mod tests {
     use super::*;
 
-    fn args(counts: &[usize]) -> SpawnArgs {
-        SpawnArgs {
+    fn args(counts: &[usize]) -> Request {
+        Request {
             counts: counts.to_vec(),
             small_stack: "64KiB".into(),
             large_rss: "16MiB".into(),
             runs: 2,
             parked: 10,
-            output: crate::cli::OutputArgs { json: None },
         }
     }
 
     #[test]
     fn plan_validates_its_flags() {
-        let p = Plan::from_args(&args(&[10, 1, 10])).expect("valid");
+        let p = Plan::new(&args(&[10, 1, 10])).expect("valid");
         assert_eq!(p.counts, vec![1, 10]);
         assert_eq!(p.small_stack, 64 << 10);
-        assert!(Plan::from_args(&args(&[])).is_err());
-        assert!(Plan::from_args(&args(&[0])).is_err());
-        assert!(Plan::from_args(&args(&[10_000_000])).is_err());
+        assert!(Plan::new(&args(&[])).is_err());
+        assert!(Plan::new(&args(&[0])).is_err());
+        assert!(Plan::new(&args(&[10_000_000])).is_err());
         let mut a = args(&[1]);
         a.small_stack = "1KiB".into();
-        assert!(Plan::from_args(&a).is_err());
+        assert!(Plan::new(&a).is_err());
         let mut a = args(&[1]);
         a.runs = 0;
-        assert!(Plan::from_args(&a).is_err());
+        assert!(Plan::new(&a).is_err());
     }
 
     #[test]

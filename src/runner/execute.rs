@@ -11,9 +11,9 @@ use std::time::{Duration, Instant, SystemTime};
 use super::cell::{CellResult, KernelMemory, ServerSide, Status, TreeMemory};
 use super::matrix::{CellSpec, RunPlan, WorkloadKind, RESULTS_VERSION};
 use super::server::{ServerChild, StartError, Stopped};
+use crate::client::plan::{LoadPlan, Stop, Workload, DEFAULT_DURATION};
 use crate::client::run::Outcome;
 use crate::metrics::{kernel, tree};
-use crate::plan::{LoadPlan, Stop, Workload};
 use crate::sys;
 
 /// Descriptors a server keeps for itself beside its connections (listener,
@@ -143,7 +143,17 @@ fn measure(
             spec.model, spec.connections, spec.run
         )
     });
-    let load_plan = load_plan(plan, spec, servers[0].addr, pids.clone());
+    let load_plan = match load_plan(plan, spec, servers[0].addr, pids.clone()) {
+        Ok(p) => p,
+        Err(e) => {
+            // Not reached for a plan that passed its checks; the servers
+            // are stopped all the same.
+            for s in servers {
+                s.stop();
+            }
+            return Err(Trouble::Failed(format!("the client's plan: {e}")));
+        }
+    };
     let mut loaded = TreeMemory::default();
     let mut kernel_loaded: Option<KernelMemory> = None;
     let mut all_accepted = true;
@@ -309,13 +319,14 @@ fn server_args(
     a
 }
 
-/// The client's plan for a cell against `target`.
+/// The client's plan for a cell against `target`, checked as any plan
+/// is; its command line is recorded with the results.
 fn load_plan(
     plan: &RunPlan,
     spec: &CellSpec,
     target: std::net::SocketAddr,
     server_pids: Vec<u32>,
-) -> LoadPlan {
+) -> Result<LoadPlan, String> {
     let w = &plan.workload;
     let n = spec.connections;
     let messages = w.messages_for(n);
@@ -327,6 +338,9 @@ fn load_plan(
     let fixed = w.kind == WorkloadKind::Closed && messages.is_some();
     let stop = match (fixed, messages) {
         (true, Some(m)) => Stop::Messages(m),
+        // A burst ends with its rounds: the flags' default, which its
+        // command line leaves out.
+        _ if w.kind == WorkloadKind::Burst => Stop::Duration(DEFAULT_DURATION),
         _ => Stop::Duration(Duration::from_secs_f64(w.duration_seconds)),
     };
     let warmup = if fixed || w.kind == WorkloadKind::Burst {
@@ -339,34 +353,7 @@ fn load_plan(
         .as_ref()
         .map_or_else(crate::plan::cpus_available, Vec::len)
         .clamp(1, n.max(1));
-    let mut command = format!("c10k load {target} -c {n} -t {threads}");
-    match stop {
-        Stop::Messages(m) => command += &format!(" -n {m}"),
-        Stop::Duration(d) if w.kind != WorkloadKind::Burst => {
-            command += &format!(" -d {}ms --warmup {}ms", d.as_millis(), warmup.as_millis())
-        }
-        Stop::Duration(_) => {}
-    }
-    match workload {
-        Workload::Burst { rounds } => command += &format!(" --burst --rounds {rounds}"),
-        Workload::Churn { echo } => {
-            command += if echo {
-                " --churn --churn-echo"
-            } else {
-                " --churn"
-            }
-        }
-        Workload::Closed { depth } if depth > 1 => command += &format!(" --depth {depth}"),
-        _ => {}
-    }
-    match &w.payload {
-        Some(p) => command += &format!(" --payload '{p}'"),
-        None => command += &format!(" -m {}", w.message_bytes),
-    }
-    if let Some(c) = &cpus {
-        command += &format!(" --cpus {}", crate::sys::affinity::format_cpu_list(c));
-    }
-    LoadPlan {
+    let mut p = LoadPlan {
         target,
         connections: n,
         idle: 0,
@@ -386,10 +373,13 @@ fn load_plan(
         hdr: None,
         fail_on_error: false,
         quiet: true,
-        command,
+        command: String::new(),
         process: None,
         server_pids,
     }
+    .validate()?;
+    p.command = p.command_line();
+    Ok(p)
 }
 
 /// Tasks kept free for the rest of the machine when a server makes a task

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 pub const RESULTS_VERSION: u32 = 1;
 
 /// Where the server and the client run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Pin {
     /// Server and client on different CPUs (each wake-up crosses cores).
@@ -25,7 +25,7 @@ pub enum Pin {
 }
 
 /// How repeats are ordered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Order {
     /// Run r of every cell before run r+1 of any (drift spreads evenly).
@@ -35,7 +35,7 @@ pub enum Order {
 }
 
 /// What the client does in every cell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum WorkloadKind {
     /// Closed loop: `depth` messages in flight per connection.

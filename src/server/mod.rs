@@ -35,7 +35,7 @@ pub use stats::{Stats, Summary};
 use crate::sys::signals::Shutdown;
 
 /// How `epoll-workers` shares the listening socket among its threads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AcceptMode {
     /// One thread accepts and hands sockets out round-robin.

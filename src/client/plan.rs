@@ -1,0 +1,366 @@
+//! What one `c10k load` run does: the [`LoadPlan`], its bounds, and its
+//! one spelling as `c10k load` arguments ([`LoadPlan::to_args`]).
+//!
+//! Every plan passes [`LoadPlan::validate`], whoever made it: the flags of
+//! `c10k load` (through [`crate::plan`]), a cell of `c10k run`, or the
+//! parent of a split run handing a worker its share. The runner and the
+//! split describe a plan with [`LoadPlan::to_args`], and the flags read
+//! those arguments back into the same plan.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The largest message, in bytes.
+pub const MAX_MESSAGE: usize = 64 << 20;
+/// The most messages in flight per connection.
+pub const MAX_DEPTH: usize = 65_536;
+/// The most burst rounds.
+pub const MAX_ROUNDS: usize = 1_000_000;
+/// The most connections (active or idle) one run may ask for.
+pub const MAX_CONNECTIONS: usize = 10_000_000;
+/// The most event-loop threads.
+pub const MAX_THREADS: usize = 1024;
+/// The highest rate of messages or connects, per second.
+pub const MAX_RATE: f64 = 1e9;
+
+/// How long a run measures when neither a duration nor a number of
+/// messages is given (`c10k load` without `-d` or `-n`).
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+/// How long a connect or an echo may take before it is a timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The least rate any flag accepts: one event per 1,000 s. Below it a
+/// pacing interval is no longer a duration a run could wait out.
+pub const MIN_RATE: f64 = 1e-3;
+
+/// Checks a rate (events per second) given as `flag`: a finite number from
+/// [`MIN_RATE`] to `max`, so every interval derived from it is a valid
+/// duration and every count derived from it fits.
+pub fn per_second(flag: &str, r: f64, max: f64) -> Result<f64, String> {
+    if r.is_finite() && (MIN_RATE..=max).contains(&r) {
+        Ok(r)
+    } else {
+        // 1e-300 printed in full is 300 digits: extremes in e-notation.
+        let shown = if r.is_finite() && (1e-3..1e12).contains(&r.abs()) {
+            r.to_string()
+        } else {
+            format!("{r:e}")
+        };
+        Err(format!(
+            "{flag} {shown}: must be from {MIN_RATE} (one per 1,000 s) to {max:e} per second"
+        ))
+    }
+}
+
+/// What the load generator does with its connections.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Workload {
+    /// Closed loop: `depth` messages in flight per connection.
+    Closed { depth: usize },
+    /// Open loop: `rate` messages per second in total, at most `depth` in
+    /// flight per connection (later ones wait, keeping their due time).
+    Open { rate: f64, depth: usize },
+    /// Connect all, then send one message on each and time every echo back.
+    Burst { rounds: usize },
+    /// Open, optionally echo one message, close; repeat.
+    Churn { echo: bool },
+}
+
+/// When a measured run ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// After this many messages per connection.
+    Messages(u64),
+    /// After this long.
+    Duration(Duration),
+}
+
+/// A validated `c10k load`. A split run hands each worker process its
+/// share as the arguments [`LoadPlan::to_args`] spells.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadPlan {
+    pub target: SocketAddr,
+    pub connections: usize,
+    pub idle: usize,
+    pub threads: usize,
+    pub workload: Workload,
+    pub stop: Stop,
+    pub warmup: Duration,
+    /// Bytes of each message; `payload` when the user gave the text.
+    pub message_size: usize,
+    pub payload: Option<Vec<u8>>,
+    pub connect_rate: Option<f64>,
+    pub linger0: bool,
+    pub timeout: Duration,
+    /// Explicit source addresses (empty: let the kernel choose, or pick
+    /// loopback sources automatically).
+    pub sources: Vec<IpAddr>,
+    pub cpus: Option<Vec<usize>>,
+    pub json: Option<PathBuf>,
+    pub csv: Option<PathBuf>,
+    pub hdr: Option<PathBuf>,
+    pub fail_on_error: bool,
+    pub quiet: bool,
+    /// The command line, for the results.
+    pub command: String,
+    /// As worker process K of P of a split run: (K, P). Connection ids are
+    /// interleaved over processes and their threads.
+    pub process: Option<(usize, usize)>,
+    /// The server's processes, when known: their CPU over the measured
+    /// window decides what limited the figures.
+    pub server_pids: Vec<u32>,
+}
+
+impl LoadPlan {
+    /// The plan, checked: every count, size and rate in its bounds, each
+    /// refusal one line naming the flag that sets it. Threads beyond the
+    /// sockets are no use and are cut to their number.
+    pub fn validate(mut self) -> Result<LoadPlan, String> {
+        let churn = matches!(self.workload, Workload::Churn { .. });
+        if self.connections == 0 && !churn {
+            return Err("--connections must be at least 1".into());
+        }
+        if self.connections > MAX_CONNECTIONS || self.idle > MAX_CONNECTIONS {
+            return Err("more than 10,000,000 connections is beyond any machine".into());
+        }
+        match &self.payload {
+            Some(p) if p.is_empty() => return Err("--payload must not be empty".into()),
+            Some(p) if p.len() != self.message_size => {
+                return Err(format!(
+                    "--payload of {} bytes with a message size of {}",
+                    p.len(),
+                    self.message_size
+                ))
+            }
+            Some(_) => {}
+            None if !(1..=MAX_MESSAGE).contains(&self.message_size) => {
+                return Err(format!(
+                    "--message-size {}: must be from 1 B to 64 MiB",
+                    self.message_size
+                ))
+            }
+            None => {}
+        }
+        let depth = match self.workload {
+            Workload::Closed { depth } | Workload::Open { depth, .. } => depth,
+            _ => 1,
+        };
+        if !(1..=MAX_DEPTH).contains(&depth) {
+            return Err(format!("--depth {depth}: must be from 1 to {MAX_DEPTH}"));
+        }
+        match self.workload {
+            Workload::Burst { rounds } if !(1..=MAX_ROUNDS).contains(&rounds) => {
+                return Err(format!("--rounds {rounds}: must be from 1 to {MAX_ROUNDS}"));
+            }
+            Workload::Open { rate, .. } => {
+                per_second("--rate", rate, MAX_RATE)?;
+            }
+            _ => {}
+        }
+        match self.stop {
+            Stop::Messages(0) => return Err("--messages must be at least 1".into()),
+            Stop::Duration(d) if d.is_zero() => return Err("--duration must be above 0".into()),
+            _ => {}
+        }
+        if self.timeout < Duration::from_millis(1) {
+            return Err("--timeout must be at least 1ms".into());
+        }
+        if let Some(r) = self.connect_rate {
+            per_second("--connect-rate", r, MAX_RATE)?;
+        }
+        if !(1..=MAX_THREADS).contains(&self.threads) {
+            return Err(format!(
+                "--threads {}: must be from 1 to {MAX_THREADS}",
+                self.threads
+            ));
+        }
+        self.threads = self.threads.min(self.connections.max(1) + self.idle);
+        Ok(self)
+    }
+
+    /// The arguments of `c10k load` (from `load` on) that make this plan:
+    /// every setting that differs from the flags' defaults, in one fixed
+    /// order. Not spelled: `command` (the flags record their own) and
+    /// `process` (a worker's place in a split run).
+    pub fn to_args(&self) -> Vec<String> {
+        let mut a = Words(vec!["load".into(), self.target.to_string()]);
+        a.flag("-c", self.connections);
+        if self.idle > 0 {
+            a.flag("--idle", self.idle);
+        }
+        a.flag("-t", self.threads);
+        match self.stop {
+            Stop::Messages(n) => a.flag("-n", n),
+            Stop::Duration(d) if d != DEFAULT_DURATION => a.flag("-d", duration(d)),
+            Stop::Duration(_) => {}
+        }
+        if !self.warmup.is_zero() {
+            a.flag("--warmup", duration(self.warmup));
+        }
+        match self.workload {
+            Workload::Closed { depth } | Workload::Open { depth, .. } => {
+                if let Workload::Open { rate, .. } = self.workload {
+                    a.flag("--rate", rate);
+                }
+                if depth != 1 {
+                    a.flag("--depth", depth);
+                }
+            }
+            Workload::Burst { rounds } => {
+                a.switch("--burst");
+                if rounds != 1 {
+                    a.flag("--rounds", rounds);
+                }
+            }
+            Workload::Churn { echo } => {
+                a.switch("--churn");
+                if echo {
+                    a.switch("--churn-echo");
+                }
+            }
+        }
+        match &self.payload {
+            Some(p) => a.flag("--payload", String::from_utf8_lossy(p)),
+            None => a.flag("-m", self.message_size),
+        }
+        if let Some(r) = self.connect_rate {
+            a.flag("--connect-rate", r);
+        }
+        if self.timeout != DEFAULT_TIMEOUT {
+            a.flag("--timeout", duration(self.timeout));
+        }
+        if !self.sources.is_empty() {
+            a.flag("--source", source_list(&self.sources));
+        }
+        if let Some(c) = &self.cpus {
+            a.flag("--cpus", crate::sys::affinity::format_cpu_list(c));
+        }
+        for (name, path) in [
+            ("--json", &self.json),
+            ("--per-connection-csv", &self.csv),
+            ("--hdr", &self.hdr),
+        ] {
+            if let Some(p) = path {
+                a.flag(name, p.display());
+            }
+        }
+        if !self.server_pids.is_empty() {
+            let pids: Vec<String> = self.server_pids.iter().map(u32::to_string).collect();
+            a.flag("--server-pid", pids.join(","));
+        }
+        for (on, name) in [
+            (self.linger0, "--linger0"),
+            (self.fail_on_error, "--fail-on-error"),
+            (self.quiet, "-q"),
+        ] {
+            if on {
+                a.switch(name);
+            }
+        }
+        a.0
+    }
+
+    /// [`LoadPlan::to_args`] as a command line to read or paste: `c10k`,
+    /// then the arguments, each quoted for a POSIX shell where it needs it.
+    pub fn command_line(&self) -> String {
+        let mut line = String::from("c10k");
+        for arg in self.to_args() {
+            line.push(' ');
+            line.push_str(&shell_quote(&arg));
+        }
+        line
+    }
+}
+
+/// An argument list being written.
+struct Words(Vec<String>);
+
+impl Words {
+    fn flag(&mut self, name: &str, value: impl std::fmt::Display) {
+        self.0.extend([name.to_string(), value.to_string()]);
+    }
+
+    fn switch(&mut self, name: &str) {
+        self.0.push(name.to_string());
+    }
+}
+
+/// Source addresses as `--source` reads them back in the same order: each
+/// run of consecutive IPv4 addresses as one range, so thousands of them
+/// stay a short argument.
+fn source_list(ips: &[IpAddr]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ips.len() {
+        let mut j = i;
+        if let IpAddr::V4(first) = ips[i] {
+            while let Some(IpAddr::V4(next)) = ips.get(j + 1) {
+                let step = u32::try_from(j + 1 - i).ok();
+                if step.and_then(|n| u32::from(first).checked_add(n)) != Some(u32::from(*next)) {
+                    break;
+                }
+                j += 1;
+            }
+        }
+        parts.push(if j > i {
+            format!("{}-{}", ips[i], ips[j])
+        } else {
+            ips[i].to_string()
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+/// A duration as `parse_duration` reads it back exactly: whole seconds as
+/// `Ns`, whole milliseconds as `Nms`, anything finer as seconds.
+fn duration(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        format!("{}s", d.as_secs())
+    } else if d.subsec_nanos() % 1_000_000 == 0 {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{}s", d.as_secs_f64())
+    }
+}
+
+/// `text` as one word of a POSIX shell: as it is when it is only safe
+/// characters, in single quotes otherwise.
+fn shell_quote(text: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "-_.,:/=@%+[]".contains(c);
+    if !text.is_empty() && text.chars().all(safe) {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_spelled_as_they_read_back() {
+        assert_eq!(duration(Duration::from_secs(10)), "10s");
+        assert_eq!(duration(Duration::from_millis(250)), "250ms");
+        assert_eq!(duration(Duration::from_micros(1500)), "0.0015s");
+    }
+
+    #[test]
+    fn consecutive_sources_are_one_range() {
+        let ips: Vec<IpAddr> = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "::1", "10.0.0.1"]
+            .iter()
+            .map(|s| s.parse().expect("ip"))
+            .collect();
+        assert_eq!(source_list(&ips), "127.0.0.2-127.0.0.4,::1,10.0.0.1");
+    }
+
+    #[test]
+    fn words_are_quoted_for_the_shell_when_they_need_it() {
+        assert_eq!(shell_quote("127.0.0.1:7"), "127.0.0.1:7");
+        assert_eq!(shell_quote("hello world"), "'hello world'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+    }
+}

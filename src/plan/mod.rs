@@ -1,0 +1,211 @@
+//! The plan layer: each command's parsed flags ([`crate::cli`]) turned into
+//! the validated settings the engine takes, before anything runs. Every
+//! range and name is checked here (or by the settings' own constructor),
+//! with a one-line error that says what to change. Only this layer,
+//! `cli.rs` and `main.rs` see a flag: nothing below imports `crate::cli`
+//! or clap (a test below holds every other file to that).
+//!
+//! - this file: `c10k serve`, the `--server-arg`s of `c10k run`, and the
+//!   parsers of sizes and durations every command shares;
+//! - [`load`]: `c10k load` into a [`crate::client::plan::LoadPlan`];
+//! - [`run`]: `c10k run` into a [`crate::runner::matrix::RunPlan`];
+//! - [`micro`], [`herd`]: the micro-benchmarks and the herd.
+
+pub mod herd;
+pub mod load;
+pub mod micro;
+pub mod run;
+
+use std::net::SocketAddr;
+
+use crate::cli::ServeArgs;
+use crate::server::{self, run::Setup, Config, Model};
+
+pub use crate::client::plan::{per_second, MAX_DEPTH, MAX_MESSAGE, MAX_ROUNDS, MIN_RATE};
+
+/// The longest duration any flag (or plan.json) may give, in seconds: a
+/// year.
+pub const MAX_SECONDS: f64 = 86_400.0 * 365.0;
+
+/// A validated `c10k serve`.
+pub struct ServePlan {
+    pub model: &'static dyn Model,
+    pub config: Config,
+    pub setup: Setup,
+}
+
+/// Default workers: the CPUs this process may use.
+pub fn cpus_available() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+impl ServePlan {
+    pub fn from_args(a: &ServeArgs) -> Result<ServePlan, String> {
+        let model = server::find(&a.model).ok_or_else(|| {
+            format!(
+                "unknown model '{}': expected one of {}",
+                a.model,
+                server::names().join(", ")
+            )
+        })?;
+        let buffer = parse_size(&a.buffer).map_err(|e| format!("--buffer: {e}"))?;
+        if !(64..=64 << 20).contains(&buffer) {
+            return Err(format!("--buffer {buffer}: must be from 64 B to 64 MiB"));
+        }
+        let stack_size = match &a.stack_size {
+            Some(s) => {
+                let n = parse_size(s).map_err(|e| format!("--stack-size: {e}"))?;
+                if n < 16 << 10 {
+                    return Err(format!("--stack-size {n}: must be at least 16 KiB"));
+                }
+                Some(n)
+            }
+            None => None,
+        };
+        let default_workers = if model.worker_per_connection() {
+            64
+        } else {
+            cpus_available()
+        };
+        let workers = a.workers.unwrap_or(default_workers);
+        if !(1..=100_000).contains(&workers) {
+            return Err(format!("--workers {workers}: must be from 1 to 100000"));
+        }
+        if a.max_conns == Some(0) {
+            return Err("--max-conns 0 would refuse every connection".into());
+        }
+        if a.backlog < 1 {
+            return Err(format!("--backlog {}: must be at least 1", a.backlog));
+        }
+        if a.nofile.is_some_and(|n| n < 16) {
+            return Err("--nofile: below 16 descriptors the server cannot start".into());
+        }
+        let cpus = a
+            .cpus
+            .as_deref()
+            .map(crate::sys::affinity::usable_cpu_list)
+            .transpose()
+            .map_err(|e| format!("--cpus: {e}"))?;
+        Ok(ServePlan {
+            model,
+            config: Config {
+                bind: SocketAddr::new(a.bind, a.port),
+                buffer,
+                max_conns: a.max_conns,
+                workers,
+                stack_size,
+                edge: a.edge,
+                accept: a.accept.into(),
+                backlog: a.backlog,
+                reuseport: a.reuseport,
+            },
+            setup: Setup {
+                nofile: a.nofile,
+                cpus,
+            },
+        })
+    }
+}
+
+impl From<crate::cli::AcceptMode> for server::AcceptMode {
+    fn from(m: crate::cli::AcceptMode) -> server::AcceptMode {
+        use crate::cli::AcceptMode as Flag;
+        match m {
+            Flag::Acceptor => server::AcceptMode::Acceptor,
+            Flag::Shared => server::AcceptMode::Shared,
+            Flag::Exclusive => server::AcceptMode::Exclusive,
+            Flag::Reuseport => server::AcceptMode::Reuseport,
+        }
+    }
+}
+
+/// `c10k serve` flags each `c10k run` cell sets itself: a `--server-arg`
+/// may not override them (one naming another model was measured and
+/// recorded under the cell's model).
+const CELL_OWNED: [&str; 5] = ["model", "port", "cpus", "bind", "reuseport"];
+
+/// Checks `c10k run --server-arg`s once, with the plan, before any cell
+/// runs: they must be `c10k serve` flags with valid values, and none may
+/// set what each cell sets itself. Returns the echo buffer the servers will
+/// have (`--buffer` among them, or serve's default).
+pub fn check_server_args(args: &[String]) -> Result<String, String> {
+    use clap::{parser::ValueSource, Args, FromArgMatches};
+    let cmd = ServeArgs::augment_args(clap::Command::new("serve").no_binary_name(true));
+    let m = cmd
+        .try_get_matches_from(args)
+        .map_err(|e| format!("--server-arg: {}", crate::cli::one_line(&e)))?;
+    if let Some(id) = CELL_OWNED
+        .iter()
+        .find(|id| m.value_source(id) == Some(ValueSource::CommandLine))
+    {
+        return Err(format!(
+            "--server-arg: --{id} is set by each cell (its model, port and CPUs), not by hand"
+        ));
+    }
+    let a = ServeArgs::from_arg_matches(&m).map_err(|e| format!("--server-arg: {e}"))?;
+    ServePlan::from_args(&a).map_err(|e| format!("--server-arg: {e}"))?;
+    Ok(a.buffer)
+}
+
+/// Parses a byte size: `4096`, `16K`, `16KiB`, `1M`, `1MiB`, `1G` (binary
+/// multiples; case does not matter).
+pub fn parse_size(text: &str) -> Result<usize, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: usize = num
+        .parse()
+        .map_err(|_| format!("'{text}' is not a size (e.g. 4096, 16KiB, 1MiB)"))?;
+    let mult: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return Err(format!("'{text}': unknown unit '{unit}' (use K, M or G)")),
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("'{text}' is too large"))
+}
+
+/// Parses a duration: `10s`, `500ms`, `1.5s`, `2m`, `1h`, `250us`; a bare
+/// number is seconds.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration (e.g. 10s, 500ms, 2m)"))?;
+    let secs = match unit.trim() {
+        "" | "s" => n,
+        "ms" => n / 1e3,
+        "us" | "µs" => n / 1e6,
+        "m" | "min" => n * 60.0,
+        "h" => n * 3600.0,
+        u => {
+            return Err(format!(
+                "'{text}': unknown unit '{u}' (use us, ms, s, m or h)"
+            ))
+        }
+    };
+    if !secs.is_finite() || !(0.0..=MAX_SECONDS).contains(&secs) {
+        return Err(format!("'{text}' is out of range"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("16KiB"), Ok(16384));
+        assert_eq!(parse_size("1m"), Ok(1 << 20));
+        assert!(parse_size("12 parsecs").is_err());
+        assert!(parse_size("").is_err());
+    }
+}

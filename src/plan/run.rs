@@ -1,0 +1,247 @@
+//! `c10k run` flags turned into a [`RunPlan`]: the preset's matrix with
+//! every flag applied and checked (models known, counts in range, the
+//! workload changed as asked, CPUs to pin to found).
+
+use super::{parse_duration, parse_size};
+use crate::cli::{self, RunArgs};
+use crate::experiments::presets;
+use crate::runner::matrix::{self, Order, Pin, RunPlan, WorkloadKind, RESULTS_VERSION};
+
+/// The run plan for `args`: the preset's matrix with every flag applied,
+/// checked. Errors are one line saying what to change.
+pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
+    let name = args.experiment.as_deref().unwrap_or("tour");
+    let preset = presets::find(name).ok_or_else(|| {
+        let names: Vec<_> = presets::all().iter().map(|p| p.name).collect();
+        format!(
+            "unknown experiment '{name}': expected one of {} (see --list)",
+            names.join(", ")
+        )
+    })?;
+    let models: Vec<String> = match &args.models {
+        Some(m) => m
+            .iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect(),
+        None if preset.models.is_empty() => crate::server::names()
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        None => preset.models.iter().map(|s| s.to_string()).collect(),
+    };
+    if models.is_empty() {
+        return Err("--models names no model".into());
+    }
+    for m in &models {
+        let known = match preset.bench {
+            Some(_) => preset.models.contains(&m.as_str()),
+            None => crate::server::find(m).is_some(),
+        };
+        if !known {
+            let names = match preset.bench {
+                Some(_) => preset.models.to_vec(),
+                None => crate::server::names(),
+            };
+            return Err(format!(
+                "unknown model '{m}': expected one of {}",
+                names.join(", ")
+            ));
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(m) = models.iter().find(|m| !seen.insert(m.as_str())) {
+        return Err(format!("--models names '{m}' twice"));
+    }
+    let mut connections = args
+        .connections
+        .clone()
+        .unwrap_or_else(|| preset.connections.to_vec());
+    if connections.is_empty() || connections.contains(&0) {
+        return Err("--connections must list counts of at least 1, e.g. 2,4,8".into());
+    }
+    if let Some(&c) = connections.iter().find(|&&c| c > 10_000_000) {
+        return Err(format!(
+            "--connections {c}: more than 10,000,000 is beyond any machine"
+        ));
+    }
+    connections.sort_unstable();
+    connections.dedup();
+    let (runs, auto_runs) = match args.runs.as_deref().map(str::trim) {
+        None => (preset.runs, None),
+        Some("auto") => {
+            let a = matrix::AutoRuns::default();
+            (a.min, Some(a))
+        }
+        Some(text) => match text.parse::<usize>() {
+            Ok(n) if (1..=1000).contains(&n) => (n, None),
+            _ => {
+                return Err(format!(
+                    "--runs {text}: must be a count from 1 to 1000, or auto"
+                ))
+            }
+        },
+    };
+    let mut workload = preset.workload.clone();
+    if let Some(kind) = args.workload.map(WorkloadKind::from) {
+        if kind != workload.kind {
+            workload.kind = kind;
+            workload.total_messages = None;
+            workload.messages_per_connection = None;
+            if workload.duration_seconds == 0.0 {
+                workload.duration_seconds = 1.0;
+                workload.warmup_seconds = 0.25;
+            }
+        }
+    }
+    if let Some(n) = args.messages {
+        if n == 0 {
+            return Err("--messages must be at least 1".into());
+        }
+        if workload.kind != WorkloadKind::Closed {
+            return Err("--messages applies to the closed workload only".into());
+        }
+        workload.messages_per_connection = Some(n);
+        workload.total_messages = None;
+    }
+    if let Some(d) = &args.duration {
+        let d = parse_duration(d).map_err(|e| format!("--duration: {e}"))?;
+        if d.is_zero() {
+            return Err("--duration must be above 0".into());
+        }
+        if workload.messages_for(1).is_some() && args.messages.is_none() {
+            // A duration replaces the preset's fixed amount of work.
+            workload.messages_per_connection = None;
+            workload.total_messages = None;
+        }
+        workload.duration_seconds = d.as_secs_f64();
+    }
+    if let Some(w) = &args.warmup {
+        workload.warmup_seconds = parse_duration(w)
+            .map_err(|e| format!("--warmup: {e}"))?
+            .as_secs_f64();
+    }
+    if let Some(m) = &args.message_size {
+        let n = parse_size(m).map_err(|e| format!("--message-size: {e}"))?;
+        if !(1..=super::MAX_MESSAGE).contains(&n) {
+            return Err(format!("--message-size {n}: must be from 1 B to 64 MiB"));
+        }
+        workload.message_bytes = n;
+        workload.payload = None;
+    }
+    if let Some(t) = &args.timeout {
+        let t = parse_duration(t).map_err(|e| format!("--timeout: {e}"))?;
+        if t < std::time::Duration::from_millis(1) {
+            return Err("--timeout must be at least 1ms".into());
+        }
+        workload.timeout_seconds = t.as_secs_f64();
+    }
+    if workload.kind != WorkloadKind::Burst
+        && workload.messages_for(1).is_none()
+        && workload.duration_seconds <= 0.0
+    {
+        workload.duration_seconds = 1.0;
+    }
+    // From the workload as changed by the flags: a preset's fixed amount of
+    // work turned into a timed window is ranked by throughput, not time.
+    let primary = match workload.kind {
+        _ if preset.bench == Some(matrix::Bench::Accept) => matrix::Primary::AcceptRate,
+        _ if preset.bench.is_some() => matrix::Primary::Time,
+        WorkloadKind::Burst => matrix::Primary::Time,
+        WorkloadKind::Churn => matrix::Primary::AcceptRate,
+        WorkloadKind::Closed if workload.messages_for(1).is_some() => matrix::Primary::Time,
+        WorkloadKind::Closed => matrix::Primary::Throughput,
+    };
+    let pin = args.pin.map_or(Pin::Split, Pin::from);
+    // A micro-benchmark places its own threads; the runner pins nothing.
+    let (server_cpus, client_cpus) = if preset.bench.is_some() {
+        (Vec::new(), Vec::new())
+    } else {
+        cpus_for(pin)?
+    };
+    let order = args.order.map_or(Order::Interleaved, Order::from);
+    let customised = args.models.is_some()
+        || args.connections.is_some()
+        || args.runs.is_some()
+        || args.workload.is_some()
+        || args.messages.is_some()
+        || args.duration.is_some()
+        || args.message_size.is_some()
+        || !args.server_args.is_empty();
+    let buffer = super::check_server_args(&args.server_args)?;
+    let cells = matrix::expand(&models, &connections, runs, order);
+    Ok(RunPlan {
+        version: RESULTS_VERSION,
+        experiment: preset.name.to_string(),
+        title: if customised {
+            format!("{} (customised)", preset.title)
+        } else {
+            preset.title.to_string()
+        },
+        command,
+        models,
+        connections,
+        runs,
+        auto_runs,
+        order,
+        pin,
+        server_cpus,
+        client_cpus,
+        workload,
+        primary,
+        per_connection_csv: preset.per_connection_csv || args.per_connection_csv,
+        buffer,
+        server_args: args.server_args.clone(),
+        bench: preset.bench,
+        bench_args: preset.bench_args.iter().map(|a| a.to_string()).collect(),
+        size_label: preset.size_label.to_string(),
+        cells,
+    })
+}
+
+/// CPUs for the server and the client under `pin`, from the CPUs this
+/// process may use: split gives the server the first half and the client
+/// the rest; same gives both the first half.
+fn cpus_for(pin: Pin) -> Result<(Vec<usize>, Vec<usize>), String> {
+    let cpus = crate::sys::affinity::current_cpus();
+    let half = cpus.len().div_ceil(2).max(1);
+    match pin {
+        Pin::None => Ok((Vec::new(), Vec::new())),
+        Pin::Split if cpus.len() < 2 => Err(format!(
+            "--pin split needs two CPUs, this process may use {}; use --pin same or none",
+            cpus.len()
+        )),
+        Pin::Split => Ok((cpus[..half].to_vec(), cpus[half..].to_vec())),
+        Pin::Same if cpus.is_empty() => Err("cannot read this process's CPUs".into()),
+        Pin::Same => Ok((cpus[..half].to_vec(), cpus[..half].to_vec())),
+    }
+}
+
+impl From<cli::Pin> for Pin {
+    fn from(p: cli::Pin) -> Pin {
+        match p {
+            cli::Pin::Split => Pin::Split,
+            cli::Pin::Same => Pin::Same,
+            cli::Pin::None => Pin::None,
+        }
+    }
+}
+
+impl From<cli::Order> for Order {
+    fn from(o: cli::Order) -> Order {
+        match o {
+            cli::Order::Interleaved => Order::Interleaved,
+            cli::Order::Sequential => Order::Sequential,
+        }
+    }
+}
+
+impl From<cli::WorkloadKind> for WorkloadKind {
+    fn from(k: cli::WorkloadKind) -> WorkloadKind {
+        match k {
+            cli::WorkloadKind::Closed => WorkloadKind::Closed,
+            cli::WorkloadKind::Burst => WorkloadKind::Burst,
+            cli::WorkloadKind::Churn => WorkloadKind::Churn,
+        }
+    }
+}
