@@ -3,6 +3,8 @@
 //! The architecture in a page:
 //!
 //! - [`cli`] holds the raw flags; [`plan`] validates them into settings.
+//!   Nothing else sees a flag: the engine modules take settings structs
+//!   (a test in [`plan`] holds every other file to that).
 //! - [`server`] is the echo server: a [`server::Model`] per concurrency model
 //!   (thread per connection, process per connection, pre-forked pool, select,
 //!   poll, epoll, epoll with worker threads, io_uring, tokio, poll + thread

@@ -208,4 +208,65 @@ mod tests {
         assert!(parse_size("12 parsecs").is_err());
         assert!(parse_size("").is_err());
     }
+
+    /// The files under src/ that name `crate::cli` or clap: every one but
+    /// main.rs, cli.rs and the plan layer is a flag seen below the plan.
+    fn flag_readers(dir: &std::path::Path, src: &std::path::Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).expect("src/ is readable") {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                flag_readers(&path, src, out);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("a source file");
+            if names_a_flag(&text) {
+                let name = path.strip_prefix(src).expect("under src/");
+                out.push(name.to_string_lossy().into_owned());
+            }
+        }
+    }
+
+    /// Whether `text` names the module `cli` (`crate::cli`, `c10k::cli`,
+    /// not `crate::client`) or the crate `clap`.
+    fn names_a_flag(text: &str) -> bool {
+        let ident = |c: char| c.is_alphanumeric() || c == '_';
+        ["crate::cli", "c10k::cli", "clap"].iter().any(|name| {
+            text.match_indices(name).any(|(at, _)| {
+                let before = text[..at].chars().next_back();
+                let after = text[at + name.len()..].chars().next();
+                let word = !before.is_some_and(ident) && !after.is_some_and(ident);
+                // `clap` alone is a word in prose too: only as a path.
+                word && (*name != "clap" || text[at..].starts_with("clap::"))
+            })
+        })
+    }
+
+    #[test]
+    fn flag_names_are_told_from_their_neighbours() {
+        assert!(names_a_flag("use crate::cli::LoadArgs;"));
+        assert!(names_a_flag("use crate::cli;"));
+        assert!(names_a_flag("#[derive(clap::ValueEnum)]"));
+        assert!(names_a_flag("use clap::Parser;"));
+        assert!(!names_a_flag("use crate::client::plan::LoadPlan;"));
+        assert!(!names_a_flag("// a flag that clap parses"));
+        assert!(!names_a_flag("myclap::X"));
+    }
+
+    /// Only main.rs, cli.rs and the plan layer see a flag: the engine takes
+    /// settings, never a clap type.
+    #[test]
+    fn nothing_below_the_plan_sees_a_flag() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut found = Vec::new();
+        flag_readers(&src, &src, &mut found);
+        found.retain(|f| !(f == "main.rs" || f == "cli.rs" || f.starts_with("plan/")));
+        found.sort();
+        assert!(
+            found.is_empty(),
+            "these files name crate::cli or clap; turn the flags into settings in src/plan/: {found:?}"
+        );
+    }
 }
