@@ -176,11 +176,15 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
     eprint!("{}", runner::intro(&data));
     let finish = runner::execute(&mut data, &mut appender);
     // Whatever happened, what was measured is written out.
-    let written = c10k::export::results::write_all(&data, &all_tables(&data), !args.no_report);
+    let written = c10k::export::results::write_all(
+        &data,
+        &c10k::report::RunTables::of(&data).all(),
+        !args.no_report,
+    );
     // Written with errors ignored: `c10k run | head` must not turn a
     // finished run into a panic.
     let mut stdout = std::io::stdout();
-    let _ = write!(stdout, "{}", runner::outro(&data));
+    let _ = write!(stdout, "{}", c10k::report::outro(&data));
     let mut code = ExitCode::SUCCESS;
     match finish {
         Ok(Finish::Complete) => {}
@@ -213,17 +217,6 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
     code
 }
 
-/// The verdict, the study's tables, the ranking and memory per connection,
-/// as exported.
-fn all_tables(data: &c10k::runner::results::RunData) -> Vec<c10k::export::table::Table> {
-    let mut t = c10k::runner::verdict::tables(data);
-    t.extend(c10k::experiments::tables(data));
-    t.extend(c10k::runner::summary::ranking(data));
-    t.extend(c10k::runner::memory::table(data));
-    t.push(c10k::report::summary_table(data));
-    t
-}
-
 /// `c10k report DIR`: the exports and report.html again, from the results
 /// of the plan. Every line of results.jsonl that is not one is named on
 /// stderr, and makes the exit 1 (the report lacks it), except a partial
@@ -245,7 +238,7 @@ fn report(dir: &std::path::Path) -> ExitCode {
     } else {
         ExitCode::from(1)
     };
-    match c10k::export::results::write_all(&data, &all_tables(&data), true) {
+    match c10k::export::results::write_all(&data, &c10k::report::RunTables::of(&data).all(), true) {
         Ok(paths) => {
             for p in paths {
                 println!("wrote {}", p.display());

@@ -21,6 +21,8 @@
 //! - [`summary`]: the primary figure per model × connections, and the
 //!   skipped and failed cells;
 //! - [`environment`]: where the run took place;
+//! - [`tables`]: every table of the run, for the page, the exports and the
+//!   terminal;
 //! - [`page`]: the HTML around them; [`units`]: numbers for people.
 
 pub mod charts;
@@ -30,6 +32,7 @@ pub mod memory;
 pub mod page;
 pub mod series;
 pub mod summary;
+pub mod tables;
 pub mod units;
 
 use std::path::PathBuf;
@@ -39,6 +42,7 @@ use anyhow::Context as _;
 use crate::runner::results::RunData;
 
 pub use summary::summary_table;
+pub use tables::{outro, RunTables};
 
 /// The report of a run as one HTML page.
 pub fn render(data: &RunData) -> anyhow::Result<String> {

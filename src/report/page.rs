@@ -71,11 +71,11 @@ pub fn render(data: &RunData) -> anyhow::Result<String> {
         escape_html(&plan.title)
     );
 
+    let tables = super::tables::RunTables::of(data);
     // The answer first: the verdict at each connection count.
-    let verdict = crate::runner::verdict::tables(data);
-    if !verdict.is_empty() {
+    if !tables.verdict.is_empty() {
         out.push_str("<section id=\"verdict\">\n<h2>Verdict</h2>\n");
-        for t in &verdict {
+        for t in &tables.verdict {
             out.push_str(&scrolling(&t.to_html()));
         }
         out.push_str("</section>\n");
@@ -87,16 +87,15 @@ pub fn render(data: &RunData) -> anyhow::Result<String> {
     out.push_str("</section>\n");
 
     // Then the study's own tables, then the ranking.
-    let study = crate::experiments::tables(data);
-    if !study.is_empty() {
+    if !tables.study.is_empty() {
         out.push_str("<section id=\"study\">\n<h2>The study's tables, measured here</h2>\n");
-        for t in &study {
+        for t in &tables.study {
             out.push_str(&scrolling(&t.to_html()));
         }
         out.push_str("</section>\n");
     }
     out.push_str("<section id=\"ranking\">\n<h2>Ranking</h2>\n");
-    for t in crate::runner::summary::ranking(data) {
+    for t in &tables.ranking {
         out.push_str(&scrolling(&t.to_html()));
     }
     out.push_str("</section>\n");
@@ -123,7 +122,7 @@ pub fn render(data: &RunData) -> anyhow::Result<String> {
     out.push_str("</section>\n");
 
     out.push_str("<section id=\"tables\">\n<h2>Tables</h2>\n");
-    out.push_str(&scrolling(&summary::summary_table(data).to_html()));
+    out.push_str(&scrolling(&tables.summary.to_html()));
     out.push_str("</section>\n");
 
     out.push_str("<section id=\"environment\">\n<h2>Environment</h2>\n");

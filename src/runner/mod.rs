@@ -205,30 +205,6 @@ pub fn intro(data: &RunData) -> String {
     s
 }
 
-/// For the terminal: the ranking, the study's tables, memory per
-/// connection, and last, where the eye lands, the verdict.
-pub fn outro(data: &RunData) -> String {
-    let mut s = String::new();
-    for t in summary::ranking(data) {
-        s += "\n";
-        s += &t.to_text();
-    }
-    for t in crate::experiments::tables(data) {
-        s += "\n";
-        s += &t.to_text();
-    }
-    if let Some(t) = memory::table(data) {
-        s += "\n";
-        s += &t.to_text();
-    }
-    let verdict = verdict::text(data);
-    if !verdict.is_empty() {
-        s += "\n";
-        s += &verdict;
-    }
-    s
-}
-
 /// UTC now as `YYYYMMDD-HHMMSS`, for directory names that sort by time.
 fn timestamp() -> String {
     let secs = std::time::SystemTime::now()
