@@ -26,7 +26,7 @@
 //!
 //! **The path of one measurement** (`c10k run`, one cell): [`plan::run`]
 //! expands the preset and the flags into a [`runner::matrix::RunPlan`];
-//! [`runner::execute`] starts the server as a child through the one
+//! [`runner::execute`](mod@runner::execute) starts the server as a child through the one
 //! launcher, [`runner::server`] (`c10k serve`, which prints `READY ip:port`
 //! once it accepts; [`server::run`]), waits until the server holds the
 //! connections ([`metrics::tree`]), and drives it with the load generator

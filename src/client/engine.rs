@@ -1111,28 +1111,9 @@ mod tests {
 
     fn plan(target: std::net::SocketAddr, connections: usize, workload: Workload) -> LoadPlan {
         LoadPlan {
-            target,
-            connections,
-            idle: 0,
-            threads: 1,
-            workload,
             stop: Stop::Duration(Duration::from_secs(60)),
-            warmup: Duration::ZERO,
-            message_size: 64,
-            payload: None,
-            connect_rate: None,
-            linger0: false,
-            timeout: Duration::from_secs(10),
-            sources: Vec::new(),
-            cpus: None,
-            json: None,
-            csv: None,
-            hdr: None,
-            fail_on_error: false,
             quiet: true,
-            command: String::new(),
-            process: None,
-            server_pids: Vec::new(),
+            ..LoadPlan::new(target, connections, workload)
         }
     }
 

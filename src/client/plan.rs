@@ -113,6 +113,37 @@ pub struct LoadPlan {
 }
 
 impl LoadPlan {
+    /// `connections` running `workload` against `target` on one event loop
+    /// for 10 s with no warm-up: 64-byte messages, a 10 s echo timeout, no
+    /// pacing, no outputs. Not yet checked: set what differs, then
+    /// [`LoadPlan::validate`].
+    pub fn new(target: SocketAddr, connections: usize, workload: Workload) -> LoadPlan {
+        LoadPlan {
+            target,
+            connections,
+            idle: 0,
+            threads: 1,
+            workload,
+            stop: Stop::Duration(Duration::from_secs(10)),
+            warmup: Duration::ZERO,
+            message_size: 64,
+            payload: None,
+            connect_rate: None,
+            linger0: false,
+            timeout: Duration::from_secs(10),
+            sources: Vec::new(),
+            cpus: None,
+            json: None,
+            csv: None,
+            hdr: None,
+            fail_on_error: false,
+            quiet: false,
+            command: String::new(),
+            process: None,
+            server_pids: Vec::new(),
+        }
+    }
+
     /// The plan, checked: every count, size and rate in its bounds, each
     /// refusal one line naming the flag that sets it. Threads beyond the
     /// sockets are no use and are cut to their number.

@@ -63,12 +63,7 @@ pub fn plan(a: &LoadArgs, command: String) -> Result<LoadPlan, String> {
     {
         return Err(format!("--server-pid {pid}: no such process"));
     }
-    let cpus = a
-        .cpus
-        .as_deref()
-        .map(crate::sys::affinity::usable_cpu_list)
-        .transpose()
-        .map_err(|e| format!("--cpus: {e}"))?;
+    let cpus = super::cpus_flag(a.cpus.as_deref())?;
     let threads = a
         .threads
         .unwrap_or_else(|| cpus.as_ref().map_or_else(super::cpus_available, Vec::len));
@@ -145,29 +140,10 @@ mod tests {
     }
 
     fn base() -> LoadPlan {
+        let target = "127.0.0.1:7".parse().expect("an address");
         LoadPlan {
-            target: "127.0.0.1:7".parse().expect("an address"),
-            connections: 4,
-            idle: 0,
             threads: 2,
-            workload: Workload::Closed { depth: 1 },
-            stop: Stop::Duration(Duration::from_secs(10)),
-            warmup: Duration::ZERO,
-            message_size: 64,
-            payload: None,
-            connect_rate: None,
-            linger0: false,
-            timeout: Duration::from_secs(10),
-            sources: Vec::new(),
-            cpus: None,
-            json: None,
-            csv: None,
-            hdr: None,
-            fail_on_error: false,
-            quiet: false,
-            command: String::new(),
-            process: None,
-            server_pids: Vec::new(),
+            ..LoadPlan::new(target, 4, Workload::Closed { depth: 1 })
         }
     }
 

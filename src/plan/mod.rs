@@ -80,12 +80,7 @@ impl ServePlan {
         if a.nofile.is_some_and(|n| n < 16) {
             return Err("--nofile: below 16 descriptors the server cannot start".into());
         }
-        let cpus = a
-            .cpus
-            .as_deref()
-            .map(crate::sys::affinity::usable_cpu_list)
-            .transpose()
-            .map_err(|e| format!("--cpus: {e}"))?;
+        let cpus = cpus_flag(a.cpus.as_deref())?;
         Ok(ServePlan {
             model,
             config: Config {
@@ -145,6 +140,13 @@ pub fn check_server_args(args: &[String]) -> Result<String, String> {
     let a = ServeArgs::from_arg_matches(&m).map_err(|e| format!("--server-arg: {e}"))?;
     ServePlan::from_args(&a).map_err(|e| format!("--server-arg: {e}"))?;
     Ok(a.buffer)
+}
+
+/// `--cpus LIST`: the CPUs named, each one this process may use.
+fn cpus_flag(list: Option<&str>) -> Result<Option<Vec<usize>>, String> {
+    list.map(crate::sys::affinity::usable_cpu_list)
+        .transpose()
+        .map_err(|e| format!("--cpus: {e}"))
 }
 
 /// Parses a byte size: `4096`, `16K`, `16KiB`, `1M`, `1MiB`, `1G` (binary

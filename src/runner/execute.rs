@@ -354,28 +354,16 @@ fn load_plan(
         .map_or_else(crate::plan::cpus_available, Vec::len)
         .clamp(1, n.max(1));
     let mut p = LoadPlan {
-        target,
-        connections: n,
-        idle: 0,
         threads,
-        workload,
         stop,
         warmup,
         message_size: w.payload.as_ref().map_or(w.message_bytes, String::len),
         payload: w.payload.as_ref().map(|p| p.as_bytes().to_vec()),
-        connect_rate: None,
-        linger0: false,
         timeout: Duration::from_secs_f64(w.timeout_seconds),
-        sources: Vec::new(),
         cpus,
-        json: None,
-        csv: None,
-        hdr: None,
-        fail_on_error: false,
         quiet: true,
-        command: String::new(),
-        process: None,
         server_pids,
+        ..LoadPlan::new(target, n, workload)
     }
     .validate()?;
     p.command = p.command_line();

@@ -10,7 +10,7 @@
 //! things:
 //!
 //! - a [`Waiter`]: how it waits. One small file per mechanism, each stating
-//!   its cost: [`super::select`], [`super::poll`], [`super::epoll`].
+//!   its cost: `select.rs`, `poll.rs`, `epoll.rs`.
 //! - a [`Handler`]: who runs the echo on a ready connection. [`Inline`] runs
 //!   it on the loop's thread; `epoll-workers` adds an inbox of sockets
 //!   accepted by another thread; `hybrid` hands the connection to a pool.
