@@ -82,6 +82,7 @@ pub mod herd;
 pub mod metrics;
 pub mod micro;
 pub mod plan;
+pub mod present;
 pub mod report;
 pub mod runner;
 pub mod server;

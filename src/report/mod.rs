@@ -33,7 +33,7 @@ pub mod page;
 pub mod series;
 pub mod summary;
 pub mod tables;
-pub mod units;
+pub use crate::present::units;
 
 use std::path::PathBuf;
 

@@ -35,7 +35,7 @@
 use super::cell::{CellResult, Status};
 use super::results::RunData;
 use crate::export::table::Table;
-use crate::report::units::sig3;
+use crate::present::units::sig3;
 use crate::stats::slope::LinearFit;
 
 /// A page, KiB: the step in which a process's memory changes.
@@ -266,7 +266,7 @@ pub fn table(data: &RunData) -> Option<Table> {
     let (lo, hi) = span(data)?;
     let per_kind: Vec<Vec<Slope>> = Kind::ALL.iter().map(|&k| slopes(data, k)).collect();
     let all: Vec<Vec<CellDelta>> = Kind::ALL.iter().map(|&k| deltas(data, k)).collect();
-    let fmt = |n: usize| crate::runner::matrix::format_count(n as f64);
+    let fmt = |n: usize| crate::present::units::format_count(n as f64);
     let mut t = Table::new(
         if lo == hi {
             format!(

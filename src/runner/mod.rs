@@ -187,7 +187,7 @@ pub fn intro(data: &RunData) -> String {
         match p.auto_runs {
             Some(a) => format!(
                 ", each until its median is known to ±{} %",
-                crate::report::units::sig3(a.tolerance * 100.0)
+                crate::present::units::sig3(a.tolerance * 100.0)
             ),
             None => String::new(),
         },

@@ -270,7 +270,7 @@ pub fn load(dir: &Path) -> anyhow::Result<(RunData, Vec<Problem>)> {
         .and_then(|()| crate::plan::check_server_args(&plan.server_args))
         .and_then(|_| {
             // Every server of a resumed run is given this buffer.
-            crate::plan::parse_size(&plan.buffer)
+            crate::present::units::parse_size(&plan.buffer)
                 .map(drop)
                 .map_err(|e| format!("buffer: {e}"))
         })
