@@ -81,6 +81,7 @@ pub mod export;
 pub mod herd;
 pub mod metrics;
 pub mod micro;
+pub mod output;
 pub mod plan;
 pub mod present;
 pub mod report;

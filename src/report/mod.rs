@@ -30,7 +30,7 @@ pub mod environment;
 pub mod figures;
 pub mod memory;
 pub mod page;
-pub mod series;
+pub use crate::runner::series;
 pub mod summary;
 pub mod tables;
 pub use crate::present::units;

@@ -149,7 +149,7 @@ fn cpus_online(data: &RunData) -> usize {
 /// Every measured cell's delta of `kind`, in the order recorded.
 pub fn deltas(data: &RunData, kind: Kind) -> Vec<CellDelta> {
     let cpus = cpus_online(data);
-    crate::report::series::latest(data)
+    crate::runner::series::latest(data)
         .into_iter()
         .filter_map(|c| delta(c, kind, cpus))
         .collect()
@@ -171,7 +171,7 @@ pub struct Slope {
 /// order of models.
 pub fn slopes(data: &RunData, kind: Kind) -> Vec<Slope> {
     let all = deltas(data, kind);
-    crate::report::series::models(data)
+    crate::runner::series::models(data)
         .into_iter()
         .filter_map(|model| {
             let points: Vec<(f64, f64, f64)> = all
@@ -283,7 +283,7 @@ pub fn table(data: &RunData) -> Option<Table> {
         },
         &["model", "user (PSS)", "virtual", "kernel", "cells"],
     );
-    for model in crate::report::series::models(data) {
+    for model in crate::runner::series::models(data) {
         let cells: Vec<Option<&Slope>> = per_kind
             .iter()
             .map(|s| s.iter().find(|s| s.model == model))

@@ -68,7 +68,7 @@ pub fn tables(data: &RunData) -> Vec<Table> {
     let mut out = Vec::new();
     for (n, rows) in summary::standings(data) {
         let cells_of = |model: &str| -> Vec<&CellResult> {
-            crate::report::series::latest(data)
+            crate::runner::series::latest(data)
                 .into_iter()
                 .filter(|c| c.cell.model == model && c.cell.connections == n)
                 .collect()
