@@ -14,10 +14,13 @@
 //!                                     │
 //!             results (runner/results.rs: results.jsonl + plan.json)
 //!                                     │
-//!                 export/ (JSON, CSV, Markdown)   report/ (HTML, SVG)
+//!      output.rs (every export of a run: JSON, CSV, Markdown) ── report/ (HTML, SVG)
 //!
-//!  stats/ (medians, intervals, fits) beside them; sys/ under everything:
-//!  the only home of `unsafe`.
+//!  Under the engines: export/ (writing a file safely, tables), present/
+//!  (numbers for people, a model's look in a chart), stats/ (medians,
+//!  intervals, fits), env/; sys/ under everything: the only home of
+//!  `unsafe`. No two modules import each other, even through others (a
+//!  test at the end of lib.rs).
 //! ```
 //!
 //! Flags become settings once: [`cli`] holds the raw flags and [`plan`]
@@ -35,7 +38,7 @@
 //! of the server's process tree and the kernel's memory are taken at each
 //! end of the window; the client says what limited the figure
 //! ([`client::limit`], [`runner::verdict`]). The cell becomes one line of
-//! `results.jsonl` ([`runner::results`]); [`export`] and [`report`] read
+//! `results.jsonl` ([`runner::results`]); [`output`] and [`report`] read
 //! only those lines, so a report can be made again from a directory.
 //!
 //! **The one file to open for each mechanism:**
@@ -81,10 +84,151 @@ pub mod export;
 pub mod herd;
 pub mod metrics;
 pub mod micro;
+pub mod output;
 pub mod plan;
+pub mod present;
 pub mod report;
 pub mod runner;
 pub mod server;
 pub mod stats;
 #[allow(unsafe_code)]
 pub mod sys;
+
+/// The top-level modules form a DAG: flags ([`cli`]) over [`plan`] over the
+/// engines ([`server`], [`client`], [`micro`], [`herd`], [`runner`]) over
+/// their results, with [`output`] and [`report`] on top and [`sys`],
+/// [`env`], [`stats`], [`present`] and the writers of [`export`] at the
+/// bottom. A test reads every file under src/ and fails on a cycle between
+/// them, so a low module cannot reach up again.
+#[cfg(test)]
+mod layers {
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::path::Path;
+
+    /// Module -> (module it names -> a file that names it).
+    type Graph = BTreeMap<String, BTreeMap<String, String>>;
+
+    /// The `crate::X` a file's code names: its `#[cfg(test)]` modules (at
+    /// the end of a file) and its comments, doc comments included, left out.
+    fn mentions(text: &str) -> BTreeSet<String> {
+        let lines: Vec<&str> = text.lines().collect();
+        let end = lines
+            .iter()
+            .enumerate()
+            .position(|(i, l)| {
+                l.trim() == "#[cfg(test)]"
+                    && lines[i + 1..]
+                        .iter()
+                        .find(|n| !n.trim().is_empty())
+                        .is_some_and(|n| n.trim_start().starts_with("mod "))
+            })
+            .unwrap_or(lines.len());
+        let mut found = BTreeSet::new();
+        for line in &lines[..end] {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            let mut rest = *line;
+            while let Some(i) = rest.find("crate::") {
+                rest = &rest[i + "crate::".len()..];
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    found.insert(name);
+                }
+            }
+        }
+        found
+    }
+
+    fn walk(src: &Path, dir: &Path, graph: &mut Graph) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(src, &path, graph);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let rel = path
+                .strip_prefix(src)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let top = rel.split('/').next().unwrap().trim_end_matches(".rs");
+            if top == "main" || top == "lib" {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let edges = graph.entry(top.to_string()).or_default();
+            for m in mentions(&text) {
+                if m != top {
+                    edges.entry(m).or_insert_with(|| rel.clone());
+                }
+            }
+        }
+    }
+
+    /// The first cycle found, as the modules along it (first one repeated
+    /// at the end).
+    fn cycle(graph: &Graph) -> Option<Vec<String>> {
+        fn visit(
+            n: &str,
+            graph: &Graph,
+            path: &mut Vec<String>,
+            done: &mut BTreeSet<String>,
+        ) -> Option<Vec<String>> {
+            if let Some(i) = path.iter().position(|p| p == n) {
+                let mut c = path[i..].to_vec();
+                c.push(n.to_string());
+                return Some(c);
+            }
+            if done.contains(n) {
+                return None;
+            }
+            path.push(n.to_string());
+            for next in graph.get(n).into_iter().flat_map(|e| e.keys()) {
+                if let Some(c) = visit(next, graph, path, done) {
+                    return Some(c);
+                }
+            }
+            path.pop();
+            done.insert(n.to_string());
+            None
+        }
+        let mut done = BTreeSet::new();
+        graph
+            .keys()
+            .find_map(|n| visit(n, graph, &mut Vec::new(), &mut done))
+    }
+
+    #[test]
+    fn the_top_level_modules_import_each_other_without_a_cycle() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut graph = Graph::new();
+        walk(&src, &src, &mut graph);
+        assert!(graph.contains_key("runner") && graph["runner"].contains_key("sys"));
+        if let Some(c) = cycle(&graph) {
+            let edges: Vec<String> = c
+                .windows(2)
+                .map(|w| format!("{} -> {} ({})", w[0], w[1], graph[&w[0]][&w[1]]))
+                .collect();
+            panic!(
+                "the modules import each other in a cycle: {}; move what the lower \
+                 one needs down (see lib.rs for the layers): {edges:?}",
+                c.join(" -> ")
+            );
+        }
+    }
+
+    #[test]
+    fn mentions_skip_comments_and_test_modules() {
+        let text = "//! crate::report\nuse crate::stats::x;\n/// crate::runner\n\
+                    fn f() { crate::sys::g(); }\n#[cfg(test)]\nmod tests {\n    use crate::plan;\n}\n";
+        let want: BTreeSet<String> = ["stats", "sys"].map(String::from).into();
+        assert_eq!(mentions(text), want);
+    }
+}

@@ -137,7 +137,7 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
     // same directory is refused (exit 2: nothing ran, as for any request
     // that cannot be done as given).
     let (mut data, mut appender) = match &args.resume {
-        Some(dir) => match runner::resume(dir) {
+        Some(dir) => match runner::resume(dir, c10k::plan::check_server_args) {
             Ok(r) => {
                 if let Some(repair) = r.repaired {
                     eprintln!("c10k run: {repair}");
@@ -176,7 +176,7 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
     eprint!("{}", runner::intro(&data));
     let finish = runner::execute(&mut data, &mut appender);
     // Whatever happened, what was measured is written out.
-    let written = c10k::export::results::write_all(
+    let written = c10k::output::write_all(
         &data,
         &c10k::report::RunTables::of(&data).all(),
         !args.no_report,
@@ -223,7 +223,7 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
 /// last line alone: the trace of a run killed mid-write, which lost only
 /// the cell it was writing (a warning, exit 0).
 fn report(dir: &std::path::Path) -> ExitCode {
-    let (data, problems) = match c10k::runner::results::load(dir) {
+    let (data, problems) = match c10k::runner::results::load(dir, c10k::plan::check_server_args) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("c10k report: {e:#}");
@@ -238,7 +238,7 @@ fn report(dir: &std::path::Path) -> ExitCode {
     } else {
         ExitCode::from(1)
     };
-    match c10k::export::results::write_all(&data, &c10k::report::RunTables::of(&data).all(), true) {
+    match c10k::output::write_all(&data, &c10k::report::RunTables::of(&data).all(), true) {
         Ok(paths) => {
             for p in paths {
                 println!("wrote {}", p.display());

@@ -1,6 +1,7 @@
 //! `c10k load`: the load generator.
 
 pub mod conn;
+pub mod drive;
 pub mod engine;
 pub mod limit;
 pub mod plan;

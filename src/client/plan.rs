@@ -30,6 +30,10 @@ pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 /// How long a connect or an echo may take before it is a timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The longest duration any flag (or plan.json) may give, in seconds: a
+/// year.
+pub const MAX_SECONDS: f64 = 86_400.0 * 365.0;
+
 /// The least rate any flag accepts: one event per 1,000 s. Below it a
 /// pacing interval is no longer a duration a run could wait out.
 pub const MIN_RATE: f64 = 1e-3;

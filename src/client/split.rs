@@ -22,8 +22,8 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+use super::drive::{drive, Measured};
 use super::plan::{LoadPlan, Workload};
-use super::run::{drive, Measured};
 use super::{engine, preflight};
 use crate::sys;
 

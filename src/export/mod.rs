@@ -3,7 +3,6 @@
 //! renamed into place, so a reader (or a run that is killed) never sees half
 //! a file; a symlink, a device or a FIFO is written as what it is.
 
-pub mod results;
 pub mod table;
 pub mod target;
 

@@ -5,7 +5,7 @@
 //!
 //! The report's chart code (`report::charts`) draws connections across; the
 //! herd's x axis is workers, so this is a small chart of its own with the
-//! same plotters SVG backend, colours (`charts::look`) and number formats.
+//! same plotters SVG backend, colours (`present::look`) and number formats.
 
 use anyhow::Context as _;
 use plotters::coord::Shift;
@@ -13,8 +13,8 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::report::Row;
-use crate::report::charts::look;
-use crate::report::units::{self, Unit};
+use crate::present::look::look;
+use crate::present::units::{self, Unit};
 use crate::stats::Summary;
 
 const WIDTH: u32 = 960;

@@ -162,7 +162,7 @@ impl Plan {
                 ms
             }
         };
-        crate::plan::per_second("--rate", a.rate, 1e6)?;
+        crate::client::plan::per_second("--rate", a.rate, 1e6)?;
         if a.connections == 0 || a.connections > 10_000_000 {
             return Err(format!(
                 "-n {} is out of range: 1 to 10000000 connections per cell",

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::cell::CellResult;
 use super::plan::Plan;
 use crate::export::table::Table;
-use crate::report::units::sig3;
+use crate::present::units::sig3;
 use crate::stats::Summary;
 
 /// One (method, W) over its runs.

@@ -4,7 +4,17 @@
 //! a loopback connection are on this machine, so a difference over N
 //! connections counts two sockets per connection.
 
-use crate::runner::cell::KernelMemory;
+use serde::{Deserialize, Serialize};
+
+/// System-wide kernel memory, KiB (slab from /proc/meminfo, TCP buffer
+/// pages from /proc/net/sockstat).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct KernelMemory {
+    pub slab_kib: u64,
+    pub tcp_buffers_kib: u64,
+    /// TCP sockets in use (sockstat `inuse`).
+    pub tcp_sockets: u64,
+}
 
 /// Reads the figures now; `None` when /proc cannot be read.
 pub fn sample() -> Option<KernelMemory> {

@@ -7,7 +7,36 @@
 
 use std::collections::BTreeSet;
 
-use crate::runner::cell::TreeMemory;
+use serde::{Deserialize, Serialize};
+
+/// Memory of a server's process tree at one moment, summed over its
+/// processes (fork and prefork have many).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct TreeMemory {
+    /// Processes in the tree.
+    pub processes: u64,
+    /// Threads in the tree.
+    pub threads: u64,
+    /// Summed VmSize (virtual), KiB.
+    pub vm_size_kib: u64,
+    /// Summed VmPeak (each process's peak virtual size), KiB.
+    pub vm_peak_kib: u64,
+    /// Summed VmRSS, KiB (counts a page shared by N processes N times).
+    pub rss_kib: u64,
+    /// Summed VmHWM (each process's peak RSS), KiB.
+    pub vm_hwm_kib: u64,
+    /// Summed PSS, KiB (a shared page split between its sharers): the
+    /// honest total for a forking server.
+    pub pss_kib: u64,
+    /// Summed PSS of anonymous memory only (heap, stacks, buffers): what
+    /// connections cost, without the program's file pages, whose PSS
+    /// changes with every other process running the same binary.
+    #[serde(default)]
+    pub pss_anon_kib: u64,
+    /// Distinct sockets open in the tree (listeners included).
+    #[serde(default)]
+    pub sockets: u64,
+}
 
 /// `root` and all its descendants that exist now (children are found
 /// through `/proc/PID/task/TID/children`).

@@ -28,7 +28,7 @@ use rustix::net::SocketFlags;
 
 use super::{BenchError, Output};
 use crate::export::table::Table;
-use crate::runner::matrix::format_count;
+use crate::present::units::format_count;
 use crate::stats::Summary;
 use crate::sys;
 
@@ -226,9 +226,9 @@ pub fn run(settings: &Settings) -> Result<Output, BenchError> {
     }
     t.notes.push(format!(
         "Medians of the runs, each {} measured after {} of warm-up; interval control waits at least {} between two waits. The clients stay at most {WINDOW} connections ahead of the accepts, so the listen queue never overflows. The select(2) study reported about 40,000 accepts/s on one CPU.",
-        crate::report::units::seconds(duration.as_secs_f64()),
-        crate::report::units::seconds((duration / 10).as_secs_f64()),
-        crate::report::units::seconds(interval.as_secs_f64()),
+        crate::present::units::seconds(duration.as_secs_f64()),
+        crate::present::units::seconds((duration / 10).as_secs_f64()),
+        crate::present::units::seconds(interval.as_secs_f64()),
     ));
     let json = serde_json::json!({
         "benchmark": "accept",

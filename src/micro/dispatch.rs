@@ -26,8 +26,8 @@ use serde::Serialize;
 use super::readiness::{self, Method, Pairs, Round, Walk};
 use super::{BenchError, Output};
 use crate::export::table::Table;
-use crate::report::units::sig3;
-use crate::runner::matrix::format_count;
+use crate::present::units::format_count;
+use crate::present::units::sig3;
 use crate::stats::Summary;
 
 /// Version of the JSON this benchmark writes.

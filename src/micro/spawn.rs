@@ -31,8 +31,8 @@ use serde::Serialize;
 use super::parked::{self, ParkedRound};
 use super::{BenchError, Output};
 use crate::export::table::Table;
-use crate::report::units::sig3;
-use crate::runner::matrix::format_count;
+use crate::present::units::format_count;
+use crate::present::units::sig3;
 use crate::stats::Summary;
 use crate::sys;
 
@@ -89,16 +89,16 @@ impl Plan {
                 .check(n as u64, TASK_MARGIN)
                 .map_err(|e| format!("count {n}: {e}"))?;
         }
-        let small_stack =
-            crate::plan::parse_size(&a.small_stack).map_err(|e| format!("--small-stack: {e}"))?;
+        let small_stack = crate::present::units::parse_size(&a.small_stack)
+            .map_err(|e| format!("--small-stack: {e}"))?;
         if !(16 << 10..=1 << 30).contains(&small_stack) {
             return Err(format!(
                 "--small-stack {}: must be 16KiB (PTHREAD_STACK_MIN) to 1GiB",
                 a.small_stack
             ));
         }
-        let large_rss =
-            crate::plan::parse_size(&a.large_rss).map_err(|e| format!("--large-rss: {e}"))?;
+        let large_rss = crate::present::units::parse_size(&a.large_rss)
+            .map_err(|e| format!("--large-rss: {e}"))?;
         let available = crate::env::meminfo_kib("MemAvailable").map(|k| k as usize * 1024);
         if large_rss < 1 << 20 {
             return Err(format!("--large-rss {}: at least 1MiB", a.large_rss));

@@ -21,11 +21,9 @@ use std::net::SocketAddr;
 use crate::cli::ServeArgs;
 use crate::server::{self, run::Setup, Config, Model};
 
-pub use crate::client::plan::{per_second, MAX_DEPTH, MAX_MESSAGE, MAX_ROUNDS, MIN_RATE};
-
-/// The longest duration any flag (or plan.json) may give, in seconds: a
-/// year.
-pub const MAX_SECONDS: f64 = 86_400.0 * 365.0;
+pub use crate::client::plan::{
+    per_second, MAX_DEPTH, MAX_MESSAGE, MAX_ROUNDS, MAX_SECONDS, MIN_RATE,
+};
 
 /// A validated `c10k serve`.
 pub struct ServePlan {
@@ -34,10 +32,7 @@ pub struct ServePlan {
     pub setup: Setup,
 }
 
-/// Default workers: the CPUs this process may use.
-pub fn cpus_available() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from)
-}
+pub use crate::sys::affinity::cpus_available;
 
 impl ServePlan {
     pub fn from_args(a: &ServeArgs) -> Result<ServePlan, String> {
@@ -149,25 +144,7 @@ fn cpus_flag(list: Option<&str>) -> Result<Option<Vec<usize>>, String> {
         .map_err(|e| format!("--cpus: {e}"))
 }
 
-/// Parses a byte size: `4096`, `16K`, `16KiB`, `1M`, `1MiB`, `1G` (binary
-/// multiples; case does not matter).
-pub fn parse_size(text: &str) -> Result<usize, String> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: usize = num
-        .parse()
-        .map_err(|_| format!("'{text}' is not a size (e.g. 4096, 16KiB, 1MiB)"))?;
-    let mult: usize = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        _ => return Err(format!("'{text}': unknown unit '{unit}' (use K, M or G)")),
-    };
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("'{text}' is too large"))
-}
+pub use crate::present::units::parse_size;
 
 /// Parses a duration: `10s`, `500ms`, `1.5s`, `2m`, `1h`, `250us`; a bare
 /// number is seconds.

@@ -13,7 +13,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::units::{self, Unit};
+use crate::present::units::{self, Unit};
 use crate::stats::fit::PowerLaw;
 
 /// Width of every figure, pixels (the page scales it down to fit).
@@ -55,21 +55,7 @@ pub struct Panel {
     pub lines: Vec<Line>,
 }
 
-/// How a model looks in every chart.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Look {
-    pub color: RGBColor,
-    pub marker: Marker,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Marker {
-    Circle,
-    Square,
-    Triangle,
-    Diamond,
-    Cross,
-}
+pub use crate::present::look::{look, Look, Marker};
 
 /// A legend line: the model, how it is drawn, and what to say of it.
 #[derive(Debug, Clone)]
@@ -89,45 +75,6 @@ pub struct Figure {
     pub x_ticks: Vec<f64>,
     /// What the x axis counts (connections, descriptors, workers…).
     pub x_label: String,
-}
-
-/// Ten colours that stay apart for most readers (Tableau 10), one per
-/// model of the registry, so a model has the same colour in every report.
-const PALETTE: [RGBColor; 10] = [
-    RGBColor(0x4e, 0x79, 0xa7),
-    RGBColor(0xf2, 0x8e, 0x2b),
-    RGBColor(0xe1, 0x57, 0x59),
-    RGBColor(0x76, 0xb7, 0xb2),
-    RGBColor(0x59, 0xa1, 0x4f),
-    RGBColor(0xc9, 0xa2, 0x27),
-    RGBColor(0xb0, 0x7a, 0xa1),
-    RGBColor(0xff, 0x9d, 0xa7),
-    RGBColor(0x9c, 0x75, 0x5f),
-    RGBColor(0x55, 0x55, 0x55),
-];
-const MARKERS: [Marker; 5] = [
-    Marker::Circle,
-    Marker::Square,
-    Marker::Triangle,
-    Marker::Diamond,
-    Marker::Cross,
-];
-
-/// The look of `model`: by its place in the server registry, so it does
-/// not change with the plan; a model the registry does not know takes the
-/// colours after `fallback` (its place in the plan).
-pub fn look(model: &str, fallback: usize) -> Look {
-    let names = crate::server::names();
-    let i = names
-        .iter()
-        .position(|n| *n == model)
-        .unwrap_or(names.len() + fallback);
-    Look {
-        color: PALETTE[i % PALETTE.len()],
-        // Colour and shape cycle at different lengths: no two of the first
-        // fifty models look the same, and shape alone tells neighbours apart.
-        marker: MARKERS[(i + i / PALETTE.len()) % MARKERS.len()],
-    }
 }
 
 /// The figure as an `<svg>` element (with its `xmlns` attribute, which the

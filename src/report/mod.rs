@@ -30,10 +30,10 @@ pub mod environment;
 pub mod figures;
 pub mod memory;
 pub mod page;
-pub mod series;
+pub use crate::runner::series;
 pub mod summary;
 pub mod tables;
-pub mod units;
+pub use crate::present::units;
 
 use std::path::PathBuf;
 

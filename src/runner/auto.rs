@@ -184,9 +184,9 @@ pub fn unsettled_note(plan: &RunPlan, cells: &[CellResult]) -> Option<String> {
         .map(|(m, n, _, w)| {
             format!(
                 "{m} at {} {} (±{} %)",
-                crate::runner::matrix::format_count(*n as f64),
+                crate::present::units::format_count(*n as f64),
                 plan.size_label,
-                crate::report::units::sig3(w * 100.0)
+                crate::present::units::sig3(w * 100.0)
             )
         })
         .collect();
@@ -197,7 +197,7 @@ pub fn unsettled_note(plan: &RunPlan, cells: &[CellResult]) -> Option<String> {
         which.join(", "),
         a.max,
         if list.len() == 1 { "its" } else { "their" },
-        crate::report::units::sig3(a.tolerance * 100.0),
+        crate::present::units::sig3(a.tolerance * 100.0),
         settled,
     ))
 }

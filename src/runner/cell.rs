@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use super::matrix::CellSpec;
 use crate::client::report::Report;
+pub use crate::metrics::kernel::KernelMemory;
+pub use crate::metrics::tree::TreeMemory;
 
 /// How a cell ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,45 +22,6 @@ pub enum Status {
     Skipped,
     /// The cell could not be measured or connections failed: see `reason`.
     Failed,
-}
-
-/// Memory of a server's process tree at one moment, summed over its
-/// processes (fork and prefork have many).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct TreeMemory {
-    /// Processes in the tree.
-    pub processes: u64,
-    /// Threads in the tree.
-    pub threads: u64,
-    /// Summed VmSize (virtual), KiB.
-    pub vm_size_kib: u64,
-    /// Summed VmPeak (each process's peak virtual size), KiB.
-    pub vm_peak_kib: u64,
-    /// Summed VmRSS, KiB (counts a page shared by N processes N times).
-    pub rss_kib: u64,
-    /// Summed VmHWM (each process's peak RSS), KiB.
-    pub vm_hwm_kib: u64,
-    /// Summed PSS, KiB (a shared page split between its sharers): the
-    /// honest total for a forking server.
-    pub pss_kib: u64,
-    /// Summed PSS of anonymous memory only (heap, stacks, buffers): what
-    /// connections cost, without the program's file pages, whose PSS
-    /// changes with every other process running the same binary.
-    #[serde(default)]
-    pub pss_anon_kib: u64,
-    /// Distinct sockets open in the tree (listeners included).
-    #[serde(default)]
-    pub sockets: u64,
-}
-
-/// System-wide kernel memory, KiB (slab from /proc/meminfo, TCP buffer
-/// pages from /proc/net/sockstat).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct KernelMemory {
-    pub slab_kib: u64,
-    pub tcp_buffers_kib: u64,
-    /// TCP sockets in use (sockstat `inuse`).
-    pub tcp_sockets: u64,
 }
 
 /// The server side of a cell.

@@ -297,7 +297,7 @@ fn server_args(
         // A blocked worker per connection, as the model is meant to run.
         connections + 8
     } else if plan.server_cpus.is_empty() {
-        crate::plan::cpus_available()
+        crate::sys::affinity::cpus_available()
     } else {
         plan.server_cpus.len()
     };
@@ -351,7 +351,7 @@ fn load_plan(
     let cpus = (!plan.client_cpus.is_empty()).then(|| plan.client_cpus.clone());
     let threads = cpus
         .as_ref()
-        .map_or_else(crate::plan::cpus_available, Vec::len)
+        .map_or_else(crate::sys::affinity::cpus_available, Vec::len)
         .clamp(1, n.max(1));
     let mut p = LoadPlan {
         threads,

@@ -102,29 +102,10 @@ impl Primary {
 
 /// Seconds with a unit, three significant digits (`43.5 ms`).
 pub fn format_seconds(s: f64) -> String {
-    crate::report::units::seconds(s)
+    crate::present::units::seconds(s)
 }
 
-/// A count or rate with thousands separators (`284,113`).
-pub fn format_count(v: f64) -> String {
-    if !v.is_finite() {
-        return "-".into();
-    }
-    let n = v.round() as i128;
-    let digits = n.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    if n < 0 {
-        format!("-{out}")
-    } else {
-        out
-    }
-}
+pub use crate::present::units::format_count;
 
 /// The client's work in each cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -183,7 +164,7 @@ impl Workload {
     /// can wait out, every size and count in range. A plan with a window
     /// of 1e300 s panicked on resume.
     pub fn check(&self) -> Result<(), String> {
-        use crate::plan::{MAX_DEPTH, MAX_MESSAGE, MAX_ROUNDS, MAX_SECONDS};
+        use crate::client::plan::{MAX_DEPTH, MAX_MESSAGE, MAX_ROUNDS, MAX_SECONDS};
         for (name, v) in [
             ("duration_seconds", self.duration_seconds),
             ("warmup_seconds", self.warmup_seconds),

@@ -35,7 +35,7 @@
 use super::cell::{CellResult, Status};
 use super::results::RunData;
 use crate::export::table::Table;
-use crate::report::units::sig3;
+use crate::present::units::sig3;
 use crate::stats::slope::LinearFit;
 
 /// A page, KiB: the step in which a process's memory changes.
@@ -149,7 +149,7 @@ fn cpus_online(data: &RunData) -> usize {
 /// Every measured cell's delta of `kind`, in the order recorded.
 pub fn deltas(data: &RunData, kind: Kind) -> Vec<CellDelta> {
     let cpus = cpus_online(data);
-    crate::report::series::latest(data)
+    crate::runner::series::latest(data)
         .into_iter()
         .filter_map(|c| delta(c, kind, cpus))
         .collect()
@@ -171,7 +171,7 @@ pub struct Slope {
 /// order of models.
 pub fn slopes(data: &RunData, kind: Kind) -> Vec<Slope> {
     let all = deltas(data, kind);
-    crate::report::series::models(data)
+    crate::runner::series::models(data)
         .into_iter()
         .filter_map(|model| {
             let points: Vec<(f64, f64, f64)> = all
@@ -266,7 +266,7 @@ pub fn table(data: &RunData) -> Option<Table> {
     let (lo, hi) = span(data)?;
     let per_kind: Vec<Vec<Slope>> = Kind::ALL.iter().map(|&k| slopes(data, k)).collect();
     let all: Vec<Vec<CellDelta>> = Kind::ALL.iter().map(|&k| deltas(data, k)).collect();
-    let fmt = |n: usize| crate::runner::matrix::format_count(n as f64);
+    let fmt = |n: usize| crate::present::units::format_count(n as f64);
     let mut t = Table::new(
         if lo == hi {
             format!(
@@ -283,7 +283,7 @@ pub fn table(data: &RunData) -> Option<Table> {
         },
         &["model", "user (PSS)", "virtual", "kernel", "cells"],
     );
-    for model in crate::report::series::models(data) {
+    for model in crate::runner::series::models(data) {
         let cells: Vec<Option<&Slope>> = per_kind
             .iter()
             .map(|s| s.iter().find(|s| s.model == model))

@@ -20,6 +20,7 @@ pub mod matrix;
 pub mod memory;
 pub mod progress;
 pub mod results;
+pub mod series;
 pub mod server;
 pub mod summary;
 pub mod verdict;
@@ -74,9 +75,9 @@ pub struct Resumed {
 /// damaged line under new ones. A partial last line (a run killed
 /// mid-write) is no reason to refuse: it is cut, and a last result lacking
 /// its newline is completed.
-pub fn resume(dir: &Path) -> anyhow::Result<Resumed> {
+pub fn resume(dir: &Path, check_server_args: results::ServerArgsCheck) -> anyhow::Result<Resumed> {
     let mut appender = results::Appender::lock(dir, false)?;
-    let (data, problems) = results::load(dir)?;
+    let (data, problems) = results::load(dir, check_server_args)?;
     let bad: Vec<&results::Problem> = problems.iter().filter(|p| !p.is_partial()).collect();
     if let Some(first) = bad.first() {
         let more = match bad.len() - 1 {
@@ -187,7 +188,7 @@ pub fn intro(data: &RunData) -> String {
         match p.auto_runs {
             Some(a) => format!(
                 ", each until its median is known to ±{} %",
-                crate::report::units::sig3(a.tolerance * 100.0)
+                crate::present::units::sig3(a.tolerance * 100.0)
             ),
             None => String::new(),
         },

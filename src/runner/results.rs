@@ -242,10 +242,19 @@ pub fn save_plan(dir: &Path, plan: &RunPlan) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write {}", dir.join(PLAN).display()))
 }
 
+/// Checks a plan's `server_args` as `c10k serve` would parse them, `Ok`
+/// with the model named: the plan layer's `plan::check_server_args` (it
+/// needs the flags' parser, which nothing under the plan layer sees), given
+/// by the caller.
+pub type ServerArgsCheck = fn(&[String]) -> Result<String, String>;
+
 /// Reads a results directory: its data, with the results of the plan's
 /// cells only (each cell's first), and every line of `results.jsonl` that
 /// is not one, in file order.
-pub fn load(dir: &Path) -> anyhow::Result<(RunData, Vec<Problem>)> {
+pub fn load(
+    dir: &Path,
+    check_server_args: ServerArgsCheck,
+) -> anyhow::Result<(RunData, Vec<Problem>)> {
     let read = |name: &str| -> anyhow::Result<Vec<u8>> {
         let path = dir.join(name);
         std::fs::read(&path).with_context(|| {
@@ -267,10 +276,10 @@ pub fn load(dir: &Path) -> anyhow::Result<(RunData, Vec<Problem>)> {
     }
     plan.workload
         .check()
-        .and_then(|()| crate::plan::check_server_args(&plan.server_args))
+        .and_then(|()| check_server_args(&plan.server_args))
         .and_then(|_| {
             // Every server of a resumed run is given this buffer.
-            crate::plan::parse_size(&plan.buffer)
+            crate::present::units::parse_size(&plan.buffer)
                 .map(drop)
                 .map_err(|e| format!("buffer: {e}"))
         })
@@ -372,6 +381,11 @@ impl Appender {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`super::load`] with the plan layer's check, as `main.rs` calls it.
+    fn load(dir: &Path) -> anyhow::Result<(RunData, Vec<Problem>)> {
+        super::load(dir, crate::plan::check_server_args)
+    }
     use crate::runner::cell::Status;
     use crate::runner::identity::settings;
     use crate::runner::matrix::{self, Order, Pin, Primary, Workload, WorkloadKind};

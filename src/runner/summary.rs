@@ -13,7 +13,7 @@ use super::cell::Status;
 use super::matrix::Primary;
 use super::results::RunData;
 use crate::export::table::Table;
-use crate::report::units::sig3;
+use crate::present::units::sig3;
 use crate::stats::compare::{self, Comparison, Sample, Verdict};
 use crate::stats::Summary;
 
@@ -171,7 +171,7 @@ pub fn ranking(data: &RunData) -> Vec<Table> {
         let mut t = Table::new(
             format!(
                 "{} {}: {} ({} is better){}",
-                crate::runner::matrix::format_count(n as f64),
+                crate::present::units::format_count(n as f64),
                 data.plan.size_label,
                 p.label(),
                 if p.higher_is_better() {

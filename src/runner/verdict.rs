@@ -12,7 +12,7 @@ use super::memory::{self, Kind};
 use super::results::RunData;
 use super::summary::{self, Ranked};
 use crate::export::table::Table;
-use crate::report::units::Unit;
+use crate::present::units::Unit;
 use crate::stats::Summary;
 
 /// What limited a model at one connection count (its measured cells
@@ -68,7 +68,7 @@ pub fn tables(data: &RunData) -> Vec<Table> {
     let mut out = Vec::new();
     for (n, rows) in summary::standings(data) {
         let cells_of = |model: &str| -> Vec<&CellResult> {
-            crate::report::series::latest(data)
+            crate::runner::series::latest(data)
                 .into_iter()
                 .filter(|c| c.cell.model == model && c.cell.connections == n)
                 .collect()
@@ -155,7 +155,7 @@ fn title(data: &RunData, n: usize, rows: &[Ranked]) -> String {
     let p = data.plan.primary;
     let at = format!(
         "{} {}",
-        crate::runner::matrix::format_count(n as f64),
+        crate::present::units::format_count(n as f64),
         data.plan.size_label
     );
     let what = format!(

@@ -5,6 +5,11 @@ use std::io;
 
 use rustix::thread::{sched_setaffinity, CpuSet};
 
+/// Default workers: the CPUs this process may use.
+pub fn cpus_available() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
 /// Parses a CPU list such as `0`, `0,1` or `0-3,6`. Every CPU must exist
 /// on this system (below `CpuSet::MAX_CPU`); that is checked per range
 /// before it is expanded, so `0-99999999999` is an error, not 800 GB.

@@ -1,5 +1,7 @@
 //! Numbers as a person reads them on an axis or in a table: three
-//! significant digits, `k`/`M`/`G` for large counts, times in ns, µs, ms or s.
+//! significant digits, `k`/`M`/`G` for large counts, times in ns, µs, ms or s;
+//! counts with thousands separators ([`format_count`]); and the one parser of
+//! byte sizes ([`parse_size`]) every command and plan.json share.
 
 /// What a value measures, which decides how it is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +77,47 @@ pub fn seconds(v: f64) -> String {
     } else {
         format!("{} ns", sig3(v * 1e9))
     }
+}
+
+/// A count or rate with thousands separators (`284,113`).
+pub fn format_count(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    let n = v.round() as i128;
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    if n < 0 {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
+/// Parses a byte size: `4096`, `16K`, `16KiB`, `1M`, `1MiB`, `1G` (binary
+/// multiples; case does not matter).
+pub fn parse_size(text: &str) -> Result<usize, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: usize = num
+        .parse()
+        .map_err(|_| format!("'{text}' is not a size (e.g. 4096, 16KiB, 1MiB)"))?;
+    let mult: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return Err(format!("'{text}': unknown unit '{unit}' (use K, M or G)")),
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("'{text}' is too large"))
 }
 
 #[cfg(test)]

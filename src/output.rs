@@ -1,4 +1,7 @@
-//! The exports of a results directory, as hyperfine writes them:
+//! Every output of a run, at the top of the crate (it reads the runner's
+//! results and calls the report), so the writers in [`crate::export`] stay
+//! at the bottom for every engine. The exports of a results directory, as
+//! hyperfine writes them:
 //! `results.csv` (one row per cell, every figure), `results.json` (the
 //! plan, the environment, every cell and the summaries), `results.md` (the
 //! tables a person pastes into a document), and `report.html`.
@@ -8,7 +11,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 
-use super::table::Table;
+use crate::export::table::Table;
 use crate::runner::results::RunData;
 
 /// Writes every export (and the report unless `report` is false); returns
@@ -17,7 +20,7 @@ pub fn write_all(data: &RunData, tables: &[Table], report: bool) -> anyhow::Resu
     let dir = &data.dir;
     let mut written = Vec::new();
     let csv = dir.join("results.csv");
-    super::target::write(&csv, &csv_bytes(data)?)
+    crate::export::target::write(&csv, &csv_bytes(data)?)
         .with_context(|| format!("cannot write {}", csv.display()))?;
     written.push(csv);
     let json = dir.join("results.json");
@@ -35,7 +38,7 @@ pub fn write_all(data: &RunData, tables: &[Table], report: bool) -> anyhow::Resu
             })
         })
         .collect();
-    super::write_json(
+    crate::export::write_json(
         &json,
         &serde_json::json!({
             "plan": data.plan,
@@ -48,7 +51,7 @@ pub fn write_all(data: &RunData, tables: &[Table], report: bool) -> anyhow::Resu
     .with_context(|| format!("cannot write {}", json.display()))?;
     written.push(json);
     let md = dir.join("results.md");
-    super::target::write(&md, markdown(data, tables).as_bytes())
+    crate::export::target::write(&md, markdown(data, tables).as_bytes())
         .with_context(|| format!("cannot write {}", md.display()))?;
     written.push(md);
     if report {

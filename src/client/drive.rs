@@ -1,0 +1,282 @@
+//! One process's share of a load run: its event loops driven through their
+//! phases ([`drive`]) into what they measured ([`Measured`]), with a progress
+//! line on a terminal. [`super::run`] drives one process and [`super::split`]
+//! each worker process through it; both import this file, neither the other
+//! (run starts split).
+
+use std::io::IsTerminal;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use hdrhistogram::Histogram;
+
+use super::engine::{self, histogram, Schedule, Shared, ThreadResult};
+use super::plan::{LoadPlan, Stop, Workload};
+use super::report;
+use crate::metrics::cpu::{Snapshot, WindowCpu};
+
+/// What the event loops of one or more processes measured.
+pub struct Measured {
+    /// Round trips from the intended send time, in ns.
+    pub latency: Histogram<u64>,
+    pub uncorrected: Histogram<u64>,
+    pub send_lag: Histogram<u64>,
+    pub connect: Histogram<u64>,
+    pub records: super::record::Records,
+    pub missed: u64,
+    /// Burst: makespan of each round in µs (`None`: not every echo came).
+    pub rounds: Vec<Option<f64>>,
+    /// From the first connect to every connection up or failed.
+    pub connect_seconds: f64,
+    /// Length of the measured window.
+    pub measured_seconds: f64,
+    /// Client CPU over the measured window, and peak memory.
+    pub cpu_user: f64,
+    pub cpu_system: f64,
+    pub max_rss_kib: u64,
+    pub interrupted: bool,
+    /// The event loops' system calls over the measured window.
+    pub io: report::Syscalls,
+    /// What the machine and the server used over the measured window.
+    pub window: WindowCpu,
+}
+
+/// Runs this process's share of `plan`: its event loops, through their
+/// phases. `connected` is called once every loop has its connections up,
+/// with the seconds that took, and the measured phase starts when it
+/// returns (a worker process waits there for its parent's go).
+pub fn drive(
+    plan: &LoadPlan,
+    connected: &mut dyn FnMut(f64) -> std::io::Result<()>,
+) -> anyhow::Result<Measured> {
+    let show = !plan.quiet && plan.process.is_none() && std::io::stderr().is_terminal();
+    let mut shared = Shared::new(plan.clone());
+    shared.live_progress = show;
+    let interrupted = crate::sys::signals::interrupt_flag()
+        .context("installing the Ctrl-C and SIGTERM handlers")?;
+    let t0 = Instant::now();
+    // CPU (this process, the machine, the server) is counted over the
+    // measured window only: a snapshot at each end.
+    let pids = &plan.server_pids;
+    let mut window_start = Snapshot::take(pids);
+    let mut schedule = None;
+    let mut gate_error = None;
+    let finished = std::sync::atomic::AtomicBool::new(false);
+    let results: (Vec<std::io::Result<ThreadResult>>, Instant, Snapshot) =
+        std::thread::scope(|scope| {
+            // Each loop holds a sender until it returns: the receiver hears
+            // "disconnected" the moment the last loop ends.
+            let (ended_tx, ended_rx) = std::sync::mpsc::channel::<()>();
+            let handles: Vec<_> = (0..plan.threads)
+                .map(|i| {
+                    let shared = &shared;
+                    let ended_tx = ended_tx.clone();
+                    std::thread::Builder::new()
+                        .name(format!("load-{i}"))
+                        .spawn_scoped(scope, move || {
+                            let _held = ended_tx;
+                            engine::run(shared, i)
+                        })
+                        // A loop that never started must not be waited for.
+                        .inspect_err(|_| shared.barrier.leave())
+                })
+                .collect();
+            drop(ended_tx);
+            scope.spawn(|| progress(&shared, &interrupted, &finished, show));
+            // Every loop has its connections up (or failed).
+            shared.barrier.wait();
+            if let Err(e) = connected(t0.elapsed().as_secs_f64()) {
+                // The parent is gone: measure nothing, end at once.
+                shared.interrupted.store(true, Relaxed);
+                gate_error = Some(e);
+            }
+            let start = Instant::now();
+            let burst = matches!(plan.workload, Workload::Burst { .. });
+            let measure_from = start + if burst { Duration::ZERO } else { plan.warmup };
+            let until = match plan.stop {
+                Stop::Duration(d) if !burst => Some(measure_from + d),
+                _ => None,
+            };
+            let s = Schedule {
+                start,
+                measure_from,
+                until,
+            };
+            let _ = shared.schedule.set(s);
+            schedule = Some(s);
+            if let Workload::Burst { rounds } = plan.workload {
+                shared.barrier.wait();
+                window_start = Snapshot::take(pids);
+                let mut r = 0;
+                loop {
+                    let more = r < rounds && !shared.interrupted.load(Relaxed);
+                    shared.more_rounds.store(more, Relaxed);
+                    shared.barrier.wait();
+                    if !more {
+                        break;
+                    }
+                    shared.barrier.wait();
+                    r += 1;
+                }
+            } else {
+                shared.barrier.wait();
+                std::thread::sleep(measure_from.saturating_duration_since(Instant::now()));
+                window_start = Snapshot::take(pids);
+            }
+            // A timed window ends at `until` (the loops then drain what is
+            // owed, which is not measured); a counted one when the loops end.
+            let mut window_end = None;
+            if let Some(u) = until {
+                // Wakes once: at `until`, or when the loops end early (Ctrl-C,
+                // every connection done). Nothing is ever sent, so a message
+                // cannot cut the wait short.
+                let _ = ended_rx.recv_timeout(u.saturating_duration_since(Instant::now()));
+                window_end = Some(Snapshot::take(pids));
+            }
+            let results = handles
+                .into_iter()
+                .map(|h| match h {
+                    Ok(h) => h
+                        .join()
+                        .unwrap_or_else(|_| Err(std::io::Error::other("an event loop panicked"))),
+                    Err(e) => Err(e),
+                })
+                .collect();
+            // The run ends when its loops do, not when the progress thread next
+            // wakes (it sleeps up to 100 ms, and the scope waits for it).
+            let ended = Instant::now();
+            let window_end = window_end.unwrap_or_else(|| Snapshot::take(pids));
+            finished.store(true, Relaxed);
+            (results, ended, window_end)
+        });
+    let (results, ended, window_end) = results;
+    let cpu_end = window_end.own;
+    let cpu_at_measure = window_start.own;
+    if let Some(e) = gate_error {
+        return Err(e).context("lost the parent process");
+    }
+    let mut parts = Vec::new();
+    for r in results {
+        parts.push(r.context("an event loop failed")?);
+    }
+    let schedule = schedule.context("the run never started")?;
+    let mut m = Measured {
+        latency: histogram(),
+        uncorrected: histogram(),
+        send_lag: histogram(),
+        connect: histogram(),
+        records: super::record::Records::new(usize::MAX),
+        missed: 0,
+        rounds: Vec::new(),
+        connect_seconds: 0.0,
+        measured_seconds: schedule
+            .until
+            .map_or(ended, |u| u.min(ended))
+            .saturating_duration_since(schedule.measure_from)
+            .as_secs_f64(),
+        cpu_user: cpu_end
+            .user
+            .saturating_sub(cpu_at_measure.user)
+            .as_secs_f64(),
+        cpu_system: cpu_end
+            .system
+            .saturating_sub(cpu_at_measure.system)
+            .as_secs_f64(),
+        max_rss_kib: cpu_end.max_rss_kib,
+        window: window_end.since(&window_start),
+        interrupted: shared.interrupted.load(Relaxed) || interrupted.load(Relaxed),
+        io: report::Syscalls::default(),
+    };
+    let mut connected_at = t0;
+    let mut rounds: Vec<(Option<Instant>, Option<Instant>)> = Vec::new();
+    for p in parts {
+        let _ = m.latency.add(&p.latency);
+        let _ = m.uncorrected.add(&p.latency_uncorrected);
+        let _ = m.send_lag.add(&p.send_lag);
+        let _ = m.connect.add(&p.connect);
+        m.records.merge(p.records);
+        m.missed += p.missed;
+        m.io.add(p.io);
+        connected_at = connected_at.max(p.connected_at);
+        for (k, (start, end)) in p.rounds.into_iter().enumerate() {
+            if rounds.len() <= k {
+                rounds.push((None, None));
+            }
+            let r = &mut rounds[k];
+            r.0 = Some(r.0.map_or(start, |s: Instant| s.min(start)));
+            r.1 = match (r.1, end) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+        }
+    }
+    m.connect_seconds = connected_at.saturating_duration_since(t0).as_secs_f64();
+    m.rounds = rounds
+        .iter()
+        .map(|(s, e)| match (s, e) {
+            (Some(s), Some(e)) => Some(e.saturating_duration_since(*s).as_nanos() as f64 / 1e3),
+            _ => None,
+        })
+        .collect();
+    Ok(m)
+}
+
+/// Prints a progress line once a second on a terminal until `finished`;
+/// forwards Ctrl-C to the event loops.
+fn progress(
+    shared: &Shared,
+    interrupted: &std::sync::atomic::AtomicBool,
+    finished: &std::sync::atomic::AtomicBool,
+    show: bool,
+) {
+    let bar = if show {
+        let b = indicatif::ProgressBar::new_spinner();
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        );
+        Some(b)
+    } else {
+        None
+    };
+    let total = shared.plan.connections + shared.plan.idle;
+    let mut last = (Instant::now(), 0u64);
+    let mut ticks = 0u32;
+    while !finished.load(Relaxed) {
+        std::thread::sleep(Duration::from_millis(100));
+        if interrupted.load(Relaxed) {
+            shared.interrupted.store(true, Relaxed);
+        }
+        ticks += 1;
+        if ticks % 10 != 0 {
+            continue;
+        }
+        if let Some(b) = &bar {
+            let now = Instant::now();
+            let done = shared.completed.load(Relaxed);
+            let rate = (done - last.1) as f64 / (now - last.0).as_secs_f64();
+            last = (now, done);
+            let (p50, p99) = match shared.live.lock() {
+                Ok(h) if !h.is_empty() => (
+                    h.value_at_quantile(0.5) as f64 / 1e3,
+                    h.value_at_quantile(0.99) as f64 / 1e3,
+                ),
+                _ => (0.0, 0.0),
+            };
+            b.set_message(format!(
+                "{}/{} up · {:.0} msg/s · p50 {:.1} µs · p99 {:.1} µs · {} failed",
+                shared.up.load(Relaxed),
+                total,
+                rate,
+                p50,
+                p99,
+                shared.failed.load(Relaxed),
+            ));
+            b.tick();
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+}
