@@ -41,19 +41,36 @@ impl std::error::Error for InUse {}
 
 /// Takes the exclusive lock of `dir` on `file` (its `results.jsonl`,
 /// opened for writing) without waiting.
+///
+/// A lock whose holder `/proc/locks` no longer shows was let go while we
+/// looked, so the lock is tried again, a few times at most. This happens
+/// right after a run is killed: a child it was starting holds a copy of
+/// the descriptor from fork until its exec closes it.
 pub fn exclusive(file: &File, dir: &Path) -> anyhow::Result<()> {
-    match flock(file, FlockOperation::NonBlockingLockExclusive) {
-        Ok(()) => Ok(()),
-        Err(rustix::io::Errno::WOULDBLOCK) => Err(InUse {
-            dir: dir.to_path_buf(),
-            pid: holder(file),
+    const TRIES: usize = 3;
+    for _ in 0..TRIES {
+        match flock(file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(()),
+            Err(rustix::io::Errno::WOULDBLOCK) => {
+                if let Some(pid) = holder(file) {
+                    return Err(InUse {
+                        dir: dir.to_path_buf(),
+                        pid: Some(pid),
+                    }
+                    .into());
+                }
+            }
+            Err(e) => anyhow::bail!(
+                "cannot lock {}: {e} (a filesystem without flock?)",
+                dir.join(super::results::RESULTS).display()
+            ),
         }
-        .into()),
-        Err(e) => anyhow::bail!(
-            "cannot lock {}: {e} (a filesystem without flock?)",
-            dir.join(super::results::RESULTS).display()
-        ),
     }
+    Err(InUse {
+        dir: dir.to_path_buf(),
+        pid: None,
+    }
+    .into())
 }
 
 /// The process holding a flock on `file`, from `/proc/locks`, whose lines
