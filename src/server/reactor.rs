@@ -259,10 +259,11 @@ impl<'a, W: Waiter, H: Handler> Reactor<'a, W, H> {
             };
             ready.clear();
             match self.core.waiter.wait(timeout, &mut ready) {
-                Ok(()) => {}
-                // A signal: its byte in the stop pipe wakes the next wait.
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => ready.clear(),
+                // A signal: no events; its byte in the stop pipe wakes the
+                // next wait.
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e).context(W::CALL),
+                Ok(()) => {}
             }
             for &fd in &ready {
                 if fd == stop {
