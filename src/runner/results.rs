@@ -459,6 +459,19 @@ mod tests {
         cells.iter().map(|c| c.cell.id.as_str()).collect()
     }
 
+    /// `d` now reads back as the three results appended, with no problem;
+    /// then the appender lets go and the directory is removed.
+    fn reads_back_whole(d: &Path, a: Appender) {
+        let (data, problems) = load(d).unwrap();
+        assert_eq!(
+            ids(&data.cells),
+            ["epoll/c2/r1", "poll/c2/r1", "epoll/c2/r2"]
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        drop(a);
+        let _ = std::fs::remove_dir_all(d);
+    }
+
     #[test]
     fn a_last_record_without_its_newline_is_counted_and_completed() {
         let p = plan();
@@ -473,14 +486,7 @@ mod tests {
         a.append(&result(&p, 2)).unwrap();
         let after = std::fs::read(d.join(RESULTS)).unwrap();
         assert!(after.starts_with(&bytes) && after.ends_with(b"\n"));
-        let (data, problems) = load(&d).unwrap();
-        assert_eq!(
-            ids(&data.cells),
-            ["epoll/c2/r1", "poll/c2/r1", "epoll/c2/r2"]
-        );
-        assert!(problems.is_empty(), "{problems:?}");
-        drop(a);
-        let _ = std::fs::remove_dir_all(&d);
+        reads_back_whole(&d, a);
     }
 
     #[test]
@@ -645,14 +651,7 @@ mod tests {
             .and_then(|mut f| f.write_all(&line(&result(&p, 1))))
             .unwrap();
         a.append(&result(&p, 2)).unwrap();
-        let (data, problems) = load(&d).unwrap();
-        assert_eq!(
-            ids(&data.cells),
-            ["epoll/c2/r1", "poll/c2/r1", "epoll/c2/r2"]
-        );
-        assert!(problems.is_empty(), "{problems:?}");
-        drop(a);
-        let _ = std::fs::remove_dir_all(&d);
+        reads_back_whole(&d, a);
     }
 
     #[test]
