@@ -1,46 +1,18 @@
 //! One process's share of a load run: its event loops driven through their
-//! phases ([`drive`]) into what they measured ([`Measured`]), with a progress
-//! line on a terminal. [`super::run`] drives one process and [`super::split`]
-//! each worker process through it; both import this file, neither the other
-//! (run starts split).
+//! phases ([`drive`]) into what they measured ([`Measured`], merged from
+//! each loop's), with a progress line on a terminal. [`super::run`] drives
+//! one process and [`super::split`] each worker process through it; both
+//! import this file, neither the other (run starts split).
 
 use std::io::IsTerminal;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
-use hdrhistogram::Histogram;
-
-use super::engine::{self, histogram, Schedule, Shared, ThreadResult};
+use super::engine::{self, Schedule, Shared};
+use super::measured::Measured;
 use super::plan::{LoadPlan, Stop, Workload};
-use super::report;
-use crate::metrics::cpu::{Snapshot, WindowCpu};
-
-/// What the event loops of one or more processes measured.
-pub struct Measured {
-    /// Round trips from the intended send time, in ns.
-    pub latency: Histogram<u64>,
-    pub uncorrected: Histogram<u64>,
-    pub send_lag: Histogram<u64>,
-    pub connect: Histogram<u64>,
-    pub records: super::record::Records,
-    pub missed: u64,
-    /// Burst: makespan of each round in µs (`None`: not every echo came).
-    pub rounds: Vec<Option<f64>>,
-    /// From the first connect to every connection up or failed.
-    pub connect_seconds: f64,
-    /// Length of the measured window.
-    pub measured_seconds: f64,
-    /// Client CPU over the measured window, and peak memory.
-    pub cpu_user: f64,
-    pub cpu_system: f64,
-    pub max_rss_kib: u64,
-    pub interrupted: bool,
-    /// The event loops' system calls over the measured window.
-    pub io: report::Syscalls,
-    /// What the machine and the server used over the measured window.
-    pub window: WindowCpu,
-}
+use crate::metrics::cpu::Snapshot;
+use anyhow::Context as _;
 
 /// Runs this process's share of `plan`: its event loops, through their
 /// phases. `connected` is called once every loop has its connections up,
@@ -55,7 +27,7 @@ pub fn drive(
     shared.live_progress = show;
     let interrupted = crate::sys::signals::interrupt_flag()
         .context("installing the Ctrl-C and SIGTERM handlers")?;
-    let t0 = Instant::now();
+    let t0 = shared.origin;
     // CPU (this process, the machine, the server) is counted over the
     // measured window only: a snapshot at each end.
     let pids = &plan.server_pids;
@@ -63,7 +35,7 @@ pub fn drive(
     let mut schedule = None;
     let mut gate_error = None;
     let finished = std::sync::atomic::AtomicBool::new(false);
-    let results: (Vec<std::io::Result<ThreadResult>>, Instant, Snapshot) =
+    let results: (Vec<std::io::Result<Measured>>, Instant, Snapshot) =
         std::thread::scope(|scope| {
             // Each loop holds a sender until it returns: the receiver hears
             // "disconnected" the moment the last loop ends.
@@ -156,69 +128,29 @@ pub fn drive(
     if let Some(e) = gate_error {
         return Err(e).context("lost the parent process");
     }
-    let mut parts = Vec::new();
+    // The loops' measurements, merged as a parent merges its workers'.
+    let mut m = Measured::empty();
     for r in results {
-        parts.push(r.context("an event loop failed")?);
+        m.merge(r.context("an event loop failed")?);
     }
     let schedule = schedule.context("the run never started")?;
-    let mut m = Measured {
-        latency: histogram(),
-        uncorrected: histogram(),
-        send_lag: histogram(),
-        connect: histogram(),
-        records: super::record::Records::new(usize::MAX),
-        missed: 0,
-        rounds: Vec::new(),
-        connect_seconds: 0.0,
-        measured_seconds: schedule
-            .until
-            .map_or(ended, |u| u.min(ended))
-            .saturating_duration_since(schedule.measure_from)
-            .as_secs_f64(),
-        cpu_user: cpu_end
-            .user
-            .saturating_sub(cpu_at_measure.user)
-            .as_secs_f64(),
-        cpu_system: cpu_end
-            .system
-            .saturating_sub(cpu_at_measure.system)
-            .as_secs_f64(),
-        max_rss_kib: cpu_end.max_rss_kib,
-        window: window_end.since(&window_start),
-        interrupted: shared.interrupted.load(Relaxed) || interrupted.load(Relaxed),
-        io: report::Syscalls::default(),
-    };
-    let mut connected_at = t0;
-    let mut rounds: Vec<(Option<Instant>, Option<Instant>)> = Vec::new();
-    for p in parts {
-        let _ = m.latency.add(&p.latency);
-        let _ = m.uncorrected.add(&p.latency_uncorrected);
-        let _ = m.send_lag.add(&p.send_lag);
-        let _ = m.connect.add(&p.connect);
-        m.records.merge(p.records);
-        m.missed += p.missed;
-        m.io.add(p.io);
-        connected_at = connected_at.max(p.connected_at);
-        for (k, (start, end)) in p.rounds.into_iter().enumerate() {
-            if rounds.len() <= k {
-                rounds.push((None, None));
-            }
-            let r = &mut rounds[k];
-            r.0 = Some(r.0.map_or(start, |s: Instant| s.min(start)));
-            r.1 = match (r.1, end) {
-                (Some(a), Some(b)) => Some(a.max(b)),
-                (a, b) => a.or(b),
-            };
-        }
-    }
-    m.connect_seconds = connected_at.saturating_duration_since(t0).as_secs_f64();
-    m.rounds = rounds
-        .iter()
-        .map(|(s, e)| match (s, e) {
-            (Some(s), Some(e)) => Some(e.saturating_duration_since(*s).as_nanos() as f64 / 1e3),
-            _ => None,
-        })
-        .collect();
+    // Then what only this process sees.
+    m.measured_seconds = schedule
+        .until
+        .map_or(ended, |u| u.min(ended))
+        .saturating_duration_since(schedule.measure_from)
+        .as_secs_f64();
+    m.cpu_user = cpu_end
+        .user
+        .saturating_sub(cpu_at_measure.user)
+        .as_secs_f64();
+    m.cpu_system = cpu_end
+        .system
+        .saturating_sub(cpu_at_measure.system)
+        .as_secs_f64();
+    m.max_rss_kib = cpu_end.max_rss_kib;
+    m.window = window_end.since(&window_start);
+    m.interrupted |= shared.interrupted.load(Relaxed) || interrupted.load(Relaxed);
     Ok(m)
 }
 

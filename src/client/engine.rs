@@ -25,6 +25,7 @@ use hdrhistogram::Histogram;
 use rustix::event::epoll::{self, CreateFlags, Event, EventData, EventFlags};
 
 use super::conn::{Conn, Failure, InFlight, Payload, State};
+use super::measured::{histogram, Measured, Round, MAX_NS};
 use super::plan::{LoadPlan, Stop, Workload};
 use super::record::{ConnRecord, Records};
 use super::report::Syscalls;
@@ -40,13 +41,6 @@ const MAX_BACKLOG: usize = 1 << 16;
 const SWEEP: Duration = Duration::from_millis(100);
 /// Churn records kept per event loop; later attempts are only counted.
 pub const CHURN_RECORDS: usize = 100_000;
-/// Largest latency recorded: an hour, in nanoseconds.
-const MAX_NS: u64 = 3_600_000_000_000;
-
-/// A latency histogram in nanoseconds, 3 significant digits.
-pub fn histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, MAX_NS, 3).expect("valid histogram bounds")
-}
 
 /// When the measured window runs (set once all connections are up).
 #[derive(Debug, Clone, Copy)]
@@ -68,6 +62,8 @@ impl Schedule {
 /// State shared by the coordinator and every event loop.
 pub struct Shared {
     pub plan: LoadPlan,
+    /// When the run began: loops report their times from here.
+    pub origin: Instant,
     pub payload: Payload,
     /// Set by the coordinator after the connect phase.
     pub schedule: OnceLock<Schedule>,
@@ -93,6 +89,7 @@ impl Shared {
             None => Payload::Generated(plan.message_size),
         };
         Shared {
+            origin: Instant::now(),
             barrier: Rendezvous::new(plan.threads + 1),
             plan,
             payload,
@@ -161,36 +158,13 @@ impl Drop for Leave<'_> {
     }
 }
 
-/// What one event loop measured.
-pub struct ThreadResult {
-    /// Round trips: from the intended send time (open loop: corrected for
-    /// coordinated omission), in ns.
-    pub latency: Histogram<u64>,
-    /// Open loop: round trips from the actual write, in ns.
-    pub latency_uncorrected: Histogram<u64>,
-    /// Open loop: how late the client wrote each measured message (its own
-    /// wake-up lateness, plus the wait for a free slot), in ns.
-    pub send_lag: Histogram<u64>,
-    /// Connect start to writable, in ns.
-    pub connect: Histogram<u64>,
-    pub records: Records,
-    /// Open loop: sends skipped because the connection was backed up.
-    pub missed: u64,
-    /// Burst: (start, end of last echo) per round.
-    pub rounds: Vec<(Instant, Option<Instant>)>,
-    /// When this loop had every connection up (or failed).
-    pub connected_at: Instant,
-    /// System calls over the measured window (burst: over the rounds).
-    pub io: Syscalls,
-}
-
 /// Runs event loop `index` of `shared.plan.threads` to the end.
 ///
 /// The phases meet the coordinator at the rendezvous: every loop has its
 /// connections up; the coordinator has published the schedule; then (burst)
 /// one pair per round. However this loop ends (an error, a panic), it leaves
 /// the rendezvous, so the others never wait for it.
-pub fn run(shared: &Shared, index: usize) -> io::Result<ThreadResult> {
+pub fn run(shared: &Shared, index: usize) -> io::Result<Measured> {
     let _leave = Leave(&shared.barrier);
     // Timed waits wake up to 50 µs late by default (timer slack); an open
     // loop that sends late measures its own lateness. Ask for 1 ns.
@@ -1077,23 +1051,33 @@ impl<'a> Engine<'a> {
         self.records.push(ConnRecord::of(c));
     }
 
-    fn finish(mut self) -> ThreadResult {
+    fn finish(mut self) -> Measured {
         for i in 0..self.conns.len() {
             if self.conns[i].state != State::Waiting || self.conns[i].connect_started.is_some() {
                 self.close(i);
             }
         }
         self.publish(Instant::now() + Duration::from_secs(1));
-        ThreadResult {
+        let origin = self.shared.origin;
+        let since = |t: Instant| t.saturating_duration_since(origin).as_secs_f64();
+        Measured {
             latency: self.latency,
-            latency_uncorrected: self.latency_raw,
+            uncorrected: self.latency_raw,
             send_lag: self.send_lag,
             connect: self.connect,
             records: self.records,
             missed: self.missed,
-            rounds: self.rounds,
-            connected_at: self.connected_at,
+            rounds: self
+                .rounds
+                .iter()
+                .map(|&(start, end)| Round {
+                    start: since(start),
+                    end: end.map(since),
+                })
+                .collect(),
+            connect_seconds: since(self.connected_at),
             io: self.io_window,
+            ..Measured::empty()
         }
     }
 }

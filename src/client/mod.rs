@@ -4,6 +4,7 @@ pub mod conn;
 pub mod drive;
 pub mod engine;
 pub mod limit;
+pub mod measured;
 pub mod plan;
 pub mod preflight;
 pub mod record;

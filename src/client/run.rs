@@ -25,7 +25,8 @@ use super::report::{self, Percentiles, Report};
 use super::{limit, preflight, source, split};
 use crate::sys;
 
-pub use super::drive::{drive, Measured};
+use super::drive::drive;
+use super::measured::Measured;
 
 /// A finished run: the report and the per-connection records.
 pub struct Outcome {
@@ -185,7 +186,7 @@ fn assemble(
         _ => None,
     };
     let burst = matches!(plan.workload, Workload::Burst { .. }).then(|| report::Burst {
-        makespan_us: m.rounds.clone(),
+        makespan_us: m.rounds.iter().map(|r| r.makespan_us()).collect(),
     });
     if failed > 0 {
         warnings.push(format!(

@@ -8,102 +8,22 @@
 //! and their threads, so ids (and the bytes each connection sends) stay
 //! unique. The phases are kept in step over the pipes: each worker prints
 //! `CONNECTED` once its connections are up; when all have, the parent
-//! answers `GO` to every one, and they warm up and measure together. Each worker ends with
-//! one `RESULT` line: its histograms (HdrHistogram V2, base64), its
-//! per-connection records and its CPU, which the parent merges.
+//! answers `GO` to every one, and they warm up and measure together. Each
+//! worker ends with one `RESULT` line: its [`Measured`] as JSON (histograms
+//! as HdrHistogram V2, base64), which the parent merges as each worker
+//! merged its event loops'.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 
 use anyhow::Context as _;
-use base64::Engine as _;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
-use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 
-use super::drive::{drive, Measured};
+use super::drive::drive;
+use super::measured::Measured;
 use super::plan::{LoadPlan, Workload};
-use super::{engine, preflight};
+use super::preflight;
 use crate::sys;
-
-/// One worker's measurements, as sent to the parent.
-#[derive(Serialize, Deserialize)]
-struct Partial {
-    latency: String,
-    uncorrected: String,
-    send_lag: String,
-    connect: String,
-    records: super::record::Records,
-    missed: u64,
-    connect_seconds: f64,
-    measured_seconds: f64,
-    cpu_user: f64,
-    cpu_system: f64,
-    max_rss_kib: u64,
-    interrupted: bool,
-    /// Burst makespans (a burst runs in one worker).
-    rounds: Vec<Option<f64>>,
-    io: super::report::Syscalls,
-    window: crate::metrics::cpu::WindowCpu,
-}
-
-fn encode(h: &Histogram<u64>) -> String {
-    let mut bytes = Vec::new();
-    // Serializing into memory cannot fail for a valid histogram.
-    let _ = V2Serializer::new().serialize(h, &mut bytes);
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-fn decode(text: &str) -> anyhow::Result<Histogram<u64>> {
-    let bytes = base64::engine::general_purpose::STANDARD.decode(text)?;
-    Deserializer::new()
-        .deserialize(&mut &bytes[..])
-        .map_err(|e| anyhow::anyhow!("a worker's histogram does not decode: {e:?}"))
-}
-
-impl Partial {
-    fn of(m: Measured) -> Partial {
-        Partial {
-            latency: encode(&m.latency),
-            uncorrected: encode(&m.uncorrected),
-            send_lag: encode(&m.send_lag),
-            connect: encode(&m.connect),
-            records: m.records,
-            missed: m.missed,
-            connect_seconds: m.connect_seconds,
-            measured_seconds: m.measured_seconds,
-            cpu_user: m.cpu_user,
-            cpu_system: m.cpu_system,
-            max_rss_kib: m.max_rss_kib,
-            interrupted: m.interrupted,
-            rounds: m.rounds,
-            io: m.io,
-            window: m.window,
-        }
-    }
-
-    /// Adds this worker's measurements to `m`.
-    fn merge_into(self, m: &mut Measured) -> anyhow::Result<()> {
-        m.latency.add(decode(&self.latency)?).ok();
-        m.uncorrected.add(decode(&self.uncorrected)?).ok();
-        m.send_lag.add(decode(&self.send_lag)?).ok();
-        m.connect.add(decode(&self.connect)?).ok();
-        m.records.merge(self.records);
-        m.missed += self.missed;
-        m.connect_seconds = m.connect_seconds.max(self.connect_seconds);
-        m.measured_seconds = m.measured_seconds.max(self.measured_seconds);
-        m.cpu_user += self.cpu_user;
-        m.cpu_system += self.cpu_system;
-        // Memory of the whole client: the workers' peaks added up.
-        m.max_rss_kib += self.max_rss_kib;
-        m.interrupted |= self.interrupted;
-        m.rounds.extend(self.rounds);
-        m.io.add(self.io);
-        m.window.merge(&self.window);
-        Ok(())
-    }
-}
 
 /// What a worker said on its standard output.
 enum Said {
@@ -184,29 +104,12 @@ pub fn run(
             anyhow::bail!("worker process {k} failed ({status})");
         }
     }
-    let partials = result?;
-    let mut m = Measured {
-        latency: engine::histogram(),
-        uncorrected: engine::histogram(),
-        send_lag: engine::histogram(),
-        connect: engine::histogram(),
-        records: super::record::Records::new(usize::MAX),
-        missed: 0,
-        rounds: Vec::new(),
-        connect_seconds: 0.0,
-        measured_seconds: 0.0,
-        cpu_user: 0.0,
-        cpu_system: 0.0,
-        // The client's memory is its workers' (added in merge_into): this
-        // coordinating process is not the load generator, and in `c10k
-        // run` it is the runner, whose memory is not the client's.
-        max_rss_kib: 0,
-        interrupted: false,
-        io: super::report::Syscalls::default(),
-        window: Default::default(),
-    };
-    for p in partials {
-        p.merge_into(&mut m)?;
+    // The client's memory is its workers' (added by the merge): this
+    // coordinating process is not the load generator, and in `c10k run` it
+    // is the runner, whose memory is not the client's.
+    let mut m = Measured::empty();
+    for p in result? {
+        m.merge(p);
     }
     Ok(m)
 }
@@ -218,9 +121,9 @@ fn converse(
     inputs: &mut [std::process::ChildStdin],
     processes: usize,
     on_connected: &mut dyn FnMut(),
-) -> anyhow::Result<Vec<Partial>> {
+) -> anyhow::Result<Vec<Measured>> {
     let mut connected = vec![false; processes];
-    let mut results: Vec<Option<Partial>> = (0..processes).map(|_| None).collect();
+    let mut results: Vec<Option<Measured>> = (0..processes).map(|_| None).collect();
     while connected.iter().any(|c| !c) {
         match rx.recv().context("every worker went away")? {
             (k, Said::Line(l)) if l.starts_with("CONNECTED") => connected[k] = true,
@@ -276,7 +179,7 @@ pub fn worker(plan: &LoadPlan) -> anyhow::Result<()> {
         }
     })?;
     let mut out = std::io::stdout().lock();
-    writeln!(out, "RESULT {}", serde_json::to_string(&Partial::of(m))?)?;
+    writeln!(out, "RESULT {}", serde_json::to_string(&m)?)?;
     out.flush()?;
     Ok(())
 }
