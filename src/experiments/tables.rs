@@ -4,8 +4,9 @@
 //! cell shows why instead of a number.
 
 use crate::export::table::Table;
+use crate::present::units::format_count;
 use crate::runner::cell::{Metrics, Status};
-use crate::runner::matrix::{format_count, format_seconds};
+use crate::runner::matrix::format_seconds;
 use crate::runner::results::RunData;
 use crate::stats::Summary;
 

@@ -17,6 +17,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::plan::MAX_WORKERS;
+use crate::stats::fairness::jain;
 
 /// One worker's counters.
 #[derive(Debug, Default)]
@@ -155,8 +156,6 @@ impl Spread {
         }
     }
 }
-
-pub use crate::stats::fairness::jain;
 
 #[cfg(test)]
 mod tests {

@@ -3,9 +3,10 @@
 //! checked against this machine, output paths checked before anything is
 //! measured; the bounds are the plan's own ([`LoadPlan::validate`]).
 
-use super::{parse_duration, parse_size};
+use super::parse_duration;
 use crate::cli::LoadArgs;
-use crate::client::plan::{LoadPlan, Stop, Workload, DEFAULT_DURATION};
+use crate::client::plan::{LoadPlan, Stop, Workload, DEFAULT_DURATION, MAX_DEPTH};
+use crate::present::units::parse_size;
 
 /// The plan `a` asks for; `command` is the command line, for the results.
 pub fn plan(a: &LoadArgs, command: String) -> Result<LoadPlan, String> {
@@ -17,11 +18,10 @@ pub fn plan(a: &LoadArgs, command: String) -> Result<LoadPlan, String> {
         .next()
         .ok_or_else(|| format!("target '{}' resolves to no address", a.target))?;
     // Checked for every workload, as the flag is given for any.
-    if !(1..=super::MAX_DEPTH).contains(&a.depth) {
+    if !(1..=MAX_DEPTH).contains(&a.depth) {
         return Err(format!(
             "--depth {}: must be from 1 to {}",
-            a.depth,
-            super::MAX_DEPTH
+            a.depth, MAX_DEPTH
         ));
     }
     let (message_size, payload) = match &a.payload {
@@ -64,9 +64,10 @@ pub fn plan(a: &LoadArgs, command: String) -> Result<LoadPlan, String> {
         return Err(format!("--server-pid {pid}: no such process"));
     }
     let cpus = super::cpus_flag(a.cpus.as_deref())?;
-    let threads = a
-        .threads
-        .unwrap_or_else(|| cpus.as_ref().map_or_else(super::cpus_available, Vec::len));
+    let threads = a.threads.unwrap_or_else(|| {
+        cpus.as_ref()
+            .map_or_else(crate::sys::affinity::cpus_available, Vec::len)
+    });
     let plan = LoadPlan {
         target,
         connections: a.connections,

@@ -19,11 +19,11 @@ pub mod run;
 use std::net::SocketAddr;
 
 use crate::cli::ServeArgs;
+use crate::present::units::parse_size;
 use crate::server::{self, run::Setup, Config, Model};
+use crate::sys::affinity::cpus_available;
 
-pub use crate::client::plan::{
-    per_second, MAX_DEPTH, MAX_MESSAGE, MAX_ROUNDS, MAX_SECONDS, MIN_RATE,
-};
+use crate::client::plan::MAX_SECONDS;
 
 /// A validated `c10k serve`.
 pub struct ServePlan {
@@ -31,8 +31,6 @@ pub struct ServePlan {
     pub config: Config,
     pub setup: Setup,
 }
-
-pub use crate::sys::affinity::cpus_available;
 
 impl ServePlan {
     pub fn from_args(a: &ServeArgs) -> Result<ServePlan, String> {
@@ -143,8 +141,6 @@ fn cpus_flag(list: Option<&str>) -> Result<Option<Vec<usize>>, String> {
         .transpose()
         .map_err(|e| format!("--cpus: {e}"))
 }
-
-pub use crate::present::units::parse_size;
 
 /// Parses a duration: `10s`, `500ms`, `1.5s`, `2m`, `1h`, `250us`; a bare
 /// number is seconds.

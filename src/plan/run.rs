@@ -2,9 +2,10 @@
 //! every flag applied and checked (models known, counts in range, the
 //! workload changed as asked, CPUs to pin to found).
 
-use super::{parse_duration, parse_size};
+use super::parse_duration;
 use crate::cli::{self, RunArgs};
 use crate::experiments::presets;
+use crate::present::units::parse_size;
 use crate::runner::matrix::{self, Order, Pin, RunPlan, WorkloadKind, RESULTS_VERSION};
 
 /// The run plan for `args`: the preset's matrix with every flag applied,
@@ -123,7 +124,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     }
     if let Some(m) = &args.message_size {
         let n = parse_size(m).map_err(|e| format!("--message-size: {e}"))?;
-        if !(1..=super::MAX_MESSAGE).contains(&n) {
+        if !(1..=crate::client::plan::MAX_MESSAGE).contains(&n) {
             return Err(format!("--message-size {n}: must be from 1 B to 64 MiB"));
         }
         workload.message_bytes = n;

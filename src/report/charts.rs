@@ -13,6 +13,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::present::look::{Look, Marker};
 use crate::present::units::{self, Unit};
 use crate::stats::fit::PowerLaw;
 
@@ -54,8 +55,6 @@ pub struct Panel {
     pub unit: Unit,
     pub lines: Vec<Line>,
 }
-
-pub use crate::present::look::{look, Look, Marker};
 
 /// A legend line: the model, how it is drawn, and what to say of it.
 #[derive(Debug, Clone)]
@@ -320,6 +319,7 @@ fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::present::look::look;
 
     #[test]
     fn log_ticks_are_round_and_in_range() {

@@ -4,12 +4,12 @@
 //! and connect latency. A chart (or one panel of it) with nothing to draw is
 //! left out and said so in one line, never drawn empty.
 
-use super::charts::{self, Entry, Figure, Line, Panel, Point};
-use super::series::{self, Pick};
-use super::units::Unit;
+use super::charts::{Entry, Figure, Line, Panel, Point};
+use crate::present::units::Unit;
 use crate::runner::cell::Metrics;
 use crate::runner::matrix::WorkloadKind;
 use crate::runner::results::RunData;
+use crate::runner::series::{self, Pick};
 use crate::stats::fit::PowerLaw;
 use crate::stats::Summary;
 
@@ -424,7 +424,7 @@ pub(super) fn legend(
         .iter()
         .enumerate()
         .map(|(i, model)| Entry {
-            look: charts::look(model, i),
+            look: crate::present::look::look(model, i),
             text: text(i, model),
             has_data: has_data[i],
         })

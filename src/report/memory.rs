@@ -12,10 +12,10 @@ use std::collections::BTreeMap;
 
 use super::charts::{Line, Panel, Point};
 use super::figures::Chart;
-use super::series;
-use super::units::Unit;
+use crate::present::units::Unit;
 use crate::runner::memory::{self, CellDelta, Kind};
 use crate::runner::results::RunData;
+use crate::runner::series;
 use crate::stats::fit::PowerLaw;
 use crate::stats::Summary;
 
@@ -62,7 +62,7 @@ pub fn chart(data: &RunData) -> Chart {
                     };
                     unresolved.push(format!(
                         "{} ({runs}≤ {})",
-                        crate::runner::matrix::format_count(*n as f64),
+                        crate::present::units::format_count(*n as f64),
                         memory::kib(bound)
                     ));
                 }

@@ -30,10 +30,8 @@ pub mod environment;
 pub mod figures;
 pub mod memory;
 pub mod page;
-pub use crate::runner::series;
 pub mod summary;
 pub mod tables;
-pub use crate::present::units;
 
 use std::path::PathBuf;
 

@@ -7,13 +7,13 @@
 use std::fmt::Write as _;
 
 use super::figures::{self, Chart};
-use super::series;
 use super::summary;
-use super::units;
 use super::{charts, environment};
 use crate::export::table::escape_html;
+use crate::present::units;
 use crate::runner::matrix::{Order, RunPlan, WorkloadKind};
 use crate::runner::results::RunData;
+use crate::runner::series;
 
 /// The namespace attribute plotters writes on its `<svg>`; inline SVG in
 /// HTML does not need it, and without it the page holds no URL at all.

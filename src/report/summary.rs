@@ -3,12 +3,12 @@
 //! that was skipped or failed with its reason. Both are plain [`Table`]s,
 //! so the Markdown export can print them too.
 
-use super::series::{self, Pick};
-use super::units::Unit;
 use crate::export::table::Table;
+use crate::present::units::Unit;
 use crate::runner::cell::Status;
 use crate::runner::matrix::Primary;
 use crate::runner::results::RunData;
+use crate::runner::series::{self, Pick};
 use crate::stats::Summary;
 
 /// What the primary figure is called, how to pick it, how it is written,

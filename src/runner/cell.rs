@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use super::matrix::CellSpec;
 use crate::client::report::Report;
-pub use crate::metrics::kernel::KernelMemory;
-pub use crate::metrics::tree::TreeMemory;
+use crate::metrics::kernel::KernelMemory;
+use crate::metrics::tree::TreeMemory;
 
 /// How a cell ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -8,11 +8,13 @@
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::cell::{CellResult, KernelMemory, ServerSide, Status, TreeMemory};
+use super::cell::{CellResult, ServerSide, Status};
 use super::matrix::{CellSpec, RunPlan, WorkloadKind, RESULTS_VERSION};
 use super::server::{ServerChild, StartError, Stopped};
 use crate::client::plan::{LoadPlan, Stop, Workload, DEFAULT_DURATION};
 use crate::client::run::Outcome;
+use crate::metrics::kernel::KernelMemory;
+use crate::metrics::tree::TreeMemory;
 use crate::metrics::{kernel, tree};
 use crate::sys;
 

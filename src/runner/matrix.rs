@@ -8,6 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::present::units::format_count;
+
 /// Version of `plan.json` and `results.jsonl`; bumped when a field changes
 /// meaning or disappears.
 pub const RESULTS_VERSION: u32 = 1;
@@ -104,8 +106,6 @@ impl Primary {
 pub fn format_seconds(s: f64) -> String {
     crate::present::units::seconds(s)
 }
-
-pub use crate::present::units::format_count;
 
 /// The client's work in each cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

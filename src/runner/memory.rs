@@ -119,7 +119,7 @@ pub fn delta(c: &CellResult, kind: Kind, cpus: usize) -> Option<CellDelta> {
             (d, PAGE_KIB * processes)
         }
         Kind::Kernel => {
-            let total = |k: super::cell::KernelMemory| k.slab_kib + k.tcp_buffers_kib;
+            let total = |k: crate::metrics::kernel::KernelMemory| k.slab_kib + k.tcp_buffers_kib;
             (
                 grew(total(c.kernel_before?), total(c.kernel_loaded?)),
                 kernel_resolution_kib(cpus),

@@ -16,7 +16,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use c10k::client::report::{Burst, Client, Connect, Connections, Percentiles, Report, Throughput};
-use c10k::runner::cell::{CellResult, KernelMemory, ServerSide, Status, TreeMemory};
+use c10k::metrics::kernel::KernelMemory;
+use c10k::metrics::tree::TreeMemory;
+use c10k::runner::cell::{CellResult, ServerSide, Status};
 use c10k::runner::matrix::{self, Order, Pin, Primary, RunPlan, Workload, WorkloadKind};
 use c10k::runner::results::RunData;
 use libtest_mimic::Failed;
