@@ -101,8 +101,8 @@ pub struct System {
     /// Minimum receive plus send buffer of one TCP socket, in bytes
     /// (`tcp_rmem[0] + tcp_wmem[0]`).
     pub socket_min_bytes: u64,
-    pub pid_max: Option<u64>,
-    pub threads_max: Option<u64>,
+    /// The kernel's limits on tasks (pids, threads, cgroup).
+    pub tasks: env::tasks::Tasks,
     pub max_map_count: Option<u64>,
 }
 
@@ -122,8 +122,7 @@ impl System {
             mem_available_kib: env::meminfo_kib("MemAvailable"),
             socket_min_bytes: first("net.ipv4.tcp_rmem").unwrap_or(4096)
                 + first("net.ipv4.tcp_wmem").unwrap_or(4096),
-            pid_max: env::sysctl_u64("kernel.pid_max"),
-            threads_max: env::sysctl_u64("kernel.threads-max"),
+            tasks: env::tasks::Tasks::read(),
             max_map_count: env::sysctl_u64("vm.max_map_count"),
         }
     }
@@ -408,17 +407,15 @@ fn memory(needs: &Needs, system: &System, local: bool, out: &mut Vec<Finding>) {
 fn threads(needs: &Needs, processes: usize, system: &System, local: bool, out: &mut Vec<Finding>) {
     // Each worker process runs `threads` loops plus its main thread.
     let client = (processes * (needs.threads + 1)) as u64;
-    let limit = [system.pid_max, system.threads_max]
-        .into_iter()
-        .flatten()
-        .min();
-    if let Some(limit) = limit.filter(|&l| client > l) {
+    if let Some(limit) = system.tasks.refusing(client, 0) {
         out.push(Finding {
             level: Level::Block,
             what: format!(
-                "{client} client threads ({processes} processes × {} threads) pass the \
-                 system's limit of {limit} (kernel.pid_max, kernel.threads-max)",
-                needs.threads + 1
+                "{client} client threads ({processes} processes × {} threads) do not fit: \
+                 {} leaves room for {}",
+                needs.threads + 1,
+                limit.describe(),
+                limit.room(0)
             ),
             fix: "fewer --threads".to_string(),
         });
@@ -431,15 +428,14 @@ fn threads(needs: &Needs, processes: usize, system: &System, local: bool, out: &
     let n = needs.connections as u64;
     let mut short = Vec::new();
     let mut fixes = Vec::new();
-    for (name, value, need) in [
-        ("kernel.pid_max", system.pid_max, n + 1000),
-        ("kernel.threads-max", system.threads_max, n + 1000),
-        ("vm.max_map_count", system.max_map_count, 2 * n + 1000),
-    ] {
-        if let Some(v) = value.filter(|&v| need > v) {
-            short.push(format!("{name}={v}"));
-            fixes.push(format!("sysctl -w {name}={}", suggest(need)));
-        }
+    for limit in system.tasks.short_for(n, 1000) {
+        short.push(limit.setting());
+        fixes.push(limit.fix(n, 1000));
+    }
+    let maps = 2 * n + 1000;
+    if let Some(v) = system.max_map_count.filter(|&v| maps > v) {
+        short.push(format!("vm.max_map_count={v}"));
+        fixes.push(format!("sysctl -w vm.max_map_count={}", suggest(maps)));
     }
     if !short.is_empty() {
         out.push(Finding {
@@ -457,6 +453,7 @@ fn threads(needs: &Needs, processes: usize, system: &System, local: bool, out: &
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::env::tasks::{Kind, Limit, Tasks};
 
     fn machine() -> System {
         System {
@@ -469,8 +466,20 @@ mod tests {
             somaxconn: Some(4096),
             mem_available_kib: Some(24_000_000),
             socket_min_bytes: 8192,
-            pid_max: Some(32_768),
-            threads_max: Some(192_730),
+            tasks: Tasks {
+                limits: vec![
+                    Limit {
+                        kind: Kind::Sysctl("kernel.pid_max"),
+                        max: 32_768,
+                        used: 0,
+                    },
+                    Limit {
+                        kind: Kind::Sysctl("kernel.threads-max"),
+                        max: 192_730,
+                        used: 0,
+                    },
+                ],
+            },
             max_map_count: Some(65_530),
         }
     }
@@ -691,7 +700,7 @@ mod tests {
         let system = System::read();
         println!("{system:#?}");
         assert!(system.ephemeral_ports > 0, "{system:?}");
-        assert!(system.pid_max.is_some() && system.file_max.is_some());
+        assert!(!system.tasks.limits.is_empty() && system.file_max.is_some());
         let blocked = |n: usize, sources: usize| {
             let needs = needs(n, "127.0.0.1:7", sources);
             let found = check(&needs);

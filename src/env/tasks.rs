@@ -2,7 +2,9 @@
 //! of a plan against them: before the runner starts a server with a thread
 //! or a process per connection, before the herd forks its workers, before
 //! `micro spawn` forks or spawns its bursts, [`Tasks::check`] says in one
-//! line which limit cannot give the tasks asked for, and the fix.
+//! line which limit cannot give the tasks asked for, and the fix; `c10k
+//! load`'s pre-flight asks the same limits about its own threads and a
+//! thread-per-connection server beside it.
 //!
 //! The limits: `kernel.pid_max` and `kernel.threads-max` against the tasks
 //! running on the machine (/proc/loadavg), RLIMIT_NPROC (`ulimit -u`, not
@@ -43,8 +45,17 @@ impl Limit {
         self.max.saturating_sub(self.used).saturating_sub(margin)
     }
 
+    /// The limit as a setting: `kernel.pid_max=32768`.
+    pub fn setting(&self) -> String {
+        match &self.kind {
+            Kind::Sysctl(name) => format!("{name}={}", self.max),
+            Kind::Nproc => format!("ulimit -u {}", self.max),
+            Kind::Cgroup(dir) => format!("{}={}", dir.join("pids.max").display(), self.max),
+        }
+    }
+
     /// The limit and what counts against it, in words.
-    fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         let (max, used) = (self.max, self.used);
         match &self.kind {
             Kind::Sysctl(name) => format!("{name} = {max} with {used} tasks running"),
@@ -54,7 +65,7 @@ impl Limit {
     }
 
     /// How to raise it so that `want` more tasks fit with `margin` free.
-    fn fix(&self, want: u64, margin: u64) -> String {
+    pub fn fix(&self, want: u64, margin: u64) -> String {
         let need = want.saturating_add(self.used).saturating_add(margin);
         match &self.kind {
             Kind::Sysctl(name) => format!(
@@ -114,16 +125,27 @@ impl Tasks {
         self.limits.iter().map(|l| l.room(margin)).min()
     }
 
+    /// The tightest limit, when `want` more tasks do not fit under it with
+    /// `margin` left free.
+    pub fn refusing(&self, want: u64, margin: u64) -> Option<&Limit> {
+        self.limits
+            .iter()
+            .min_by_key(|l| l.room(margin))
+            .filter(|l| want > l.room(margin))
+    }
+
+    /// Every limit under which `want` more tasks do not fit.
+    pub fn short_for(&self, want: u64, margin: u64) -> impl Iterator<Item = &Limit> {
+        self.limits.iter().filter(move |l| want > l.room(margin))
+    }
+
     /// `Ok` when `want` more tasks fit under every limit with `margin` left
     /// free; otherwise one line naming the tightest limit and its fix.
     pub fn check(&self, want: u64, margin: u64) -> Result<(), String> {
-        let Some(tight) = self.limits.iter().min_by_key(|l| l.room(margin)) else {
+        let Some(tight) = self.refusing(want, margin) else {
             return Ok(());
         };
         let room = tight.room(margin);
-        if want <= room {
-            return Ok(());
-        }
         Err(format!(
             "{want} more tasks do not fit: {} leaves room for {room} (keeping {margin} free); \
              fix: {}",
