@@ -23,7 +23,7 @@ pub mod tasks;
 /// (`rmem`/`wmem`, `tcp_mem`); descriptors (`file-max`, `nr_open`); threads
 /// and their stacks for a thread per connection (`pid_max`, `threads-max`,
 /// `max_map_count`); whether io_uring may run (`io_uring_disabled`).
-pub const SYSCTLS: &[&str] = &[
+pub(crate) const SYSCTLS: &[&str] = &[
     "net.core.somaxconn",
     "net.ipv4.tcp_max_syn_backlog",
     "net.ipv4.ip_local_port_range",
@@ -47,7 +47,7 @@ pub const SYSCTLS: &[&str] = &[
 /// Where a measurement ran.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct Environment {
+pub(crate) struct Environment {
     /// This build of c10k.
     pub c10k_version: String,
     /// `uname -srvm`: system, release, version, machine.
@@ -81,7 +81,7 @@ pub struct Environment {
 }
 
 /// Records the environment of this process now.
-pub fn capture() -> Environment {
+pub(crate) fn capture() -> Environment {
     let uname = rustix::system::uname();
     let text = |s: &std::ffi::CStr| s.to_string_lossy().into_owned();
     let kernel = [
@@ -122,29 +122,29 @@ pub fn capture() -> Environment {
 /// Reads one sysctl by its dotted name (`net.core.somaxconn`), whitespace
 /// collapsed to single spaces; `None` when it does not exist or cannot be
 /// read (some are hidden in containers).
-pub fn sysctl(name: &str) -> Option<String> {
+pub(crate) fn sysctl(name: &str) -> Option<String> {
     let path = format!("/proc/sys/{}", name.replace('.', "/"));
     let raw = std::fs::read_to_string(path).ok()?;
     Some(raw.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
 /// A sysctl holding one number.
-pub fn sysctl_u64(name: &str) -> Option<u64> {
+pub(crate) fn sysctl_u64(name: &str) -> Option<u64> {
     sysctl(name)?.parse().ok()
 }
 
 /// A sysctl holding several numbers (`tcp_rmem`, `tcp_mem`, ...).
-pub fn sysctl_u64s(name: &str) -> Option<Vec<u64>> {
+pub(crate) fn sysctl_u64s(name: &str) -> Option<Vec<u64>> {
     sysctl(name)?.split(' ').map(|v| v.parse().ok()).collect()
 }
 
 /// A field of /proc/meminfo in KiB (`MemTotal`, `MemAvailable`, ...).
-pub fn meminfo_kib(field: &str) -> Option<u64> {
+pub(crate) fn meminfo_kib(field: &str) -> Option<u64> {
     parse_meminfo(&std::fs::read_to_string("/proc/meminfo").ok()?, field)
 }
 
 /// The CPUs online, from /sys; empty when it cannot be read.
-pub fn online_cpus() -> Vec<usize> {
+pub(crate) fn online_cpus() -> Vec<usize> {
     std::fs::read_to_string("/sys/devices/system/cpu/online")
         .ok()
         .and_then(|t| sys::affinity::parse_cpu_list(t.trim()).ok())
@@ -175,7 +175,7 @@ fn cpu_model(cpuinfo: &str) -> Option<String> {
 }
 
 /// `"32768 60999"` (tabs or spaces) into `(32768, 60999)`.
-pub fn parse_port_range(text: &str) -> Option<(u16, u16)> {
+pub(crate) fn parse_port_range(text: &str) -> Option<(u16, u16)> {
     let mut it = text.split_whitespace().map(str::parse::<u16>);
     match (it.next(), it.next(), it.next()) {
         (Some(Ok(lo)), Some(Ok(hi)), None) if lo <= hi => Some((lo, hi)),
@@ -197,7 +197,7 @@ pub fn parse_port_range(text: &str) -> Option<(u16, u16)> {
                    one process: a run on loopback sees both its own connects and the server's \
                    listen queue, and also every other program's traffic in the meantime."
 )]
-pub struct TcpCounters {
+pub(crate) struct TcpCounters {
     /// SYNs (and SYN-ACKs) sent again: a connect that waited on the backlog
     /// (TcpExt TCPSynRetrans).
     pub syn_retrans: u64,
@@ -218,7 +218,7 @@ pub struct TcpCounters {
 impl TcpCounters {
     /// What happened between `before` and `self`; a counter that went
     /// backwards (a reset namespace) counts as zero.
-    pub fn since(&self, before: &TcpCounters) -> TcpCounters {
+    pub(crate) fn since(&self, before: &TcpCounters) -> TcpCounters {
         TcpCounters {
             syn_retrans: self.syn_retrans.saturating_sub(before.syn_retrans),
             listen_overflows: self
@@ -234,7 +234,7 @@ impl TcpCounters {
 
 /// Samples the TCP counters of this network namespace from /proc/net/netstat
 /// and /proc/net/snmp.
-pub fn tcp_counters() -> io::Result<TcpCounters> {
+pub(crate) fn tcp_counters() -> io::Result<TcpCounters> {
     let netstat = std::fs::read_to_string("/proc/net/netstat")?;
     let snmp = std::fs::read_to_string("/proc/net/snmp")?;
     parse_tcp_counters(&netstat, &snmp)

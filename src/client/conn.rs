@@ -53,7 +53,7 @@ impl Failure {
         }
     }
 
-    pub const ALL: [Failure; 8] = [
+    pub(crate) const ALL: [Failure; 8] = [
         Failure::Refused,
         Failure::Reset,
         Failure::Timeout,
@@ -127,7 +127,7 @@ impl Payload {
 
     /// Where the message after the one at `at` starts: the same as
     /// [`Payload::offset`] of the next number, without its division.
-    pub fn next_offset(at: usize) -> usize {
+    pub(crate) fn next_offset(at: usize) -> usize {
         let next = at + 131;
         if next >= TEMPLATE_LEN {
             next - TEMPLATE_LEN
@@ -137,12 +137,13 @@ impl Payload {
     }
 
     /// Appends message `k` of connection `conn` to `out`.
-    pub fn write_message(&self, conn: u32, k: u64, out: &mut Vec<u8>) {
+    #[cfg(test)]
+    pub(crate) fn write_message(&self, conn: u32, k: u64, out: &mut Vec<u8>) {
         self.write_at(Self::offset(conn, k), out);
     }
 
     /// Appends the message that starts at template offset `at` to `out`.
-    pub fn write_at(&self, at: usize, out: &mut Vec<u8>) {
+    pub(crate) fn write_at(&self, at: usize, out: &mut Vec<u8>) {
         match self {
             Payload::Text(t) => out.extend_from_slice(t),
             Payload::Generated(n) if *n <= TEMPLATE_LEN => {

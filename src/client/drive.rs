@@ -18,7 +18,7 @@ use anyhow::Context as _;
 /// phases. `connected` is called once every loop has its connections up,
 /// with the seconds that took, and the measured phase starts when it
 /// returns (a worker process waits there for its parent's go).
-pub fn drive(
+pub(crate) fn drive(
     plan: &LoadPlan,
     connected: &mut dyn FnMut(f64) -> std::io::Result<()>,
 ) -> anyhow::Result<Measured> {

@@ -33,7 +33,7 @@ use super::source::{connect_socket, connected_to_itself};
 
 /// Connects in progress per thread at most: enough to keep a fast server
 /// busy, few enough not to overflow a default backlog.
-pub const PENDING_CONNECTS: usize = 256;
+pub(crate) const PENDING_CONNECTS: usize = 256;
 /// Open loop: messages waiting for a free slot on one connection at most;
 /// past this, sends are skipped and counted as missed.
 const MAX_BACKLOG: usize = 1 << 16;

@@ -28,13 +28,13 @@ use serde::{Deserialize, Serialize};
 use crate::metrics::cpu::WindowCpu;
 
 /// A side using this share of its CPUs or more was the limit.
-pub const SATURATED: f64 = 0.9;
+pub(crate) const SATURATED: f64 = 0.9;
 /// CPU from outside the run above this (in CPUs) is flagged.
-pub const INTERFERENCE: f64 = 0.05;
+pub(crate) const INTERFERENCE: f64 = 0.05;
 /// The kernel counts process and machine time in clock ticks (10 ms here):
 /// a window shorter than this many ticks cannot resolve a share to a few
 /// per cent, and gets no verdict.
-pub const MIN_TICKS: f64 = 50.0;
+pub(crate) const MIN_TICKS: f64 = 50.0;
 
 /// What limited the figures of one run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
@@ -92,7 +92,7 @@ impl Default for Limits {
 
 /// What the verdict is computed from.
 #[derive(Debug, Clone, Copy)]
-pub struct Inputs {
+pub(crate) struct Inputs {
     pub window: WindowCpu,
     /// The client's CPU seconds over the window (every worker process).
     pub client_seconds: f64,
@@ -107,12 +107,12 @@ pub struct Inputs {
 
 /// Whether a server at `ip` runs on this machine (its CPU is then part of
 /// the machine's): a loopback address, or one this host can bind.
-pub fn is_local(ip: std::net::IpAddr) -> bool {
+pub(crate) fn is_local(ip: std::net::IpAddr) -> bool {
     ip.is_loopback() || ip.is_unspecified() || std::net::UdpSocket::bind((ip, 0)).is_ok()
 }
 
 /// The verdict on `x`.
-pub fn judge(x: &Inputs) -> Limits {
+pub(crate) fn judge(x: &Inputs) -> Limits {
     let w = &x.window;
     let secs = w.seconds.max(1e-9);
     let client_cpus = x.client_seconds / secs;

@@ -22,7 +22,7 @@ use super::report::Syscalls;
 use crate::metrics::cpu::WindowCpu;
 
 /// Largest latency recorded: an hour, in nanoseconds.
-pub const MAX_NS: u64 = 3_600_000_000_000;
+pub(crate) const MAX_NS: u64 = 3_600_000_000_000;
 
 /// A latency histogram in nanoseconds, 3 significant digits.
 pub fn histogram() -> Histogram<u64> {
@@ -143,7 +143,10 @@ impl Measured {
 mod hdr_base64 {
     use super::*;
 
-    pub fn serialize<S: serde::Serializer>(h: &Histogram<u64>, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: serde::Serializer>(
+        h: &Histogram<u64>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         let mut bytes = Vec::new();
         V2Serializer::new()
             .serialize(h, &mut bytes)
@@ -151,7 +154,9 @@ mod hdr_base64 {
         s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(bytes))
     }
 
-    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Histogram<u64>, D::Error> {
+    pub(crate) fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Histogram<u64>, D::Error> {
         let text = String::deserialize(d)?;
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(text)

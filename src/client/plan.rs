@@ -12,31 +12,31 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The largest message, in bytes.
-pub const MAX_MESSAGE: usize = 64 << 20;
+pub(crate) const MAX_MESSAGE: usize = 64 << 20;
 /// The most messages in flight per connection.
-pub const MAX_DEPTH: usize = 65_536;
+pub(crate) const MAX_DEPTH: usize = 65_536;
 /// The most burst rounds.
-pub const MAX_ROUNDS: usize = 1_000_000;
+pub(crate) const MAX_ROUNDS: usize = 1_000_000;
 /// The most connections (active or idle) one run may ask for.
-pub const MAX_CONNECTIONS: usize = 10_000_000;
+pub(crate) const MAX_CONNECTIONS: usize = 10_000_000;
 /// The most event-loop threads.
-pub const MAX_THREADS: usize = 1024;
+pub(crate) const MAX_THREADS: usize = 1024;
 /// The highest rate of messages or connects, per second.
-pub const MAX_RATE: f64 = 1e9;
+pub(crate) const MAX_RATE: f64 = 1e9;
 
 /// How long a run measures when neither a duration nor a number of
 /// messages is given (`c10k load` without `-d` or `-n`).
-pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 /// How long a connect or an echo may take before it is a timeout.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The longest duration any flag (or plan.json) may give, in seconds: a
 /// year.
-pub const MAX_SECONDS: f64 = 86_400.0 * 365.0;
+pub(crate) const MAX_SECONDS: f64 = 86_400.0 * 365.0;
 
 /// The least rate any flag accepts: one event per 1,000 s. Below it a
 /// pacing interval is no longer a duration a run could wait out.
-pub const MIN_RATE: f64 = 1e-3;
+pub(crate) const MIN_RATE: f64 = 1e-3;
 
 /// Checks a rate (events per second) given as `flag`: a finite number from
 /// [`MIN_RATE`] to `max`, so every interval derived from it is a valid
@@ -218,7 +218,7 @@ impl LoadPlan {
     /// every setting that differs from the flags' defaults, in one fixed
     /// order. Not spelled: `command` (the flags record their own) and
     /// `process` (a worker's place in a split run).
-    pub fn to_args(&self) -> Vec<String> {
+    pub(crate) fn to_args(&self) -> Vec<String> {
         let mut a = Words(vec!["load".into(), self.target.to_string()]);
         a.flag("-c", self.connections);
         if self.idle > 0 {
@@ -298,7 +298,7 @@ impl LoadPlan {
 
     /// [`LoadPlan::to_args`] as a command line to read or paste: `c10k`,
     /// then the arguments, each quoted for a POSIX shell where it needs it.
-    pub fn command_line(&self) -> String {
+    pub(crate) fn command_line(&self) -> String {
         let mut line = String::from("c10k");
         for arg in self.to_args() {
             line.push(' ');

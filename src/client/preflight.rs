@@ -28,7 +28,7 @@ use crate::sys;
 
 /// Descriptors each process keeps beyond its connections: epoll instances,
 /// eventfds, output files, stdio.
-pub const HEADROOM: u64 = 64;
+pub(crate) const HEADROOM: u64 = 64;
 
 /// Ports per source address with the widest usual range, "1024 65535".
 const WIDE_PORT_RANGE: usize = 65535 - 1024 + 1;
@@ -85,7 +85,7 @@ impl fmt::Display for Finding {
 /// The limits the checks compare against, read once. `None`: unknown (or,
 /// for the open-files limits, unlimited).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct System {
+pub(crate) struct System {
     pub nofile_soft: Option<u64>,
     pub nofile_hard: Option<u64>,
     /// `fs.nr_open`: the highest hard open-files limit root may set.
@@ -136,7 +136,11 @@ pub fn check(needs: &Needs) -> Vec<Finding> {
 /// Checks `needs` against `system`; `connect_rate` is `--connect-rate`, which
 /// keeps the listen queue from overflowing when it is below the server's
 /// accept rate.
-pub fn check_with(needs: &Needs, connect_rate: Option<f64>, system: &System) -> Vec<Finding> {
+pub(crate) fn check_with(
+    needs: &Needs,
+    connect_rate: Option<f64>,
+    system: &System,
+) -> Vec<Finding> {
     evaluate(needs, connect_rate, system, is_local(needs.target.ip()))
 }
 
@@ -148,7 +152,7 @@ fn is_local(ip: IpAddr) -> bool {
 
 /// Worker processes needed to hold `connections` when each may open at most
 /// `hard_limit` descriptors, [`HEADROOM`] of them kept for other uses.
-pub fn processes_needed(connections: usize, hard_limit: u64) -> usize {
+pub(crate) fn processes_needed(connections: usize, hard_limit: u64) -> usize {
     let per = hard_limit.saturating_sub(HEADROOM).max(1);
     let per = usize::try_from(per).unwrap_or(usize::MAX);
     connections.div_ceil(per).max(1)
@@ -157,7 +161,7 @@ pub fn processes_needed(connections: usize, hard_limit: u64) -> usize {
 /// Raises the soft open-files limit to what `connections` need (plus
 /// [`HEADROOM`]), at most to the hard limit, never lowering it. Returns the
 /// soft limit now in force (`u64::MAX`: unlimited).
-pub fn raise_nofile_for(connections: usize) -> io::Result<u64> {
+pub(crate) fn raise_nofile_for(connections: usize) -> io::Result<u64> {
     let limit = sys::rlimit::nofile();
     let want = (connections as u64).saturating_add(HEADROOM);
     let want = limit.hard.map_or(want, |h| want.min(h));

@@ -209,7 +209,7 @@ pub struct Syscalls {
 
 impl Syscalls {
     /// The calls made since `from`.
-    pub fn since(self, from: Syscalls) -> Syscalls {
+    pub(crate) fn since(self, from: Syscalls) -> Syscalls {
         Syscalls {
             reads: self.reads - from.reads,
             writes: self.writes - from.writes,
@@ -302,7 +302,7 @@ impl Report {
     /// connection (so the figure is whichever connections happened to
     /// finish). Says, by Little's law, how long one round over every
     /// connection takes at the rate the whole run saw.
-    pub fn too_little(&self) -> Option<String> {
+    pub(crate) fn too_little(&self) -> Option<String> {
         let timed = matches!(self.workload.as_str(), "closed" | "open");
         let n = self.connections.requested as u64;
         if !timed || self.interrupted || self.measured_seconds <= 0.0 || self.messages >= n {

@@ -50,7 +50,10 @@ pub fn run(plan: LoadPlan) -> anyhow::Result<Outcome> {
 /// once every connection is up and before the measured phase: how the
 /// experiment runner samples a server that holds every connection. This
 /// process does no load work and is not pinned.
-pub fn run_in_workers(plan: LoadPlan, connected: &mut dyn FnMut()) -> anyhow::Result<Outcome> {
+pub(crate) fn run_in_workers(
+    plan: LoadPlan,
+    connected: &mut dyn FnMut(),
+) -> anyhow::Result<Outcome> {
     run_inner(plan, Some(connected))
 }
 

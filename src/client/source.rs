@@ -22,7 +22,7 @@ use crate::sys;
 
 /// At most this many source addresses (a /16 worth): more would only ever be
 /// a typo in a range.
-pub const MAX_SOURCES: usize = 65_536;
+pub(crate) const MAX_SOURCES: usize = 65_536;
 
 /// Ports kept in reserve per source when sizing automatic sources: 5%.
 const HEADROOM_PERCENT: usize = 5;
@@ -34,7 +34,7 @@ const DEFAULT_EPHEMERAL_PORTS: usize = 60999 - 32768 + 1;
 /// `127.0.0.2-127.0.0.40,127.0.1.1`. A range counts through the whole
 /// address, so `127.0.0.250-127.0.1.4` is nine addresses. IPv6 addresses are
 /// allowed one by one. Repeats are dropped, the order is kept.
-pub fn parse_sources(text: &str) -> Result<Vec<IpAddr>, String> {
+pub(crate) fn parse_sources(text: &str) -> Result<Vec<IpAddr>, String> {
     let mut out = Vec::new();
     let mut seen = HashSet::new();
     let too_many = || format!("--source names more than {MAX_SOURCES} addresses");
@@ -98,7 +98,7 @@ fn parse_one(text: &str) -> Result<IpAddr, String> {
 }
 
 /// Checks that every source can reach `target`: the same address family.
-pub fn check_family(sources: &[IpAddr], target: SocketAddr) -> Result<(), String> {
+pub(crate) fn check_family(sources: &[IpAddr], target: SocketAddr) -> Result<(), String> {
     match sources.iter().find(|s| s.is_ipv4() != target.is_ipv4()) {
         Some(s) => Err(format!(
             "source {s} cannot connect to {target}: the address families differ"
@@ -114,7 +114,7 @@ pub fn check_family(sources: &[IpAddr], target: SocketAddr) -> Result<(), String
 /// 100,000 connections from 4 sources took 42 s to establish here, from 12
 /// sources 1.3 s. Always at least one; the addresses count on past
 /// 127.0.0.255 (127.0.1.0 is as good a loopback address as any).
-pub fn auto_loopback_sources(connections: usize, ports_per_source: usize) -> Vec<IpAddr> {
+pub(crate) fn auto_loopback_sources(connections: usize, ports_per_source: usize) -> Vec<IpAddr> {
     let sparse = connections.div_ceil((ports_per_source / 3).max(1));
     let k = sources_needed(connections, ports_per_source)
         .max(sparse)
@@ -127,7 +127,7 @@ pub fn auto_loopback_sources(connections: usize, ports_per_source: usize) -> Vec
 
 /// How many source addresses `connections` need at `ports_per_source` ports
 /// each, 5% held back; at least one.
-pub fn sources_needed(connections: usize, ports_per_source: usize) -> usize {
+pub(crate) fn sources_needed(connections: usize, ports_per_source: usize) -> usize {
     let wanted =
         connections.saturating_add(connections.saturating_mul(HEADROOM_PERCENT).div_ceil(100));
     wanted.div_ceil(ports_per_source.max(1)).max(1)
@@ -136,7 +136,7 @@ pub fn sources_needed(connections: usize, ports_per_source: usize) -> usize {
 /// Ports the kernel may pick for one (source, target) pair: the
 /// `ip_local_port_range`, less `ip_local_reserved_ports` inside it. The Linux
 /// default (28,232) when it cannot be read.
-pub fn ephemeral_port_count() -> usize {
+pub(crate) fn ephemeral_port_count() -> usize {
     let Some((lo, hi)) = crate::env::sysctl("net.ipv4.ip_local_port_range")
         .and_then(|v| crate::env::parse_port_range(&v))
     else {
@@ -173,7 +173,7 @@ fn port_count(lo: u16, hi: u16, reserved: &str) -> usize {
 /// (`Socket::take_error`). Any other error comes back as is for the caller to
 /// classify: ECONNREFUSED, EADDRNOTAVAIL (no port left for this 4-tuple),
 /// EMFILE/ENFILE (descriptors), ENOBUFS/ENOMEM, EADDRINUSE.
-pub fn connect_socket(
+pub(crate) fn connect_socket(
     target: SocketAddr,
     source: Option<IpAddr>,
     linger0: bool,
@@ -210,7 +210,7 @@ pub fn connect_socket(
 /// given that very port as its source: TCP's simultaneous open then joins
 /// the socket to itself, and it "echoes" everything sent. The peer is the
 /// target by construction, so one getsockname(2) per connect tells.
-pub fn connected_to_itself(s: &std::net::TcpStream, target: SocketAddr) -> io::Result<bool> {
+pub(crate) fn connected_to_itself(s: &std::net::TcpStream, target: SocketAddr) -> io::Result<bool> {
     Ok(s.local_addr()? == target)
 }
 

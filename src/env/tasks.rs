@@ -30,7 +30,7 @@ pub enum Kind {
 
 /// One limit on new tasks.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Limit {
+pub(crate) struct Limit {
     pub kind: Kind,
     /// The limit itself.
     pub max: u64,
@@ -46,7 +46,7 @@ impl Limit {
     }
 
     /// The limit as a setting: `kernel.pid_max=32768`.
-    pub fn setting(&self) -> String {
+    pub(crate) fn setting(&self) -> String {
         match &self.kind {
             Kind::Sysctl(name) => format!("{name}={}", self.max),
             Kind::Nproc => format!("ulimit -u {}", self.max),
@@ -55,7 +55,7 @@ impl Limit {
     }
 
     /// The limit and what counts against it, in words.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let (max, used) = (self.max, self.used);
         match &self.kind {
             Kind::Sysctl(name) => format!("{name} = {max} with {used} tasks running"),
@@ -65,7 +65,7 @@ impl Limit {
     }
 
     /// How to raise it so that `want` more tasks fit with `margin` free.
-    pub fn fix(&self, want: u64, margin: u64) -> String {
+    pub(crate) fn fix(&self, want: u64, margin: u64) -> String {
         let need = want.saturating_add(self.used).saturating_add(margin);
         match &self.kind {
             Kind::Sysctl(name) => format!(
@@ -80,7 +80,7 @@ impl Limit {
 
 /// The task limits of this machine (those that could be read).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Tasks {
+pub(crate) struct Tasks {
     pub limits: Vec<Limit>,
 }
 
@@ -121,6 +121,7 @@ impl Tasks {
 
     /// New tasks the tightest limit leaves room for, keeping `margin` free;
     /// `None` when no limit could be read.
+    #[cfg(test)]
     pub fn room(&self, margin: u64) -> Option<u64> {
         self.limits.iter().map(|l| l.room(margin)).min()
     }
@@ -135,7 +136,7 @@ impl Tasks {
     }
 
     /// Every limit under which `want` more tasks do not fit.
-    pub fn short_for(&self, want: u64, margin: u64) -> impl Iterator<Item = &Limit> {
+    pub(crate) fn short_for(&self, want: u64, margin: u64) -> impl Iterator<Item = &Limit> {
         self.limits.iter().filter(move |l| want > l.room(margin))
     }
 

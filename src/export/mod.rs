@@ -23,7 +23,7 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
 }
 
 /// CSV with a header row from the field names.
-pub fn write_csv<T: Serialize>(path: &Path, rows: &[T]) -> io::Result<()> {
+pub(crate) fn write_csv<T: Serialize>(path: &Path, rows: &[T]) -> io::Result<()> {
     let mut w = csv::Writer::from_writer(Vec::new());
     for r in rows {
         w.serialize(r).map_err(io::Error::other)?;
@@ -37,7 +37,7 @@ pub fn write_csv<T: Serialize>(path: &Path, rows: &[T]) -> io::Result<()> {
 /// One histogram (values in nanoseconds) as an HdrHistogram interval log,
 /// readable by HdrHistogram's tools (HistogramLogProcessor, the plotter);
 /// the max column is in microseconds.
-pub fn write_hdr(
+pub(crate) fn write_hdr(
     path: &Path,
     histograms: &[(&str, &Histogram<u64>)],
     start: SystemTime,

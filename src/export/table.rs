@@ -57,7 +57,7 @@ impl Table {
     }
 
     /// A GitHub-flavoured Markdown table under a `###` heading.
-    pub fn to_markdown(&self) -> String {
+    pub(crate) fn to_markdown(&self) -> String {
         let esc = |c: &str| c.replace('|', "\\|");
         let mut out = format!("### {}\n\n", self.title);
         let _ = writeln!(
@@ -96,7 +96,7 @@ impl Table {
     }
 
     /// An HTML `<table>` with a caption; every cell escaped.
-    pub fn to_html(&self) -> String {
+    pub(crate) fn to_html(&self) -> String {
         let mut out = format!(
             "<table>\n<caption>{}</caption>\n<thead><tr>",
             escape_html(&self.title)

@@ -52,7 +52,7 @@ struct Keep {
 /// Checks an output flag's path before anything is measured: `Err` is one
 /// line naming the flag and the path ("--json r/x.json: directory r does
 /// not exist"). `None` (the flag not given) is fine.
-pub fn check_flag(flag: &str, path: Option<&Path>) -> Result<(), String> {
+pub(crate) fn check_flag(flag: &str, path: Option<&Path>) -> Result<(), String> {
     match path {
         Some(p) => check(p).map_err(|why| format!("{flag} {}: {why}", p.display())),
         None => Ok(()),

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The most workers one cell may fork (the study's largest herd).
-pub const MAX_WORKERS: usize = 1024;
+pub(crate) const MAX_WORKERS: usize = 1024;
 
 /// Processes and threads left free for everything else on the machine.
 const PROCESS_MARGIN: u64 = 64;
@@ -41,7 +41,7 @@ pub enum Method {
 }
 
 impl Method {
-    pub const ALL: [Method; 6] = [
+    pub(crate) const ALL: [Method; 6] = [
         Method::Select,
         Method::Poll,
         Method::Epoll,
@@ -66,13 +66,13 @@ impl Method {
     }
 
     /// Whether the workers share the parent's listener (all but reuseport).
-    pub fn shares_listener(self) -> bool {
+    pub(crate) fn shares_listener(self) -> bool {
         self != Method::Reuseport
     }
 
     /// Whether the listener is non-blocking, so a worker that lost the race
     /// gets EAGAIN (all but blocking accept).
-    pub fn nonblocking(self) -> bool {
+    pub(crate) fn nonblocking(self) -> bool {
         self != Method::Accept
     }
 }

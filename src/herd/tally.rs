@@ -124,7 +124,7 @@ fn parse_state(stat: &str) -> Option<char> {
 }
 
 /// `voluntary_ctxt_switches` of a process.
-pub fn voluntary_switches(pid: i32) -> Option<u64> {
+pub(crate) fn voluntary_switches(pid: i32) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     parse_switches(&text)
 }

@@ -47,10 +47,10 @@ use crate::sys::pollset::{self, POLLIN};
 use crate::sys::process::{die_with_parent, exit_now};
 
 /// Exit codes of a worker.
-pub const EXIT_DEADLINE: i32 = 0;
-pub const EXIT_SETUP: i32 = 2;
-pub const EXIT_WAIT: i32 = 3;
-pub const EXIT_CAP: i32 = 4;
+pub(crate) const EXIT_DEADLINE: i32 = 0;
+pub(crate) const EXIT_SETUP: i32 = 2;
+pub(crate) const EXIT_WAIT: i32 = 3;
+pub(crate) const EXIT_CAP: i32 = 4;
 
 /// What a worker is told at fork.
 pub struct Setup<'a> {
@@ -127,7 +127,7 @@ fn copies(setup: &Setup<'_>) -> std::io::Result<Copies> {
 }
 
 /// A non-blocking listener on `addr` with SO_REUSEPORT, beside the others.
-pub fn reuseport_listener(addr: SocketAddrV4, backlog: i32) -> std::io::Result<OwnedFd> {
+pub(crate) fn reuseport_listener(addr: SocketAddrV4, backlog: i32) -> std::io::Result<OwnedFd> {
     use socket2::{Domain, Socket, Type};
     let s = Socket::new(Domain::IPV4, Type::STREAM, None)?;
     s.set_reuse_port(true)?;

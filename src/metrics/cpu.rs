@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 /// CPU seconds of the whole machine since boot.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct MachineCpu {
+pub(crate) struct MachineCpu {
     /// user + nice + system + irq + softirq, every CPU.
     pub busy: f64,
     /// Time the hypervisor ran something else while a CPU wanted to run.
@@ -42,7 +42,7 @@ pub struct TreeCpu {
 impl TreeCpu {
     /// How many CPUs the tree could keep busy: its threads, on the CPUs it
     /// may use.
-    pub fn capacity(&self) -> f64 {
+    pub(crate) fn capacity(&self) -> f64 {
         self.threads.min(self.cpus_allowed as u64).max(1) as f64
     }
 }
@@ -50,7 +50,7 @@ impl TreeCpu {
 /// What used the CPUs at one moment: this process, the machine, and the
 /// server's tree when its processes are known.
 #[derive(Debug, Clone, Copy)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     pub at: std::time::Instant,
     pub own: crate::sys::process::Usage,
     /// Seconds this process's threads waited, runnable, for a CPU.
@@ -76,7 +76,7 @@ impl Snapshot {
 
     /// What the machine and the server used from `start` to this snapshot
     /// (this process's own part is in `own` of each).
-    pub fn since(&self, start: &Snapshot) -> WindowCpu {
+    pub(crate) fn since(&self, start: &Snapshot) -> WindowCpu {
         let d = |a: Option<f64>, b: Option<f64>| Some((a? - b?).max(0.0));
         let machine = |f: fn(&MachineCpu) -> f64| {
             d(self.machine.as_ref().map(f), start.machine.as_ref().map(f))
@@ -142,7 +142,7 @@ fn ticks() -> f64 {
 }
 
 /// The machine's CPU time now; `None` where `/proc/stat` cannot be read.
-pub fn machine() -> Option<MachineCpu> {
+pub(crate) fn machine() -> Option<MachineCpu> {
     let text = std::fs::read_to_string("/proc/stat").ok()?;
     let mut m = parse_machine(&text)?;
     m.softirq_threads = softirq_threads()
@@ -220,7 +220,7 @@ pub fn tree(roots: &[u32]) -> Option<TreeCpu> {
 }
 
 /// Seconds the threads of `pid` waited, runnable, for a CPU.
-pub fn run_delay(pid: u32) -> f64 {
+pub(crate) fn run_delay(pid: u32) -> f64 {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return 0.0;
     };

@@ -120,7 +120,12 @@ pub fn sockets(roots: &[u32]) -> usize {
 /// as long as a scan took (at least 1 ms) so that scanning 100,000
 /// descriptors does not take the CPU the server needs to accept them;
 /// returns whether both counts were reached.
-pub fn wait_for(roots: &[u32], sockets: usize, threads: u64, stall: std::time::Duration) -> bool {
+pub(crate) fn wait_for(
+    roots: &[u32],
+    sockets: usize,
+    threads: u64,
+    stall: std::time::Duration,
+) -> bool {
     let mut best = (0, 0);
     let mut since = std::time::Instant::now();
     loop {

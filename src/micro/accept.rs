@@ -33,7 +33,7 @@ use crate::stats::Summary;
 use crate::sys;
 
 /// How far (in connections) the clients may run ahead of the accepts.
-pub const WINDOW: u64 = 512;
+pub(crate) const WINDOW: u64 = 512;
 
 /// The most accepts one wait may drain (the loop must end even if the
 /// clients keep pace with it forever).
@@ -46,7 +46,7 @@ const TIMER: u64 = 2;
 /// How the server waits and accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Mode {
+pub(crate) enum Mode {
     One,
     Drain,
     OneInterval,
@@ -55,7 +55,7 @@ pub enum Mode {
 }
 
 impl Mode {
-    pub const ALL: [Mode; 5] = [
+    pub(crate) const ALL: [Mode; 5] = [
         Mode::One,
         Mode::Drain,
         Mode::OneInterval,
@@ -84,7 +84,7 @@ impl Mode {
 
 /// One measurement of one mode.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
-pub struct Sample {
+pub(crate) struct Sample {
     /// Accepts in the measured window.
     pub accepts: u64,
     /// Waits (epoll_wait or io_uring_enter calls) in the window.

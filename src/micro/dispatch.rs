@@ -31,10 +31,10 @@ use crate::present::units::sig3;
 use crate::stats::Summary;
 
 /// Version of the JSON this benchmark writes.
-pub const JSON_VERSION: u32 = 1;
+pub(crate) const JSON_VERSION: u32 = 1;
 
 /// N when `--fds` is not given (before the cap).
-pub const DEFAULT_FDS: [usize; 4] = [10, 100, 1000, 10_000];
+pub(crate) const DEFAULT_FDS: [usize; 4] = [10, 100, 1000, 10_000];
 
 /// Descriptors kept free beside the pairs: standard streams, the epoll
 /// descriptor, /proc reads, the JSON file.

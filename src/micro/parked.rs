@@ -29,7 +29,7 @@ const PATIENCE: Duration = Duration::from_secs(120);
 
 /// Memory readings at one moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Reading {
+pub(crate) struct Reading {
     /// This process: VmRSS, VmSize (KiB) and threads.
     pub rss_kib: u64,
     pub vm_kib: u64,
@@ -86,7 +86,7 @@ fn proc_field(text: &str, name: &str) -> Option<u64> {
 
 /// One run: readings before and while the threads were parked.
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct ParkedRound {
+pub(crate) struct ParkedRound {
     pub before: Reading,
     pub during: Reading,
     /// Threads started and seen waiting.
@@ -102,7 +102,7 @@ pub struct ParkedRound {
 
 /// Parks `count` threads with `stack` bytes of stack each, in a child of its
 /// own, and returns its readings. The child is reaped before this returns.
-pub fn measure(count: usize, stack: usize) -> anyhow::Result<ParkedRound> {
+pub(crate) fn measure(count: usize, stack: usize) -> anyhow::Result<ParkedRound> {
     let (rx, tx) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
         .context("pipe for the parked-thread child")?;
     let parent = std::process::id() as i32;

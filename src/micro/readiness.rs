@@ -43,7 +43,7 @@ pub enum Method {
 }
 
 impl Method {
-    pub const ALL: [Method; 4] = [
+    pub(crate) const ALL: [Method; 4] = [
         Method::Select,
         Method::Poll,
         Method::EpollLt,
@@ -62,7 +62,7 @@ impl Method {
 
 /// N connected Unix stream socketpairs, non-blocking: `rx[i]` is watched,
 /// `tx[i]` written to make it readable.
-pub struct Pairs {
+pub(crate) struct Pairs {
     pub rx: Vec<OwnedFd>,
     pub tx: Vec<OwnedFd>,
 }
@@ -87,10 +87,6 @@ impl Pairs {
 
     pub fn len(&self) -> usize {
         self.rx.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.rx.is_empty()
     }
 
     /// One more than the highest watched descriptor: select's `nfds`.
@@ -285,11 +281,11 @@ pub struct Round {
 
 /// The longest one cell may run: past it, the calls made so far are kept
 /// and the rest are not made (the round's `calls` says how many were).
-pub const CELL_BUDGET: Duration = Duration::from_secs(30);
+pub(crate) const CELL_BUDGET: Duration = Duration::from_secs(30);
 
 /// Where the active pairs start and how many calls are made.
 #[derive(Debug, Clone, Copy)]
-pub struct Walk {
+pub(crate) struct Walk {
     /// Readable pairs per call.
     pub active: usize,
     /// The first active pair (the others follow every N/A pairs). Each call
@@ -302,7 +298,7 @@ pub struct Walk {
 /// Runs `walk.calls` timed calls (after `walk.warmup` untimed ones) of
 /// `method` over `pairs` with `walk.active` of them readable, then leaves
 /// every pair empty again. Stops early after [`CELL_BUDGET`].
-pub fn measure(pairs: &Pairs, method: Method, walk: Walk) -> anyhow::Result<Round> {
+pub(crate) fn measure(pairs: &Pairs, method: Method, walk: Walk) -> anyhow::Result<Round> {
     match method {
         Method::Select => chained(&mut SelectWaiter::new(pairs), pairs, walk),
         Method::Poll => {
@@ -426,7 +422,7 @@ fn chained<W: Waiter>(w: &mut W, pairs: &Pairs, walk: Walk) -> anyhow::Result<Ro
 
 /// The cost of reading the clock once (`Instant::now`), ns: each timed wait
 /// includes about one.
-pub fn clock_ns() -> f64 {
+pub(crate) fn clock_ns() -> f64 {
     const READS: u32 = 10_000;
     let start = Instant::now();
     for _ in 0..READS {

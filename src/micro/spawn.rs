@@ -37,7 +37,7 @@ use crate::stats::Summary;
 use crate::sys;
 
 /// Version of the JSON this benchmark writes.
-pub const JSON_VERSION: u32 = 1;
+pub(crate) const JSON_VERSION: u32 = 1;
 
 /// The largest count accepted per measurement (also bounded by the kernel's
 /// task limits, checked in [`Plan::new`]).
@@ -136,7 +136,7 @@ impl Plan {
 
 /// One run of N thread lives.
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct ThreadRound {
+pub(crate) struct ThreadRound {
     pub created: usize,
     pub joined: usize,
     /// Create and join, all N, in µs.
@@ -145,7 +145,7 @@ pub struct ThreadRound {
 
 /// One burst of N forks.
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct ForkRound {
+pub(crate) struct ForkRound {
     pub forked: usize,
     pub reaped: usize,
     /// Children whose exit status was not 0.
@@ -158,7 +158,7 @@ pub struct ForkRound {
 
 /// Every run of one thread measurement (a stack and a count).
 #[derive(Debug, Clone, Serialize)]
-pub struct ThreadCell {
+pub(crate) struct ThreadCell {
     pub stack: &'static str,
     pub stack_bytes: usize,
     pub count: usize,
@@ -169,7 +169,7 @@ pub struct ThreadCell {
 
 /// Every run of one fork measurement (a parent and a count).
 #[derive(Debug, Clone, Serialize)]
-pub struct ForkCell {
+pub(crate) struct ForkCell {
     pub parent: &'static str,
     /// The parent's VmRSS when it forked, in KiB.
     pub parent_rss_kib: u64,
@@ -183,7 +183,7 @@ pub struct ForkCell {
 
 /// Every run of the parked-thread measurement with one stack.
 #[derive(Debug, Clone, Serialize)]
-pub struct ParkedCell {
+pub(crate) struct ParkedCell {
     pub stack: &'static str,
     pub stack_bytes: usize,
     pub threads: usize,

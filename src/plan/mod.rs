@@ -144,7 +144,7 @@ fn cpus_flag(list: Option<&str>) -> Result<Option<Vec<usize>>, String> {
 
 /// Parses a duration: `10s`, `500ms`, `1.5s`, `2m`, `1h`, `250us`; a bare
 /// number is seconds.
-pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))

@@ -30,7 +30,7 @@ impl Unit {
 
 /// `v` to three significant digits (all the digits of a whole number
 /// above 999), trailing zeros dropped.
-pub fn sig3(v: f64) -> String {
+pub(crate) fn sig3(v: f64) -> String {
     if !v.is_finite() {
         return "–".into();
     }
@@ -80,7 +80,7 @@ pub fn seconds(v: f64) -> String {
 }
 
 /// A count or rate with thousands separators (`284,113`).
-pub fn format_count(v: f64) -> String {
+pub(crate) fn format_count(v: f64) -> String {
     if !v.is_finite() {
         return "-".into();
     }
@@ -102,7 +102,7 @@ pub fn format_count(v: f64) -> String {
 
 /// Parses a byte size: `4096`, `16K`, `16KiB`, `1M`, `1MiB`, `1G` (binary
 /// multiples; case does not matter).
-pub fn parse_size(text: &str) -> Result<usize, String> {
+pub(crate) fn parse_size(text: &str) -> Result<usize, String> {
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);

@@ -371,7 +371,7 @@ fn build(data: &RunData, spec: &Spec) -> Chart {
 }
 
 /// `t ∝ N^1.02, R² 0.99`.
-pub fn fit_text(symbol: &str, f: &PowerLaw) -> String {
+pub(crate) fn fit_text(symbol: &str, f: &PowerLaw) -> String {
     format!("{symbol} ∝ N^{:.2}, R² {:.2}", f.exponent, f.r2)
 }
 

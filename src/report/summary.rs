@@ -89,7 +89,7 @@ pub fn summary_table(data: &RunData) -> Table {
 }
 
 /// Every cell that was skipped or failed, in run order, with its reason.
-pub fn problems_table(data: &RunData) -> Table {
+pub(crate) fn problems_table(data: &RunData) -> Table {
     let mut t = Table::new(
         "Skipped and failed cells",
         &["cell", "model", "connections", "run", "status", "reason"],

@@ -155,7 +155,7 @@ pub fn extend(plan: &mut RunPlan, cells: &[CellResult]) -> usize {
 /// Groups that reached the maximum of runs without settling: model,
 /// connections, runs, and the interval's half-width as a fraction of the
 /// median; in plan order.
-pub fn unsettled(plan: &RunPlan, cells: &[CellResult]) -> Vec<(String, usize, usize, f64)> {
+pub(crate) fn unsettled(plan: &RunPlan, cells: &[CellResult]) -> Vec<(String, usize, usize, f64)> {
     if plan.auto_runs.is_none() {
         return Vec::new();
     }
@@ -173,7 +173,7 @@ pub fn unsettled(plan: &RunPlan, cells: &[CellResult]) -> Vec<(String, usize, us
 
 /// One line naming the groups that never settled, for the terminal and the
 /// report; `None` when every group settled or the plan is not auto.
-pub fn unsettled_note(plan: &RunPlan, cells: &[CellResult]) -> Option<String> {
+pub(crate) fn unsettled_note(plan: &RunPlan, cells: &[CellResult]) -> Option<String> {
     let a = plan.auto_runs?;
     let list = unsettled(plan, cells);
     if list.is_empty() {

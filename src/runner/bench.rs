@@ -16,7 +16,7 @@ pub enum Trouble {
 }
 
 /// Runs `bench` at the cell's size and fills `result.bench`.
-pub fn measure(
+pub(crate) fn measure(
     bench: Bench,
     plan: &RunPlan,
     spec: &CellSpec,

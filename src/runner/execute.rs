@@ -24,7 +24,7 @@ const SERVER_HEADROOM: u64 = 128;
 
 /// Server processes sharing the port (SO_REUSEPORT) that `connections` need
 /// under the open-files hard limit `hard`, for a model that does not fork.
-pub fn server_processes(connections: usize, hard: Option<u64>) -> usize {
+pub(crate) fn server_processes(connections: usize, hard: Option<u64>) -> usize {
     hard.map_or(1, |h| {
         connections
             .div_ceil(h.saturating_sub(SERVER_HEADROOM).max(1) as usize)
@@ -38,7 +38,7 @@ pub fn server_processes(connections: usize, hard: Option<u64>) -> usize {
 const ACCEPT_PATIENCE: Duration = Duration::from_secs(2);
 
 /// How a cell ended when it did not produce a result to keep.
-pub enum Ended {
+pub(crate) enum Ended {
     Done(Box<CellResult>),
     /// Ctrl-C: the cell is not recorded, so a resumed run repeats it.
     Interrupted,
@@ -46,7 +46,7 @@ pub enum Ended {
 
 /// Runs one cell of `plan`; per-connection CSV (when asked) goes under
 /// `dir`.
-pub fn run_cell(plan: &RunPlan, spec: &CellSpec, dir: &Path) -> Ended {
+pub(crate) fn run_cell(plan: &RunPlan, spec: &CellSpec, dir: &Path) -> Ended {
     let t0 = Instant::now();
     let started_unix = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)

@@ -36,7 +36,7 @@ pub fn settings(plan: &RunPlan) -> Value {
 }
 
 /// A plan, ready to judge records.
-pub struct Identity<'a> {
+pub(crate) struct Identity<'a> {
     cells: HashMap<&'a str, &'a CellSpec>,
     settings: Value,
     /// The workload as a load report names it (`closed`, `burst`, `churn`).

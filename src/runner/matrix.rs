@@ -80,7 +80,7 @@ pub enum Primary {
 }
 
 impl Primary {
-    pub fn higher_is_better(self) -> bool {
+    pub(crate) fn higher_is_better(self) -> bool {
         !matches!(self, Primary::Time)
     }
 
@@ -103,7 +103,7 @@ impl Primary {
 }
 
 /// Seconds with a unit, three significant digits (`43.5 ms`).
-pub fn format_seconds(s: f64) -> String {
+pub(crate) fn format_seconds(s: f64) -> String {
     crate::present::units::seconds(s)
 }
 
@@ -198,7 +198,7 @@ fn default_size_label() -> String {
 
 impl Workload {
     /// Messages each connection sends in a cell with `connections`.
-    pub fn messages_for(&self, connections: usize) -> Option<u64> {
+    pub(crate) fn messages_for(&self, connections: usize) -> Option<u64> {
         match self.total_messages {
             Some(total) => Some((total / connections.max(1) as u64).max(1)),
             None => self.messages_per_connection,
@@ -289,7 +289,7 @@ pub struct RunPlan {
 impl RunPlan {
     /// How many runs each cell gets, for people: `3`, or `3–10` with
     /// `--runs auto`.
-    pub fn runs_text(&self) -> String {
+    pub(crate) fn runs_text(&self) -> String {
         match self.auto_runs {
             None => self.runs.to_string(),
             Some(a) => format!("{}–{}", a.min, a.max),

@@ -39,15 +39,15 @@ use crate::present::units::sig3;
 use crate::stats::slope::LinearFit;
 
 /// A page, KiB: the step in which a process's memory changes.
-pub const PAGE_KIB: f64 = 4.0;
+pub(crate) const PAGE_KIB: f64 = 4.0;
 
 /// The most pages a CPU's vmstat counter holds back from /proc/meminfo
 /// (the kernel's `MAX_THRESHOLD`).
-pub const SLAB_PCPU_PAGES: f64 = 125.0;
+pub(crate) const SLAB_PCPU_PAGES: f64 = 125.0;
 
 /// The most pages of TCP memory reserved ahead per CPU
 /// (`net.core.mem_pcpu_rsv`, 1 MiB by default).
-pub const TCP_PCPU_PAGES: f64 = 256.0;
+pub(crate) const TCP_PCPU_PAGES: f64 = 256.0;
 
 /// Which memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +61,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 3] = [Kind::User, Kind::Virtual, Kind::Kernel];
+    pub(crate) const ALL: [Kind; 3] = [Kind::User, Kind::Virtual, Kind::Kernel];
 
     pub fn label(self) -> &'static str {
         match self {
@@ -74,7 +74,7 @@ impl Kind {
 
 /// What the connections of one cell added, and what one cell resolves.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CellDelta {
+pub(crate) struct CellDelta {
     pub model: String,
     pub connections: usize,
     pub run: usize,
@@ -85,7 +85,7 @@ pub struct CellDelta {
 }
 
 impl CellDelta {
-    pub fn per_connection_kib(&self) -> f64 {
+    pub(crate) fn per_connection_kib(&self) -> f64 {
         self.delta_kib / self.connections.max(1) as f64
     }
 
@@ -102,7 +102,7 @@ impl CellDelta {
 
 /// The delta of one cell, when it was measured with its connections held
 /// (not churn, not a micro-benchmark); `cpus` online where it ran.
-pub fn delta(c: &CellResult, kind: Kind, cpus: usize) -> Option<CellDelta> {
+pub(crate) fn delta(c: &CellResult, kind: Kind, cpus: usize) -> Option<CellDelta> {
     if c.status != Status::Ok || c.load.as_ref()?.workload == "churn" {
         return None;
     }
@@ -137,7 +137,7 @@ pub fn delta(c: &CellResult, kind: Kind, cpus: usize) -> Option<CellDelta> {
 
 /// The smallest kernel delta a cell resolves with `cpus` online, KiB: two
 /// pages, and each CPU's slab and TCP batches.
-pub fn kernel_resolution_kib(cpus: usize) -> f64 {
+pub(crate) fn kernel_resolution_kib(cpus: usize) -> f64 {
     PAGE_KIB * (2.0 + cpus.max(1) as f64 * (SLAB_PCPU_PAGES + TCP_PCPU_PAGES))
 }
 
@@ -147,7 +147,7 @@ fn cpus_online(data: &RunData) -> usize {
 }
 
 /// Every measured cell's delta of `kind`, in the order recorded.
-pub fn deltas(data: &RunData, kind: Kind) -> Vec<CellDelta> {
+pub(crate) fn deltas(data: &RunData, kind: Kind) -> Vec<CellDelta> {
     let cpus = cpus_online(data);
     crate::runner::series::latest(data)
         .into_iter()
@@ -214,7 +214,7 @@ pub fn kib(v: f64) -> String {
 }
 
 /// `1.1 KiB [0.9, 1.3]`: a slope with its interval in the slope's unit.
-pub fn slope_text(f: &LinearFit) -> String {
+pub(crate) fn slope_text(f: &LinearFit) -> String {
     let (per, name) = unit(f.slope.abs().max(f.slope_hi.abs()));
     format!(
         "{} {name} [{}, {}]",
@@ -226,7 +226,7 @@ pub fn slope_text(f: &LinearFit) -> String {
 
 /// What a model's slope says in a table cell; without a slope (one
 /// connection count, or fewer than three cells), what its cells say.
-pub fn slope_cell(s: &Slope, deltas: &[CellDelta]) -> String {
+pub(crate) fn slope_cell(s: &Slope, deltas: &[CellDelta]) -> String {
     if let Some(f) = &s.fit {
         return slope_text(f);
     }
@@ -236,7 +236,7 @@ pub fn slope_cell(s: &Slope, deltas: &[CellDelta]) -> String {
 
 /// Per connection from cells alone: the median of those that resolve a
 /// cost, or "below resolution (≤ X)" when none does; `None` without cells.
-pub fn cells_text(cells: &[&CellDelta]) -> Option<String> {
+pub(crate) fn cells_text(cells: &[&CellDelta]) -> Option<String> {
     let resolved: Vec<f64> = cells
         .iter()
         .filter(|d| d.resolved())

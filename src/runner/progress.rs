@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::cell::{CellResult, Status};
 use super::matrix::{CellSpec, Primary};
 
-pub struct Progress {
+pub(crate) struct Progress {
     bar: Option<ProgressBar>,
     total: usize,
     done: usize,
@@ -54,7 +54,7 @@ impl Progress {
     }
 
     /// The plan grew to `total` cells (`--runs auto`).
-    pub fn set_total(&mut self, total: usize) {
+    pub(crate) fn set_total(&mut self, total: usize) {
         self.total = total;
         if let Some(bar) = &self.bar {
             bar.set_length(total as u64);

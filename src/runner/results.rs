@@ -30,9 +30,9 @@ use super::cell::CellResult;
 use super::identity::Identity;
 use super::matrix::{RunPlan, RESULTS_VERSION};
 
-pub const PLAN: &str = "plan.json";
-pub const ENVIRONMENT: &str = "environment.json";
-pub const RESULTS: &str = "results.jsonl";
+pub(crate) const PLAN: &str = "plan.json";
+pub(crate) const ENVIRONMENT: &str = "environment.json";
+pub(crate) const RESULTS: &str = "results.jsonl";
 
 /// Everything a finished (or interrupted) run left behind.
 #[derive(Debug, Clone)]
@@ -48,7 +48,7 @@ pub struct RunData {
 
 impl RunData {
     /// Cells of the plan with no result yet, in run order.
-    pub fn remaining(&self) -> Vec<super::matrix::CellSpec> {
+    pub(crate) fn remaining(&self) -> Vec<super::matrix::CellSpec> {
         let done: std::collections::BTreeSet<&str> =
             self.cells.iter().map(|c| c.cell.id.as_str()).collect();
         self.plan
@@ -237,7 +237,7 @@ pub fn create(
 
 /// Writes `plan.json` again (atomically), after `--runs auto` added cells
 /// to it; called before those cells run.
-pub fn save_plan(dir: &Path, plan: &RunPlan) -> anyhow::Result<()> {
+pub(crate) fn save_plan(dir: &Path, plan: &RunPlan) -> anyhow::Result<()> {
     crate::export::write_json(&dir.join(PLAN), plan)
         .with_context(|| format!("cannot write {}", dir.join(PLAN).display()))
 }
@@ -246,7 +246,7 @@ pub fn save_plan(dir: &Path, plan: &RunPlan) -> anyhow::Result<()> {
 /// with the model named: the plan layer's `plan::check_server_args` (it
 /// needs the flags' parser, which nothing under the plan layer sees), given
 /// by the caller.
-pub type ServerArgsCheck = fn(&[String]) -> Result<String, String>;
+pub(crate) type ServerArgsCheck = fn(&[String]) -> Result<String, String>;
 
 /// Reads a results directory: its data, with the results of the plan's
 /// cells only (each cell's first), and every line of `results.jsonl` that

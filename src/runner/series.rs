@@ -9,7 +9,7 @@ use crate::runner::cell::{CellResult, Metrics, Status};
 use crate::runner::results::RunData;
 
 /// Picks one figure out of a cell's metrics.
-pub type Pick = fn(&Metrics) -> Option<f64>;
+pub(crate) type Pick = fn(&Metrics) -> Option<f64>;
 
 /// One result per cell id, in the order recorded; when a cell was recorded
 /// twice (a resumed run that ran it again), the later result stands.
@@ -102,7 +102,7 @@ pub fn measured(data: &RunData, model: &str) -> usize {
 }
 
 /// Results of a model at a connection count, by status.
-pub fn statuses(data: &RunData, model: &str, connections: usize) -> Counts {
+pub(crate) fn statuses(data: &RunData, model: &str, connections: usize) -> Counts {
     let mut c = Counts::default();
     for r in latest(data) {
         if r.cell.model == model && r.cell.connections == connections {

@@ -76,7 +76,7 @@ pub struct Stopped {
 
 impl Stopped {
     /// How it ended, in words, when that was not a clean exit 0.
-    pub fn trouble(&self) -> Option<String> {
+    pub(crate) fn trouble(&self) -> Option<String> {
         let how = match self.reaped {
             None => "could not be reaped".to_string(),
             Some(r) if r.exit_code() == Some(0) && !self.killed => return None,

@@ -17,24 +17,9 @@ use crate::present::units::sig3;
 use crate::stats::compare::{self, Comparison, Sample, Verdict};
 use crate::stats::Summary;
 
-/// The primary figure of every (model, connections) over its measured
-/// repeats, in plan order of models.
-pub fn primary_by_cell(data: &RunData) -> BTreeMap<usize, Vec<(String, Summary)>> {
-    primary_values(data)
-        .into_iter()
-        .map(|(n, rows)| {
-            let rows = rows
-                .into_iter()
-                .filter_map(|(m, v)| Summary::of(&v).map(|s| (m, s)))
-                .collect();
-            (n, rows)
-        })
-        .collect()
-}
-
 /// The primary figure's values of every (model, connections) that has any,
 /// in plan order of models.
-pub fn primary_values(data: &RunData) -> BTreeMap<usize, Vec<(String, Vec<f64>)>> {
+pub(crate) fn primary_values(data: &RunData) -> BTreeMap<usize, Vec<(String, Vec<f64>)>> {
     let mut out: BTreeMap<usize, Vec<(String, Vec<f64>)>> = BTreeMap::new();
     for &n in &data.plan.connections {
         for model in &data.plan.models {
@@ -55,7 +40,7 @@ pub fn primary_values(data: &RunData) -> BTreeMap<usize, Vec<(String, Vec<f64>)>
 
 /// One model's place at one connection count.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Ranked {
+pub(crate) struct Ranked {
     pub model: String,
     pub summary: Summary,
     /// 1 + the models significantly better; `None` when untested (a single
@@ -67,7 +52,7 @@ pub struct Ranked {
 }
 
 /// The models at each connection count, best first, ties sharing a rank.
-pub fn standings(data: &RunData) -> BTreeMap<usize, Vec<Ranked>> {
+pub(crate) fn standings(data: &RunData) -> BTreeMap<usize, Vec<Ranked>> {
     let higher = data.plan.primary.higher_is_better();
     primary_values(data)
         .into_iter()
@@ -130,7 +115,7 @@ fn worse_word(p: Primary) -> &'static str {
 /// (0.97–1.05×)`, `1.42× slower (1.31–1.55×)`, or `1.42× slower (untested:
 /// 1 run)`.
 /// `first`: the row is the table's first.
-pub fn versus_text(p: Primary, row: &Ranked, first: bool) -> String {
+pub(crate) fn versus_text(p: Primary, row: &Ranked, first: bool) -> String {
     let Some(c) = row.versus_best else {
         return match (first, row.rank) {
             (true, Some(_)) => "best".into(),
@@ -159,7 +144,7 @@ pub fn versus_text(p: Primary, row: &Ranked, first: bool) -> String {
 }
 
 /// The rule, in one sentence under every ranking.
-pub const RULE: &str = "Rank: 1 + the models significantly better; tied: the 95 % interval \
+pub(crate) const RULE: &str = "Rank: 1 + the models significantly better; tied: the 95 % interval \
     of the ratio of medians holds 1 (bootstrap and Welch's t, both).";
 
 /// One table per connection count, models ranked best first.

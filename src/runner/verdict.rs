@@ -19,7 +19,7 @@ use crate::stats::Summary;
 /// there): the verdict most of its runs had (`client` marked as a lower
 /// bound of the server), how many runs disagreed, and how many saw
 /// interference from outside the run. `None` when no cell recorded one.
-pub fn limit_note(cells: &[&CellResult]) -> Option<String> {
+pub(crate) fn limit_note(cells: &[&CellResult]) -> Option<String> {
     let limits: Vec<&crate::client::limit::Limits> = cells
         .iter()
         .filter(|c| c.status == Status::Ok)

@@ -61,7 +61,7 @@ pub fn accept(listener: &TcpListener, ctx: &Context, nonblocking: bool) -> Accep
 
 /// Accepts until the backlog is empty (EAGAIN) or descriptors run out,
 /// handing each connection (in the given blocking mode) to `serve`. Pauses `gate` on exhaustion.
-pub fn accept_all(
+pub(crate) fn accept_all(
     listener: &TcpListener,
     ctx: &Context,
     nonblocking: bool,
@@ -83,7 +83,7 @@ pub fn accept_all(
 /// Waits in poll(2) on the stop pipe and, while `gate` is open, the
 /// listener. `Ok(None)` when a stop was requested, else whether the
 /// listener is readable. The wait of every thread that only accepts.
-pub fn wait_for_listener(
+pub(crate) fn wait_for_listener(
     listener: &TcpListener,
     ctx: &Context,
     gate: &mut Gate,
@@ -124,7 +124,7 @@ pub fn accept_loop(
 
 /// Applies `--max-conns` and TCP_NODELAY to a fresh connection; `None` when
 /// it was refused (and closed).
-pub fn admit(fd: OwnedFd, max_conns: Option<u64>, stats: &Stats) -> Option<TcpStream> {
+pub(crate) fn admit(fd: OwnedFd, max_conns: Option<u64>, stats: &Stats) -> Option<TcpStream> {
     // One atomic step: threads or processes accepting at once cannot both
     // take the last slot.
     if !stats.try_open(max_conns) {
@@ -139,13 +139,13 @@ pub fn admit(fd: OwnedFd, max_conns: Option<u64>, stats: &Stats) -> Option<TcpSt
 
 /// Whether the listener is being watched, or paused after exhaustion.
 #[derive(Debug, Default)]
-pub struct Gate {
+pub(crate) struct Gate {
     paused_until: Option<Instant>,
 }
 
 impl Gate {
     /// How long accepting stays paused unless a connection closes first.
-    pub const PAUSE: Duration = Duration::from_millis(100);
+    pub(crate) const PAUSE: Duration = Duration::from_millis(100);
 
     /// Stops accepting for [`Gate::PAUSE`].
     pub fn pause(&mut self) {
@@ -158,7 +158,7 @@ impl Gate {
     }
 
     /// Whether to watch the listener now (reopens once the pause is over).
-    pub fn is_open(&mut self) -> bool {
+    pub(crate) fn is_open(&mut self) -> bool {
         match self.paused_until {
             Some(t) if Instant::now() < t => false,
             _ => {

@@ -104,7 +104,7 @@ impl Conn {
     /// thread that served the connection when it ends, so a pool thread's
     /// next connection reuses it (dropping the connection elsewhere would
     /// hand it to a thread that never serves).
-    pub fn release(&mut self) {
+    pub(crate) fn release(&mut self) {
         if let Some(b) = self.buf.take() {
             give_buffer(b);
         }
@@ -119,7 +119,7 @@ impl Conn {
     /// Echoes as much as the socket allows: at most `budget` reads, stopping
     /// early when a read or write would block. On a blocking socket it runs
     /// until the peer is done. Echoed bytes are added to `stats`.
-    pub fn drive<S: Read + Write>(
+    pub(crate) fn drive<S: Read + Write>(
         &mut self,
         sock: &mut S,
         budget: usize,

@@ -30,7 +30,7 @@ use rustix::event::Timespec;
 use super::reactor::{Inline, Interest, Reactor, Waiter};
 use super::{Context, Model, Variant};
 
-pub struct Epoll;
+pub(crate) struct Epoll;
 
 impl Model for Epoll {
     fn name(&self) -> &'static str {
@@ -62,7 +62,7 @@ impl Model for Epoll {
 const BATCH: usize = 1024;
 
 /// One epoll instance and the buffer its events arrive in.
-pub struct EpollWaiter {
+pub(crate) struct EpollWaiter {
     ep: OwnedFd,
     edge: bool,
     events: Vec<Event>,
@@ -76,7 +76,7 @@ impl EpollWaiter {
 
     /// An epoll descriptor, to be made a waiter later (on the thread that
     /// waits: the event buffer cannot move between threads).
-    pub fn instance() -> anyhow::Result<OwnedFd> {
+    pub(crate) fn instance() -> anyhow::Result<OwnedFd> {
         epoll::create(CreateFlags::CLOEXEC).context("epoll_create")
     }
 

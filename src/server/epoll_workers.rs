@@ -29,7 +29,7 @@ use super::reactor::{Core, Handler, Inline, Reactor, Waiter};
 use super::run::listen;
 use super::{AcceptMode, Config, Context, Model, Variant};
 
-pub struct EpollWorkers;
+pub(crate) struct EpollWorkers;
 
 impl Model for EpollWorkers {
     fn name(&self) -> &'static str {

@@ -44,7 +44,7 @@ use super::conn::Conn;
 use super::{Context, Model};
 use crate::sys::process::Forked;
 
-pub struct Fork;
+pub(crate) struct Fork;
 
 impl Model for Fork {
     fn name(&self) -> &'static str {

@@ -53,7 +53,7 @@ use super::reactor::{Core, Handler, Reactor, Waiter};
 use super::table::{service, Slot, Step};
 use super::{Context, Model, Stats, Variant};
 
-pub struct Hybrid;
+pub(crate) struct Hybrid;
 
 impl Model for Hybrid {
     fn name(&self) -> &'static str {

@@ -21,7 +21,7 @@ use super::reactor::{Inline, Interest, Reactor, Waiter};
 use super::{Context, Model};
 use crate::sys::pollset::{PollSet, POLLIN, POLLOUT};
 
-pub struct Poll;
+pub(crate) struct Poll;
 
 impl Model for Poll {
     fn name(&self) -> &'static str {
@@ -39,7 +39,7 @@ impl Model for Poll {
 
 /// The `pollfd` array.
 #[derive(Default)]
-pub struct PollWaiter {
+pub(crate) struct PollWaiter {
     set: PollSet,
 }
 

@@ -43,7 +43,7 @@ use super::{Context, Model};
 use crate::sys::pollset::{self, POLLIN};
 use crate::sys::process::Forked;
 
-pub struct Prefork;
+pub(crate) struct Prefork;
 
 impl Model for Prefork {
     fn name(&self) -> &'static str {

@@ -35,7 +35,7 @@ use super::Context;
 
 /// What a watched connection waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Interest {
+pub(crate) enum Interest {
     Read,
     Write,
 }
@@ -54,7 +54,7 @@ impl Interest {
 }
 
 /// A wait mechanism: the descriptors it watches and one call that waits.
-pub trait Waiter {
+pub(crate) trait Waiter {
     /// The system call, to name it in errors.
     const CALL: &'static str;
 
@@ -90,7 +90,7 @@ pub trait Waiter {
 }
 
 /// Who runs the echo on a ready connection.
-pub trait Handler {
+pub(crate) trait Handler {
     /// A descriptor the loop watches for this handler; [`Handler::woken`]
     /// runs when it is readable.
     fn wake(&self) -> Option<BorrowedFd<'_>> {
@@ -109,12 +109,12 @@ pub trait Handler {
 }
 
 /// The handler of the single-threaded loops: echo on the loop's thread.
-pub struct Inline;
+pub(crate) struct Inline;
 
 impl Handler for Inline {}
 
 /// What handlers work on: the waiter, the connections and the accept gate.
-pub struct Core<'a, W> {
+pub(crate) struct Core<'a, W> {
     ctx: &'a Context<'a>,
     waiter: W,
     table: Table,
@@ -144,7 +144,7 @@ impl<W: Waiter> Core<'_, W> {
 
     /// Echoes on a ready connection as far as the socket allows, then
     /// watches it for what it wants next, or forgets it once closed.
-    pub fn service(&mut self, fd: RawFd) -> anyhow::Result<()> {
+    pub(crate) fn service(&mut self, fd: RawFd) -> anyhow::Result<()> {
         let Some(before) = self.table.get(fd).map(|s| Interest::of(s.want)) else {
             return Ok(()); // Closed earlier in this batch.
         };
@@ -182,7 +182,7 @@ impl<W: Waiter> Core<'_, W> {
 
     /// Takes back a connection served elsewhere: watched for what it wants
     /// next, or closed (its close already counted) when it is finished.
-    pub fn put_back(&mut self, slot: Slot, step: Step) -> anyhow::Result<()> {
+    pub(crate) fn put_back(&mut self, slot: Slot, step: Step) -> anyhow::Result<()> {
         match step {
             Step::Closed => {
                 drop(slot);
@@ -200,7 +200,7 @@ impl<W: Waiter> Core<'_, W> {
 }
 
 /// One readiness loop: a waiter, a handler, optionally a listener.
-pub struct Reactor<'a, W, H> {
+pub(crate) struct Reactor<'a, W, H> {
     core: Core<'a, W>,
     handler: H,
     /// The listener and whether it is watched with `exclusive`.
@@ -238,7 +238,7 @@ impl<'a, W: Waiter, H: Handler> Reactor<'a, W, H> {
 
     /// Accepts from `listener` in this loop; `exclusive` as in
     /// [`Waiter::watch_source`].
-    pub fn listen(mut self, listener: &'a TcpListener, exclusive: bool) -> Self {
+    pub(crate) fn listen(mut self, listener: &'a TcpListener, exclusive: bool) -> Self {
         self.listener = Some((listener, exclusive));
         self
     }

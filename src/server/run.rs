@@ -97,7 +97,7 @@ pub fn serve(
 /// A non-blocking listener on `addr` with SO_REUSEADDR (and SO_REUSEPORT
 /// when asked). Models that want a listener per worker call this again with
 /// the bound address.
-pub fn listen(addr: SocketAddr, backlog: i32, reuseport: bool) -> io::Result<TcpListener> {
+pub(crate) fn listen(addr: SocketAddr, backlog: i32, reuseport: bool) -> io::Result<TcpListener> {
     let socket = Socket::new(
         Domain::for_address(addr),
         Type::STREAM.nonblocking().cloexec(),

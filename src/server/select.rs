@@ -28,7 +28,7 @@ use super::{Context, Model};
 use crate::sys::fdset::{self, FdSet, WORD_BITS};
 use crate::sys::rlimit;
 
-pub struct Select;
+pub(crate) struct Select;
 
 impl Model for Select {
     fn name(&self) -> &'static str {
@@ -45,7 +45,7 @@ impl Model for Select {
 }
 
 /// Master sets, the working sets the kernel rewrites, and `nfds`.
-pub struct SelectWaiter {
+pub(crate) struct SelectWaiter {
     read: FdSet,
     write: FdSet,
     ready_r: FdSet,

@@ -62,7 +62,7 @@ pub struct Errors {
 impl Stats {
     /// Counts a connection as open unless `max` are open already; returns
     /// whether it was. The check and the count are one atomic step.
-    pub fn try_open(&self, max: Option<u64>) -> bool {
+    pub(crate) fn try_open(&self, max: Option<u64>) -> bool {
         let limit = max.unwrap_or(u64::MAX);
         let Ok(before) = self
             .active
@@ -80,23 +80,23 @@ impl Stats {
         self.active.fetch_sub(1, Relaxed);
     }
 
-    pub fn add_bytes(&self, n: u64) {
+    pub(crate) fn add_bytes(&self, n: u64) {
         if n > 0 {
             self.bytes.fetch_add(n, Relaxed);
         }
     }
 
-    pub fn refused_max_conns(&self) {
+    pub(crate) fn refused_max_conns(&self) {
         self.refused_max_conns.fetch_add(1, Relaxed);
     }
 
-    pub fn spawn_failed(&self) {
+    pub(crate) fn spawn_failed(&self) {
         self.spawn_failed.fetch_add(1, Relaxed);
     }
 
     /// Counts a failed accept() as exhaustion (descriptors or memory) or
     /// another error; returns whether it was exhaustion.
-    pub fn accept_failed(&self, e: &io::Error) -> bool {
+    pub(crate) fn accept_failed(&self, e: &io::Error) -> bool {
         let exhausted = matches!(
             e.raw_os_error(),
             Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
@@ -110,7 +110,7 @@ impl Stats {
     }
 
     /// Counts the error that ended a connection.
-    pub fn conn_failed(&self, e: &io::Error) {
+    pub(crate) fn conn_failed(&self, e: &io::Error) {
         match e.kind() {
             io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe => {
                 self.reset.fetch_add(1, Relaxed)

@@ -9,7 +9,7 @@ use super::conn::{Conn, Want};
 use super::Stats;
 
 /// How many reads one connection may do per wake-up before others get a turn.
-pub const READ_BUDGET: usize = 16;
+pub(crate) const READ_BUDGET: usize = 16;
 
 /// One served connection.
 #[derive(Debug)]
@@ -22,7 +22,7 @@ pub struct Slot {
 
 /// What became of a connection after it was serviced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     /// Still open; wait for this.
     Wait(Want),
     /// Closed and removed.
@@ -73,7 +73,7 @@ impl Table {
     }
 
     /// Puts back a connection taken with [`Table::take`].
-    pub fn put(&mut self, slot: Slot) {
+    pub(crate) fn put(&mut self, slot: Slot) {
         let i = slot.stream.as_raw_fd() as usize;
         if i >= self.slots.len() {
             self.slots.resize_with(i + 1, || None);
@@ -83,7 +83,7 @@ impl Table {
 
     /// Echoes on `fd` as far as the socket allows; closes it when done or
     /// broken. Unknown descriptors count as closed.
-    pub fn service(&mut self, fd: RawFd, stats: &Stats) -> Step {
+    pub(crate) fn service(&mut self, fd: RawFd, stats: &Stats) -> Step {
         let Some(slot) = self.slots.get_mut(fd as usize).and_then(Option::as_mut) else {
             return Step::Closed;
         };
@@ -99,7 +99,7 @@ impl Table {
 
 /// Services one connection; on `Closed` the caller drops the slot (closing
 /// the socket), and the close is already counted in `stats`.
-pub fn service(slot: &mut Slot, stats: &Stats) -> Step {
+pub(crate) fn service(slot: &mut Slot, stats: &Stats) -> Step {
     match slot.conn.drive(&mut slot.stream, READ_BUDGET, stats) {
         Ok(Want::Done) => {
             slot.conn.release();

@@ -21,7 +21,7 @@ use super::conn::Conn;
 use super::{Context, Model, Stats, Variant};
 use crate::sys::rlimit;
 
-pub struct Threads;
+pub(crate) struct Threads;
 
 impl Model for Threads {
     fn name(&self) -> &'static str {

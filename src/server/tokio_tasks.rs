@@ -49,7 +49,7 @@ use super::{Context, Model, Stats, Variant};
 use crate::sys::async_fd;
 use crate::sys::signals::Shutdown;
 
-pub struct Tokio;
+pub(crate) struct Tokio;
 
 impl Model for Tokio {
     fn name(&self) -> &'static str {

@@ -80,7 +80,7 @@ use super::accept::{admit, Gate};
 use super::{run, Config, Context, Model, Variant};
 use crate::sys::uring::{self, Completion, OpId, Ring, Sizes};
 
-pub struct Uring;
+pub(crate) struct Uring;
 
 impl Model for Uring {
     fn name(&self) -> &'static str {
@@ -155,7 +155,7 @@ impl Model for Uring {
 }
 
 /// Buffers in each worker's provided-buffer ring.
-pub const POOL_BUFS: u16 = 256;
+pub(crate) const POOL_BUFS: u16 = 256;
 /// Largest pool buffer: one recv completion carries at most this much.
 const MAX_BUF: usize = 64 * 1024;
 /// Submission and completion queue sizes per worker.

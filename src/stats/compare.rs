@@ -41,7 +41,7 @@
 use serde::Serialize;
 
 /// Bootstrap resamples per model.
-pub const RESAMPLES: usize = 5000;
+pub(crate) const RESAMPLES: usize = 5000;
 
 /// The fixed start of every seed (mixed with the values).
 const SEED: u64 = 0xc10c_10c1_0c10_c10c;
@@ -50,7 +50,7 @@ const SEED: u64 = 0xc10c_10c1_0c10_c10c;
 /// mixing function; small, fast, and good enough for resampling. The same
 /// seed gives the same stream on every machine.
 #[derive(Debug, Clone)]
-pub struct SplitMix64 {
+pub(crate) struct SplitMix64 {
     state: u64,
 }
 
@@ -59,7 +59,7 @@ impl SplitMix64 {
         SplitMix64 { state: seed }
     }
 
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
         mix(self.state)
     }
@@ -83,7 +83,7 @@ fn mix(z: u64) -> u64 {
 /// mean and variance of their logarithms, and the medians of the bootstrap
 /// resamples.
 #[derive(Debug, Clone)]
-pub struct Sample {
+pub(crate) struct Sample {
     sorted: Vec<f64>,
     median: f64,
     log_mean: f64,
@@ -144,10 +144,6 @@ impl Sample {
     pub fn n(&self) -> usize {
         self.sorted.len()
     }
-
-    pub fn median(&self) -> f64 {
-        self.median
-    }
 }
 
 /// The median of `v` (reordering it), by selection.
@@ -166,7 +162,7 @@ fn median_in_place(v: &mut [f64]) -> f64 {
 /// What a comparison found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// A single run on one side: nothing to test.
     Untested,
     /// The interval of the ratio holds 1.
@@ -177,7 +173,7 @@ pub enum Verdict {
 
 /// The ratio of two medians with its 95 % interval (see the module's doc).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Comparison {
+pub(crate) struct Comparison {
     /// Median of the first over median of the second.
     pub ratio: f64,
     /// The 95 % interval of the ratio; `None` when untested.
@@ -187,7 +183,7 @@ pub struct Comparison {
 
 impl Comparison {
     /// The same comparison the other way round (b over a).
-    pub fn inverse(self) -> Comparison {
+    pub(crate) fn inverse(self) -> Comparison {
         Comparison {
             ratio: 1.0 / self.ratio,
             interval: self.interval.map(|(lo, hi)| (1.0 / hi, 1.0 / lo)),
@@ -196,13 +192,13 @@ impl Comparison {
     }
 
     /// The first is larger, significantly.
-    pub fn larger(&self) -> bool {
+    pub(crate) fn larger(&self) -> bool {
         self.verdict == Verdict::Different && self.interval.is_some_and(|(lo, _)| lo > 1.0)
     }
 }
 
 /// How `a` compares with `b`: the ratio of their medians, a/b.
-pub fn compare(a: &Sample, b: &Sample) -> Comparison {
+pub(crate) fn compare(a: &Sample, b: &Sample) -> Comparison {
     let ratio = a.median / b.median;
     if a.n() < 2 || b.n() < 2 {
         return Comparison {
@@ -244,7 +240,7 @@ pub fn compare(a: &Sample, b: &Sample) -> Comparison {
 
 /// One model's place in a ranking.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Standing {
+pub(crate) struct Standing {
     /// Index of the sample in the input.
     pub index: usize,
     /// 1 + the models significantly better; `None` with a single run.
@@ -256,7 +252,7 @@ pub struct Standing {
 }
 
 /// The samples ranked best first (see the module's doc for the rule).
-pub fn standings(samples: &[Sample], higher_is_better: bool) -> Vec<Standing> {
+pub(crate) fn standings(samples: &[Sample], higher_is_better: bool) -> Vec<Standing> {
     let k = samples.len();
     // worse[m][j]: how many times m is worse than j.
     let mut worse: Vec<Vec<Option<Comparison>>> = vec![vec![None; k]; k];

@@ -22,7 +22,7 @@ use serde::Serialize;
 
 /// The median of some repeats with its order-statistic interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct MedianInterval {
+pub(crate) struct MedianInterval {
     pub n: usize,
     pub median: f64,
     pub lo: f64,
@@ -57,7 +57,7 @@ impl MedianInterval {
     /// The larger distance from the median to an end of the interval, as a
     /// fraction of the median (0.05: ±5 %); infinite for a median at or
     /// below zero.
-    pub fn relative_half_width(&self) -> f64 {
+    pub(crate) fn relative_half_width(&self) -> f64 {
         if self.median <= 0.0 || !self.median.is_finite() {
             return f64::INFINITY;
         }

@@ -43,7 +43,7 @@ impl LinearFit {
     /// Fits `(x, y, r)` points whose `y` rounding may have moved by up to
     /// `r`: the same line, its interval widened by what the rounding could
     /// do to the slope (see the module's doc).
-    pub fn fit_rounded(points: &[(f64, f64, f64)]) -> Option<LinearFit> {
+    pub(crate) fn fit_rounded(points: &[(f64, f64, f64)]) -> Option<LinearFit> {
         let p: Vec<(f64, f64)> = points
             .iter()
             .filter(|(x, y, r)| x.is_finite() && y.is_finite() && r.is_finite())
@@ -91,7 +91,7 @@ impl LinearFit {
     }
 
     /// The interval of the slope holds 0: no cost per unit of `x` shown.
-    pub fn includes_zero(&self) -> bool {
+    pub(crate) fn includes_zero(&self) -> bool {
         self.slope_lo <= 0.0 && self.slope_hi >= 0.0
     }
 }

@@ -20,7 +20,7 @@ const Z975: f64 = 1.959_963_984_540_054;
 /// half-width multiplier of a two-sided 95 % interval). Below 1 degree of
 /// freedom it answers as for 1 (no interval here has fewer); infinite or
 /// huge `df` gives the normal quantile.
-pub fn t975(df: f64) -> f64 {
+pub(crate) fn t975(df: f64) -> f64 {
     if df.is_nan() || df <= 1.0 {
         return T975[0];
     }

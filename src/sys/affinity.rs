@@ -6,14 +6,14 @@ use std::io;
 use rustix::thread::{sched_setaffinity, CpuSet};
 
 /// Default workers: the CPUs this process may use.
-pub fn cpus_available() -> usize {
+pub(crate) fn cpus_available() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 /// Parses a CPU list such as `0`, `0,1` or `0-3,6`. Every CPU must exist
 /// on this system (below `CpuSet::MAX_CPU`); that is checked per range
 /// before it is expanded, so `0-99999999999` is an error, not 800 GB.
-pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
+pub(crate) fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
     let mut cpus = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let bad = || format!("bad CPU list '{text}': expected e.g. 0,2-3");
@@ -46,7 +46,7 @@ pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
 /// Parses a CPU list and checks that this process may run on every CPU in
 /// it (sched_getaffinity): `0-7` on a two-CPU machine is an error naming
 /// the CPUs there are, before anything starts.
-pub fn usable_cpu_list(text: &str) -> Result<Vec<usize>, String> {
+pub(crate) fn usable_cpu_list(text: &str) -> Result<Vec<usize>, String> {
     let cpus = parse_cpu_list(text)?;
     let usable = current_cpus();
     if let Some(missing) = cpus.iter().find(|c| !usable.contains(c)) {
@@ -59,7 +59,7 @@ pub fn usable_cpu_list(text: &str) -> Result<Vec<usize>, String> {
 }
 
 /// CPUs as the kernel lists them: `0-3,6` (what [`parse_cpu_list`] reads).
-pub fn format_cpu_list(cpus: &[usize]) -> String {
+pub(crate) fn format_cpu_list(cpus: &[usize]) -> String {
     let mut sorted = cpus.to_vec();
     sorted.sort_unstable();
     sorted.dedup();

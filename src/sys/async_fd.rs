@@ -17,7 +17,7 @@ use tokio::io::Interest;
 /// # Panics
 ///
 /// Outside a tokio runtime with I/O enabled (as `AsyncFd` does).
-pub fn watch(fd: BorrowedFd<'_>, interest: Interest) -> io::Result<AsyncFd<BorrowedFd<'_>>> {
+pub(crate) fn watch(fd: BorrowedFd<'_>, interest: Interest) -> io::Result<AsyncFd<BorrowedFd<'_>>> {
     // SAFETY: a `BorrowedFd<'a>` is an open descriptor that no one may close
     // or replace during `'a`, and the returned `AsyncFd` cannot outlive `'a`;
     // `BorrowedFd::as_raw_fd` always returns the same number. That is what

@@ -12,10 +12,10 @@ use std::os::fd::RawFd;
 use std::time::Duration;
 
 /// One machine word of the bitmap, as the kernel lays it out.
-pub type Word = libc::c_ulong;
+pub(crate) type Word = libc::c_ulong;
 
 /// Bits per word.
-pub const WORD_BITS: usize = Word::BITS as usize;
+pub(crate) const WORD_BITS: usize = Word::BITS as usize;
 
 /// A bitmap of descriptors `0..capacity`.
 #[derive(Clone, Debug)]
@@ -32,7 +32,7 @@ impl FdSet {
     }
 
     /// Descriptors below this number fit.
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.words.len() * WORD_BITS
     }
 
@@ -72,7 +72,7 @@ impl FdSet {
     }
 
     /// Copies `master` into this set, only the words below `nfds`.
-    pub fn copy_from(&mut self, master: &FdSet, nfds: usize) {
+    pub(crate) fn copy_from(&mut self, master: &FdSet, nfds: usize) {
         let n = nfds.div_ceil(WORD_BITS).min(self.words.len());
         self.words[..n].copy_from_slice(&master.words[..n]);
     }

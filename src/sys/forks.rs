@@ -12,7 +12,7 @@ use std::io;
 /// pid onto `pids` (reserve room first to keep allocation out of a timed
 /// loop). On an error, `pids` holds the children forked so far: the caller
 /// must still reap them.
-pub fn fork_exiting(n: usize, pids: &mut Vec<i32>) -> io::Result<()> {
+pub(crate) fn fork_exiting(n: usize, pids: &mut Vec<i32>) -> io::Result<()> {
     let threads = super::process::thread_count()?;
     if threads != 1 {
         return Err(io::Error::other(format!(

@@ -14,7 +14,7 @@ use rustix::mm::{madvise, mmap_anonymous, munmap, Advice, MapFlags, ProtFlags};
 /// A private anonymous mapping whose pages are all resident; unmapped on
 /// drop.
 #[derive(Debug)]
-pub struct Touched {
+pub(crate) struct Touched {
     ptr: *mut std::ffi::c_void,
     len: usize,
 }
@@ -57,10 +57,6 @@ impl Touched {
     /// Bytes mapped.
     pub fn len(&self) -> usize {
         self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 }
 

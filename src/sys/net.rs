@@ -19,7 +19,7 @@ use std::os::fd::{AsFd, AsRawFd};
 /// Sets or clears `IP_BIND_ADDRESS_NO_PORT` on a TCP socket (IPv4, or IPv6,
 /// whose stack forwards `SOL_IP` options to the IPv4 code). Set it before
 /// `bind()`; it has no effect afterwards.
-pub fn set_bind_address_no_port(sock: &impl AsFd, on: bool) -> io::Result<()> {
+pub(crate) fn set_bind_address_no_port(sock: &impl AsFd, on: bool) -> io::Result<()> {
     let value: libc::c_int = on.into();
     // SAFETY: the descriptor is open for the duration of the borrow; the
     // pointer and length describe a live `c_int`, which is what the kernel
@@ -41,7 +41,8 @@ pub fn set_bind_address_no_port(sock: &impl AsFd, on: bool) -> io::Result<()> {
 }
 
 /// Whether `IP_BIND_ADDRESS_NO_PORT` is set on the socket.
-pub fn bind_address_no_port(sock: &impl AsFd) -> io::Result<bool> {
+#[cfg(test)]
+pub(crate) fn bind_address_no_port(sock: &impl AsFd) -> io::Result<bool> {
     let mut value: libc::c_int = 0;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: the descriptor is open for the duration of the borrow; `value`

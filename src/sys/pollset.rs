@@ -14,7 +14,7 @@ pub use libc::{POLLERR, POLLHUP, POLLIN, POLLNVAL, POLLOUT};
 pub type PollFd = libc::pollfd;
 
 /// A new entry watching `fd` for `events`.
-pub fn pollfd(fd: RawFd, events: libc::c_short) -> PollFd {
+pub(crate) fn pollfd(fd: RawFd, events: libc::c_short) -> PollFd {
     libc::pollfd {
         fd,
         events,
@@ -47,7 +47,7 @@ fn millis_up(d: Duration) -> libc::c_int {
 /// descriptor touches one entry (removal swaps the last entry into the hole),
 /// and a side index maps descriptor to entry, so nothing is rebuilt per call.
 #[derive(Debug, Default)]
-pub struct PollSet {
+pub(crate) struct PollSet {
     fds: Vec<PollFd>,
     /// `index[fd]` is the entry of `fd` plus one, or 0 when absent.
     index: Vec<u32>,
@@ -86,17 +86,15 @@ impl PollSet {
     }
 
     /// Whether `fd` is watched.
+    #[cfg(test)]
     pub fn contains(&self, fd: RawFd) -> bool {
         self.index.get(fd as usize).is_some_and(|&k| k != 0)
     }
 
     /// Descriptors watched.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.fds.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.fds.is_empty()
     }
 
     /// Polls every entry; returns how many have events.

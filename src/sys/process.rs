@@ -17,7 +17,7 @@ pub enum Forked {
 }
 
 /// Number of threads in this process, from /proc/self/status.
-pub fn thread_count() -> io::Result<usize> {
+pub(crate) fn thread_count() -> io::Result<usize> {
     let status = std::fs::read_to_string("/proc/self/status")?;
     status
         .lines()
@@ -46,7 +46,7 @@ pub fn fork() -> io::Result<Forked> {
 
 /// Ends the process at once with `code`, without running destructors or
 /// atexit handlers (which belong to the parent in a forked child).
-pub fn exit_now(code: i32) -> ! {
+pub(crate) fn exit_now(code: i32) -> ! {
     // SAFETY: `_exit` is always safe to call; it never returns.
     unsafe { libc::_exit(code) }
 }
@@ -66,7 +66,7 @@ pub struct Reaped {
 
 impl Reaped {
     /// Exit code when the child exited normally.
-    pub fn exit_code(&self) -> Option<i32> {
+    pub(crate) fn exit_code(&self) -> Option<i32> {
         libc::WIFEXITED(self.status).then(|| libc::WEXITSTATUS(self.status))
     }
     /// Signal number when the child was killed by a signal.
@@ -128,7 +128,7 @@ pub fn kill(pid: i32, signal: i32) -> io::Result<()> {
 /// worker never outlives a server that was killed outright (it would keep
 /// the port and accept connections nobody counts). If `parent` is already
 /// gone, exits at once.
-pub fn die_with_parent(parent: i32) {
+pub(crate) fn die_with_parent(parent: i32) {
     use rustix::process::{getppid, set_parent_process_death_signal, Signal};
     if set_parent_process_death_signal(Some(Signal::KILL)).is_err()
         || getppid().map(|p| p.as_raw_nonzero().get()) != Some(parent)
@@ -161,7 +161,7 @@ impl Usage {
     /// This process, all its threads included. The peak is this program
     /// image's own (`VmHWM`): `ru_maxrss` survives exec, so a child of a
     /// 300 MiB parent reported that parent's peak as its own.
-    pub fn of_self() -> Usage {
+    pub(crate) fn of_self() -> Usage {
         // SAFETY: rusage is plain old data; all-zero is a valid value, and
         // getrusage writes into the live local it is given.
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -192,7 +192,7 @@ fn own_peak_rss_kib() -> Option<u64> {
 /// runs in a process group of its own, so its whole tree can be signalled
 /// at once and a terminal's Ctrl-C does not reach it. Start such children
 /// from a thread that outlives them (the runner's main thread).
-pub fn tie_to_parent(cmd: &mut std::process::Command) {
+pub(crate) fn tie_to_parent(cmd: &mut std::process::Command) {
     use std::os::unix::process::CommandExt;
     let parent = std::process::id() as i32;
     cmd.process_group(0);

@@ -22,7 +22,7 @@ pub fn nofile() -> NoFile {
 }
 
 /// Sets the soft open-files limit, keeping the hard limit.
-pub fn set_nofile_soft(soft: u64) -> io::Result<()> {
+pub(crate) fn set_nofile_soft(soft: u64) -> io::Result<()> {
     let hard = nofile().hard;
     if let Some(h) = hard {
         if soft > h {
@@ -53,7 +53,7 @@ pub fn raise_nofile() -> io::Result<u64> {
 }
 
 /// The soft limit as a descriptor count, with "unlimited" capped at 1 Mi.
-pub fn soft_nofile() -> usize {
+pub(crate) fn soft_nofile() -> usize {
     nofile().soft.unwrap_or(1 << 20) as usize
 }
 
@@ -61,7 +61,7 @@ pub fn soft_nofile() -> usize {
 /// `pthread_create` uses the soft RLIMIT_STACK when it is finite (8 MiB on
 /// most systems) and 2 MiB when it is unlimited. Rust's std would use 2 MiB
 /// either way; the `threads` model uses this to match the platform.
-pub fn platform_thread_stack() -> usize {
+pub(crate) fn platform_thread_stack() -> usize {
     match getrlimit(Resource::Stack).current {
         Some(n) if n >= 16 << 10 => n as usize,
         _ => 2 << 20,

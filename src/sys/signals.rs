@@ -54,7 +54,7 @@ impl Shutdown {
 /// A flag set by Ctrl-C (SIGINT) or SIGTERM, for a command that measures:
 /// it ends its measurement, writes what it has (marked interrupted) and
 /// exits 130, instead of dying with nothing written.
-pub fn interrupt_flag() -> io::Result<Arc<AtomicBool>> {
+pub(crate) fn interrupt_flag() -> io::Result<Arc<AtomicBool>> {
     let flag = Arc::new(AtomicBool::new(false));
     for sig in [SIGINT, SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&flag))?;
@@ -65,7 +65,7 @@ pub fn interrupt_flag() -> io::Result<Arc<AtomicBool>> {
 /// In a freshly forked child: restore the default action of the signals the
 /// parent handles, so SIGTERM ends the child instead of writing to the
 /// parent's pipe.
-pub fn reset_in_child() {
+pub(crate) fn reset_in_child() {
     for sig in [SIGTERM, SIGINT, SIGCHLD] {
         // SAFETY: installing SIG_DFL touches no Rust state and is
         // async-signal-safe.

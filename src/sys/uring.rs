@@ -50,7 +50,7 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
 /// A submitted operation, for cancelling it. Stale ids cancel nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OpId(u64);
+pub(crate) struct OpId(u64);
 
 /// The memory an operation in flight owns.
 #[derive(Debug)]
@@ -96,7 +96,7 @@ pub struct Completion {
 
 impl Completion {
     /// The descriptor an accept produced (once).
-    pub fn take_fd(&mut self) -> Option<OwnedFd> {
+    pub(crate) fn take_fd(&mut self) -> Option<OwnedFd> {
         match mem::replace(&mut self.payload, Payload::None) {
             Payload::Fd(fd) => Some(fd),
             other => {
@@ -107,7 +107,7 @@ impl Completion {
     }
 
     /// The buffer of a finished send, given back (once).
-    pub fn take_sent(&mut self) -> Option<Vec<u8>> {
+    pub(crate) fn take_sent(&mut self) -> Option<Vec<u8>> {
         match mem::replace(&mut self.payload, Payload::None) {
             Payload::Sent(buf) => Some(buf),
             other => {
@@ -250,7 +250,7 @@ impl BufRing {
 
 /// Sizes of a ring.
 #[derive(Debug, Clone, Copy)]
-pub struct Sizes {
+pub(crate) struct Sizes {
     /// Submission queue entries.
     pub sq: u32,
     /// Completion queue entries (at least `sq`).
@@ -262,7 +262,7 @@ pub struct Sizes {
 }
 
 /// An io_uring with a provided-buffer ring; see the module docs.
-pub struct Ring {
+pub(crate) struct Ring {
     ring: IoUring,
     bufs: Option<BufRing>,
     ops: Vec<Slot>,
@@ -329,13 +329,13 @@ impl Ring {
     }
 
     /// Operations submitted whose last completion has not been seen.
-    pub fn in_flight(&self) -> usize {
+    pub(crate) fn in_flight(&self) -> usize {
         self.live + self.cancels
     }
 
     /// Multishot accept on `listener`: one completion per connection (close
     /// on exec), until an error ends it (`more == false`).
-    pub fn accept_multi(&mut self, listener: BorrowedFd, user_data: u64) -> OpId {
+    pub(crate) fn accept_multi(&mut self, listener: BorrowedFd, user_data: u64) -> OpId {
         let e = opcode::AcceptMulti::new(Fd(listener.as_raw_fd()))
             .flags(libc::SOCK_CLOEXEC)
             .build();
@@ -345,14 +345,14 @@ impl Ring {
     /// Multishot receive on `fd` into buffers of the buffer ring: one
     /// completion per chunk, until EOF (result 0), an error, a cancel, or
     /// `-ENOBUFS` when the ring ran dry, each of which ends it.
-    pub fn recv_multi(&mut self, fd: BorrowedFd, user_data: u64) -> OpId {
+    pub(crate) fn recv_multi(&mut self, fd: BorrowedFd, user_data: u64) -> OpId {
         let e = opcode::RecvMulti::new(Fd(fd.as_raw_fd()), GROUP).build();
         self.start(e, user_data, Kind::Recv)
     }
 
     /// One receive on `fd` into one buffer of the buffer ring (at most one
     /// buffer's worth of data); `-ENOBUFS` when the ring is dry.
-    pub fn recv_once(&mut self, fd: BorrowedFd, user_data: u64) -> OpId {
+    pub(crate) fn recv_once(&mut self, fd: BorrowedFd, user_data: u64) -> OpId {
         let e = opcode::Recv::new(Fd(fd.as_raw_fd()), ptr::null_mut(), 0)
             .buf_group(GROUP)
             .build()
@@ -375,7 +375,7 @@ impl Ring {
     }
 
     /// One-shot poll for readability of `fd`.
-    pub fn poll_readable(&mut self, fd: BorrowedFd, user_data: u64) -> OpId {
+    pub(crate) fn poll_readable(&mut self, fd: BorrowedFd, user_data: u64) -> OpId {
         let e = opcode::PollAdd::new(Fd(fd.as_raw_fd()), libc::POLLIN as u32).build();
         self.start(e, user_data, Kind::Poll)
     }
@@ -393,14 +393,14 @@ impl Ring {
 
     /// Asks the kernel to cancel `op`; it then completes with `-ECANCELED`
     /// (unless it finished first). Harmless when `op` already finished.
-    pub fn cancel(&mut self, op: OpId) {
+    pub(crate) fn cancel(&mut self, op: OpId) {
         let e = opcode::AsyncCancel::new(op.0).build().user_data(CANCEL);
         self.cancels += 1;
         self.push(e);
     }
 
     /// Cancels every operation on descriptor `fd`.
-    pub fn cancel_fd(&mut self, fd: BorrowedFd) {
+    pub(crate) fn cancel_fd(&mut self, fd: BorrowedFd) {
         let e = opcode::AsyncCancel2::new(CancelBuilder::fd(Fd(fd.as_raw_fd())).all())
             .build()
             .user_data(CANCEL);
@@ -411,7 +411,7 @@ impl Ring {
     /// Returns the buffers lent since the last call to the kernel, submits
     /// everything queued, and waits until at least `want` completions are
     /// ready. An interrupted or busy wait returns early; callers loop.
-    pub fn submit_and_wait(&mut self, want: usize) -> io::Result<()> {
+    pub(crate) fn submit_and_wait(&mut self, want: usize) -> io::Result<()> {
         self.recycle();
         while let Some(e) = self.backlog.front() {
             // SAFETY: see `push`: the entry's memory is owned by its slot.
@@ -433,7 +433,7 @@ impl Ring {
     }
 
     /// Moves every ready completion into `out`.
-    pub fn complete(&mut self, out: &mut Vec<Completion>) {
+    pub(crate) fn complete(&mut self, out: &mut Vec<Completion>) {
         let epoch = self.epoch;
         for cqe in self.ring.completion() {
             let (token, result, flags) = (cqe.user_data(), cqe.result(), cqe.flags());
@@ -598,7 +598,7 @@ fn context(e: io::Error, what: &str) -> io::Error {
 /// doing it once on loopback: ring setup with the flags used, the opcodes
 /// (probe), a registered buffer ring, a multishot accept, a multishot
 /// receive into the buffer ring, and a send. The reason when not.
-pub fn probe() -> Result<(), String> {
+pub(crate) fn probe() -> Result<(), String> {
     let mut ring = Ring::new(Sizes {
         sq: 8,
         cq: 16,
