@@ -211,7 +211,7 @@ pub struct RunArgs {
     /// (repeatable).
     #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub server_args: Vec<String>,
-    /// Directory under which results/<experiment>-<time>/ is made.
+    /// Directory under which results/EXPERIMENT-TIME/ is made.
     #[arg(long, default_value = "results")]
     pub out: std::path::PathBuf,
     /// Finish an interrupted run in DIR (its own plan is used).

@@ -75,6 +75,9 @@
 // say why it is sound.
 #![deny(unsafe_code)]
 #![deny(clippy::undocumented_unsafe_blocks)]
+// These pages are for contributors, built with `cargo doc
+// --document-private-items`, where a link to a crate-private item resolves.
+#![allow(rustdoc::private_intra_doc_links)]
 
 pub mod cli;
 pub mod client;

@@ -1,5 +1,5 @@
 //! The named experiments: each preset ([`presets`]) is a matrix that
-//! follows one study's method, and [`tables`] prints the study's table shape
+//! follows one study's method, and [`tables()`] prints the study's table shape
 //! with our numbers. [`crate::plan::run`] turns `c10k run` flags and a
 //! preset into the run plan.
 

@@ -1,6 +1,6 @@
 //! Output paths: what a path given to `--json`, `--svg`, … names, checked
 //! before anything is measured ([`check_flag`]) and written without
-//! destroying it ([`write`]).
+//! destroying it ([`write()`]).
 //!
 //! - A regular file, or none yet, is written to a temporary file beside it
 //!   and renamed over it, so a reader never sees half a file. The new file
@@ -59,7 +59,7 @@ pub(crate) fn check_flag(flag: &str, path: Option<&Path>) -> Result<(), String> 
     }
 }
 
-/// Checks that `path` can be written as [`write`] would: `Err` says why not.
+/// Checks that `path` can be written as [`write()`] would: `Err` says why not.
 pub fn check(path: &Path) -> Result<(), String> {
     locate(path).map(|_| ())
 }

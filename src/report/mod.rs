@@ -13,7 +13,7 @@
 //! has. Nothing reads a font file while the report is made, so it builds and
 //! runs on a system with no fonts installed.
 //!
-//! - [`series`]: the cells that count, grouped by model and connections;
+//! - [`crate::runner::series`] (read here): the cells that count, grouped by model and connections;
 //! - [`figures`]: which charts the run gets and their data;
 //! - [`memory`]: the memory-per-connection chart (slopes, cells below
 //!   resolution listed);
@@ -23,7 +23,7 @@
 //! - [`environment`]: where the run took place;
 //! - [`tables`]: every table of the run, for the page, the exports and the
 //!   terminal;
-//! - [`page`]: the HTML around them; [`units`]: numbers for people.
+//! - [`page`]: the HTML around them; [`crate::present::units`]: numbers for people.
 
 pub mod charts;
 pub mod environment;

@@ -2,7 +2,7 @@
 //! connection count, one repeat each); every cell starts the server as its
 //! own process, waits for READY, measures it with the load generator, stops
 //! and reaps it, and appends one line to `results.jsonl` at once
-//! ([`execute`], [`results`]). Ctrl-C ends the run between cells, the cell
+//! ([`mod@execute`], [`results`]). Ctrl-C ends the run between cells, the cell
 //! in progress unrecorded, and `--resume` finishes it later. A run holds
 //! its directory's lock from start to exit ([`lock`]), and a resume takes
 //! only the results of the plan it finishes ([`identity`]). With `--runs
