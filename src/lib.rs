@@ -34,7 +34,9 @@
 //! once it accepts; [`server::run`]), waits until the server holds the
 //! connections ([`metrics::tree`]), and drives it with the load generator
 //! ([`client::run`], one event loop per thread in [`client::engine`], several
-//! processes through [`client::split`] past the open-files limit). Samples
+//! processes through [`client::split`] past the open-files limit; a loop's,
+//! a process's and a run's figures are one type, merged one way, in
+//! [`client::measured`]). Samples
 //! of the server's process tree and the kernel's memory are taken at each
 //! end of the window; the client says what limited the figure
 //! ([`client::limit`], [`runner::verdict`]). The cell becomes one line of
@@ -56,6 +58,7 @@
 //! | the client's event loop, pacing, coordinated omission | `client/engine.rs` |
 //! | a load plan and its command line | `client/plan.rs` |
 //! | spreading the client over processes | `client/split.rs` |
+//! | merging loops', processes' and agents' measurements (histograms added) | `client/measured.rs` |
 //! | limits checked before a run | `client/preflight.rs` |
 //! | what limited a figure | `client/limit.rs`, `runner/verdict.rs` |
 //! | results, resume, locking, which plan a record belongs to | `runner/results.rs`, `lock.rs`, `identity.rs` |
