@@ -58,7 +58,7 @@
 //! | the client's event loop, pacing, coordinated omission | `client/engine.rs` |
 //! | a load plan and its command line | `client/plan.rs` |
 //! | spreading the client over processes | `client/split.rs` |
-//! | merging loops', processes' and agents' measurements (histograms added) | `client/measured.rs` |
+//! | merging loops' and worker processes' measurements (histograms added) | `client/measured.rs` |
 //! | limits checked before a run | `client/preflight.rs` |
 //! | what limited a figure | `client/limit.rs`, `runner/verdict.rs` |
 //! | results, resume, locking, which plan a record belongs to | `runner/results.rs`, `lock.rs`, `identity.rs` |
