@@ -167,9 +167,19 @@ pub struct RunArgs {
     /// List the experiments and exit.
     #[arg(long)]
     pub list: bool,
-    /// Models, e.g. select,threads [default: every model].
+    /// Models, e.g. select,threads [default: every model]; may be empty
+    /// (`--models ''`) when --server names servers.
     #[arg(long, value_delimiter = ',')]
     pub models: Option<Vec<String>>,
+    /// A server of your own beside the models: NAME='COMMAND ARGS {port}'
+    /// ({port}: a free port c10k picked; {addr}: the address to bind;
+    /// {cpus}: the server side's CPU list). Ready when it prints a line
+    /// starting READY or accepts a connect. Repeatable.
+    #[arg(long = "server", value_name = "NAME=COMMAND")]
+    pub servers: Vec<String>,
+    /// How long a --server may take to be ready [default: 60s].
+    #[arg(long, value_name = "DURATION")]
+    pub ready_timeout: Option<String>,
     /// Connection counts, e.g. 2,4,8.
     #[arg(short, long, value_delimiter = ',')]
     pub connections: Option<Vec<usize>>,
@@ -215,7 +225,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "results")]
     pub out: std::path::PathBuf,
     /// Finish an interrupted run in DIR (its own plan is used).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "models", "connections", "runs", "workload", "messages", "duration", "warmup", "message_size", "timeout", "pin", "order", "per_connection_csv", "server_args"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "models", "connections", "runs", "workload", "messages", "duration", "warmup", "message_size", "timeout", "pin", "order", "per_connection_csv", "server_args", "servers", "ready_timeout"])]
     pub resume: Option<std::path::PathBuf>,
     /// Do not write report.html (the exports are still written).
     #[arg(long)]

@@ -6,6 +6,7 @@ use super::parse_duration;
 use crate::cli::{self, RunArgs};
 use crate::experiments::presets;
 use crate::present::units::parse_size;
+use crate::runner::foreign::Foreign;
 use crate::runner::matrix::{self, Order, Pin, RunPlan, WorkloadKind, RESULTS_VERSION};
 
 /// The run plan for `args`: the preset's matrix with every flag applied,
@@ -19,7 +20,28 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
             names.join(", ")
         )
     })?;
-    let models: Vec<String> = match &args.models {
+    let servers = args
+        .servers
+        .iter()
+        .map(|s| Foreign::parse(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let ready_timeout_seconds = match &args.ready_timeout {
+        None => crate::runner::foreign::default_ready_seconds(),
+        Some(t) => {
+            let t = parse_duration(t).map_err(|e| format!("--ready-timeout: {e}"))?;
+            if t < std::time::Duration::from_millis(10) || t > std::time::Duration::from_secs(3600)
+            {
+                return Err("--ready-timeout must be from 10ms to 1h".into());
+            }
+            t.as_secs_f64()
+        }
+    };
+    if !servers.is_empty() && preset.bench.is_some() {
+        return Err(format!(
+            "--server: the {name} experiment runs a micro-benchmark, not servers"
+        ));
+    }
+    let mut models: Vec<String> = match &args.models {
         Some(m) => m
             .iter()
             .map(|s| s.trim().to_string())
@@ -31,13 +53,13 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
             .collect(),
         None => preset.models.iter().map(|s| s.to_string()).collect(),
     };
-    if models.is_empty() {
+    if models.is_empty() && servers.is_empty() {
         return Err("--models names no model".into());
     }
     for m in &models {
         let known = match preset.bench {
             Some(_) => preset.models.contains(&m.as_str()),
-            None => crate::server::find(m).is_some(),
+            None => crate::server::find(m).is_some() || servers.iter().any(|s| s.name == *m),
         };
         if !known {
             let names = match preset.bench {
@@ -53,6 +75,17 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     let mut seen = std::collections::BTreeSet::new();
     if let Some(m) = models.iter().find(|m| !seen.insert(m.as_str())) {
         return Err(format!("--models names '{m}' twice"));
+    }
+    // Each server of the user's runs beside the models: where --models
+    // places it, or after them.
+    let mut named = std::collections::BTreeSet::new();
+    for s in &servers {
+        if !named.insert(s.name.as_str()) {
+            return Err(format!("--server names '{}' twice", s.name));
+        }
+        if !models.contains(&s.name) {
+            models.push(s.name.clone());
+        }
     }
     let mut connections = args
         .connections
@@ -168,7 +201,8 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         || args.messages.is_some()
         || args.duration.is_some()
         || args.message_size.is_some()
-        || !args.server_args.is_empty();
+        || !args.server_args.is_empty()
+        || !servers.is_empty();
     let buffer = super::check_server_args(&args.server_args)?;
     let cells = matrix::expand(&models, &connections, runs, order);
     Ok(RunPlan {
@@ -193,6 +227,8 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         per_connection_csv: preset.per_connection_csv || args.per_connection_csv,
         buffer,
         server_args: args.server_args.clone(),
+        servers,
+        ready_timeout_seconds,
         bench: preset.bench,
         bench_args: preset.bench_args.iter().map(|a| a.to_string()).collect(),
         size_label: preset.size_label.to_string(),

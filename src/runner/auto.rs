@@ -242,6 +242,8 @@ mod tests {
             per_connection_csv: false,
             buffer: "16KiB".into(),
             server_args: Vec::new(),
+            servers: Vec::new(),
+            ready_timeout_seconds: 60.0,
             bench: Some(matrix::Bench::Spawn),
             bench_args: Vec::new(),
             size_label: "connections".into(),

@@ -9,8 +9,9 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::cell::{CellResult, ServerSide, Status};
+use super::foreign::{self, Foreign};
 use super::matrix::{CellSpec, RunPlan, WorkloadKind, RESULTS_VERSION};
-use super::server::{ServerChild, StartError, Stopped};
+use super::server::{Launcher, ServerChild, StartError, Stopped};
 use crate::client::plan::{LoadPlan, Stop, Workload, DEFAULT_DURATION};
 use crate::client::run::Outcome;
 use crate::metrics::kernel::KernelMemory;
@@ -106,37 +107,14 @@ fn measure(
     dir: &Path,
     result: &mut CellResult,
 ) -> Result<(), Trouble> {
-    let model = crate::server::find(&spec.model)
-        .ok_or_else(|| Trouble::Failed(format!("unknown model '{}'", spec.model)))?;
-    check_tasks(model, spec.connections).map_err(Trouble::Failed)?;
     let hard = sys::rlimit::nofile().hard;
-    let instances = if model.forks() {
-        1
-    } else {
-        server_processes(spec.connections, hard)
-    };
     result.kernel_before = kernel::sample();
-    let mut servers: Vec<ServerChild> = Vec::with_capacity(instances);
-    let mut args_used = Vec::new();
-    for i in 0..instances {
-        let port = servers.first().map_or(0, |s| s.addr.port());
-        let args = server_args(plan, model, spec.connections, instances, port, hard);
-        match ServerChild::start(&args) {
-            Ok(s) => servers.push(s),
-            Err(e) => {
-                let stopped: Vec<Stopped> = servers.into_iter().map(ServerChild::stop).collect();
-                drop(stopped);
-                return Err(match e {
-                    StartError::Unsupported(why) => Trouble::Skipped(why),
-                    StartError::Failed(why) if i > 0 => {
-                        Trouble::Failed(format!("server instance {} of {instances}: {why}", i + 1))
-                    }
-                    StartError::Failed(why) => Trouble::Failed(why),
-                });
-            }
-        }
-        args_used = args;
-    }
+    let Started {
+        servers,
+        args: args_used,
+        instances,
+        task_per_connection,
+    } = start_servers(plan, spec, hard)?;
     let pids: Vec<u32> = servers.iter().map(ServerChild::pid).collect();
     let idle = tree::sample(&pids);
     let csv = plan.per_connection_csv.then(|| {
@@ -166,7 +144,7 @@ fn measure(
         if !churn {
             let sockets = idle.sockets as usize + spec.connections;
             // A thread or process per connection: wait for those too.
-            let threads = if model.task_per_connection() {
+            let threads = if task_per_connection {
                 idle.threads + spec.connections as u64
             } else {
                 0
@@ -276,6 +254,108 @@ fn measure(
     }
     result.status = Status::Ok;
     Ok(())
+}
+
+/// The server side of a cell, running.
+struct Started {
+    servers: Vec<ServerChild>,
+    /// The command line of the last instance started.
+    args: Vec<String>,
+    instances: usize,
+    /// A thread or process per connection: the loaded sample waits for
+    /// those too.
+    task_per_connection: bool,
+}
+
+/// Starts the cell's server: a foreign one as its command says, or `c10k
+/// serve` in as many instances (sharing the port) as the connections need
+/// under the open-files hard limit `hard`.
+fn start_servers(plan: &RunPlan, spec: &CellSpec, hard: Option<u64>) -> Result<Started, Trouble> {
+    if let Some(f) = plan.servers.iter().find(|f| f.name == spec.model) {
+        return start_foreign(plan, spec, f, hard);
+    }
+    let model = crate::server::find(&spec.model)
+        .ok_or_else(|| Trouble::Failed(format!("unknown model '{}'", spec.model)))?;
+    check_tasks(model, spec.connections).map_err(Trouble::Failed)?;
+    let instances = if model.forks() {
+        1
+    } else {
+        server_processes(spec.connections, hard)
+    };
+    let mut servers: Vec<ServerChild> = Vec::with_capacity(instances);
+    let mut args_used = Vec::new();
+    for i in 0..instances {
+        let port = servers.first().map_or(0, |s| s.addr.port());
+        let args = server_args(plan, model, spec.connections, instances, port, hard);
+        match ServerChild::start(&args) {
+            Ok(s) => servers.push(s),
+            Err(e) => {
+                let stopped: Vec<Stopped> = servers.into_iter().map(ServerChild::stop).collect();
+                drop(stopped);
+                return Err(match e {
+                    StartError::Unsupported(why) => Trouble::Skipped(why),
+                    StartError::Failed(why) if i > 0 => {
+                        Trouble::Failed(format!("server instance {} of {instances}: {why}", i + 1))
+                    }
+                    StartError::Failed(why) => Trouble::Failed(why),
+                });
+            }
+        }
+        args_used = args;
+    }
+    Ok(Started {
+        servers,
+        args: args_used,
+        instances,
+        task_per_connection: model.task_per_connection(),
+    })
+}
+
+/// Starts a foreign server: one process (c10k cannot know whether it
+/// shares a port), pinned as the cell says, with the open-files soft limit
+/// raised to the hard one (as our models get `--nofile`).
+fn start_foreign(
+    plan: &RunPlan,
+    spec: &CellSpec,
+    f: &Foreign,
+    hard: Option<u64>,
+) -> Result<Started, Trouble> {
+    if let Some(room) = hard.map(|h| h.saturating_sub(SERVER_HEADROOM)) {
+        if spec.connections as u64 > room {
+            return Err(Trouble::Skipped(format!(
+                "{} is one process, which holds at most {room} connections under the open-files \
+                 hard limit of {}; c10k spreads only its own models over processes",
+                f.name,
+                hard.unwrap_or(0)
+            )));
+        }
+    }
+    sys::rlimit::raise_nofile()
+        .map_err(|e| Trouble::Failed(format!("raising the open-files limit: {e}")))?;
+    let port =
+        foreign::free_port().map_err(|e| Trouble::Failed(format!("finding a free port: {e}")))?;
+    let cpus = if plan.server_cpus.is_empty() {
+        sys::affinity::current_cpus()
+    } else {
+        plan.server_cpus.clone()
+    };
+    let argv = f.argv(port, &sys::affinity::format_cpu_list(&cpus));
+    let launcher = Launcher {
+        patience: Duration::from_secs_f64(plan.ready_timeout_seconds.clamp(0.01, 3600.0)),
+        ..Launcher::default()
+    };
+    let server = launcher
+        .start_foreign(&argv, port, &plan.server_cpus)
+        .map_err(|e| match e {
+            StartError::Unsupported(why) => Trouble::Skipped(why),
+            StartError::Failed(why) => Trouble::Failed(format!("{}: {why}", f.name)),
+        })?;
+    Ok(Started {
+        servers: vec![server],
+        args: argv,
+        instances: 1,
+        task_per_connection: false,
+    })
 }
 
 /// The `c10k serve` arguments of one instance.

@@ -274,6 +274,12 @@ pub struct RunPlan {
     /// More `c10k serve` arguments for every server (`--server-arg`).
     #[serde(default)]
     pub server_args: Vec<String>,
+    /// Servers that are not c10k's (`--server`), named in `models`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<super::foreign::Foreign>,
+    /// How long a foreign server may take to be ready, in seconds.
+    #[serde(default = "super::foreign::default_ready_seconds")]
+    pub ready_timeout_seconds: f64,
     /// A micro-benchmark experiment (its cells run no server).
     #[serde(default)]
     pub bench: Option<Bench>,

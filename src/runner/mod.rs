@@ -14,6 +14,7 @@ pub mod auto;
 pub mod bench;
 pub mod cell;
 pub mod execute;
+pub mod foreign;
 pub mod identity;
 pub mod lock;
 pub mod matrix;

@@ -4,6 +4,13 @@
 //! the CPU time of its whole tree (a server reaps the children it forks)
 //! and the peak RSS of its largest process.
 //!
+//! A foreign server (`--server NAME='COMMAND {port}'`, [`super::foreign`])
+//! goes through the same launcher ([`Launcher::start_foreign`]): pinned
+//! before it runs, ready when it prints a line starting `READY` or when a
+//! connect to its port succeeds (probed every [`PROBE_EVERY`], at most the
+//! launcher's patience), stopped with SIGTERM to its whole process group
+//! and SIGKILL after [`GRACE`]; dying of that SIGTERM is a clean end for it.
+//!
 //! The one launcher of servers: the runner's cells, the integration tests
 //! and the benches all start and stop their servers here ([`Launcher`]
 //! says which binary and how long to wait; [`Stopped::checked`] is the
@@ -22,6 +29,14 @@ use crate::sys;
 
 /// How long a server may take to print READY, and to exit after SIGTERM.
 pub const PATIENCE: Duration = Duration::from_secs(60);
+
+/// How long a foreign server may take to exit after SIGTERM before its
+/// process group is killed.
+pub const GRACE: Duration = Duration::from_secs(5);
+
+/// How often a foreign server that has not printed READY is probed with a
+/// connect.
+pub const PROBE_EVERY: Duration = Duration::from_millis(20);
 
 /// Why a server did not start.
 #[derive(Debug, thiserror::Error)]
@@ -58,7 +73,10 @@ pub struct ServerChild {
     pub addr: SocketAddr,
     lines: Receiver<String>,
     stderr: Option<std::thread::JoinHandle<String>>,
+    /// How long it may take to exit after SIGTERM.
     patience: Duration,
+    /// Not c10k's: SIGTERM goes to its whole group, and may end it.
+    foreign: bool,
 }
 
 /// What a stopped server left.
@@ -72,6 +90,9 @@ pub struct Stopped {
     /// It had to be killed: it did not exit within the launcher's patience
     /// of SIGTERM.
     pub killed: bool,
+    /// Dying of the SIGTERM that stopped it is a clean end (a foreign
+    /// server need not catch it).
+    pub term_is_clean: bool,
 }
 
 impl Stopped {
@@ -80,6 +101,15 @@ impl Stopped {
         let how = match self.reaped {
             None => "could not be reaped".to_string(),
             Some(r) if r.exit_code() == Some(0) && !self.killed => return None,
+            Some(r)
+                if self.term_is_clean
+                    && !self.killed
+                    && (r.signal() == Some(libc::SIGTERM)
+                        || r.exit_code() == Some(128 + libc::SIGTERM)) =>
+            {
+                return None
+            }
+            Some(_) if self.killed => "did not exit after SIGTERM and was killed".to_string(),
             Some(r) => match (r.exit_code(), r.signal()) {
                 (Some(c), _) => format!("exited with code {c}"),
                 (_, Some(s)) => format!("was killed by signal {s}"),
@@ -131,39 +161,8 @@ impl Launcher {
                 .map_err(|e| StartError::Failed(format!("cannot find this program: {e}")))?,
         };
         let mut cmd = Command::new(exe);
-        cmd.arg("serve")
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        sys::process::tie_to_parent(&mut cmd);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| StartError::Failed(format!("cannot start the server: {e}")))?;
-        let (Some(stdout), Some(mut err_pipe)) = (child.stdout.take(), child.stderr.take()) else {
-            return Err(StartError::Failed("the server has no output pipes".into()));
-        };
-        let stderr = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = err_pipe.read_to_string(&mut s);
-            s
-        });
-        let (tx, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(l) = line else { break };
-                if tx.send(l).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut server = ServerChild {
-            child,
-            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-            lines,
-            stderr: Some(stderr),
-            patience: self.patience,
-        };
+        cmd.arg("serve").args(args);
+        let mut server = self.spawn(cmd, "the server")?;
         match server.lines.recv_timeout(self.patience) {
             Ok(line) => match line.strip_prefix("READY ").map(str::parse) {
                 Some(Ok(addr)) => {
@@ -199,6 +198,117 @@ impl Launcher {
             }
         }
     }
+
+    /// Starts a foreign server, `argv` with its placeholders filled in,
+    /// listening on `port` of the loopback, pinned to `cpus` (none: not
+    /// pinned); waits (at most [`Launcher::patience`]) until it prints a
+    /// line starting `READY` (`READY ip:port` names its address) or accepts
+    /// a connect on the port.
+    pub fn start_foreign(
+        &self,
+        argv: &[String],
+        port: u16,
+        cpus: &[usize],
+    ) -> Result<ServerChild, StartError> {
+        let Some((program, args)) = argv.split_first() else {
+            return Err(StartError::Failed("an empty server command".into()));
+        };
+        let mut cmd = Command::new(program);
+        cmd.args(args);
+        if !cpus.is_empty() {
+            sys::affinity::pin_child(&mut cmd, cpus);
+        }
+        let mut server = self.spawn(cmd, program)?;
+        server.foreign = true;
+        server.patience = GRACE;
+        server.addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let deadline = Instant::now() + self.patience;
+        let mut said = None;
+        loop {
+            match server.lines.recv_timeout(PROBE_EVERY) {
+                Ok(line) if line.starts_with("READY") => {
+                    if let Some(Ok(addr)) = line.strip_prefix("READY ").map(str::parse) {
+                        server.addr = addr;
+                    }
+                    return Ok(server);
+                }
+                Ok(line) => said = Some(line),
+                Err(RecvTimeoutError::Timeout) => {}
+                // Its stdout is closed: whether it still runs is below.
+                Err(RecvTimeoutError::Disconnected) => {
+                    if sys::process::exits_within(server.pid() as i32, PROBE_EVERY).unwrap_or(false)
+                    {
+                        let stopped = server.stop();
+                        return Err(StartError::Failed(
+                            stopped
+                                .trouble()
+                                .map(|t| format!("{t} before it was ready"))
+                                .unwrap_or_else(|| "the server exited before it was ready".into()),
+                        ));
+                    }
+                }
+            }
+            if std::net::TcpStream::connect_timeout(&server.addr, PROBE_EVERY).is_ok() {
+                return Ok(server);
+            }
+            if !server.running() {
+                let stopped = server.stop();
+                return Err(StartError::Failed(
+                    stopped
+                        .trouble()
+                        .map(|t| format!("{t} before it was ready"))
+                        .unwrap_or_else(|| "the server exited before it was ready".into()),
+                ));
+            }
+            if Instant::now() >= deadline {
+                let _ = server.stop();
+                let last = said
+                    .map(|l| format!("; its last line: {l:?}"))
+                    .unwrap_or_default();
+                return Err(StartError::Failed(format!(
+                    "the server neither printed READY nor accepted a connection on port {port} within {} s{last}",
+                    self.patience.as_secs()
+                )));
+            }
+        }
+    }
+
+    /// Starts `cmd` tied to this process, in its own process group, with
+    /// a reader thread on each of its output pipes.
+    fn spawn(&self, mut cmd: Command, what: &str) -> Result<ServerChild, StartError> {
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        sys::process::tie_to_parent(&mut cmd);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| StartError::Failed(format!("cannot start {what}: {e}")))?;
+        let (Some(stdout), Some(mut err_pipe)) = (child.stdout.take(), child.stderr.take()) else {
+            return Err(StartError::Failed("the server has no output pipes".into()));
+        };
+        let stderr = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err_pipe.read_to_string(&mut s);
+            s
+        });
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(l) = line else { break };
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(ServerChild {
+            child,
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            lines,
+            stderr: Some(stderr),
+            patience: self.patience,
+            foreign: false,
+        })
+    }
 }
 
 impl ServerChild {
@@ -226,9 +336,11 @@ impl ServerChild {
 
     /// SIGTERM, its summary line, then `wait4`. A server that does not exit
     /// within the launcher's patience is killed with its whole process group.
+    /// A foreign server's SIGTERM goes to its whole group, and it has
+    /// [`GRACE`] to exit.
     pub fn stop(mut self) -> Stopped {
         let pid = self.pid() as i32;
-        let _ = sys::process::kill(pid, libc::SIGTERM);
+        let _ = sys::process::kill(if self.foreign { -pid } else { pid }, libc::SIGTERM);
         let deadline = Instant::now() + self.patience;
         let mut summary = None;
         let mut killed = false;
@@ -250,6 +362,15 @@ impl ServerChild {
                 }
             }
         }
+        // A server that closed its output early may still be running: it
+        // has what is left of its time to exit.
+        if !killed {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if !sys::process::exits_within(pid, left).unwrap_or(true) {
+                killed = true;
+                let _ = sys::process::kill(-pid, libc::SIGKILL);
+            }
+        }
         let reaped = sys::process::reap(pid, true).ok().flatten();
         // Anything left in its group (a child that outlived it) goes too.
         let _ = sys::process::kill(-pid, libc::SIGKILL);
@@ -263,6 +384,7 @@ impl ServerChild {
             reaped,
             stderr: stderr.trim().to_string(),
             killed,
+            term_is_clean: self.foreign,
         }
     }
 }

@@ -95,6 +95,23 @@ pub fn pin_current(cpus: &[usize]) -> io::Result<()> {
     sched_setaffinity(None, &set).map_err(io::Error::from)
 }
 
+/// Pins the child `cmd` starts to `cpus`, before it runs anything: its
+/// first instruction, and every thread and process it makes, stay there.
+pub(crate) fn pin_child(cmd: &mut std::process::Command, cpus: &[usize]) {
+    use std::os::unix::process::CommandExt;
+    let mut set = CpuSet::new();
+    for &c in cpus {
+        set.set(c);
+    }
+    // SAFETY: the closure runs in the child between fork and exec, so it
+    // must only make async-signal-safe calls: sched_setaffinity is a raw
+    // system call here (rustix) on a set built before the fork, and nothing
+    // allocates or takes a lock.
+    unsafe {
+        cmd.pre_exec(move || sched_setaffinity(None, &set).map_err(io::Error::from));
+    }
+}
+
 /// The CPUs the calling thread may run on.
 pub fn current_cpus() -> Vec<usize> {
     match rustix::thread::sched_getaffinity(None) {

@@ -109,6 +109,36 @@ pub fn reap(pid: i32, block: bool) -> io::Result<Option<Reaped>> {
     }
 }
 
+/// Waits up to `timeout` for child `pid` to exit, without reaping it
+/// (a pidfd polled for readability). `Ok(true)`: it has exited.
+pub(crate) fn exits_within(pid: i32, timeout: std::time::Duration) -> io::Result<bool> {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    use rustix::process::{pidfd_open, Pid, PidfdFlags};
+    let Some(pid) = Pid::from_raw(pid) else {
+        return Ok(true);
+    };
+    let fd = match pidfd_open(pid, PidfdFlags::empty()) {
+        Ok(fd) => fd,
+        // Gone (and reaped) already.
+        Err(rustix::io::Errno::SRCH) => return Ok(true),
+        Err(e) => return Err(e.into()),
+    };
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let ts = Timespec {
+            tv_sec: left.as_secs() as i64,
+            tv_nsec: left.subsec_nanos() as _,
+        };
+        let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+        match poll(&mut fds, Some(&ts)) {
+            Ok(n) => return Ok(n > 0),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
 /// Sends `signal` to process `pid` (to process group `-pid` when negative);
 /// a process already gone is not an error.
 pub fn kill(pid: i32, signal: i32) -> io::Result<()> {

@@ -6,6 +6,7 @@
 
 mod cli;
 mod conformance;
+mod foreign;
 mod herd;
 mod hostile;
 mod load;
@@ -35,8 +36,9 @@ fn main() {
             ));
         }
     }
-    let groups: [(&str, &[(&str, support::Test)]); 10] = [
+    let groups: [(&str, &[(&str, support::Test)]); 11] = [
         ("cli", cli::TESTS),
+        ("foreign", foreign::TESTS),
         ("herd", herd::TESTS),
         ("hostile", hostile::TESTS),
         ("load", load::TESTS),

@@ -272,6 +272,8 @@ fn plan(
         per_connection_csv: false,
         buffer: "16KiB".into(),
         server_args: Vec::new(),
+        servers: Vec::new(),
+        ready_timeout_seconds: 60.0,
         bench: None,
         bench_args: Vec::new(),
         size_label: "connections".into(),

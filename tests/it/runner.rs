@@ -509,6 +509,23 @@ fn bad_input() -> Result<(), Failed> {
         (&["run", "--connections", "0"], "--connections"),
         (&["run", "--runs", "0"], "--runs 0"),
         (&["run", "--runs", "often"], "or auto"),
+        (&["run", "--models", ""], "--models names no model"),
+        (
+            &["run", "--server", "python3 srv.py {port}"],
+            "expected NAME=",
+        ),
+        (
+            &["run", "--server", "epoll=srv {port}"],
+            "name of a c10k model",
+        ),
+        (
+            &["run", "--server", "x=srv --port 80"],
+            "must contain {port}",
+        ),
+        (
+            &["run", "--server", "x=a {port}", "--server", "x=b {port}"],
+            "--server names 'x' twice",
+        ),
         (
             &["run", "--resume", "/nonexistent/c10k"],
             "not a c10k results directory",

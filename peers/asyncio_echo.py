@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""An echo server on Python's asyncio (standard library only): one
+coroutine per connection on one event loop (epoll underneath).
+
+usage: asyncio_echo.py PORT [ADDR]
+
+Echoes every byte; when the client half-closes, sends what is left and
+then EOF. Prints `READY ADDR:PORT` once it listens; exits cleanly on
+SIGTERM or SIGINT. Run by `c10k run --server` and the `peers` preset.
+"""
+
+import asyncio
+import signal
+import sys
+
+
+async def echo(reader, writer):
+    try:
+        while True:
+            data = await reader.read(65536)
+            if not data:
+                break
+            writer.write(data)
+            await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        writer.close()
+
+
+async def main():
+    port = int(sys.argv[1])
+    addr = sys.argv[2] if len(sys.argv) > 2 else "127.0.0.1"
+    server = await asyncio.start_server(echo, addr, port, backlog=4096)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for s in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(s, stop.set)
+    print(f"READY {addr}:{port}", flush=True)
+    async with server:
+        await stop.wait()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) not in (2, 3):
+        sys.exit(__doc__.strip().splitlines()[3])
+    asyncio.run(main())

@@ -1,0 +1,117 @@
+//! A server that is not c10k's: `c10k run --server NAME='COMMAND ARGS
+//! {port}'`. The command is split into words once, as a shell would split
+//! it (quotes and backslashes), but no shell runs it; each cell fills in
+//! its placeholders and starts it through the one launcher
+//! ([`super::server::Launcher::start_foreign`]), where it is measured as
+//! our models are.
+//!
+//! Placeholders: `{port}` (a free port c10k picked, required), `{addr}`
+//! (the address to bind, 127.0.0.1) and `{cpus}` (the CPU list the cell
+//! gives the server side, e.g. `0` or `0-1`; every CPU this process may use
+//! when the run does not pin). Cost: nothing until a cell starts it.
+
+use serde::{Deserialize, Serialize};
+
+/// How long a foreign server may take to be ready, unless the run says.
+pub fn default_ready_seconds() -> f64 {
+    super::server::PATIENCE.as_secs_f64()
+}
+
+/// A port free on the loopback now, for a server to bind (the kernel
+/// picks it; another program could take it before the server does, which
+/// the server would report).
+pub fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind((ADDR, 0))?.local_addr()?.port())
+}
+
+/// Where foreign servers bind: the loopback, as every cell's client
+/// connects there.
+pub const ADDR: &str = "127.0.0.1";
+
+/// A foreign server, as `plan.json` keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Foreign {
+    /// Its name in tables, charts and cell ids.
+    pub name: String,
+    /// The command, split into words, placeholders unfilled.
+    pub command: Vec<String>,
+}
+
+impl Foreign {
+    /// Parses `NAME=COMMAND ARGS {port}`; `Err` is one line for the user.
+    pub fn parse(spec: &str) -> Result<Foreign, String> {
+        let (name, command) = spec
+            .split_once('=')
+            .ok_or_else(|| format!("--server {spec:?}: expected NAME='COMMAND ARGS {{port}}'"))?;
+        let name = name.trim();
+        let good = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+        if name.is_empty() || name.len() > 40 || !name.chars().all(good) {
+            return Err(format!(
+                "--server {spec:?}: the name must be 1 to 40 letters, digits, '-' or '_'"
+            ));
+        }
+        if crate::server::find(name).is_some() {
+            return Err(format!(
+                "--server {name}: that is the name of a c10k model; choose another"
+            ));
+        }
+        let words = shlex::split(command)
+            .ok_or_else(|| format!("--server {name}: unbalanced quotes in {command:?}"))?;
+        if words.is_empty() {
+            return Err(format!("--server {name}: no command after '='"));
+        }
+        if !words.iter().any(|w| w.contains("{port}")) {
+            return Err(format!(
+                "--server {name}: the command must contain {{port}}, where it is told the port to listen on"
+            ));
+        }
+        Ok(Foreign {
+            name: name.to_string(),
+            command: words,
+        })
+    }
+
+    /// The command with its placeholders filled in.
+    pub fn argv(&self, port: u16, cpus: &str) -> Vec<String> {
+        self.command
+            .iter()
+            .map(|w| {
+                w.replace("{port}", &port.to_string())
+                    .replace("{addr}", ADDR)
+                    .replace("{cpus}", cpus)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_splits_like_a_shell_and_fills_its_placeholders() {
+        let f = Foreign::parse("py=python3 'my server.py' --port={port} --cpus {cpus}").unwrap();
+        assert_eq!(f.name, "py");
+        assert_eq!(
+            f.argv(4242, "0-1"),
+            ["python3", "my server.py", "--port=4242", "--cpus", "0-1"]
+        );
+    }
+
+    #[test]
+    fn bad_specs_are_refused_with_the_reason() {
+        for (spec, says) in [
+            ("python3 srv.py {port}", "expected NAME="),
+            ("=srv {port}", "the name must be"),
+            ("a b=srv {port}", "the name must be"),
+            ("epoll=srv {port}", "name of a c10k model"),
+            ("x=", "no command"),
+            ("x=srv --port 80", "must contain {port}"),
+            ("x=srv \"--port {port}", "unbalanced quotes"),
+        ] {
+            let e = Foreign::parse(spec).unwrap_err();
+            assert!(e.contains(says), "{spec:?}: {e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! `c10k run --server`: a server that is not c10k's, measured as a model
+//! (the asyncio peer, standard-library Python), and foreign servers that
+//! never become ready, exit at once, or ignore SIGTERM, each a failed cell
+//! with its cause and nothing of theirs left running.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use libtest_mimic::Failed;
+
+use crate::support::{bin, Test};
+
+pub const TESTS: &[(&str, Test)] = &[
+    ("asyncio_server_is_measured_as_a_model", asyncio_measured),
+    (
+        "never_ready_exits_at_once_and_ignores_sigterm_are_failed_cells",
+        misbehaving,
+    ),
+];
+
+/// A fresh, empty directory for one test.
+fn scratch(name: &str) -> Result<PathBuf, Failed> {
+    let dir = std::env::temp_dir().join(format!("c10k-foreign-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// Runs `c10k run ARGS --no-report --out DIR/out` and returns the records
+/// of the one results directory it made.
+fn run(dir: &Path, args: &[&str]) -> Result<Vec<serde_json::Value>, Failed> {
+    let out = dir.join("out");
+    let o = Command::new(bin())
+        .arg("run")
+        .args(args)
+        .args(["--no-report", "--out"])
+        .arg(&out)
+        .output()?;
+    if !o.status.success() {
+        return Err(format!(
+            "exit {:?}: {}",
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr)
+        )
+        .into());
+    }
+    let results = std::fs::read_dir(&out)?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .ok_or("no results directory")?;
+    std::fs::read_to_string(results.join("results.jsonl"))?
+        .lines()
+        .map(|l| serde_json::from_str(l).map_err(|e| format!("bad line {l:?}: {e}").into()))
+        .collect()
+}
+
+/// Processes whose command line mentions `dir`: what a run left behind.
+fn left_running(dir: &Path) -> Vec<String> {
+    let mark = dir.to_string_lossy().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&mark))
+        .collect()
+}
+
+fn asyncio_measured() -> Result<(), Failed> {
+    let dir = scratch("asyncio")?;
+    // A copy of the peer under this test's directory, so what it leaves
+    // running can be told from any other test's.
+    let script = dir.join("asyncio_echo.py");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/asyncio_echo.py"),
+        &script,
+    )?;
+    let spec = format!("asyncio=python3 {} {{port}} {{addr}}", script.display());
+    let cells = run(
+        &dir,
+        &[
+            "--models",
+            "",
+            "--server",
+            &spec,
+            "--connections",
+            "2,5",
+            "--runs",
+            "1",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "20ms",
+        ],
+    )?;
+    if cells.len() != 2 {
+        return Err(format!("{} cells recorded, expected 2: {cells:?}", cells.len()).into());
+    }
+    for c in &cells {
+        let id = c["id"].as_str().unwrap_or("");
+        if c["status"] != "ok" || c["model"] != "asyncio" {
+            return Err(format!("cell {id}: {} ({})", c["status"], c["reason"]).into());
+        }
+        let n = c["connections"].as_u64().unwrap_or(0);
+        let load = &c["load"];
+        if load["messages"].as_u64().unwrap_or(0) == 0 || load["connections"]["established"] != n {
+            return Err(format!("cell {id}: no echoes or connections missing: {load}").into());
+        }
+        let s = &c["server"];
+        // Its process tree was sampled holding every connection.
+        let held = s["loaded"]["sockets"].as_u64().unwrap_or(0)
+            - s["idle"]["sockets"].as_u64().unwrap_or(0);
+        if held != n {
+            return Err(format!("cell {id}: sampled with {held} of {n} connections: {s}").into());
+        }
+        if s["loaded"]["rss_kib"].as_u64().unwrap_or(0) == 0 {
+            return Err(format!("cell {id}: no memory sampled: {s}").into());
+        }
+        if s["cpu_user_seconds"].as_f64().unwrap_or(0.0)
+            + s["cpu_system_seconds"].as_f64().unwrap_or(0.0)
+            <= 0.0
+        {
+            return Err(format!("cell {id}: no server CPU time from wait4: {s}").into());
+        }
+        // The command as run: the placeholders filled in.
+        let args: Vec<&str> = s["args"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
+            .unwrap_or_default();
+        if args.len() != 4 || args[2].parse::<u16>().is_err() || args[3] != "127.0.0.1" {
+            return Err(format!("cell {id}: command {args:?}").into());
+        }
+    }
+    let left = left_running(&dir);
+    if !left.is_empty() {
+        return Err(format!("left running: {left:?}").into());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+fn misbehaving() -> Result<(), Failed> {
+    let dir = scratch("misbehaving")?;
+    let write = |name: &str, text: &str| -> Result<String, Failed> {
+        let p = dir.join(name);
+        std::fs::write(&p, text)?;
+        Ok(p.display().to_string())
+    };
+    let never = write("never.py", "import sys, time\ntime.sleep(600)\n")?;
+    let exits = write(
+        "exits.py",
+        "import sys\nsys.exit('cannot start: no such thing')\n",
+    )?;
+    // Serves (one thread per connection), ignores SIGTERM, and leaves a
+    // child of its own in its process group.
+    let stubborn = write(
+        "stubborn.py",
+        r#"import signal, socket, subprocess, sys, threading
+if sys.argv[1] == "child":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    threading.Event().wait()
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+subprocess.Popen([sys.executable, __file__, "child"])
+lst = socket.create_server(("127.0.0.1", int(sys.argv[1])), backlog=128)
+def serve(c):
+    with c:
+        while data := c.recv(65536):
+            c.sendall(data)
+print("READY", flush=True)
+while True:
+    c, _ = lst.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+"#,
+    )?;
+    let specs = [
+        format!("never=python3 {never} {{port}}"),
+        format!("exits=python3 {exits} {{port}}"),
+        format!("stubborn=python3 {stubborn} {{port}}"),
+    ];
+    let mut args = vec!["--models", "", "--connections", "2", "--runs", "1"];
+    args.extend(["--duration", "100ms", "--warmup", "0ms"]);
+    args.extend(["--ready-timeout", "2s"]);
+    for s in &specs {
+        args.extend(["--server", s.as_str()]);
+    }
+    let cells = run(&dir, &args)?;
+    for (model, want) in [
+        (
+            "never",
+            "never: the server neither printed READY nor accepted a connection on port",
+        ),
+        (
+            "exits",
+            "exits: the server exited with code 1: cannot start: no such thing before it was ready",
+        ),
+        (
+            "stubborn",
+            "the server did not exit after SIGTERM and was killed",
+        ),
+    ] {
+        let c = cells
+            .iter()
+            .find(|c| c["model"] == model)
+            .ok_or_else(|| format!("no cell of {model}: {cells:?}"))?;
+        let reason = c["reason"].as_str().unwrap_or("");
+        if c["status"] != "failed" || !reason.contains(want) {
+            return Err(format!("{model}: {} ({reason:?}), expected {want:?}", c["status"]).into());
+        }
+    }
+    let left = left_running(&dir);
+    if !left.is_empty() {
+        return Err(format!("left running: {left:?}").into());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
