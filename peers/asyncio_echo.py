@@ -2,7 +2,7 @@
 """An echo server on Python's asyncio (standard library only): one
 coroutine per connection on one event loop (epoll underneath).
 
-usage: asyncio_echo.py PORT [ADDR]
+usage: asyncio_echo.py PORT [ADDR]    (PORT 0: any free port)
 
 Echoes every byte; when the client half-closes, sends what is left and
 then EOF. Prints `READY ADDR:PORT` once it listens; exits cleanly on
@@ -38,6 +38,8 @@ async def main():
     loop = asyncio.get_running_loop()
     for s in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(s, stop.set)
+    # Port 0: the one the kernel picked.
+    port = server.sockets[0].getsockname()[1]
     print(f"READY {addr}:{port}", flush=True)
     async with server:
         await stop.wait()

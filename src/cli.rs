@@ -177,6 +177,11 @@ pub struct RunArgs {
     /// starting READY or accepts a connect. Repeatable.
     #[arg(long = "server", value_name = "NAME=COMMAND")]
     pub servers: Vec<String>,
+    /// A server already running, here or elsewhere, beside the models:
+    /// NAME=HOST:PORT. Only the client's side is measured (its process is
+    /// not c10k's to sample). Repeatable.
+    #[arg(long = "target", value_name = "NAME=HOST:PORT")]
+    pub targets: Vec<String>,
     /// How long a --server may take to be ready [default: 60s].
     #[arg(long, value_name = "DURATION")]
     pub ready_timeout: Option<String>,
@@ -225,7 +230,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "results")]
     pub out: std::path::PathBuf,
     /// Finish an interrupted run in DIR (its own plan is used).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "models", "connections", "runs", "workload", "messages", "duration", "warmup", "message_size", "timeout", "pin", "order", "per_connection_csv", "server_args", "servers", "ready_timeout"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "models", "connections", "runs", "workload", "messages", "duration", "warmup", "message_size", "timeout", "pin", "order", "per_connection_csv", "server_args", "servers", "targets", "ready_timeout"])]
     pub resume: Option<std::path::PathBuf>,
     /// Do not write report.html (the exports are still written).
     #[arg(long)]

@@ -53,6 +53,7 @@
 //! | how select, poll, epoll wait (one waiter each) | `server/select.rs`, `poll.rs`, `epoll.rs` |
 //! | a model and its trade-offs | `server/<model>.rs`, registry in `server/mod.rs` |
 //! | starting and stopping a server child (runner, tests, benches) | `runner/server.rs` |
+//! | a server of the user's (`--server`) or already running (`--target`) | `runner/foreign.rs` |
 //! | a process tree's CPU, memory and sockets | `metrics/tree.rs`, `metrics/cpu.rs` |
 //! | the kernel's task limits | `env/tasks.rs` |
 //! | the client's event loop, pacing, coordinated omission | `client/engine.rs` |

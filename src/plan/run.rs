@@ -6,7 +6,7 @@ use super::parse_duration;
 use crate::cli::{self, RunArgs};
 use crate::experiments::presets;
 use crate::present::units::parse_size;
-use crate::runner::foreign::Foreign;
+use crate::runner::foreign::{Foreign, Target};
 use crate::runner::matrix::{self, Order, Pin, RunPlan, WorkloadKind, RESULTS_VERSION};
 
 /// The run plan for `args`: the preset's matrix with every flag applied,
@@ -36,9 +36,14 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
             t.as_secs_f64()
         }
     };
-    if !servers.is_empty() && preset.bench.is_some() {
+    let targets = args
+        .targets
+        .iter()
+        .map(|s| Target::parse(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    if (!servers.is_empty() || !targets.is_empty()) && preset.bench.is_some() {
         return Err(format!(
-            "--server: the {name} experiment runs a micro-benchmark, not servers"
+            "--server, --target: the {name} experiment runs a micro-benchmark, not servers"
         ));
     }
     let mut models: Vec<String> = match &args.models {
@@ -53,13 +58,17 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
             .collect(),
         None => preset.models.iter().map(|s| s.to_string()).collect(),
     };
-    if models.is_empty() && servers.is_empty() {
+    if models.is_empty() && servers.is_empty() && targets.is_empty() {
         return Err("--models names no model".into());
     }
     for m in &models {
         let known = match preset.bench {
             Some(_) => preset.models.contains(&m.as_str()),
-            None => crate::server::find(m).is_some() || servers.iter().any(|s| s.name == *m),
+            None => {
+                crate::server::find(m).is_some()
+                    || servers.iter().any(|s| s.name == *m)
+                    || targets.iter().any(|t| t.name == *m)
+            }
         };
         if !known {
             let names = match preset.bench {
@@ -79,12 +88,13 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     // Each server of the user's runs beside the models: where --models
     // places it, or after them.
     let mut named = std::collections::BTreeSet::new();
-    for s in &servers {
-        if !named.insert(s.name.as_str()) {
-            return Err(format!("--server names '{}' twice", s.name));
+    let names = servers.iter().map(|s| ("--server", &s.name));
+    for (flag, name) in names.chain(targets.iter().map(|t| ("--target", &t.name))) {
+        if !named.insert(name.as_str()) {
+            return Err(format!("{flag} names '{name}' twice"));
         }
-        if !models.contains(&s.name) {
-            models.push(s.name.clone());
+        if !models.contains(name) {
+            models.push(name.clone());
         }
     }
     let mut connections = args
@@ -202,7 +212,8 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         || args.duration.is_some()
         || args.message_size.is_some()
         || !args.server_args.is_empty()
-        || !servers.is_empty();
+        || !servers.is_empty()
+        || !targets.is_empty();
     let buffer = super::check_server_args(&args.server_args)?;
     let cells = matrix::expand(&models, &connections, runs, order);
     Ok(RunPlan {
@@ -228,6 +239,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         buffer,
         server_args: args.server_args.clone(),
         servers,
+        targets,
         ready_timeout_seconds,
         bench: preset.bench,
         bench_args: preset.bench_args.iter().map(|a| a.to_string()).collect(),

@@ -111,10 +111,13 @@ fn measure(
     result.kernel_before = kernel::sample();
     let Started {
         servers,
+        addr,
         args: args_used,
         instances,
         task_per_connection,
     } = start_servers(plan, spec, hard)?;
+    // A --target's server is not ours: nothing of it is sampled.
+    let observed = !servers.is_empty();
     let pids: Vec<u32> = servers.iter().map(ServerChild::pid).collect();
     let idle = tree::sample(&pids);
     let csv = plan.per_connection_csv.then(|| {
@@ -123,7 +126,7 @@ fn measure(
             spec.model, spec.connections, spec.run
         )
     });
-    let load_plan = match load_plan(plan, spec, servers[0].addr, pids.clone()) {
+    let load_plan = match load_plan(plan, spec, addr, pids.clone()) {
         Ok(p) => p,
         Err(e) => {
             // Not reached for a plan that passed its checks; the servers
@@ -141,7 +144,7 @@ fn measure(
     let outcome = crate::client::run::run_in_workers(load_plan, &mut || {
         // The client's connects completed before the server accepted them
         // all (they wait in the backlog): sample once the server holds them.
-        if !churn {
+        if !churn && observed {
             let sockets = idle.sockets as usize + spec.connections;
             // A thread or process per connection: wait for those too.
             let threads = if task_per_connection {
@@ -159,7 +162,7 @@ fn measure(
     let stopped: Vec<Stopped> = servers.into_iter().map(ServerChild::stop).collect();
     result.kernel_loaded = kernel_loaded;
     let secs = |d: Duration| d.as_secs_f64();
-    result.server = Some(ServerSide {
+    result.server = observed.then(|| ServerSide {
         instances,
         args: args_used,
         cpu_user_seconds: stopped
@@ -258,7 +261,10 @@ fn measure(
 
 /// The server side of a cell, running.
 struct Started {
+    /// None for a `--target`, which c10k did not start.
     servers: Vec<ServerChild>,
+    /// Where the client connects.
+    addr: std::net::SocketAddr,
     /// The command line of the last instance started.
     args: Vec<String>,
     instances: usize,
@@ -273,6 +279,15 @@ struct Started {
 fn start_servers(plan: &RunPlan, spec: &CellSpec, hard: Option<u64>) -> Result<Started, Trouble> {
     if let Some(f) = plan.servers.iter().find(|f| f.name == spec.model) {
         return start_foreign(plan, spec, f, hard);
+    }
+    if let Some(t) = plan.targets.iter().find(|t| t.name == spec.model) {
+        return Ok(Started {
+            servers: Vec::new(),
+            addr: t.addr,
+            args: Vec::new(),
+            instances: 0,
+            task_per_connection: false,
+        });
     }
     let model = crate::server::find(&spec.model)
         .ok_or_else(|| Trouble::Failed(format!("unknown model '{}'", spec.model)))?;
@@ -304,6 +319,7 @@ fn start_servers(plan: &RunPlan, spec: &CellSpec, hard: Option<u64>) -> Result<S
         args_used = args;
     }
     Ok(Started {
+        addr: servers[0].addr,
         servers,
         args: args_used,
         instances,
@@ -351,6 +367,7 @@ fn start_foreign(
             StartError::Failed(why) => Trouble::Failed(format!("{}: {why}", f.name)),
         })?;
     Ok(Started {
+        addr: server.addr,
         servers: vec![server],
         args: argv,
         instances: 1,

@@ -9,6 +9,11 @@
 //! (the address to bind, 127.0.0.1) and `{cpus}` (the CPU list the cell
 //! gives the server side, e.g. `0` or `0-1`; every CPU this process may use
 //! when the run does not pin). Cost: nothing until a cell starts it.
+//!
+//! A [`Target`] (`--target NAME=HOST:PORT`) is a server already running,
+//! here or on another host: the cells drive it as they drive any server,
+//! but c10k has no process to sample, so only the client's figures are
+//! measured and the server's are "not observed".
 
 use serde::{Deserialize, Serialize};
 
@@ -43,18 +48,7 @@ impl Foreign {
         let (name, command) = spec
             .split_once('=')
             .ok_or_else(|| format!("--server {spec:?}: expected NAME='COMMAND ARGS {{port}}'"))?;
-        let name = name.trim();
-        let good = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
-        if name.is_empty() || name.len() > 40 || !name.chars().all(good) {
-            return Err(format!(
-                "--server {spec:?}: the name must be 1 to 40 letters, digits, '-' or '_'"
-            ));
-        }
-        if crate::server::find(name).is_some() {
-            return Err(format!(
-                "--server {name}: that is the name of a c10k model; choose another"
-            ));
-        }
+        let name = check_name("--server", spec, name)?;
         let words = shlex::split(command)
             .ok_or_else(|| format!("--server {name}: unbalanced quotes in {command:?}"))?;
         if words.is_empty() {
@@ -66,7 +60,7 @@ impl Foreign {
             ));
         }
         Ok(Foreign {
-            name: name.to_string(),
+            name,
             command: words,
         })
     }
@@ -84,6 +78,53 @@ impl Foreign {
     }
 }
 
+/// A server already running, as `plan.json` keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Target {
+    pub name: String,
+    /// As given (`HOST:PORT`), and as resolved when the run was planned.
+    pub given: String,
+    pub addr: std::net::SocketAddr,
+}
+
+impl Target {
+    /// Parses `NAME=HOST:PORT`, resolving the host; `Err` is one line.
+    pub fn parse(spec: &str) -> Result<Target, String> {
+        let (name, given) = spec
+            .split_once('=')
+            .ok_or_else(|| format!("--target {spec:?}: expected NAME=HOST:PORT"))?;
+        let name = check_name("--target", spec, name)?;
+        let given = given.trim();
+        let addr = std::net::ToSocketAddrs::to_socket_addrs(given)
+            .map_err(|e| format!("--target {name}: {given:?} is not HOST:PORT ({e})"))?
+            .next()
+            .ok_or_else(|| format!("--target {name}: {given:?} resolves to no address"))?;
+        Ok(Target {
+            name,
+            given: given.to_string(),
+            addr,
+        })
+    }
+}
+
+/// A server's name in tables and cell ids: short, plain, and not a
+/// model's.
+fn check_name(flag: &str, spec: &str, name: &str) -> Result<String, String> {
+    let name = name.trim();
+    let good = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    if name.is_empty() || name.len() > 40 || !name.chars().all(good) {
+        return Err(format!(
+            "{flag} {spec:?}: the name must be 1 to 40 letters, digits, '-' or '_'"
+        ));
+    }
+    if crate::server::find(name).is_some() {
+        return Err(format!(
+            "{flag} {name}: that is the name of a c10k model; choose another"
+        ));
+    }
+    Ok(name.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,6 +137,21 @@ mod tests {
             f.argv(4242, "0-1"),
             ["python3", "my server.py", "--port=4242", "--cpus", "0-1"]
         );
+    }
+
+    #[test]
+    fn a_target_resolves_and_bad_ones_are_one_line() {
+        let t = Target::parse("mine=127.0.0.1:7000").unwrap();
+        assert_eq!((t.name.as_str(), t.addr.port()), ("mine", 7000));
+        for (spec, says) in [
+            ("127.0.0.1:7000", "expected NAME=HOST:PORT"),
+            ("mine=127.0.0.1", "is not HOST:PORT"),
+            ("poll=127.0.0.1:7", "name of a c10k model"),
+        ] {
+            let e = Target::parse(spec).unwrap_err();
+            assert!(e.contains(says), "{spec:?}: {e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
     }
 
     #[test]

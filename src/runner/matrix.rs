@@ -277,6 +277,10 @@ pub struct RunPlan {
     /// Servers that are not c10k's (`--server`), named in `models`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub servers: Vec<super::foreign::Foreign>,
+    /// Servers already running (`--target`), named in `models`: only the
+    /// client's side is measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<super::foreign::Target>,
     /// How long a foreign server may take to be ready, in seconds.
     #[serde(default = "super::foreign::default_ready_seconds")]
     pub ready_timeout_seconds: f64,

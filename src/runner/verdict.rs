@@ -107,13 +107,21 @@ pub fn tables(data: &RunData) -> Vec<Table> {
             .map(|v| Unit::Micros.format(v));
             let mem = memory_cell(data, &user, &row.model, n);
             let dash = || "–".to_string();
+            // A --target's server runs outside c10k: nothing of it is seen.
+            let unseen = || {
+                if data.plan.targets.iter().any(|t| t.name == row.model) {
+                    "not observed".to_string()
+                } else {
+                    dash()
+                }
+            };
             body.push(vec![
                 row.model.clone(),
                 p.format(row.summary.median),
                 summary::versus_text(p, row, i == 0),
                 p99.unwrap_or_else(dash),
-                mem.unwrap_or_else(dash),
-                cpu.unwrap_or_else(dash),
+                mem.unwrap_or_else(unseen),
+                cpu.unwrap_or_else(unseen),
                 limit_note(&cells).unwrap_or_else(dash),
             ]);
         }

@@ -16,6 +16,7 @@ pub const TESTS: &[(&str, Test)] = &[
         "never_ready_exits_at_once_and_ignores_sigterm_are_failed_cells",
         misbehaving,
     ),
+    ("a_running_target_is_driven_and_not_observed", target),
 ];
 
 /// A fresh, empty directory for one test.
@@ -138,6 +139,59 @@ fn asyncio_measured() -> Result<(), Failed> {
     let left = left_running(&dir);
     if !left.is_empty() {
         return Err(format!("left running: {left:?}").into());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+fn target() -> Result<(), Failed> {
+    use std::io::{BufRead, BufReader};
+    let dir = scratch("target")?;
+    // The peer, started by the test as a user would start their server.
+    let mut server = Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/asyncio_echo.py"))
+        .arg("0")
+        .stdout(std::process::Stdio::piped())
+        .spawn()?;
+    let mut ready = String::new();
+    if let Some(out) = server.stdout.take() {
+        BufReader::new(out).read_line(&mut ready)?;
+    }
+    let addr = ready
+        .trim()
+        .strip_prefix("READY ")
+        .unwrap_or("")
+        .to_string();
+    let target = format!("mine={addr}");
+    let cells = run(
+        &dir,
+        &[
+            "--models", "", "--target", &target, "-c", "3", "--runs", "1", "-d", "100ms",
+        ],
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    let cells = cells?;
+    let c = cells.first().ok_or("no cell")?;
+    if cells.len() != 1 || c["status"] != "ok" || c["model"] != "mine" {
+        return Err(format!("{cells:?}").into());
+    }
+    if c["load"]["connections"]["established"] != 3 || c["load"]["messages"].as_u64() == Some(0) {
+        return Err(format!("not driven: {}", c["load"]).into());
+    }
+    // Not c10k's process: no server side is recorded, and the table says
+    // so rather than leave a gap.
+    if !c["server"].is_null() {
+        return Err(format!("a server side was recorded: {}", c["server"]).into());
+    }
+    let out = dir.join("out");
+    let md = std::fs::read_dir(&out)?
+        .flatten()
+        .map(|e| e.path().join("results.md"))
+        .find(|p| p.exists())
+        .ok_or("no results.md")?;
+    if !std::fs::read_to_string(md)?.contains("not observed") {
+        return Err("results.md does not say the server was not observed".into());
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())

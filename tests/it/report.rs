@@ -273,6 +273,7 @@ fn plan(
         buffer: "16KiB".into(),
         server_args: Vec::new(),
         servers: Vec::new(),
+        targets: Vec::new(),
         ready_timeout_seconds: 60.0,
         bench: None,
         bench_args: Vec::new(),

@@ -526,6 +526,7 @@ fn bad_input() -> Result<(), Failed> {
             &["run", "--server", "x=a {port}", "--server", "x=b {port}"],
             "--server names 'x' twice",
         ),
+        (&["run", "--target", "x=127.0.0.1"], "is not HOST:PORT"),
         (
             &["run", "--resume", "/nonexistent/c10k"],
             "not a c10k results directory",
