@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """An echo server on Python's asyncio (standard library only): one
-coroutine per connection on one event loop (epoll underneath).
+coroutine per connection on one event loop (epoll underneath); with
+--uvloop, the same on uvloop's loop (libuv, python3-uvloop).
 
-usage: asyncio_echo.py PORT [ADDR]    (PORT 0: any free port)
+usage: asyncio_echo.py PORT [ADDR] [--uvloop]    (PORT 0: any free port)
 
 Echoes every byte; when the client half-closes, sends what is left and
 then EOF. Prints `READY ADDR:PORT` once it listens; exits cleanly on
@@ -30,9 +31,9 @@ async def echo(reader, writer):
         writer.close()
 
 
-async def main():
-    port = int(sys.argv[1])
-    addr = sys.argv[2] if len(sys.argv) > 2 else "127.0.0.1"
+async def main(args):
+    port = int(args[0])
+    addr = args[1] if len(args) > 1 else "127.0.0.1"
     server = await asyncio.start_server(echo, addr, port, backlog=4096)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -46,6 +47,11 @@ async def main():
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (2, 3):
-        sys.exit(__doc__.strip().splitlines()[3])
-    asyncio.run(main())
+    args = [a for a in sys.argv[1:] if a != "--uvloop"]
+    if len(args) not in (1, 2):
+        sys.exit(__doc__.strip().splitlines()[4])
+    if "--uvloop" in sys.argv:
+        import uvloop
+
+        uvloop.install()
+    asyncio.run(main(args))

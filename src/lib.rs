@@ -54,6 +54,7 @@
 //! | a model and its trade-offs | `server/<model>.rs`, registry in `server/mod.rs` |
 //! | starting and stopping a server child (runner, tests, benches) | `runner/server.rs` |
 //! | a server of the user's (`--server`) or already running (`--target`) | `runner/foreign.rs` |
+//! | the peers: Go, Node.js, asyncio, uvloop, Erlang, socat servers | `experiments/peers.rs`, `peers/` |
 //! | a process tree's CPU, memory and sockets | `metrics/tree.rs`, `metrics/cpu.rs` |
 //! | the kernel's task limits | `env/tasks.rs` |
 //! | the client's event loop, pacing, coordinated omission | `client/engine.rs` |

@@ -22,6 +22,8 @@ pub struct Preset {
     pub bench_args: &'static [&'static str],
     /// What a cell's size counts.
     pub size_label: &'static str,
+    /// Peers ([`super::peers`]) run beside the models, as foreign servers.
+    pub peers: &'static [&'static str],
 }
 
 /// Every preset, the default first.
@@ -38,6 +40,20 @@ pub fn all() -> Vec<Preset> {
             bench: None,
             bench_args: &[],
             size_label: "connections",
+            peers: &[],
+        },
+        Preset {
+            name: "peers",
+            title: "the runtimes people pick (Go, Node.js, asyncio, uvloop, Erlang, socat) beside epoll, uring, threads and tokio, 10 to 10,000 connections",
+            models: &["epoll", "uring", "threads", "tokio"],
+            connections: &[10, 100, 1000, 10_000],
+            runs: 3,
+            workload: Workload::closed(1.0, 0.25),
+            per_connection_csv: false,
+            bench: None,
+            bench_args: &[],
+            size_label: "connections",
+            peers: &["go", "node", "asyncio", "uvloop", "erlang", "socat"],
         },
         Preset {
             name: "thesis",
@@ -53,6 +69,7 @@ pub fn all() -> Vec<Preset> {
             bench: None,
             bench_args: &[],
             size_label: "connections",
+            peers: &[],
         },
         Preset {
             name: "muller",
@@ -68,6 +85,7 @@ pub fn all() -> Vec<Preset> {
             bench: None,
             bench_args: &[],
             size_label: "connections",
+            peers: &[],
         },
         Preset {
             name: "comp8005",
@@ -88,6 +106,7 @@ pub fn all() -> Vec<Preset> {
             bench: None,
             bench_args: &[],
             size_label: "connections",
+            peers: &[],
         },
         Preset {
             name: "accept",
@@ -103,6 +122,7 @@ pub fn all() -> Vec<Preset> {
             bench: None,
             bench_args: &[],
             size_label: "connections",
+            peers: &[],
         },
         Preset {
             // Memory per parked thread, measured with a thousand parked.
@@ -172,6 +192,7 @@ fn bench(
         bench: Some(kind),
         bench_args: &[],
         size_label,
+        peers: &[],
     }
 }
 

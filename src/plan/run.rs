@@ -36,6 +36,18 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
             t.as_secs_f64()
         }
     };
+    // A preset's peers join as foreign servers, unless --server names one
+    // of them itself.
+    let cache = crate::experiments::peers::cache_dir();
+    let mut servers = servers;
+    for name in preset.peers {
+        let Some(peer) = crate::experiments::peers::find(name) else {
+            continue;
+        };
+        if !servers.iter().any(|s| s.name == *name) {
+            servers.push(peer.resolve(&cache));
+        }
+    }
     let targets = args
         .targets
         .iter()

@@ -336,6 +336,9 @@ fn start_foreign(
     f: &Foreign,
     hard: Option<u64>,
 ) -> Result<Started, Trouble> {
+    if let Some(why) = &f.unavailable {
+        return Err(Trouble::Skipped(why.clone()));
+    }
     if let Some(room) = hard.map(|h| h.saturating_sub(SERVER_HEADROOM)) {
         if spec.connections as u64 > room {
             return Err(Trouble::Skipped(format!(

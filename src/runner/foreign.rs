@@ -40,6 +40,10 @@ pub struct Foreign {
     pub name: String,
     /// The command, split into words, placeholders unfilled.
     pub command: Vec<String>,
+    /// Why it cannot run here (a peer whose toolchain is missing): its
+    /// cells are skipped with this reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
 }
 
 impl Foreign {
@@ -62,6 +66,7 @@ impl Foreign {
         Ok(Foreign {
             name,
             command: words,
+            unavailable: None,
         })
     }
 

@@ -17,6 +17,7 @@ pub const TESTS: &[(&str, Test)] = &[
         misbehaving,
     ),
     ("a_running_target_is_driven_and_not_observed", target),
+    ("every_peer_runs_or_says_what_to_install", peers),
 ];
 
 /// A fresh, empty directory for one test.
@@ -134,6 +135,55 @@ fn asyncio_measured() -> Result<(), Failed> {
             .unwrap_or_default();
         if args.len() != 4 || args[2].parse::<u16>().is_err() || args[3] != "127.0.0.1" {
             return Err(format!("cell {id}: command {args:?}").into());
+        }
+    }
+    let left = left_running(&dir);
+    if !left.is_empty() {
+        return Err(format!("left running: {left:?}").into());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+fn peers() -> Result<(), Failed> {
+    let dir = scratch("peers")?;
+    // The peers are written (and Go built) under this test's directory.
+    let out = dir.join("out");
+    let o = Command::new(bin())
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .args(["run", "peers", "--models", "", "-c", "3", "--runs", "1"])
+        .args(["-d", "100ms", "--warmup", "20ms", "--no-report", "--out"])
+        .arg(&out)
+        .output()?;
+    if !o.status.success() {
+        return Err(format!(
+            "exit {:?}: {}",
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr)
+        )
+        .into());
+    }
+    let results = std::fs::read_dir(&out)?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .ok_or("no results directory")?;
+    let cells: Vec<serde_json::Value> = std::fs::read_to_string(results.join("results.jsonl"))?
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    let names: Vec<&str> = cells.iter().filter_map(|c| c["model"].as_str()).collect();
+    if names != ["go", "node", "asyncio", "uvloop", "erlang", "socat"] {
+        return Err(format!("peers run: {names:?}").into());
+    }
+    for c in &cells {
+        let (model, status) = (c["model"].as_str().unwrap_or(""), &c["status"]);
+        let reason = c["reason"].as_str().unwrap_or("");
+        let fine = status == "ok" && c["load"]["connections"]["established"] == 3;
+        let skipped = status == "skipped" && reason.contains("(apt-get install ");
+        // asyncio needs python3 only, which runs the tests themselves.
+        if !(fine || skipped && model != "asyncio") {
+            return Err(format!("{model}: {status} ({reason})").into());
         }
     }
     let left = left_running(&dir);
