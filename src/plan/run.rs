@@ -224,8 +224,8 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         || args.duration.is_some()
         || args.message_size.is_some()
         || !args.server_args.is_empty()
-        || !servers.is_empty()
-        || !targets.is_empty();
+        || !args.servers.is_empty()
+        || !args.targets.is_empty();
     let buffer = super::check_server_args(&args.server_args)?;
     let cells = matrix::expand(&models, &connections, runs, order);
     Ok(RunPlan {
