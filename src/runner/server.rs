@@ -238,13 +238,7 @@ impl Launcher {
                 Err(RecvTimeoutError::Disconnected) => {
                     if sys::process::exits_within(server.pid() as i32, PROBE_EVERY).unwrap_or(false)
                     {
-                        let stopped = server.stop();
-                        return Err(StartError::Failed(
-                            stopped
-                                .trouble()
-                                .map(|t| format!("{t} before it was ready"))
-                                .unwrap_or_else(|| "the server exited before it was ready".into()),
-                        ));
+                        return Err(gone_before_ready(server));
                     }
                 }
             }
@@ -252,13 +246,7 @@ impl Launcher {
                 return Ok(server);
             }
             if !server.running() {
-                let stopped = server.stop();
-                return Err(StartError::Failed(
-                    stopped
-                        .trouble()
-                        .map(|t| format!("{t} before it was ready"))
-                        .unwrap_or_else(|| "the server exited before it was ready".into()),
-                ));
+                return Err(gone_before_ready(server));
             }
             if Instant::now() >= deadline {
                 let _ = server.stop();
@@ -309,6 +297,18 @@ impl Launcher {
             foreign: false,
         })
     }
+}
+
+/// A foreign server that ended before it was ready: reaped, and how it
+/// ended.
+fn gone_before_ready(server: ServerChild) -> StartError {
+    StartError::Failed(
+        server
+            .stop()
+            .trouble()
+            .map(|t| format!("{t} before it was ready"))
+            .unwrap_or_else(|| "the server exited before it was ready".into()),
+    )
 }
 
 impl ServerChild {

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use libtest_mimic::Failed;
 
-use crate::support::{bin, Test};
+use crate::support::{bin, lines, results_dir, scratch, Test};
 
 pub const TESTS: &[(&str, Test)] = &[
     ("asyncio_server_is_measured_as_a_model", asyncio_measured),
@@ -20,19 +20,16 @@ pub const TESTS: &[(&str, Test)] = &[
     ("every_peer_runs_or_says_what_to_install", peers),
 ];
 
-/// A fresh, empty directory for one test.
-fn scratch(name: &str) -> Result<PathBuf, Failed> {
-    let dir = std::env::temp_dir().join(format!("c10k-foreign-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir)?;
-    Ok(dir)
-}
-
-/// Runs `c10k run ARGS --no-report --out DIR/out` and returns the records
-/// of the one results directory it made.
-fn run(dir: &Path, args: &[&str]) -> Result<Vec<serde_json::Value>, Failed> {
+/// Runs `c10k run ARGS --no-report --out DIR/out` (with `env` set) and
+/// returns the records of the one results directory it made.
+fn run_with(
+    dir: &Path,
+    env: &[(&str, PathBuf)],
+    args: &[&str],
+) -> Result<Vec<serde_json::Value>, Failed> {
     let out = dir.join("out");
     let o = Command::new(bin())
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .arg("run")
         .args(args)
         .args(["--no-report", "--out"])
@@ -46,15 +43,11 @@ fn run(dir: &Path, args: &[&str]) -> Result<Vec<serde_json::Value>, Failed> {
         )
         .into());
     }
-    let results = std::fs::read_dir(&out)?
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.is_dir())
-        .ok_or("no results directory")?;
-    std::fs::read_to_string(results.join("results.jsonl"))?
-        .lines()
-        .map(|l| serde_json::from_str(l).map_err(|e| format!("bad line {l:?}: {e}").into()))
-        .collect()
+    lines(&results_dir(&out)?)
+}
+
+fn run(dir: &Path, args: &[&str]) -> Result<Vec<serde_json::Value>, Failed> {
+    run_with(dir, &[], args)
 }
 
 /// Processes whose command line mentions `dir`: what a run left behind.
@@ -73,7 +66,7 @@ fn left_running(dir: &Path) -> Vec<String> {
 }
 
 fn asyncio_measured() -> Result<(), Failed> {
-    let dir = scratch("asyncio")?;
+    let dir = scratch("foreign-asyncio")?;
     // A copy of the peer under this test's directory, so what it leaves
     // running can be told from any other test's.
     let script = dir.join("asyncio_echo.py");
@@ -146,32 +139,15 @@ fn asyncio_measured() -> Result<(), Failed> {
 }
 
 fn peers() -> Result<(), Failed> {
-    let dir = scratch("peers")?;
+    let dir = scratch("foreign-peers")?;
     // The peers are written (and Go built) under this test's directory.
-    let out = dir.join("out");
-    let o = Command::new(bin())
-        .env("XDG_CACHE_HOME", dir.join("cache"))
-        .args(["run", "peers", "--models", "", "-c", "3", "--runs", "1"])
-        .args(["-d", "100ms", "--warmup", "20ms", "--no-report", "--out"])
-        .arg(&out)
-        .output()?;
-    if !o.status.success() {
-        return Err(format!(
-            "exit {:?}: {}",
-            o.status.code(),
-            String::from_utf8_lossy(&o.stderr)
-        )
-        .into());
-    }
-    let results = std::fs::read_dir(&out)?
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.is_dir())
-        .ok_or("no results directory")?;
-    let cells: Vec<serde_json::Value> = std::fs::read_to_string(results.join("results.jsonl"))?
-        .lines()
-        .map(serde_json::from_str)
-        .collect::<Result<_, _>>()?;
+    let cells = run_with(
+        &dir,
+        &[("XDG_CACHE_HOME", dir.join("cache"))],
+        &[
+            "peers", "--models", "", "-c", "3", "--runs", "1", "-d", "100ms",
+        ],
+    )?;
     let names: Vec<&str> = cells.iter().filter_map(|c| c["model"].as_str()).collect();
     if names != ["go", "node", "asyncio", "uvloop", "erlang", "socat"] {
         return Err(format!("peers run: {names:?}").into());
@@ -196,7 +172,7 @@ fn peers() -> Result<(), Failed> {
 
 fn target() -> Result<(), Failed> {
     use std::io::{BufRead, BufReader};
-    let dir = scratch("target")?;
+    let dir = scratch("foreign-target")?;
     // The peer, started by the test as a user would start their server.
     let mut server = Command::new("python3")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/asyncio_echo.py"))
@@ -248,7 +224,7 @@ fn target() -> Result<(), Failed> {
 }
 
 fn misbehaving() -> Result<(), Failed> {
-    let dir = scratch("misbehaving")?;
+    let dir = scratch("foreign-misbehaving")?;
     let write = |name: &str, text: &str| -> Result<String, Failed> {
         let p = dir.join(name);
         std::fs::write(&p, text)?;

@@ -4,12 +4,11 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use libtest_mimic::Failed;
 
-use crate::support::{bin, Test, PATIENCE};
+use crate::support::{bin, lines, results_dir, scratch, Test, PATIENCE};
 
 pub const TESTS: &[(&str, Test)] = &[
     ("tiny_matrix_end_to_end", tiny_matrix),
@@ -23,45 +22,12 @@ pub const TESTS: &[(&str, Test)] = &[
     ("micro_benchmarks_run_as_experiments", bench_presets),
 ];
 
-/// A fresh, empty directory for one test.
-fn scratch(name: &str) -> Result<PathBuf, Failed> {
-    let dir = std::env::temp_dir().join(format!("c10k-run-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir)?;
-    Ok(dir)
-}
-
-/// The one results directory `c10k run --out OUT` made.
-fn results_dir(out: &Path) -> Result<PathBuf, Failed> {
-    let dirs: Vec<PathBuf> = std::fs::read_dir(out)?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    match dirs.as_slice() {
-        [one] => Ok(one.clone()),
-        _ => Err(format!(
-            "expected one results directory in {}, found {dirs:?}",
-            out.display()
-        )
-        .into()),
-    }
-}
-
-/// Every line of results.jsonl, parsed; fails on a line that does not parse.
-fn lines(dir: &Path) -> Result<Vec<serde_json::Value>, Failed> {
-    let text = std::fs::read_to_string(dir.join("results.jsonl"))?;
-    text.lines()
-        .map(|l| serde_json::from_str(l).map_err(|e| format!("bad line {l:?}: {e}").into()))
-        .collect()
-}
-
 fn run(args: &[&str]) -> Result<std::process::Output, Failed> {
     Ok(Command::new(bin()).arg("run").args(args).output()?)
 }
 
 fn tiny_matrix() -> Result<(), Failed> {
-    let out = scratch("tiny")?;
+    let out = scratch("run-tiny")?;
     let o = run(&[
         "--models",
         "epoll,threads",
@@ -208,7 +174,7 @@ fn tiny_matrix() -> Result<(), Failed> {
 }
 
 fn kill_and_resume() -> Result<(), Failed> {
-    let out = scratch("resume")?;
+    let out = scratch("run-resume")?;
     let mut child = Command::new(bin())
         .args([
             "run",
@@ -315,7 +281,7 @@ fn kill_and_resume() -> Result<(), Failed> {
 /// interval within ±5 %, and not one run before), one at 10 runs that did
 /// not is named; and the plan on disk lists exactly the cells recorded.
 fn runs_auto() -> Result<(), Failed> {
-    let out = scratch("auto")?;
+    let out = scratch("run-auto")?;
     let o = run(&[
         "--models",
         "epoll,poll",
@@ -403,7 +369,7 @@ fn runs_auto() -> Result<(), Failed> {
 }
 
 fn failed_cells() -> Result<(), Failed> {
-    let out = scratch("failed")?;
+    let out = scratch("run-failed")?;
     // The server refuses past one connection: three of four fail. The run
     // records the cell as failed, with its cause, and goes on. (A bad
     // server flag no longer reaches a cell: it is refused with the plan,

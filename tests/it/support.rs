@@ -5,6 +5,7 @@
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 
 use std::sync::mpsc::channel;
@@ -12,6 +13,7 @@ use std::time::Duration;
 
 use c10k::runner::server::{Launcher, ServerChild, StartError};
 use c10k::server::Summary;
+use libtest_mimic::Failed;
 
 /// A test of the binary: `Ok` or a message saying what went wrong.
 pub type Test = fn() -> Result<(), libtest_mimic::Failed>;
@@ -168,4 +170,37 @@ pub fn run_c10k(args: &[&str]) -> Result<Ran, String> {
         stdout: out.join().unwrap_or_default(),
         stderr: err.join().unwrap_or_default(),
     })
+}
+
+/// A fresh, empty directory for one test.
+pub fn scratch(name: &str) -> Result<PathBuf, Failed> {
+    let dir = std::env::temp_dir().join(format!("c10k-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// The one results directory `c10k run --out OUT` made.
+pub fn results_dir(out: &Path) -> Result<PathBuf, Failed> {
+    let dirs: Vec<PathBuf> = std::fs::read_dir(out)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    match dirs.as_slice() {
+        [one] => Ok(one.clone()),
+        _ => Err(format!(
+            "expected one results directory in {}, found {dirs:?}",
+            out.display()
+        )
+        .into()),
+    }
+}
+
+/// Every line of results.jsonl, parsed; fails on a line that does not parse.
+pub fn lines(dir: &Path) -> Result<Vec<serde_json::Value>, Failed> {
+    let text = std::fs::read_to_string(dir.join("results.jsonl"))?;
+    text.lines()
+        .map(|l| serde_json::from_str(l).map_err(|e| format!("bad line {l:?}: {e}").into()))
+        .collect()
 }
