@@ -22,11 +22,36 @@ pub fn default_ready_seconds() -> f64 {
     super::server::PATIENCE.as_secs_f64()
 }
 
-/// A port free on the loopback now, for a server to bind (the kernel
-/// picks it; another program could take it before the server does, which
-/// the server would report).
+/// A port free on the loopback now, for a server to bind. It is taken
+/// below the ephemeral range (`ip_local_port_range`), so no client's
+/// connect can be given it between this check and the server's bind (a
+/// port the kernel picks for bind(0) comes from that range, where the
+/// load's own connects take theirs). Falls back to bind(0) when there is
+/// no room below the range.
 pub fn free_port() -> std::io::Result<u16> {
+    let low = ephemeral_low();
+    if low > 10_000 {
+        let span = u32::from(low - 10_000);
+        // A different start for every call, spread over the span.
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos())
+            ^ std::process::id().rotate_left(16);
+        for k in 0..span.min(200) {
+            let port = 10_000 + (seed.wrapping_add(k.wrapping_mul(7_919)) % span) as u16;
+            if std::net::TcpListener::bind((ADDR, port)).is_ok() {
+                return Ok(port);
+            }
+        }
+    }
     Ok(std::net::TcpListener::bind((ADDR, 0))?.local_addr()?.port())
+}
+
+/// The first port of the ephemeral range (32768 when it cannot be read).
+fn ephemeral_low() -> u16 {
+    crate::env::sysctl_u64s("net.ipv4.ip_local_port_range")
+        .and_then(|v| v.first().copied())
+        .map_or(32_768, |p| p.min(u64::from(u16::MAX)) as u16)
 }
 
 /// Where foreign servers bind: the loopback, as every cell's client
@@ -142,6 +167,16 @@ mod tests {
             f.argv(4242, "0-1"),
             ["python3", "my server.py", "--port=4242", "--cpus", "0-1"]
         );
+    }
+
+    #[test]
+    fn a_free_port_is_below_the_ephemeral_range_and_bindable() {
+        let low = ephemeral_low();
+        let port = free_port().unwrap();
+        if low > 10_000 {
+            assert!((10_000..low).contains(&port), "{port} vs {low}");
+        }
+        std::net::TcpListener::bind((ADDR, port)).unwrap();
     }
 
     #[test]
