@@ -20,7 +20,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
             names.join(", ")
         )
     })?;
-    let servers = args
+    let mut servers = args
         .servers
         .iter()
         .map(|s| Foreign::parse(s))
@@ -39,7 +39,6 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     // A preset's peers join as foreign servers, unless --server names one
     // of them itself.
     let cache = crate::experiments::peers::cache_dir();
-    let mut servers = servers;
     for name in preset.peers {
         let Some(peer) = crate::experiments::peers::find(name) else {
             continue;

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use libtest_mimic::Failed;
 
-use crate::support::{bin, lines, results_dir, scratch, Test};
+use crate::support::{bin, lines, results_dir, scratch, succeeded, Test};
 
 pub const TESTS: &[(&str, Test)] = &[
     ("asyncio_server_is_measured_as_a_model", asyncio_measured),
@@ -35,14 +35,7 @@ fn run_with(
         .args(["--no-report", "--out"])
         .arg(&out)
         .output()?;
-    if !o.status.success() {
-        return Err(format!(
-            "exit {:?}: {}",
-            o.status.code(),
-            String::from_utf8_lossy(&o.stderr)
-        )
-        .into());
-    }
+    succeeded(&o, "")?;
     lines(&results_dir(&out)?)
 }
 

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 
 use libtest_mimic::Failed;
 
-use crate::support::{bin, lines, results_dir, scratch, Test, PATIENCE};
+use crate::support::{bin, lines, results_dir, scratch, succeeded, Test, PATIENCE};
 
 pub const TESTS: &[(&str, Test)] = &[
     ("tiny_matrix_end_to_end", tiny_matrix),
@@ -45,10 +45,7 @@ fn tiny_matrix() -> Result<(), Failed> {
         out.to_str().unwrap_or("."),
     ])?;
     let stdout = String::from_utf8_lossy(&o.stdout);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    if !o.status.success() {
-        return Err(format!("exit {:?}: {stderr}", o.status.code()).into());
-    }
+    succeeded(&o, "")?;
     let dir = results_dir(&out)?;
     let cells = lines(&dir)?;
     if cells.len() != 8 {
@@ -238,14 +235,7 @@ fn kill_and_resume() -> Result<(), Failed> {
         .arg(&dir)
         .arg("--no-report")
         .output()?;
-    if !o.status.success() {
-        return Err(format!(
-            "resume: exit {:?}: {}",
-            o.status.code(),
-            String::from_utf8_lossy(&o.stderr)
-        )
-        .into());
-    }
+    succeeded(&o, "resume: ")?;
     let after = lines(&dir)?;
     let mut count: BTreeMap<String, usize> = BTreeMap::new();
     for c in &after {
@@ -298,14 +288,7 @@ fn runs_auto() -> Result<(), Failed> {
         out.to_str().unwrap_or("."),
     ])?;
     let stdout = String::from_utf8_lossy(&o.stdout);
-    if !o.status.success() {
-        return Err(format!(
-            "exit {:?}: {}",
-            o.status.code(),
-            String::from_utf8_lossy(&o.stderr)
-        )
-        .into());
-    }
+    succeeded(&o, "")?;
     let dir = results_dir(&out)?;
     let cells = lines(&dir)?;
     let plan: serde_json::Value =
@@ -389,14 +372,7 @@ fn failed_cells() -> Result<(), Failed> {
         "--out",
         out.to_str().unwrap_or("."),
     ])?;
-    if !o.status.success() {
-        return Err(format!(
-            "{arg}: exit {:?}: {}",
-            o.status.code(),
-            String::from_utf8_lossy(&o.stderr)
-        )
-        .into());
-    }
+    succeeded(&o, &format!("{arg}: "))?;
     let dir = results_dir(&out)?;
     let cells = lines(&dir)?;
     let reason = cells[0]["reason"].as_str().unwrap_or("");
@@ -426,14 +402,7 @@ fn bench_presets() -> Result<(), Failed> {
             "--out",
             out.to_str().unwrap_or("."),
         ])?;
-        if !o.status.success() {
-            return Err(format!(
-                "{preset}: exit {:?}: {}",
-                o.status.code(),
-                String::from_utf8_lossy(&o.stderr)
-            )
-            .into());
-        }
+        succeeded(&o, &format!("{preset}: "))?;
         let dir = results_dir(&out)?;
         let cells = lines(&dir)?;
         let want = models.split(',').count() * sizes.split(',').count();

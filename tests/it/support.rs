@@ -204,3 +204,17 @@ pub fn lines(dir: &Path) -> Result<Vec<serde_json::Value>, Failed> {
         .map(|l| serde_json::from_str(l).map_err(|e| format!("bad line {l:?}: {e}").into()))
         .collect()
 }
+
+/// `Ok` when the command succeeded; otherwise its exit code and stderr,
+/// after `what` (e.g. `"resume: "`).
+pub fn succeeded(o: &std::process::Output, what: &str) -> Result<(), Failed> {
+    if o.status.success() {
+        return Ok(());
+    }
+    Err(format!(
+        "{what}exit {:?}: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr)
+    )
+    .into())
+}
