@@ -174,7 +174,7 @@ pub struct RunArgs {
     /// A server of your own beside the models: NAME='COMMAND ARGS {port}'
     /// ({port}: a free port c10k picked; {addr}: the address to bind;
     /// {cpus}: the server side's CPU list). Ready when it prints a line
-    /// starting READY or accepts a connect. Repeatable.
+    /// starting READY or listens on the port. Repeatable.
     #[arg(long = "server", value_name = "NAME=COMMAND")]
     pub servers: Vec<String>,
     /// A server already running, here or elsewhere, beside the models:

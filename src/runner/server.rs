@@ -7,8 +7,8 @@
 //! A foreign server (`--server NAME='COMMAND {port}'`, [`super::foreign`])
 //! goes through the same launcher ([`Launcher::start_foreign`]): pinned
 //! before it runs, ready when it prints a line starting `READY` or when a
-//! connect to its port succeeds (probed every [`PROBE_EVERY`], at most the
-//! launcher's patience), stopped with SIGTERM to its whole process group
+//! socket listens on its port (/proc/net/tcp, checked every
+//! [`PROBE_EVERY`], at most the launcher's patience), stopped with SIGTERM to its whole process group
 //! and SIGKILL after [`GRACE`]; dying of that SIGTERM is a clean end for it.
 //!
 //! The one launcher of servers: the runner's cells, the integration tests
@@ -34,8 +34,8 @@ pub const PATIENCE: Duration = Duration::from_secs(60);
 /// process group is killed.
 pub const GRACE: Duration = Duration::from_secs(5);
 
-/// How often a foreign server that has not printed READY is probed with a
-/// connect.
+/// How often a foreign server that has not printed READY is checked for a
+/// listening socket.
 pub const PROBE_EVERY: Duration = Duration::from_millis(20);
 
 /// Why a server did not start.
@@ -202,8 +202,8 @@ impl Launcher {
     /// Starts a foreign server, `argv` with its placeholders filled in,
     /// listening on `port` of the loopback, pinned to `cpus` (none: not
     /// pinned); waits (at most [`Launcher::patience`]) until it prints a
-    /// line starting `READY` (`READY ip:port` names its address) or accepts
-    /// a connect on the port.
+    /// line starting `READY` (`READY ip:port` names its address) or a
+    /// socket listens on the port (so a connect would succeed).
     pub fn start_foreign(
         &self,
         argv: &[String],
@@ -234,19 +234,24 @@ impl Launcher {
                 }
                 Ok(line) => said = Some(line),
                 Err(RecvTimeoutError::Timeout) => {}
-                // Its stdout is closed: whether it still runs is below.
+                // Its stdout is closed, so the wait above returns at once:
+                // wait for its exit instead (whether it still runs is
+                // checked below), and the probes keep their pace.
                 Err(RecvTimeoutError::Disconnected) => {
-                    if sys::process::exits_within(server.pid() as i32, PROBE_EVERY).unwrap_or(false)
-                    {
-                        return Err(gone_before_ready(server));
-                    }
+                    let _ = sys::process::exits_within(server.pid() as i32, PROBE_EVERY);
                 }
             }
-            if std::net::TcpStream::connect_timeout(&server.addr, PROBE_EVERY).is_ok() {
+            if listening(port) {
                 return Ok(server);
             }
             if !server.running() {
-                return Err(gone_before_ready(server));
+                return Err(StartError::Failed(
+                    server
+                        .stop()
+                        .trouble()
+                        .map(|t| format!("{t} before it was ready"))
+                        .unwrap_or_else(|| "the server exited before it was ready".into()),
+                ));
             }
             if Instant::now() >= deadline {
                 let _ = server.stop();
@@ -299,16 +304,22 @@ impl Launcher {
     }
 }
 
-/// A foreign server that ended before it was ready: reaped, and how it
-/// ended.
-fn gone_before_ready(server: ServerChild) -> StartError {
-    StartError::Failed(
-        server
-            .stop()
-            .trouble()
-            .map(|t| format!("{t} before it was ready"))
-            .unwrap_or_else(|| "the server exited before it was ready".into()),
-    )
+/// Whether some socket listens on TCP `port` (any address, IPv4 or
+/// IPv6), from /proc/net/tcp and tcp6. A connect would say the same, but
+/// the server would accept it and count it: its idle sample could then
+/// hold a connection that is gone by the loaded one.
+fn listening(port: u16) -> bool {
+    let want = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|path| {
+        std::fs::read_to_string(path).is_ok_and(|text| {
+            text.lines().skip(1).any(|l| {
+                let mut f = l.split_whitespace();
+                let local = f.nth(1).unwrap_or("");
+                // `st` 0A is TCP_LISTEN.
+                local.ends_with(&want) && f.nth(1) == Some("0A")
+            })
+        })
+    })
 }
 
 impl ServerChild {
