@@ -33,6 +33,9 @@ accept(L) ->
             Pid = spawn(fun() -> receive go -> echo(S) end end),
             ok = gen_tcp:controlling_process(S, Pid),
             Pid ! go;
+        %% Out of descriptors, the connection stays queued and accept
+        %% fails again at once: wait, as ranch's acceptors do.
+        {error, emfile} -> receive after 100 -> ok end;
         {error, _} -> ok
     end,
     accept(L).

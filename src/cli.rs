@@ -43,6 +43,9 @@ pub enum Command {
     /// Micro-benchmarks of the mechanisms under the models.
     #[command(subcommand)]
     Micro(MicroCommand),
+    /// Check that an echo server behaves: a c10k model, a server command, a
+    /// peer, or an address; PASS, FAIL or SKIP per check, with evidence.
+    Conform(ConformArgs),
     /// The thundering herd: W processes waiting on one listening socket.
     Herd(HerdArgs),
 }
@@ -426,4 +429,35 @@ pub enum WorkloadKind {
     Burst,
     /// Open, echo nothing (or one message), close; repeat.
     Churn,
+}
+
+/// `c10k conform`.
+#[derive(Debug, Args)]
+pub struct ConformArgs {
+    /// A server already listening, HOST:PORT: only the checks of the wire
+    /// run (the others need the server's process).
+    pub address: Option<String>,
+    /// A c10k model, started as `c10k serve --model M` for each check.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// A server command c10k starts for each check: '[NAME=]COMMAND ARGS
+    /// {port}' ({port}: a free port; {addr}: 127.0.0.1).
+    #[arg(long)]
+    pub server: Option<String>,
+    /// A peer of `c10k run peers` (go, node, asyncio, uvloop, erlang,
+    /// socat).
+    #[arg(long)]
+    pub peer: Option<String>,
+    /// Run only this check (repeatable) [default: all; see --list].
+    #[arg(long = "check")]
+    pub checks: Vec<String>,
+    /// List the checks and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// How long any one wait of a check may take before the check fails.
+    #[arg(long, default_value = "30s")]
+    pub patience: String,
+    /// Also write the results as JSON to this file.
+    #[arg(long)]
+    pub json: Option<std::path::PathBuf>,
 }

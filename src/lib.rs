@@ -86,6 +86,7 @@
 
 pub mod cli;
 pub mod client;
+pub mod conform;
 pub mod env;
 pub mod experiments;
 pub mod export;

@@ -65,12 +65,52 @@ fn main() -> ExitCode {
             let request = c10k::plan::herd::request(&args);
             bench("herd", c10k::herd::run(&request), request.json.clone())
         }
+        Command::Conform(args) => conform(&args),
         Command::Models => {
             for m in server::MODELS {
                 println!("{:<14} {}", m.name(), m.about());
             }
             ExitCode::SUCCESS
         }
+    }
+}
+
+/// `c10k conform`: each check's row as it is done, the totals, the JSON;
+/// exit 0 only when no check failed.
+fn conform(args: &c10k::cli::ConformArgs) -> ExitCode {
+    use c10k::conform::{Report, CHECKS};
+    if args.list {
+        for c in CHECKS {
+            println!("{:<28} {}", c.name, c.about);
+        }
+        return ExitCode::SUCCESS;
+    }
+    let plan = match c10k::plan::conform::plan(args) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("c10k conform: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // 1,100 connections at once: the client wants the hard limit.
+    let _ = c10k::sys::rlimit::raise_nofile();
+    println!("{}", Report::title(&plan.suite.subject.describe()));
+    let report = plan.suite.run_all(&plan.checks, |row| {
+        println!("{}", Report::line(row));
+        let _ = std::io::stdout().flush();
+    });
+    println!("\n{}", report.totals());
+    let _ = std::io::stdout().flush();
+    if let Some(path) = &plan.json {
+        if let Err(e) = c10k::export::write_json(path, &report) {
+            eprintln!("c10k conform: cannot write {}: {e}", path.display());
+            return ExitCode::from(1);
+        }
+    }
+    if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     }
 }
 

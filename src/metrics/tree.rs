@@ -38,6 +38,16 @@ pub struct TreeMemory {
     pub sockets: u64,
 }
 
+/// Whether process `pid` runs (a zombie, dead and not yet reaped, does
+/// not): the state after the command name in `/proc/PID/stat`.
+pub fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| !matches!(state, "Z" | "X"))
+    })
+}
+
 /// `root` and all its descendants that exist now (children are found
 /// through `/proc/PID/task/TID/children`).
 pub fn descendants(root: u32) -> Vec<u32> {

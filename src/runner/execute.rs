@@ -364,7 +364,7 @@ fn start_foreign(
         ..Launcher::default()
     };
     let server = launcher
-        .start_foreign(&argv, port, &plan.server_cpus)
+        .start_foreign(&argv, port, &plan.server_cpus, None)
         .map_err(|e| match e {
             StartError::Unsupported(why) => Trouble::Skipped(why),
             StartError::Failed(why) => Trouble::Failed(format!("{}: {why}", f.name)),

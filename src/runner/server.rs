@@ -201,14 +201,17 @@ impl Launcher {
 
     /// Starts a foreign server, `argv` with its placeholders filled in,
     /// listening on `port` of the loopback, pinned to `cpus` (none: not
-    /// pinned); waits (at most [`Launcher::patience`]) until it prints a
-    /// line starting `READY` (`READY ip:port` names its address) or a
-    /// socket listens on the port (so a connect would succeed).
+    /// pinned), with an open-files limit of `nofile` (soft and hard) when
+    /// given; waits
+    /// (at most [`Launcher::patience`]) until it prints a line starting
+    /// `READY` (`READY ip:port` names its address) or a socket listens on
+    /// the port (so a connect would succeed).
     pub fn start_foreign(
         &self,
         argv: &[String],
         port: u16,
         cpus: &[usize],
+        nofile: Option<u64>,
     ) -> Result<ServerChild, StartError> {
         let Some((program, args)) = argv.split_first() else {
             return Err(StartError::Failed("an empty server command".into()));
@@ -217,6 +220,9 @@ impl Launcher {
         cmd.args(args);
         if !cpus.is_empty() {
             sys::affinity::pin_child(&mut cmd, cpus);
+        }
+        if let Some(n) = nofile {
+            sys::rlimit::limit_child_nofile(&mut cmd, n);
         }
         let mut server = self.spawn(cmd, program)?;
         server.foreign = true;
@@ -334,15 +340,7 @@ impl ServerChild {
 
     /// Whether it is still running (without reaping it).
     pub fn running(&self) -> bool {
-        std::fs::read_to_string(format!("/proc/{}/stat", self.pid()))
-            .map(|s| {
-                // The state follows the command name in parentheses.
-                let state = s
-                    .rsplit_once(')')
-                    .and_then(|(_, rest)| rest.split_whitespace().next());
-                !matches!(state, Some("Z") | Some("X") | None)
-            })
-            .unwrap_or(false)
+        crate::metrics::tree::running(self.pid())
     }
 
     /// SIGTERM, its summary line, then `wait4`. A server that does not exit

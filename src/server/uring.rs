@@ -515,9 +515,12 @@ impl<'a> Worker<'a> {
     /// paused accept go again (a descriptor is free).
     fn close(&mut self, slot: usize) {
         if let Some(conn) = self.conns.get_mut(slot).and_then(Option::take) {
+            // Counted before the socket closes: a client that sees EOF can
+            // rely on its slot being free (with --max-conns, another
+            // worker may accept its next connection at once).
+            self.ctx.stats.closed();
             drop(conn);
             self.free.push(slot);
-            self.ctx.stats.closed();
             self.arm_accept();
         }
     }

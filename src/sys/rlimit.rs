@@ -42,6 +42,31 @@ pub(crate) fn set_nofile_soft(soft: u64) -> io::Result<()> {
     .map_err(io::Error::from)
 }
 
+/// Sets `cmd` up so the child starts with an open-files limit of `n`,
+/// soft and hard (never above the hard limit it would inherit), as
+/// `prlimit --nofile=N:N` would: the hard limit too, so a runtime that
+/// raises its soft limit at start (Go's, Node's) cannot escape it. How the
+/// conformance suite runs a foreign server out of descriptors.
+pub(crate) fn limit_child_nofile(cmd: &mut std::process::Command, n: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the child between fork and exec, so it
+    // must only make async-signal-safe calls: getrlimit and setrlimit are
+    // raw system calls here (rustix), and nothing allocates or takes a lock.
+    unsafe {
+        cmd.pre_exec(move || {
+            let n = getrlimit(Resource::Nofile).maximum.map_or(n, |h| n.min(h));
+            setrlimit(
+                Resource::Nofile,
+                Rlimit {
+                    current: Some(n),
+                    maximum: Some(n),
+                },
+            )
+            .map_err(io::Error::from)
+        });
+    }
+}
+
 /// Raises the soft open-files limit to the hard limit and returns it.
 pub fn raise_nofile() -> io::Result<u64> {
     let limit = nofile();

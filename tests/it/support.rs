@@ -4,7 +4,7 @@
 //! for readiness.
 
 use std::io::Read;
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 
@@ -61,43 +61,10 @@ impl Server {
         self.child.pid() as i32
     }
 
-    pub fn connect(&self) -> TcpStream {
-        connect(self.addr)
-    }
-
-    /// The process and all its descendants.
-    pub fn tree(&self) -> Vec<i32> {
-        c10k::metrics::tree::descendants(self.child.pid())
-            .into_iter()
-            .map(|p| p as i32)
-            .collect()
-    }
-
-    /// Resident memory of the whole process tree, in KiB.
-    pub fn rss_kib(&self) -> u64 {
-        c10k::metrics::tree::sample(&[self.child.pid()]).rss_kib
-    }
-
-    /// CPU time (user + system) of the whole tree, including its exited,
-    /// reaped children.
-    pub fn cpu(&self) -> Duration {
-        c10k::metrics::cpu::tree(&[self.child.pid()])
-            .map_or(Duration::ZERO, |t| Duration::from_secs_f64(t.seconds))
-    }
-
     /// Sends SIGTERM and waits (bounded) for the exit and the summary line.
     pub fn stop(self) -> Result<(ExitStatus, Summary), String> {
         self.child.stop().checked()
     }
-}
-
-/// A blocking client connection whose reads and writes fail after
-/// [`PATIENCE`] instead of hanging.
-pub fn connect(addr: SocketAddr) -> TcpStream {
-    let s = TcpStream::connect(addr).expect("connect to the server");
-    s.set_read_timeout(Some(PATIENCE)).unwrap();
-    s.set_write_timeout(Some(PATIENCE)).unwrap();
-    s
 }
 
 /// Waits for `child` to exit, failing after [`PATIENCE`].

@@ -1,0 +1,290 @@
+//! The conformance suite for any TCP echo server: `c10k conform`, and the
+//! integration tests that hold every c10k model to it (one suite, two
+//! front ends). A check starts its own server (a fresh one, so what one
+//! check leaves cannot fail the next), drives it over real sockets, and
+//! says PASS with its evidence (bytes, counts, CPU seconds), FAIL with what
+//! went wrong, or SKIP with why it could not run.
+//!
+//! The subject is a c10k model (`c10k serve --model M`), a foreign server
+//! c10k starts (`--server`, `--peer`), or a bare address. A check that
+//! reads the server's process (memory, CPU, its open-files limit, a
+//! signal) runs only when c10k started it; a check of a c10k-only flag
+//! (`--max-conns`) runs only on a model; a c10k model's own summary line is
+//! checked against what its clients saw.
+//!
+//! Cost: about ten seconds for a conforming server, most of it in the
+//! quiet windows that show a server is not spinning; every wait is bounded
+//! by the suite's patience, so a broken server costs at most that per
+//! stalled wait.
+
+mod process;
+pub mod subject;
+mod traffic;
+mod wire;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+pub use subject::Subject;
+
+/// How long any one wait of a check may take before the check fails,
+/// unless the suite is told otherwise.
+pub const PATIENCE: Duration = Duration::from_secs(30);
+
+/// A check's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    Skip,
+}
+
+impl Verdict {
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Pass => "PASS",
+            Verdict::Fail => "FAIL",
+            Verdict::Skip => "SKIP",
+        }
+    }
+}
+
+/// One check's result: its verdict and the evidence for it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub check: &'static str,
+    pub about: &'static str,
+    pub verdict: Verdict,
+    /// What was measured (PASS), what went wrong (FAIL) or why it could not
+    /// run (SKIP).
+    pub evidence: String,
+    pub seconds: f64,
+}
+
+/// A conformance check.
+pub struct Check {
+    /// Its name, as `--check` takes it and tests are named.
+    pub name: &'static str,
+    /// What it holds the server to, one line.
+    pub about: &'static str,
+    run: fn(&Suite) -> Checked,
+}
+
+/// Every check, in the order they run.
+pub const CHECKS: &[Check] = &[
+    Check {
+        name: "echo_sizes_in_fragments",
+        about: "1 B to 1 MiB in random fragments on 16 connections come back equal",
+        run: traffic::echo_sizes_in_fragments,
+    },
+    Check {
+        name: "past_fd_setsize",
+        about: "1,100 connections open at once (past FD_SETSIZE), every one echoing",
+        run: traffic::past_fd_setsize,
+    },
+    Check {
+        name: "half_close",
+        about: "after the client's shutdown(SHUT_WR), every byte comes back, then EOF",
+        run: traffic::half_close,
+    },
+    Check {
+        name: "reset_mid_message",
+        about: "clients that reset mid-message do not disturb the others",
+        run: traffic::reset_mid_message,
+    },
+    Check {
+        name: "silent_connections",
+        about: "connections that send nothing (or half a message) block no one",
+        run: traffic::silent_connections,
+    },
+    Check {
+        name: "slow_reader_bounded_memory",
+        about: "a peer that never reads leaves the server's memory bounded",
+        run: process::slow_reader_bounded_memory,
+    },
+    Check {
+        name: "emfile",
+        about: "out of descriptors (limit 64): no busy loop, served again once others leave",
+        run: process::emfile,
+    },
+    Check {
+        name: "idle_no_busy_loop",
+        about: "with connections open and no traffic, the server does not spin",
+        run: process::idle_no_busy_loop,
+    },
+    Check {
+        name: "sigterm",
+        about: "SIGTERM ends it cleanly, no process of its tree left",
+        run: process::sigterm,
+    },
+    Check {
+        name: "max_conns_refuses_the_rest",
+        about: "c10k's --max-conns 3: the rest are closed at once and counted",
+        run: process::max_conns_refuses_the_rest,
+    },
+];
+
+/// The check named `name`.
+pub fn find(name: &str) -> Option<&'static Check> {
+    CHECKS.iter().find(|c| c.name == name)
+}
+
+/// Why a check stopped before passing.
+#[derive(Debug)]
+pub(crate) enum Stop {
+    Fail(String),
+    Skip(String),
+}
+
+/// What a check returns: the evidence of a pass, or why it stopped.
+pub(crate) type Checked = Result<String, Stop>;
+
+impl From<String> for Stop {
+    fn from(s: String) -> Stop {
+        Stop::Fail(s)
+    }
+}
+
+impl From<&str> for Stop {
+    fn from(s: &str) -> Stop {
+        Stop::Fail(s.to_string())
+    }
+}
+
+impl From<std::io::Error> for Stop {
+    fn from(e: std::io::Error) -> Stop {
+        Stop::Fail(e.to_string())
+    }
+}
+
+impl From<rustix::io::Errno> for Stop {
+    fn from(e: rustix::io::Errno) -> Stop {
+        Stop::Fail(std::io::Error::from(e).to_string())
+    }
+}
+
+/// Fails with `msg` unless `cond`.
+pub(crate) fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Result<(), Stop> {
+    if cond {
+        Ok(())
+    } else {
+        Err(Stop::Fail(msg()))
+    }
+}
+
+/// A subject and how to check it.
+pub struct Suite {
+    pub subject: Subject,
+    /// The `c10k` binary that serves a model (`None`: this program).
+    pub program: Option<PathBuf>,
+    /// How long any one wait may take before the check fails.
+    pub patience: Duration,
+}
+
+impl Suite {
+    pub fn new(subject: Subject) -> Suite {
+        Suite {
+            subject,
+            program: None,
+            patience: PATIENCE,
+        }
+    }
+
+    /// Runs one check.
+    pub fn run(&self, check: &Check) -> Row {
+        let started = Instant::now();
+        let (verdict, evidence) = match (check.run)(self) {
+            Ok(e) => (Verdict::Pass, e),
+            Err(Stop::Fail(e)) => (Verdict::Fail, e),
+            Err(Stop::Skip(e)) => (Verdict::Skip, e),
+        };
+        Row {
+            check: check.name,
+            about: check.about,
+            verdict,
+            evidence,
+            seconds: started.elapsed().as_secs_f64(),
+        }
+    }
+}
+
+/// The suite's results, as `--json` writes them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The version of this JSON's shape.
+    pub schema_version: u32,
+    /// What was checked, in words.
+    pub subject: String,
+    pub checks: Vec<Row>,
+}
+
+impl Suite {
+    /// Runs `checks` in order, handing each row to `each` as it is done
+    /// (so a table can be printed as the suite goes).
+    pub fn run_all(&self, checks: &[&Check], mut each: impl FnMut(&Row)) -> Report {
+        let mut report = Report {
+            schema_version: 1,
+            subject: self.subject.describe(),
+            checks: Vec::new(),
+        };
+        for check in checks {
+            let row = self.run(check);
+            each(&row);
+            report.checks.push(row);
+        }
+        report
+    }
+}
+
+impl Report {
+    /// How many checks had `verdict`.
+    pub fn count(&self, verdict: Verdict) -> usize {
+        self.checks.iter().filter(|r| r.verdict == verdict).count()
+    }
+
+    /// Whether no check failed.
+    pub fn passed(&self) -> bool {
+        self.count(Verdict::Fail) == 0
+    }
+
+    /// The table's title.
+    pub fn title(subject: &str) -> String {
+        format!("c10k conform: {subject}\n")
+    }
+
+    /// One row of the table: verdict, check, time, evidence.
+    pub fn line(r: &Row) -> String {
+        let width = CHECKS.iter().map(|c| c.name.len()).max().unwrap_or(0);
+        let indent = " ".repeat(width + 20);
+        format!(
+            "  {}  {:width$}  {:>6.1} s  {}",
+            r.verdict.label(),
+            r.check,
+            r.seconds,
+            r.evidence.replace('\n', &format!("\n{indent}")),
+        )
+    }
+
+    /// The totals under the table.
+    pub fn totals(&self) -> String {
+        format!(
+            "{} passed, {} failed, {} skipped",
+            self.count(Verdict::Pass),
+            self.count(Verdict::Fail),
+            self.count(Verdict::Skip)
+        )
+    }
+
+    /// The whole table.
+    pub fn table(&self) -> String {
+        let mut out = Report::title(&self.subject) + "\n";
+        for r in &self.checks {
+            out += &Report::line(r);
+            out.push('\n');
+        }
+        out + "\n" + &self.totals() + "\n"
+    }
+}

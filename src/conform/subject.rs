@@ -1,0 +1,308 @@
+//! What the conformance suite checks, and one running instance of it: a
+//! c10k model started as `c10k serve`, a foreign server started through
+//! the one launcher ([`crate::runner::server::Launcher`]), or an address
+//! some server already listens on. Each check says what it needs ([`Needs`]:
+//! a c10k-only flag, the server's process, a low open-files limit) and
+//! gets a fresh server, or a skip saying why it cannot have one.
+//! Cost: one server start per check.
+
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use super::{ensure, wire, Stop, Suite};
+use crate::runner::foreign::{free_port, Foreign};
+use crate::runner::server::{Launcher, ServerChild, StartError};
+use crate::server::Summary;
+
+/// What the suite checks.
+#[derive(Debug, Clone)]
+pub enum Subject {
+    /// A c10k model: `c10k serve --model MODEL FLAGS…`.
+    Model { model: String, flags: Vec<String> },
+    /// A server c10k starts from a command (`--server`, `--peer`).
+    Command(Foreign),
+    /// A server already listening: only the wire can be checked.
+    Address(SocketAddr),
+}
+
+impl Subject {
+    /// The subject in words, for the table's title.
+    pub fn describe(&self) -> String {
+        match self {
+            Subject::Model { model, flags } if flags.is_empty() => format!("c10k model {model}"),
+            Subject::Model { model, flags } => {
+                format!("c10k model {model} ({})", flags.join(" "))
+            }
+            Subject::Command(f) => format!("{} ({})", f.name, f.command.join(" ")),
+            Subject::Address(a) => format!("the server at {a}"),
+        }
+    }
+
+    /// The c10k model, when the subject is one.
+    pub(crate) fn model(&self) -> Option<&str> {
+        match self {
+            Subject::Model { model, .. } => Some(model),
+            _ => None,
+        }
+    }
+}
+
+/// What a check needs of its server.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Needs<'a> {
+    /// `c10k serve` flags a model gets (later ones win over the subject's
+    /// own); other servers start without them.
+    pub flags: &'a [&'a str],
+    /// The check tests a c10k-only flag, named here: other servers skip it.
+    pub c10k_only: Option<&'static str>,
+    /// The check reads the server's process, for this: a bare address
+    /// skips it.
+    pub process: Option<&'static str>,
+    /// A soft open-files limit to start the server with.
+    pub nofile: Option<u64>,
+}
+
+/// A server started (or found) for one check.
+pub(crate) struct Under {
+    pub addr: SocketAddr,
+    child: Option<ServerChild>,
+    model: Option<String>,
+    patience: Duration,
+}
+
+impl Suite {
+    /// A fresh server for one check, or why the check is skipped (the model
+    /// cannot run here, the peer's toolchain is missing, or the subject
+    /// lacks what the check needs).
+    pub(crate) fn start(&self, needs: Needs) -> Result<Under, Stop> {
+        let launcher = Launcher {
+            program: self.program.clone(),
+            patience: self.patience,
+        };
+        let (child, model) = match &self.subject {
+            Subject::Model { model, flags } => {
+                let args = serve_args(model, flags, &needs);
+                let child = launcher.start(&args).map_err(|e| match e {
+                    StartError::Unsupported(why) => Stop::Skip(why),
+                    StartError::Failed(why) => Stop::Fail(why),
+                })?;
+                (child, Some(model.clone()))
+            }
+            Subject::Command(f) => {
+                if let Some(why) = &f.unavailable {
+                    return Err(Stop::Skip(why.clone()));
+                }
+                if let Some(flag) = needs.c10k_only {
+                    return Err(Stop::Skip(format!(
+                        "it checks c10k serve's {flag}, which this server does not have"
+                    )));
+                }
+                let port = free_port()?;
+                let child = launcher
+                    .start_foreign(&f.argv(port, ""), port, &[], needs.nofile)
+                    .map_err(|e| Stop::Fail(e.to_string()))?;
+                (child, None)
+            }
+            Subject::Address(addr) => {
+                if let Some(flag) = needs.c10k_only {
+                    return Err(Stop::Skip(format!(
+                        "it checks c10k serve's {flag}, which this server does not have"
+                    )));
+                }
+                if let Some(what) = needs.process {
+                    return Err(Stop::Skip(format!(
+                        "it reads the server's {what}: it runs only when c10k starts the server (--model, --server, --peer)"
+                    )));
+                }
+                return Ok(Under {
+                    addr: *addr,
+                    child: None,
+                    model: None,
+                    patience: self.patience,
+                });
+            }
+        };
+        Ok(Under {
+            addr: child.addr,
+            child: Some(child),
+            model,
+            patience: self.patience,
+        })
+    }
+}
+
+/// `--model MODEL`, the subject's flags, then the check's (a check's flag
+/// replaces the subject's flag of the same name), then `--nofile`.
+fn serve_args(model: &str, flags: &[String], needs: &Needs) -> Vec<String> {
+    let mut own: Vec<String> = flags.to_vec();
+    for pair in needs.flags.chunks(2) {
+        if let Some(i) = own.iter().position(|f| f == pair[0]) {
+            let end = (i + 2).min(own.len());
+            own.drain(i..end);
+        }
+    }
+    let mut args = vec!["--model".to_string(), model.to_string()];
+    args.extend(own);
+    args.extend(needs.flags.iter().map(|s| s.to_string()));
+    if let Some(n) = needs.nofile {
+        args.extend(["--nofile".to_string(), n.to_string()]);
+    }
+    args
+}
+
+impl Under {
+    /// A blocking connection whose reads and writes fail after the suite's
+    /// patience instead of hanging.
+    pub fn connect(&self) -> Result<TcpStream, Stop> {
+        wire::connect(self.addr, self.patience)
+            .map_err(|e| Stop::Fail(format!("connect to {}: {e}", self.addr)))
+    }
+
+    /// `n` connections, or why the k-th failed.
+    pub fn connect_many(&self, n: usize) -> Result<Vec<TcpStream>, Stop> {
+        (0..n)
+            .map(|k| {
+                self.connect().map_err(|e| match e {
+                    Stop::Fail(m) => Stop::Fail(format!("connection {k} of {n}: {m}")),
+                    s => s,
+                })
+            })
+            .collect()
+    }
+
+    pub fn patience(&self) -> Duration {
+        self.patience
+    }
+
+    /// The c10k model serving, if it is one.
+    pub fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+
+    /// The server's pid (only when c10k started it).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(ServerChild::pid)
+    }
+
+    fn roots(&self) -> Vec<u32> {
+        self.pid().into_iter().collect()
+    }
+
+    /// Resident memory of the server's whole process tree, in KiB.
+    pub fn rss_kib(&self) -> u64 {
+        crate::metrics::tree::sample(&self.roots()).rss_kib
+    }
+
+    /// CPU time of the server's whole tree, reaped children included.
+    pub fn cpu(&self) -> Duration {
+        crate::metrics::cpu::tree(&self.roots())
+            .map_or(Duration::ZERO, |t| Duration::from_secs_f64(t.seconds))
+    }
+
+    /// Stops the server. A c10k model must exit 0 with a summary that
+    /// names it, which is returned; any server that died before it was
+    /// stopped fails the check with how it ended.
+    pub fn stop(self) -> Result<Option<Summary>, Stop> {
+        let Some(child) = self.child else {
+            return Ok(None);
+        };
+        if !child.running() {
+            let how = child.stop().trouble().unwrap_or_else(|| "exited".into());
+            return Err(Stop::Fail(format!("during the check, {how}")));
+        }
+        let stopped = child.stop();
+        let Some(model) = self.model else {
+            return Ok(None);
+        };
+        let (status, summary) = stopped.checked()?;
+        ensure(status.success(), || {
+            format!("the server exited with {status}")
+        })?;
+        ensure(summary.model == model, || {
+            format!("the summary names {}, not {model}", summary.model)
+        })?;
+        Ok(Some(summary))
+    }
+
+    /// Adds what the server says when stopped (its summary, or how it
+    /// ended) to a failure, so a failed check shows the server's side too.
+    pub fn diagnose(self, failure: Stop) -> Stop {
+        let Stop::Fail(msg) = failure else {
+            return failure;
+        };
+        let Some(child) = self.child else {
+            return Stop::Fail(msg);
+        };
+        let stopped = child.stop();
+        let told = match (&stopped.summary, stopped.trouble()) {
+            (Some(s), _) => format!("; the server's summary: {s}"),
+            (None, Some(t)) => format!("; {t}"),
+            (None, None) => String::new(),
+        };
+        Stop::Fail(format!("{msg}{told}"))
+    }
+
+    /// Sends SIGTERM to the server's own process (not its group: as `kill
+    /// PID` or a container stop would) and waits up to `grace` for it to
+    /// exit; the processes of its tree seen just before are returned, then
+    /// the server, stopped.
+    pub fn terminate(mut self, grace: Duration) -> Result<Terminated, Stop> {
+        let child = self
+            .child
+            .take()
+            .ok_or("no process to signal (a bare address)")?;
+        let pid = child.pid() as i32;
+        let tree = crate::metrics::tree::descendants(child.pid());
+        crate::sys::process::kill(pid, libc::SIGTERM)?;
+        let exited = crate::sys::process::exits_within(pid, grace).unwrap_or(false);
+        // Children left running after their parent's exit, before the
+        // launcher's stop sweeps the group.
+        let left: Vec<u32> = tree
+            .into_iter()
+            .filter(|&p| p != child.pid() && crate::metrics::tree::running(p))
+            .collect();
+        let stopped = child.stop();
+        Ok(Terminated {
+            exited,
+            left,
+            stopped,
+        })
+    }
+}
+
+/// What SIGTERM did.
+pub(crate) struct Terminated {
+    /// The server exited within the grace period.
+    pub exited: bool,
+    /// Processes of its tree still running when it had exited (or the
+    /// grace period was over).
+    pub left: Vec<u32>,
+    pub stopped: crate::runner::server::Stopped,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_check_flag_replaces_the_subject_one() {
+        let needs = Needs {
+            flags: &["--workers", "8"],
+            nofile: Some(64),
+            ..Needs::default()
+        };
+        let flags = ["--workers", "2", "--edge"].map(String::from);
+        assert_eq!(
+            serve_args("prefork", &flags, &needs),
+            [
+                "--model",
+                "prefork",
+                "--edge",
+                "--workers",
+                "8",
+                "--nofile",
+                "64"
+            ]
+        );
+    }
+}

@@ -1,0 +1,136 @@
+//! `c10k conform`'s flags into a [`ConformPlan`]: exactly one subject (an
+//! address, `--model`, `--server` or `--peer`), the checks by name, the
+//! patience. Every mistake is one line naming the flag.
+
+use std::net::ToSocketAddrs;
+use std::path::PathBuf;
+
+use crate::cli::ConformArgs;
+use crate::conform::{self, Check, Subject, Suite};
+use crate::experiments::peers;
+use crate::runner::foreign::Foreign;
+
+/// A validated `c10k conform`.
+pub struct ConformPlan {
+    pub suite: Suite,
+    pub checks: Vec<&'static Check>,
+    pub json: Option<PathBuf>,
+}
+
+pub fn plan(a: &ConformArgs) -> Result<ConformPlan, String> {
+    let given = [
+        a.address.is_some(),
+        a.model.is_some(),
+        a.server.is_some(),
+        a.peer.is_some(),
+    ];
+    match given.iter().filter(|g| **g).count() {
+        1 => {}
+        0 => {
+            return Err(
+                "say what to check: HOST:PORT, --model M, --server 'COMMAND {port}' or --peer NAME"
+                    .into(),
+            )
+        }
+        _ => return Err(
+            "check one server at a time: give only one of HOST:PORT, --model, --server and --peer"
+                .into(),
+        ),
+    }
+    let subject = if let Some(text) = &a.address {
+        let addr = text
+            .to_socket_addrs()
+            .map_err(|e| format!("{text:?} is not HOST:PORT ({e})"))?
+            .next()
+            .ok_or_else(|| format!("{text:?} resolves to no address"))?;
+        Subject::Address(addr)
+    } else if let Some(model) = &a.model {
+        let m = crate::server::find(model).ok_or_else(|| {
+            format!(
+                "--model {model}: unknown; expected one of {}",
+                crate::server::MODELS
+                    .iter()
+                    .map(|m| m.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
+        Subject::Model {
+            model: m.name().to_string(),
+            flags: Vec::new(),
+        }
+    } else if let Some(spec) = &a.server {
+        Subject::Command(Foreign::parse(&named(spec))?)
+    } else {
+        let name = a.peer.as_deref().unwrap_or_default();
+        let peer = peers::find(name).ok_or_else(|| {
+            format!(
+                "--peer {name}: unknown; expected one of {}",
+                peers::PEERS
+                    .iter()
+                    .map(|p| p.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
+        Subject::Command(peer.resolve(&peers::cache_dir()))
+    };
+    let checks = if a.checks.is_empty() {
+        conform::CHECKS.iter().collect()
+    } else {
+        a.checks
+            .iter()
+            .map(|name| {
+                conform::find(name).ok_or_else(|| {
+                    format!(
+                        "--check {name}: unknown; expected one of {}",
+                        conform::CHECKS
+                            .iter()
+                            .map(|c| c.name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let patience = super::parse_duration(&a.patience).map_err(|e| format!("--patience: {e}"))?;
+    if patience.is_zero() {
+        return Err("--patience: must be more than zero".into());
+    }
+    let mut suite = Suite::new(subject);
+    suite.patience = patience;
+    Ok(ConformPlan {
+        suite,
+        checks,
+        json: a.json.clone(),
+    })
+}
+
+/// `--server` takes `NAME=COMMAND` or a bare command, which is named
+/// `server`: a leading word of name characters followed by '=' is a name.
+fn named(spec: &str) -> String {
+    let is_name = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    };
+    match spec.split_once('=') {
+        Some((name, _)) if is_name(name.trim()) => spec.to_string(),
+        _ => format!("server={spec}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bare_server_command_is_named_server() {
+        assert_eq!(
+            named("python3 s.py --port={port}"),
+            "server=python3 s.py --port={port}"
+        );
+        assert_eq!(named("mine=./srv {port}"), "mine=./srv {port}");
+    }
+}
