@@ -5,9 +5,9 @@
 //! ```text
 //!  main.rs ── cli.rs (raw flags, clap) ── plan/ (validated settings)
 //!                                           │
-//!        ┌──────────────┬─────────────┬─────┴──────┬───────────┐
-//!     server/        client/        runner/      micro/      herd/
-//!   (c10k serve)   (c10k load)    (c10k run)   (c10k micro) (c10k herd)
+//!        ┌──────────────┬─────────────┬─────┴──────┬───────────┬────────────┐
+//!     server/        client/        runner/      micro/      herd/       conform/
+//!   (c10k serve)   (c10k load)    (c10k run)   (c10k micro) (c10k herd) (c10k conform)
 //!        │              │      cells: server child + load, interleaved
 //!        │              │             │
 //!        └── metrics/ (a process tree's CPU, memory, sockets; kernel memory)
@@ -55,6 +55,7 @@
 //! | starting and stopping a server child (runner, tests, benches) | `runner/server.rs` |
 //! | a server of the user's (`--server`) or already running (`--target`) | `runner/foreign.rs` |
 //! | the peers: Go, Node.js, asyncio, uvloop, Erlang, socat servers | `experiments/peers.rs`, `peers/` |
+//! | the conformance suite, for any echo server and every model's tests | `conform/` (checks in `traffic.rs`, `process.rs`) |
 //! | a process tree's CPU, memory and sockets | `metrics/tree.rs`, `metrics/cpu.rs` |
 //! | the kernel's task limits | `env/tasks.rs` |
 //! | the client's event loop, pacing, coordinated omission | `client/engine.rs` |

@@ -111,12 +111,19 @@ pub(super) fn slow_reader_bounded_memory(suite: &Suite) -> Checked {
             while got < TOTAL {
                 let n = (&stream)
                     .read(&mut buf)
-                    .map_err(|e| format!("after {got} bytes: {}", wire::words(&e)))?;
+                    .map_err(|e| format!("after {} bytes: {}", count(got), wire::words(&e)))?;
                 if n == 0 {
-                    return Err(format!("EOF after {got} of {TOTAL} bytes"));
+                    return Err(format!(
+                        "EOF after {} of {} bytes",
+                        count(got),
+                        count(TOTAL)
+                    ));
                 }
                 if let Some(j) = (0..n).find(|&j| buf[j] != pattern(got + j as u64)) {
-                    return Err(format!("byte {} differs", got + j as u64));
+                    return Err(format!(
+                        "byte {} of the echo differs: a byte was lost or changed",
+                        count(got + j as u64)
+                    ));
                 }
                 got += n as u64;
             }

@@ -29,7 +29,13 @@ pub(super) fn echo_sizes_in_fragments(suite: &Suite) -> Checked {
                     for size in SIZES {
                         let data = rng.bytes(size);
                         let back = echo_fragmented(stream, &data, &mut rng)
-                            .map_err(|e| format!("connection {i}, {size} B: {}", wire::words(&e)))?;
+                            .map_err(|e| {
+                                format!(
+                                    "connection {i}, the {} B message: {}",
+                                    count(size as u64),
+                                    wire::words(&e)
+                                )
+                            })?;
                         if let Some(at) = (0..size).find(|&j| back[j] != data[j]) {
                             return Err(format!(
                                 "connection {i}: the {size} B message came back different from byte {at}"
@@ -172,6 +178,14 @@ pub(super) fn half_close(suite: &Suite) -> Checked {
             .into(),
         ));
     }
+    if let Some(at) = (0..back.len()).find(|&j| back[j] != data[j]) {
+        return Err(format!(
+            "{} bytes came back before EOF, differing from byte {}: a byte was lost or changed on the way",
+            count(back.len() as u64),
+            count(at as u64)
+        )
+        .into());
+    }
     ensure(back.len() as u64 == SIZE, || {
         format!(
             "EOF after {} of {} bytes: the rest was lost at the half-close",
@@ -179,9 +193,6 @@ pub(super) fn half_close(suite: &Suite) -> Checked {
             count(SIZE)
         )
     })?;
-    if let Some(at) = (0..back.len()).find(|&j| back[j] != data[j]) {
-        return Err(format!("the echo differs from byte {at}").into());
-    }
     server.stop()?;
     Ok(format!(
         "{} bytes written then shutdown(SHUT_WR): all {} came back, then EOF",

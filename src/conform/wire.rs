@@ -84,8 +84,9 @@ pub(super) fn read_fully(mut stream: &TcpStream, buf: &mut [u8]) -> std::io::Res
         match stream.read(&mut buf[got..]) {
             Ok(0) => {
                 return Err(std::io::Error::other(format!(
-                    "EOF after {got} of {} bytes",
-                    buf.len()
+                    "EOF after {} of {} bytes",
+                    count(got as u64),
+                    count(buf.len() as u64)
                 )))
             }
             Ok(n) => got += n,
@@ -93,7 +94,12 @@ pub(super) fn read_fully(mut stream: &TcpStream, buf: &mut [u8]) -> std::io::Res
             Err(e) => {
                 return Err(std::io::Error::new(
                     e.kind(),
-                    format!("{} after {got} of {} bytes", words(&e), buf.len()),
+                    format!(
+                        "{} after {} of {} bytes",
+                        words(&e),
+                        count(got as u64),
+                        count(buf.len() as u64)
+                    ),
                 ))
             }
         }
@@ -101,13 +107,17 @@ pub(super) fn read_fully(mut stream: &TcpStream, buf: &mut [u8]) -> std::io::Res
     Ok(())
 }
 
-/// An error in words, with a timeout named as the wait it was.
+/// An error in words, with a timed-out wait named as such (an error this
+/// module wrote already says what it means).
 pub(super) fn words(e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
-            "nothing came within the patience".to_string()
-        }
-        _ => e.to_string(),
+    let timed_out = matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    );
+    if timed_out && e.raw_os_error().is_some() {
+        "nothing came within the patience".to_string()
+    } else {
+        e.to_string()
     }
 }
 

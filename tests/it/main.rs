@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 mod cli;
+mod conform;
 mod conformance;
 mod foreign;
 mod herd;
@@ -36,8 +37,9 @@ fn main() {
             ));
         }
     }
-    let groups: [(&str, &[(&str, support::Test)]); 11] = [
+    let groups: [(&str, &[(&str, support::Test)]); 12] = [
         ("cli", cli::TESTS),
+        ("conform", conform::TESTS),
         ("foreign", foreign::TESTS),
         ("herd", herd::TESTS),
         ("hostile", hostile::TESTS),
