@@ -448,6 +448,10 @@ pub struct ConformArgs {
     /// socat).
     #[arg(long)]
     pub peer: Option<String>,
+    /// With --model: pass this to its `c10k serve`, e.g.
+    /// --server-arg=--edge (repeatable).
+    #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub server_args: Vec<String>,
     /// Run only this check (repeatable) [default: all; see --list].
     #[arg(long = "check")]
     pub checks: Vec<String>,

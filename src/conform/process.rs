@@ -345,12 +345,7 @@ pub(super) fn idle_no_busy_loop(suite: &Suite) -> Checked {
         process: Some("CPU"),
         ..Needs::default()
     })?;
-    let streams = server.connect_many(CONNS)?;
-    for (i, mut s) in streams.iter().enumerate() {
-        s.write_all(b"ping")?;
-        wire::read_fully(s, &mut [0u8; 4])
-            .map_err(|e| format!("connection {i}: {}", wire::words(&e)))?;
-    }
+    let streams = server.connect_echoed(CONNS)?;
     let cpu0 = server.cpu();
     let t0 = Instant::now();
     // The measured window itself, not a wait for readiness.
@@ -381,12 +376,7 @@ pub(super) fn sigterm(suite: &Suite) -> Checked {
         process: Some("signals and process tree"),
         ..Needs::default()
     })?;
-    let streams = server.connect_many(CONNS)?;
-    for (i, mut s) in streams.iter().enumerate() {
-        s.write_all(b"ping")?;
-        wire::read_fully(s, &mut [0u8; 4])
-            .map_err(|e| format!("connection {i}: {}", wire::words(&e)))?;
-    }
+    let streams = server.connect_echoed(CONNS)?;
     let model = server.model().map(str::to_string);
     // A c10k model has the launcher's patience; another server the grace
     // period the runner gives it.

@@ -6,6 +6,7 @@
 //! gets a fresh server, or a skip saying why it cannot have one.
 //! Cost: one server start per check.
 
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
@@ -98,8 +99,10 @@ impl Suite {
                     )));
                 }
                 let port = free_port()?;
+                let cpus = crate::sys::affinity::current_cpus();
+                let argv = f.argv(port, &crate::sys::affinity::format_cpu_list(&cpus));
                 let child = launcher
-                    .start_foreign(&f.argv(port, ""), port, &[], needs.nofile)
+                    .start_foreign(&argv, port, &[], needs.nofile)
                     .map_err(|e| Stop::Fail(e.to_string()))?;
                 (child, None)
             }
@@ -136,9 +139,12 @@ impl Suite {
 fn serve_args(model: &str, flags: &[String], needs: &Needs) -> Vec<String> {
     let mut own: Vec<String> = flags.to_vec();
     for pair in needs.flags.chunks(2) {
+        let joined = format!("{}=", pair[0]);
         if let Some(i) = own.iter().position(|f| f == pair[0]) {
             let end = (i + 2).min(own.len());
             own.drain(i..end);
+        } else if let Some(i) = own.iter().position(|f| f.starts_with(&joined)) {
+            own.remove(i);
         }
     }
     let mut args = vec!["--model".to_string(), model.to_string()];
@@ -168,6 +174,18 @@ impl Under {
                 })
             })
             .collect()
+    }
+
+    /// `n` connections, each of which has echoed one message (so the
+    /// server holds every one of them).
+    pub fn connect_echoed(&self, n: usize) -> Result<Vec<TcpStream>, Stop> {
+        let streams = self.connect_many(n)?;
+        for (i, mut s) in streams.iter().enumerate() {
+            s.write_all(b"ping")?;
+            wire::read_fully(s, &mut [0u8; 4])
+                .map_err(|e| format!("connection {i}: {}", wire::words(&e)))?;
+        }
+        Ok(streams)
     }
 
     pub fn patience(&self) -> Duration {

@@ -37,6 +37,9 @@ pub fn plan(a: &ConformArgs) -> Result<ConformPlan, String> {
                 .into(),
         ),
     }
+    if !a.server_args.is_empty() && a.model.is_none() {
+        return Err("--server-arg goes to a c10k model's `c10k serve`: give --model".into());
+    }
     let subject = if let Some(text) = &a.address {
         let addr = text
             .to_socket_addrs()
@@ -46,33 +49,23 @@ pub fn plan(a: &ConformArgs) -> Result<ConformPlan, String> {
         Subject::Address(addr)
     } else if let Some(model) = &a.model {
         let m = crate::server::find(model).ok_or_else(|| {
-            format!(
-                "--model {model}: unknown; expected one of {}",
-                crate::server::MODELS
-                    .iter()
-                    .map(|m| m.name())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+            unknown(
+                "--model",
+                model,
+                crate::server::MODELS.iter().map(|m| m.name()),
             )
         })?;
+        super::check_server_args(&a.server_args)?;
         Subject::Model {
             model: m.name().to_string(),
-            flags: Vec::new(),
+            flags: a.server_args.clone(),
         }
     } else if let Some(spec) = &a.server {
         Subject::Command(Foreign::parse(&named(spec))?)
     } else {
         let name = a.peer.as_deref().unwrap_or_default();
-        let peer = peers::find(name).ok_or_else(|| {
-            format!(
-                "--peer {name}: unknown; expected one of {}",
-                peers::PEERS
-                    .iter()
-                    .map(|p| p.name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })?;
+        let peer = peers::find(name)
+            .ok_or_else(|| unknown("--peer", name, peers::PEERS.iter().map(|p| p.name)))?;
         Subject::Command(peer.resolve(&peers::cache_dir()))
     };
     let checks = if a.checks.is_empty() {
@@ -81,16 +74,8 @@ pub fn plan(a: &ConformArgs) -> Result<ConformPlan, String> {
         a.checks
             .iter()
             .map(|name| {
-                conform::find(name).ok_or_else(|| {
-                    format!(
-                        "--check {name}: unknown; expected one of {}",
-                        conform::CHECKS
-                            .iter()
-                            .map(|c| c.name)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                })
+                conform::find(name)
+                    .ok_or_else(|| unknown("--check", name, conform::CHECKS.iter().map(|c| c.name)))
             })
             .collect::<Result<_, _>>()?
     };
@@ -105,6 +90,14 @@ pub fn plan(a: &ConformArgs) -> Result<ConformPlan, String> {
         checks,
         json: a.json.clone(),
     })
+}
+
+/// `FLAG NAME: unknown; expected one of A, B, …`.
+fn unknown<'a>(flag: &str, name: &str, known: impl Iterator<Item = &'a str>) -> String {
+    format!(
+        "{flag} {name}: unknown; expected one of {}",
+        known.collect::<Vec<_>>().join(", ")
+    )
 }
 
 /// `--server` takes `NAME=COMMAND` or a bare command, which is named

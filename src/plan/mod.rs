@@ -115,9 +115,10 @@ impl From<crate::cli::AcceptMode> for server::AcceptMode {
 const CELL_OWNED: [&str; 5] = ["model", "port", "cpus", "bind", "reuseport"];
 
 /// Checks `c10k run --server-arg`s once, with the plan, before any cell
-/// runs: they must be `c10k serve` flags with valid values, and none may
-/// set what each cell sets itself. Returns the echo buffer the servers will
-/// have (`--buffer` among them, or serve's default).
+/// runs (and `c10k conform`'s, before any check): they must be `c10k
+/// serve` flags with valid values, and none may set what each cell sets
+/// itself. Returns the echo buffer the servers will have (`--buffer` among
+/// them, or serve's default).
 pub fn check_server_args(args: &[String]) -> Result<String, String> {
     use clap::{parser::ValueSource, Args, FromArgMatches};
     let cmd = ServeArgs::augment_args(clap::Command::new("serve").no_binary_name(true));
@@ -129,7 +130,7 @@ pub fn check_server_args(args: &[String]) -> Result<String, String> {
         .find(|id| m.value_source(id) == Some(ValueSource::CommandLine))
     {
         return Err(format!(
-            "--server-arg: --{id} is set by each cell (its model, port and CPUs), not by hand"
+            "--server-arg: --{id} is set by c10k for each server it starts (its model, port and CPUs), not by hand"
         ));
     }
     let a = ServeArgs::from_arg_matches(&m).map_err(|e| format!("--server-arg: {e}"))?;

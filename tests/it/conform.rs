@@ -95,8 +95,8 @@ fn broken_server() -> PathBuf {
 
 fn a_model_passes() -> Result<(), Failed> {
     let dir = scratch("conform-model")?;
-    let c = conform(&dir, &["--model", "poll"])?;
-    if c.code != Some(0) || c.with("pass") != all() {
+    let c = conform(&dir, &["--model", "epoll", "--server-arg=--edge"])?;
+    if c.code != Some(0) || c.with("pass") != all() || !c.stdout.contains("epoll (--edge)") {
         return Err(format!("exit {:?}:\n{}", c.code, c.stdout).into());
     }
     if !c.stdout.contains("10 passed, 0 failed, 0 skipped") {
@@ -237,6 +237,14 @@ fn bad_input() -> Result<(), Failed> {
             "--patience",
         ),
         (&["conform", "no-such-host-or-port"][..], "is not HOST:PORT"),
+        (
+            &["conform", "--peer", "go", "--server-arg=--edge"][..],
+            "give --model",
+        ),
+        (
+            &["conform", "--model", "poll", "--server-arg=--port=9"][..],
+            "--port is set by c10k",
+        ),
     ] {
         let r = run_c10k(args)?;
         let err = r.stderr.trim();
