@@ -172,7 +172,7 @@ fn server_args_are_checked_with_the_plan() -> Result<(), Failed> {
     for (arg, words) in [
         (
             "--server-arg=--model=threads",
-            &["--server-arg", "--model", "each cell"][..],
+            &["--server-arg", "--model", "each server it starts"][..],
         ),
         ("--server-arg=--port=7", &["--server-arg", "--port"][..]),
         ("--server-arg=--cpus=0", &["--server-arg", "--cpus"][..]),
