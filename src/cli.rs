@@ -46,6 +46,9 @@ pub enum Command {
     /// Check that an echo server behaves: a c10k model, a server command, a
     /// peer, or an address; PASS, FAIL or SKIP per check, with evidence.
     Conform(ConformArgs),
+    /// A load agent: speaks the agent protocol on stdin and stdout (started
+    /// by `c10k load --agent` or a split run, not by hand).
+    Agent,
     /// The thundering herd: W processes waiting on one listening socket.
     Herd(HerdArgs),
 }
@@ -333,10 +336,19 @@ pub struct LoadArgs {
     /// the results can say whether the client or the server was the limit.
     #[arg(long, value_name = "PID[,PID...]", value_delimiter = ',')]
     pub server_pid: Vec<u32>,
-    /// Internal: run as worker process K of P of a split run (the other
-    /// flags are its share of the plan).
-    #[arg(long, hide = true, value_name = "K/P")]
-    pub worker: Option<String>,
+    /// Run the connections on agents this launcher starts (repeatable: one
+    /// template an agent, the last repeated for --agents past them), e.g.
+    /// 'ssh -T host{i} -- {cmd_sh}' or 'ip netns exec cli{i} {cmd}'. No
+    /// shell runs it; {cmd}: the agent command as words, {cmd_sh}: as one
+    /// shell-quoted word, {i}: the agent's index, {n}: the agent count.
+    #[arg(long = "agent", value_name = "TEMPLATE")]
+    pub agent: Vec<String>,
+    /// Read launcher templates from this file, one a line (# comments).
+    #[arg(long, value_name = "FILE")]
+    pub agents_file: Option<std::path::PathBuf>,
+    /// How many agents [default: one per template].
+    #[arg(long, value_name = "N")]
+    pub agents: Option<usize>,
 }
 
 #[derive(Debug, Args)]

@@ -34,7 +34,7 @@
 //! once it accepts; [`server::run`]), waits until the server holds the
 //! connections ([`metrics::tree`]), and drives it with the load generator
 //! ([`client::run`], one event loop per thread in [`client::engine`], several
-//! processes through [`client::split`] past the open-files limit; a loop's,
+//! processes or agents elsewhere through [`client::agents`]; a loop's,
 //! a process's and a run's figures are one type, merged one way, in
 //! [`client::measured`]). Samples
 //! of the server's process tree and the kernel's memory are taken at each
@@ -60,7 +60,7 @@
 //! | the kernel's task limits | `env/tasks.rs` |
 //! | the client's event loop, pacing, coordinated omission | `client/engine.rs` |
 //! | a load plan and its command line | `client/plan.rs` |
-//! | spreading the client over processes | `client/split.rs` |
+//! | spreading the client over processes and agents (launchers, protocol) | `client/agents.rs`, `agent.rs`, `launch.rs`, `protocol.rs` |
 //! | merging loops' and worker processes' measurements (histograms added) | `client/measured.rs` |
 //! | limits checked before a run | `client/preflight.rs` |
 //! | what limited a figure | `client/limit.rs`, `runner/verdict.rs` |

@@ -66,11 +66,32 @@ fn main() -> ExitCode {
             bench("herd", c10k::herd::run(&request), request.json.clone())
         }
         Command::Conform(args) => conform(&args),
+        Command::Agent => agent(),
         Command::Models => {
             for m in server::MODELS {
                 println!("{:<14} {}", m.name(), m.about());
             }
             ExitCode::SUCCESS
+        }
+    }
+}
+
+/// `c10k agent`: a load agent, its plan's arguments parsed as `c10k load`'s.
+fn agent() -> ExitCode {
+    let parse = |args: &[String]| -> Result<c10k::client::plan::LoadPlan, String> {
+        let argv = std::iter::once("c10k".to_string()).chain(args.iter().cloned());
+        match Cli::try_parse_from(argv).map_err(|e| c10k::cli::one_line(&e))? {
+            Cli {
+                command: Command::Load(a),
+            } => c10k::plan::load::plan(&a, format!("c10k {}", args.join(" "))),
+            _ => Err("the plan is not a `c10k load` command".into()),
+        }
+    };
+    match c10k::client::agent::serve(&parse) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("c10k agent: {e:#}");
+            ExitCode::from(1)
         }
     }
 }
@@ -117,19 +138,6 @@ fn conform(args: &c10k::cli::ConformArgs) -> ExitCode {
 /// `c10k load`: run, print the summary, write every output asked for.
 fn load(args: &c10k::cli::LoadArgs) -> ExitCode {
     let command = std::env::args().collect::<Vec<_>>().join(" ");
-    if args.worker.is_some() {
-        // Started by a split run: its flags were checked by the parent.
-        let done = c10k::plan::load::plan(args, command)
-            .map_err(anyhow::Error::msg)
-            .and_then(|p| c10k::client::split::worker(&p));
-        return match done {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("c10k load worker: {e:#}");
-                ExitCode::from(1)
-            }
-        };
-    }
     let plan = match c10k::plan::load::plan(args, command) {
         Ok(p) => p,
         Err(e) => {

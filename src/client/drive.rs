@@ -1,8 +1,9 @@
 //! One process's share of a load run: its event loops driven through their
 //! phases ([`drive`]) into what they measured ([`Measured`], merged from
 //! each loop's), with a progress line on a terminal. [`super::run`] drives
-//! one process and [`super::split`] each worker process through it; both
-//! import this file, neither the other (run starts split).
+//! one process and [`super::agent`] each agent through it; both import
+//! this file, neither the other (run starts agents through
+//! [`super::agents`]).
 
 use std::io::IsTerminal;
 use std::sync::atomic::Ordering::Relaxed;

@@ -3,9 +3,9 @@
 //!
 //! Every plan passes [`LoadPlan::validate`], whoever made it: the flags of
 //! `c10k load` (through [`crate::plan`]), a cell of `c10k run`, or the
-//! parent of a split run handing a worker its share. The runner and the
-//! split describe a plan with [`LoadPlan::to_args`], and the flags read
-//! those arguments back into the same plan.
+//! controller of a run over agents handing each its share. The runner and
+//! the agents' plans spell a plan with [`LoadPlan::to_args`], and the flags
+//! read those arguments back into the same plan.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -80,8 +80,8 @@ pub enum Stop {
     Duration(Duration),
 }
 
-/// A validated `c10k load`. A split run hands each worker process its
-/// share as the arguments [`LoadPlan::to_args`] spells.
+/// A validated `c10k load`. A run over agents hands each agent its share
+/// as the arguments [`LoadPlan::to_args`] spells.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadPlan {
     pub target: SocketAddr,
@@ -108,12 +108,16 @@ pub struct LoadPlan {
     pub quiet: bool,
     /// The command line, for the results.
     pub command: String,
-    /// As worker process K of P of a split run: (K, P). Connection ids are
+    /// As agent K of P of a run over agents: (K, P). Connection ids are
     /// interleaved over processes and their threads.
     pub process: Option<(usize, usize)>,
     /// The server's processes, when known: their CPU over the measured
     /// window decides what limited the figures.
     pub server_pids: Vec<u32>,
+    /// Agents started through launcher templates (`--agent`); `None`: this
+    /// machine runs the connections (in worker processes past its
+    /// open-files limit).
+    pub agents: Option<super::agents::Launch>,
 }
 
 impl LoadPlan {
@@ -145,6 +149,7 @@ impl LoadPlan {
             command: String::new(),
             process: None,
             server_pids: Vec::new(),
+            agents: None,
         }
     }
 

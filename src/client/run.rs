@@ -3,9 +3,10 @@
 //! progress on a terminal, and turns what they measured into a [`Report`].
 //!
 //! One process holds at most the open-files hard limit of sockets. Past it,
-//! the run is split ([`super::split`]): worker processes (re-executions of
-//! this binary) each run a share of the connections through the same code
-//! here, and their measurements are merged.
+//! the run is spread over agents ([`super::agents`]): local worker
+//! processes (`c10k agent`, this binary), or agents on other hosts started
+//! through `--agent` launcher templates, each running a share of the
+//! connections through the same engine; their measurements are merged.
 //!
 //! Nothing measured is lost to a bad ending: a server that refuses, resets or
 //! dies ends the affected connections (recorded with their cause), Ctrl-C
@@ -18,11 +19,13 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context as _;
 use hdrhistogram::Histogram;
 
+use super::agents::{self, Launch};
 use super::conn::Failure;
+use super::launch::{Template, LOCAL};
 use super::plan::{LoadPlan, Workload};
 use super::record::ConnRecord;
 use super::report::{self, Percentiles, Report};
-use super::{limit, preflight, source, split};
+use super::{limit, preflight, source};
 use crate::sys;
 
 use super::drive::drive;
@@ -60,42 +63,71 @@ pub(crate) fn run_in_workers(
 fn run_inner(mut plan: LoadPlan, connected: Option<&mut dyn FnMut()>) -> anyhow::Result<Outcome> {
     let mut warnings = Vec::new();
     let total = plan.connections + plan.idle;
-    // Limits first, each stated with its shortfall and its fix.
-    let needs = preflight::Needs {
-        connections: total,
-        target: plan.target,
-        sources: plan.sources.len(),
-        threads: plan.threads,
-    };
-    let findings = preflight::check_with(&needs, plan.connect_rate, &preflight::System::read());
-    for f in &findings {
-        if f.level >= preflight::Level::Warn || !plan.quiet {
-            eprintln!("{f}");
+    // Agents started elsewhere check their own limits (their hello);
+    // this machine's are checked only when it runs the connections.
+    let remote = plan.agents.is_some();
+    if !remote {
+        // Limits first, each stated with its shortfall and its fix.
+        let needs = preflight::Needs {
+            connections: total,
+            target: plan.target,
+            sources: plan.sources.len(),
+            threads: plan.threads,
+        };
+        let findings = preflight::check_with(&needs, plan.connect_rate, &preflight::System::read());
+        for f in &findings {
+            if f.level >= preflight::Level::Warn || !plan.quiet {
+                eprintln!("{f}");
+            }
+            if f.level >= preflight::Level::Warn {
+                warnings.push(format!("{}; fix: {}", f.what, f.fix));
+            }
         }
-        if f.level >= preflight::Level::Warn {
-            warnings.push(format!("{}; fix: {}", f.what, f.fix));
+        if let Some(f) = findings.iter().find(|f| f.level == preflight::Level::Block) {
+            anyhow::bail!("{} (fix: {})", f.what, f.fix);
         }
-    }
-    if let Some(f) = findings.iter().find(|f| f.level == preflight::Level::Block) {
-        anyhow::bail!("{} (fix: {})", f.what, f.fix);
-    }
-    // Sources are chosen once, here, so every worker process uses the same.
-    if plan.sources.is_empty() && plan.target.ip().is_loopback() && plan.target.is_ipv4() {
-        let auto = source::auto_loopback_sources(total, source::ephemeral_port_count());
-        if auto.len() > 1 {
-            plan.sources = auto;
+        // Sources are chosen once, here, so every worker process uses the
+        // same.
+        if plan.sources.is_empty() && plan.target.ip().is_loopback() && plan.target.is_ipv4() {
+            let auto = source::auto_loopback_sources(total, source::ephemeral_port_count());
+            if auto.len() > 1 {
+                plan.sources = auto;
+            }
         }
     }
     source::check_family(&plan.sources, plan.target).map_err(anyhow::Error::msg)?;
     let hard = sys::rlimit::nofile().hard.unwrap_or(u64::MAX);
-    let processes = preflight::processes_needed(total, hard);
+    let launch = plan.agents.clone().unwrap_or_else(|| Launch {
+        templates: Template::parse(LOCAL).into_iter().collect(),
+        agents: preflight::processes_needed(total, hard),
+    });
+    let processes = launch.agents;
     let environment = crate::env::capture();
     let tcp_before = crate::env::tcp_counters().ok();
     let started = SystemTime::now();
-    let measured = if let Some(hook) = connected {
-        split::run(&plan, processes, hook)?
-    } else if processes > 1 {
-        split::run(&plan, processes, &mut || {})?
+    let spread = connected.is_some() || remote || processes > 1;
+    let measured = if spread {
+        let mut nothing = || {};
+        let merged = agents::run(&plan, &launch, connected.unwrap_or(&mut nothing))?;
+        if remote && !plan.quiet {
+            let rtts: Vec<f64> = merged.agents.iter().map(|a| a.round_trip_seconds).collect();
+            eprintln!(
+                "{} agents on {}; start skew {}; round trips {} to {}",
+                merged.agents.len(),
+                merged
+                    .agents
+                    .iter()
+                    .map(|a| a.environment.hostname.as_str())
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .into_iter()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                crate::present::units::seconds(merged.start_skew_seconds),
+                crate::present::units::seconds(rtts.iter().copied().fold(f64::INFINITY, f64::min)),
+                crate::present::units::seconds(rtts.iter().copied().fold(0.0, f64::max)),
+            );
+        }
+        merged.measured
     } else {
         preflight::raise_nofile_for(total).context("raising the open-files limit")?;
         drive(&plan, &mut |_| Ok(()))?

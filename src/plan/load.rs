@@ -5,6 +5,8 @@
 
 use super::parse_duration;
 use crate::cli::LoadArgs;
+use crate::client::agents::Launch;
+use crate::client::launch::{self, Template};
 use crate::client::plan::{LoadPlan, Stop, Workload, DEFAULT_DURATION, MAX_DEPTH};
 use crate::present::units::parse_size;
 
@@ -89,7 +91,8 @@ pub fn plan(a: &LoadArgs, command: String) -> Result<LoadPlan, String> {
         fail_on_error: a.fail_on_error,
         quiet: a.quiet,
         command,
-        process: a.worker.as_deref().map(worker).transpose()?,
+        process: None,
+        agents: agents(a)?,
         server_pids: a.server_pid.clone(),
     }
     .validate()?;
@@ -105,21 +108,32 @@ pub fn plan(a: &LoadArgs, command: String) -> Result<LoadPlan, String> {
     Ok(plan)
 }
 
-/// `--worker K/P` (internal): this process is worker K of P of a split
-/// run.
-fn worker(text: &str) -> Result<(usize, usize), String> {
-    let bad = || format!("--worker {text}: expected K/P, K below P");
-    let (k, p) = text.split_once('/').ok_or_else(bad)?;
-    let (k, p) = (
-        k.parse::<usize>().map_err(|_| bad())?,
-        p.parse::<usize>().map_err(|_| bad())?,
-    );
-    if k < p {
-        Ok((k, p))
-    } else {
-        Err(bad())
+/// `--agent`, `--agents-file` and `--agents`: how the agents are
+/// started, when the run has any.
+fn agents(a: &LoadArgs) -> Result<Option<Launch>, String> {
+    let mut templates = a
+        .agent
+        .iter()
+        .map(|t| Template::parse(t))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(path) = &a.agents_file {
+        templates.extend(launch::read_file(path)?);
     }
+    if templates.is_empty() {
+        return match a.agents {
+            Some(_) => Err("--agents needs --agent TEMPLATE or --agents-file".into()),
+            None => Ok(None),
+        };
+    }
+    let agents = a.agents.unwrap_or(templates.len());
+    if agents == 0 || agents > MAX_AGENTS {
+        return Err(format!("--agents {agents}: from 1 to {MAX_AGENTS}"));
+    }
+    Ok(Some(Launch { templates, agents }))
 }
+
+/// More agents than this is a mistake, not a run.
+const MAX_AGENTS: usize = 10_000;
 
 #[cfg(test)]
 mod tests {

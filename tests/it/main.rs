@@ -4,6 +4,7 @@
 
 #![forbid(unsafe_code)]
 
+mod agents;
 mod cli;
 mod conform;
 mod conformance;
@@ -37,7 +38,8 @@ fn main() {
             ));
         }
     }
-    let groups: [(&str, &[(&str, support::Test)]); 12] = [
+    let groups: [(&str, &[(&str, support::Test)]); 13] = [
+        ("agents", agents::TESTS),
         ("cli", cli::TESTS),
         ("conform", conform::TESTS),
         ("foreign", foreign::TESTS),

@@ -1,0 +1,129 @@
+//! `c10k agent`: a load agent, the other end of [`super::agents`]. It
+//! says hello, takes its share of a run as `c10k load` arguments, opens
+//! its connections, answers pings, starts on `go` after the delay it is
+//! given (on its own clock), and ends with its [`Measured`]. Messages go
+//! over stdout as [`super::protocol`] lines; stdin brings the controller's.
+//!
+//! An agent never outlives its controller: when its stdin closes before
+//! its result is out, it exits at once, and the kernel closes its
+//! connections. Cost: one thread reading stdin.
+
+use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+
+use super::drive::drive;
+use super::plan::LoadPlan;
+use super::preflight;
+use super::protocol::{Hello, Msg};
+use crate::sys;
+
+/// Exit code of an agent whose controller went away.
+pub const ORPHANED: i32 = 3;
+
+/// Writes one message line to stdout.
+fn say(msg: &Msg) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", msg.line())?;
+    out.flush()
+}
+
+/// Runs the agent. `parse` turns the plan's `c10k load` arguments into a
+/// plan (the flag layer's job, handed down by `main`).
+pub fn serve(parse: &dyn Fn(&[String]) -> Result<LoadPlan, String>) -> anyhow::Result<()> {
+    say(&Msg::Hello(Box::new(Hello::here())))?;
+    // One reader of stdin: messages to this channel; at EOF before the
+    // result is out, the agent ends (its controller is gone).
+    let done = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel::<Msg>();
+    {
+        let done = Arc::clone(&done);
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                let Ok(line) = line else { break };
+                if let Some(Ok(m)) = Msg::parse(&line) {
+                    if tx.send(m).is_err() {
+                        return;
+                    }
+                }
+            }
+            if !done.load(Ordering::SeqCst) {
+                eprintln!("c10k agent: the controller went away; closing every connection");
+                sys::process::exit_now(ORPHANED);
+            }
+        });
+    }
+    let result = (|| -> anyhow::Result<()> {
+        let plan = match rx.recv().context("no plan came")? {
+            Msg::Plan(p) => {
+                let mut plan = parse(&p.args).map_err(anyhow::Error::msg)?;
+                plan.process = Some((p.agent, p.agents));
+                plan.quiet = true;
+                plan
+            }
+            m => anyhow::bail!("expected a plan, got {m:?}"),
+        };
+        if let Some(cpus) = &plan.cpus {
+            sys::affinity::pin_current(cpus)?;
+        }
+        let (k, n) = plan.process.unwrap_or((0, 1));
+        let share = share_of(plan.connections + plan.idle, k, n);
+        preflight::raise_nofile_for(share).context("raising the open-files limit")?;
+        let m = drive(&plan, &mut |seconds| {
+            say(&Msg::Connected { seconds })?;
+            loop {
+                match rx.recv() {
+                    Ok(Msg::Ping { n }) => say(&Msg::Pong { n })?,
+                    Ok(Msg::Go { delay_seconds }) => {
+                        let delay = Duration::from_secs_f64(delay_seconds.clamp(0.0, 60.0));
+                        std::thread::sleep(delay);
+                        return say(&Msg::Started);
+                    }
+                    Ok(m) => {
+                        return Err(std::io::Error::other(format!(
+                            "expected ping or go, got {m:?}"
+                        )))
+                    }
+                    Err(_) => return Err(std::io::Error::other("the controller went away")),
+                }
+            }
+        })?;
+        done.store(true, Ordering::SeqCst);
+        say(&Msg::Result(Box::new(m)))?;
+        Ok(())
+    })();
+    if let Err(e) = &result {
+        let _ = say(&Msg::Error {
+            message: format!("{e:#}"),
+        });
+    }
+    result
+}
+
+/// How many of `total` connections agent `k` of `n` holds: ids are
+/// interleaved (id % n == k), so the shares sum to the total.
+pub fn share_of(total: usize, k: usize, n: usize) -> usize {
+    let n = n.max(1);
+    total / n + usize::from(k < total % n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_sum_to_the_total() {
+        for total in [0, 1, 7, 100, 1_000_001] {
+            for n in 1..=17 {
+                let sum: usize = (0..n).map(|k| share_of(total, k, n)).sum();
+                assert_eq!(sum, total, "{total} over {n}");
+                let most = (0..n).map(|k| share_of(total, k, n)).max().unwrap_or(0);
+                assert_eq!(most, total.div_ceil(n));
+            }
+        }
+    }
+}
