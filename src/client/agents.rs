@@ -65,6 +65,12 @@ pub(crate) struct AgentSeen {
     pub round_trip_seconds: f64,
 }
 
+/// The event-loop threads each of `agents` runs: the run's threads
+/// shared out, at least one each.
+pub(crate) fn threads_each(threads: usize, agents: usize) -> usize {
+    (threads / agents.max(1)).max(1)
+}
+
 /// What an agent said on its standard output.
 enum Said {
     Msg(Msg),
@@ -264,9 +270,8 @@ fn converse(
         }
     }
     // 2. Each agent's share, as `c10k load` arguments.
-    let threads = (plan.threads / n).max(1);
     let share = LoadPlan {
-        threads,
+        threads: threads_each(plan.threads, n),
         quiet: true,
         json: None,
         csv: None,

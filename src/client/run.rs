@@ -233,11 +233,7 @@ fn assemble(
     }
     let cpu = m.cpu_user + m.cpu_system;
     // Every event loop, over every process, on the CPUs the client may use.
-    let loops = if processes > 1 {
-        (plan.threads / processes).max(1) * processes
-    } else {
-        plan.threads
-    };
+    let loops = agents::threads_each(plan.threads, processes) * processes;
     let online = crate::env::online_cpus().len().max(1);
     let allowed = plan.cpus.as_ref().map_or(online, Vec::len);
     let limits = limit::judge(&limit::Inputs {
@@ -291,7 +287,7 @@ fn assemble(
         burst,
         errors,
         client: report::Client {
-            threads: plan.threads,
+            threads: agents::threads_each(plan.threads, processes),
             cpus: plan.cpus.clone(),
             cpu_user_seconds: m.cpu_user,
             cpu_system_seconds: m.cpu_system,
