@@ -349,6 +349,10 @@ pub struct LoadArgs {
     /// How many agents [default: one per template].
     #[arg(long, value_name = "N")]
     pub agents: Option<usize>,
+    /// Exit 0 even when an agent was lost mid-run (the figures are the
+    /// other agents', the missing share named).
+    #[arg(long)]
+    pub allow_partial: bool,
 }
 
 #[derive(Debug, Args)]

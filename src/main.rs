@@ -164,6 +164,13 @@ fn load(args: &c10k::cli::LoadArgs) -> ExitCode {
         eprintln!("c10k load: interrupted: the results cover only the part measured");
         return ExitCode::from(130);
     }
+    if !outcome.lost.is_empty() && !args.allow_partial {
+        eprintln!(
+            "c10k load: {} of the agents were lost: the figures are the others' (--allow-partial accepts that)",
+            outcome.lost.len()
+        );
+        return ExitCode::from(1);
+    }
     if plan.fail_on_error && outcome.report.failures() > 0 {
         return ExitCode::from(4);
     }

@@ -1,7 +1,8 @@
 //! `c10k agent`: a load agent, the other end of [`super::agents`]. It
 //! says hello, takes its share of a run as `c10k load` arguments, opens
 //! its connections, answers pings, starts on `go` after the delay it is
-//! given (on its own clock), and ends with its [`Measured`]. Messages go
+//! given (on its own clock), says `progress` every second while it runs,
+//! and ends with its [`Measured`]. Messages go
 //! over stdout as [`super::protocol`] lines; stdin brings the controller's.
 //!
 //! An agent never outlives its controller: when its stdin closes before
@@ -81,7 +82,9 @@ pub fn serve(parse: &dyn Fn(&[String]) -> Result<LoadPlan, String>) -> anyhow::R
                     Ok(Msg::Go { delay_seconds }) => {
                         let delay = Duration::from_secs_f64(delay_seconds.clamp(0.0, 60.0));
                         std::thread::sleep(delay);
-                        return say(&Msg::Started);
+                        say(&Msg::Started)?;
+                        heartbeat(Arc::clone(&done));
+                        return Ok(());
                     }
                     Ok(m) => {
                         return Err(std::io::Error::other(format!(
@@ -102,6 +105,25 @@ pub fn serve(parse: &dyn Fn(&[String]) -> Result<LoadPlan, String>) -> anyhow::R
         });
     }
     result
+}
+
+/// Says `progress` every second until `done`: how the controller tells a
+/// live agent from a lost one.
+fn heartbeat(done: Arc<AtomicBool>) {
+    let since = std::time::Instant::now();
+    std::thread::spawn(move || {
+        // Bounded: no run is longer than the plan's limit.
+        for _ in 0..(crate::client::plan::MAX_SECONDS as u64 + 60) {
+            std::thread::sleep(Duration::from_secs(1));
+            if done.load(Ordering::SeqCst) {
+                return;
+            }
+            let seconds = since.elapsed().as_secs_f64();
+            if say(&Msg::Progress { seconds }).is_err() {
+                return;
+            }
+        }
+    });
 }
 
 /// How many of `total` connections agent `k` of `n` holds: ids are

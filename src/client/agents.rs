@@ -17,6 +17,7 @@
 //! connections close. Cost: a reader thread per agent, a few lines each.
 
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -28,12 +29,15 @@ use super::measured::Measured;
 use super::plan::{LoadPlan, Workload};
 use super::preflight;
 use super::protocol::{Hello, Msg, Plan};
-use crate::env::Environment;
 use crate::sys;
 
 /// How long an agent may take to say hello (a launcher that logs in
 /// somewhere may be slow), and to answer a ping.
 pub const HELLO_WITHIN: Duration = Duration::from_secs(60);
+
+/// An agent silent this long after `go` is lost (it says `progress`
+/// every second).
+pub const SILENCE: Duration = Duration::from_secs(3);
 
 /// Pings per agent; the fastest round trip counts.
 const PINGS: u32 = 3;
@@ -46,23 +50,34 @@ pub struct Launch {
     pub agents: usize,
 }
 
-/// What the agents gave: the merged measurement and what is known of each
-/// agent and of their start.
+/// What the agents gave: the merged measurement, the agents lost, and
+/// each agent's own figures with their start skew.
 #[derive(Debug)]
 pub(crate) struct Merged {
     pub measured: Measured,
-    pub agents: Vec<AgentSeen>,
-    /// The spread of the agents' measured start times (their `started`,
-    /// each less half its round trip), in seconds.
-    pub start_skew_seconds: f64,
+    /// Agents lost after `go`: the figures are the others'.
+    pub lost: Vec<Lost>,
+    /// Each agent's own figures, for the report.
+    pub report: super::report::Agents,
 }
 
-/// One agent, as the controller saw it.
+/// An agent lost mid-run, and the share of the run that went with it.
 #[derive(Debug, Clone)]
-pub(crate) struct AgentSeen {
-    pub environment: Environment,
-    /// Its fastest round trip over the protocol, in seconds.
-    pub round_trip_seconds: f64,
+pub(crate) struct Lost {
+    pub agent: usize,
+    pub launched: String,
+    pub connections: usize,
+    pub why: String,
+}
+
+impl std::fmt::Display for Lost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "agent {} ({}) was lost after it started: {}; its {} connections are missing from these figures",
+            self.agent, self.launched, self.why, self.connections
+        )
+    }
 }
 
 /// The event-loop threads each of `agents` runs: the run's threads
@@ -116,14 +131,16 @@ pub(crate) fn run(
     // Closing their stdin tells agents still running to close their
     // connections and exit; after a failure they are killed as well.
     agents.inputs.clear();
-    if result.is_err() {
-        for c in &mut agents.children {
-            let _ = c.kill();
-        }
+    let lost: Vec<usize> = match &result {
+        Ok(m) => m.lost.iter().map(|l| l.agent).collect(),
+        Err(_) => (0..agents.children.len()).collect(),
+    };
+    for &k in &lost {
+        agents.kill(k);
     }
     for (k, c) in agents.children.iter_mut().enumerate() {
         let status = c.wait().with_context(|| format!("waiting for agent {k}"))?;
-        if result.is_ok() && !status.success() {
+        if result.is_ok() && !lost.contains(&k) && !status.success() {
             anyhow::bail!("agent {k} ({}) failed ({status})", agents.launched[k]);
         }
     }
@@ -151,8 +168,11 @@ fn start(launch: &Launch, n: usize) -> anyhow::Result<Agents> {
             .context("no launcher template")?;
         let argv = template.argv(&cmd, k, n);
         let (program, args) = argv.split_first().context("an empty launcher command")?;
+        // Its own process group: what the launcher starts (a shell, the
+        // agent under it) is stopped with it.
         let started = Command::new(program)
             .args(args)
+            .process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -192,6 +212,14 @@ fn start(launch: &Launch, n: usize) -> anyhow::Result<Agents> {
 }
 
 impl Agents {
+    /// Kills agent `k`'s launcher and everything in its process group.
+    fn kill(&mut self, k: usize) {
+        if let Some(c) = self.children.get_mut(k) {
+            let _ = sys::process::kill(-(c.id() as i32), libc::SIGKILL);
+            let _ = c.kill();
+        }
+    }
+
     /// Sends `msg` to agent `k`.
     fn tell(&mut self, k: usize, msg: &Msg) -> anyhow::Result<()> {
         writeln!(self.inputs[k], "{}", msg.line())
@@ -326,21 +354,66 @@ fn converse(
             },
         )?;
     }
-    // 6. Their starts, then their results.
+    // 6. Their starts, then their results. From here an agent that ends,
+    // errs or falls silent is lost, and the others go on.
     let mut starts: Vec<Option<f64>> = vec![None; n];
     let mut results: Vec<Option<Measured>> = (0..n).map(|_| None).collect();
-    while results.iter().any(Option::is_none) {
-        match agents.next(None)? {
-            (k, Msg::Started) => {
-                let heard = t0.elapsed().saturating_sub(rtt[k] / 2);
-                starts[k] = Some(heard.as_secs_f64());
+    let mut lost: Vec<Lost> = Vec::new();
+    let mut last_heard = vec![Instant::now(); n];
+    let settled = |results: &[Option<Measured>], lost: &[Lost]| {
+        (0..n).all(|k| results[k].is_some() || lost.iter().any(|l| l.agent == k))
+    };
+    while !settled(&results, &lost) {
+        let heard = match agents.said.recv_timeout(Duration::from_millis(250)) {
+            Ok(h) => Some(h),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => anyhow::bail!("every agent went away"),
+        };
+        // Who is lost by what was heard, and why.
+        let mut losing: Vec<(usize, String)> = Vec::new();
+        match heard {
+            Some((k, Said::Msg(m))) => {
+                last_heard[k] = Instant::now();
+                match m {
+                    Msg::Started => {
+                        let heard = t0.elapsed().saturating_sub(rtt[k] / 2);
+                        starts[k] = Some(heard.as_secs_f64());
+                    }
+                    Msg::Progress { .. } => {}
+                    Msg::Result(m) => {
+                        results[k] = Some(*m);
+                        agents.reported[k] = true;
+                    }
+                    Msg::Error { message } => losing.push((k, message)),
+                    m => losing.push((k, format!("it said {m:?} instead of its results"))),
+                }
             }
-            (k, Msg::Result(m)) => {
-                results[k] = Some(*m);
-                agents.reported[k] = true;
-            }
-            (k, m) => anyhow::bail!("agent {k} said {m:?} instead of its results"),
+            Some((k, Said::Bad(e))) => losing.push((k, e)),
+            Some((k, Said::Gone)) => losing.push((
+                k,
+                "its output closed (it ended, or its launcher did)".into(),
+            )),
+            None => {}
         }
+        for (k, heard) in last_heard.iter().enumerate() {
+            if heard.elapsed() > SILENCE {
+                losing.push((k, format!("no progress for {} s", SILENCE.as_secs())));
+            }
+        }
+        for (k, why) in losing {
+            if results[k].is_none() && !lost.iter().any(|l| l.agent == k) {
+                lost.push(Lost {
+                    agent: k,
+                    launched: agents.launched[k].clone(),
+                    connections: super::agent::share_of(total, k, n),
+                    why,
+                });
+            }
+        }
+    }
+    if lost.len() == n {
+        let first = lost.first().map(ToString::to_string).unwrap_or_default();
+        anyhow::bail!("every agent was lost: {first}");
     }
     let known: Vec<f64> = starts.iter().flatten().copied().collect();
     let start_skew_seconds = match (
@@ -350,6 +423,22 @@ fn converse(
         (Some(lo), Some(hi)) => hi - lo,
         _ => 0.0,
     };
+    let each = (0..n)
+        .map(|k| {
+            figures(
+                k,
+                &agents.launched[k],
+                hellos[k].as_ref(),
+                rtt[k],
+                results[k].as_ref(),
+                &lost,
+            )
+        })
+        .collect();
+    let report = super::report::Agents {
+        start_skew_us: start_skew_seconds * 1e6,
+        each,
+    };
     // The client's memory is its agents' (added by the merge): this
     // coordinating process is not the load generator, and in `c10k run` it
     // is the runner, whose memory is not the client's.
@@ -357,19 +446,33 @@ fn converse(
     for m in results.into_iter().flatten() {
         measured.merge(m);
     }
-    let seen = hellos
-        .into_iter()
-        .zip(&rtt)
-        .filter_map(|(h, r)| {
-            h.map(|h| AgentSeen {
-                environment: h.environment,
-                round_trip_seconds: r.as_secs_f64(),
-            })
-        })
-        .collect();
     Ok(Merged {
         measured,
-        agents: seen,
-        start_skew_seconds,
+        lost,
+        report,
     })
+}
+
+/// Agent `k`'s own figures: what it measured, or why it was lost.
+fn figures(
+    k: usize,
+    launched: &str,
+    hello: Option<&Hello>,
+    rtt: Duration,
+    measured: Option<&Measured>,
+    lost: &[Lost],
+) -> super::report::Agent {
+    let latency = measured.map(|m| super::report::Percentiles::of(&m.latency));
+    super::report::Agent {
+        agent: k,
+        launched: launched.to_string(),
+        hostname: hello.map_or_else(String::new, |h| h.environment.hostname.clone()),
+        round_trip_us: rtt.as_secs_f64() * 1e6,
+        connections: measured.map_or(0, |m| m.records.established()),
+        messages: latency.as_ref().map_or(0, |l| l.count),
+        p99_us: latency.filter(|l| l.count > 0).map(|l| l.p99),
+        cpu_seconds: measured.map_or(0.0, |m| m.cpu_user + m.cpu_system),
+        errors: measured.map_or(0, |m| m.records.errors().values().sum()),
+        lost: lost.iter().find(|l| l.agent == k).map(|l| l.why.clone()),
+    }
 }

@@ -16,7 +16,8 @@
 //! 4. controller: `ping`, agent: `pong` (its round trip, measured);
 //! 5. controller: `go` with a delay, counted on the agent's own clock, so
 //!    that every agent starts together without synchronised clocks; agent:
-//!    `started` as it starts (the controller measures the start skew);
+//!    `started` as it starts (the controller measures the start skew), then
+//!    `progress` every second;
 //! 6. agent: `result` (its [`Measured`], histograms as HdrHistogram V2),
 //!    or `error` at any point.
 //!
@@ -39,13 +40,27 @@ pub const PROTOCOL: u32 = 1;
 pub(crate) enum Msg {
     Hello(Box<Hello>),
     Plan(Plan),
-    Connected { seconds: f64 },
-    Ping { n: u32 },
-    Pong { n: u32 },
-    Go { delay_seconds: f64 },
+    Connected {
+        seconds: f64,
+    },
+    Ping {
+        n: u32,
+    },
+    Pong {
+        n: u32,
+    },
+    Go {
+        delay_seconds: f64,
+    },
     Started,
+    /// Every second from `started` to `result`: the agent is alive.
+    Progress {
+        seconds: f64,
+    },
     Result(Box<Measured>),
-    Error { message: String },
+    Error {
+        message: String,
+    },
 }
 
 /// An agent introducing itself.

@@ -286,9 +286,51 @@ pub struct Report {
     pub sources: Vec<String>,
     /// Things a reader must know before trusting the figures.
     pub warnings: Vec<String>,
+    /// The agents a run was spread over, each with its own figures, and
+    /// how together they started; absent for a run in one process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents: Option<Agents>,
     /// Where the run took place.
     #[schemars(with = "Environment")]
     pub environment: serde_json::Value,
+}
+
+/// A run spread over agents (`--agent`, or worker processes past the
+/// open-files limit).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Agents {
+    /// The spread of the agents' start times as the controller measured
+    /// them (each `started` less half that agent's round trip), in µs.
+    pub start_skew_us: f64,
+    pub each: Vec<Agent>,
+}
+
+/// One agent's share, as it measured it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Agent {
+    /// Its index, from 0.
+    pub agent: usize,
+    /// The command line that started it.
+    pub launched: String,
+    /// Its host's name, from its hello.
+    pub hostname: String,
+    /// Its fastest round trip over the protocol, in µs.
+    pub round_trip_us: f64,
+    /// Connections it established.
+    pub connections: u64,
+    /// Round trips it measured.
+    pub messages: u64,
+    /// Its 99th percentile latency (corrected), in µs; none without messages.
+    pub p99_us: Option<f64>,
+    /// Its CPU time, user and system, over its whole run.
+    pub cpu_seconds: f64,
+    /// Its connections that ended early.
+    pub errors: u64,
+    /// Why it was lost mid-run (its share is missing from every figure);
+    /// none when it reported.
+    pub lost: Option<String>,
 }
 
 impl Report {
@@ -467,6 +509,29 @@ impl Report {
             "  limited by   {}: {}",
             self.limits.verdict, self.limits.why
         );
+        if let Some(a) = &self.agents {
+            let _ = writeln!(
+                s,
+                "  agents       {} (start skew {:.0} µs): connections, round trips, p99, CPU, errors each",
+                a.each.len(),
+                a.start_skew_us
+            );
+            for g in &a.each {
+                let figures = match &g.lost {
+                    Some(why) => format!("lost: {why}"),
+                    None => format!(
+                        "{} up, {} round trips, p99 {}, CPU {:.2} s, {} errors",
+                        g.connections,
+                        g.messages,
+                        g.p99_us
+                            .map_or("-".into(), |us| crate::present::units::seconds(us / 1e6)),
+                        g.cpu_seconds,
+                        g.errors
+                    ),
+                };
+                let _ = writeln!(s, "    {:>3}  {:<16} {figures}", g.agent, g.hostname);
+            }
+        }
         for w in &self.warnings {
             let _ = writeln!(s, "  warning      {w}");
         }
@@ -569,6 +634,7 @@ pub(crate) fn example(connections: usize, messages: u64, echoed_bytes: u64) -> R
         tcp: serde_json::Value::Null,
         sources: Vec::new(),
         warnings: Vec::new(),
+        agents: None,
         environment: serde_json::Value::Null,
     }
 }

@@ -38,6 +38,9 @@ pub struct Outcome {
     pub latency: Histogram<u64>,
     /// Wall-clock start, for the HdrHistogram log.
     pub started: SystemTime,
+    /// Agents lost mid-run, each with the share that went with it: the
+    /// figures are the others' (also among the report's warnings).
+    pub lost: Vec<String>,
 }
 
 /// Runs `plan` to the end (in several processes when one cannot hold its
@@ -57,7 +60,12 @@ pub(crate) fn run_in_workers(
     plan: LoadPlan,
     connected: &mut dyn FnMut(),
 ) -> anyhow::Result<Outcome> {
-    run_inner(plan, Some(connected))
+    let outcome = run_inner(plan, Some(connected))?;
+    // A cell is whole or failed: a lost share fails it.
+    if let Some(lost) = outcome.lost.first() {
+        anyhow::bail!("{lost}");
+    }
+    Ok(outcome)
 }
 
 fn run_inner(mut plan: LoadPlan, connected: Option<&mut dyn FnMut()>) -> anyhow::Result<Outcome> {
@@ -106,27 +114,14 @@ fn run_inner(mut plan: LoadPlan, connected: Option<&mut dyn FnMut()>) -> anyhow:
     let tcp_before = crate::env::tcp_counters().ok();
     let started = SystemTime::now();
     let spread = connected.is_some() || remote || processes > 1;
+    let mut lost: Vec<String> = Vec::new();
+    let mut agents_report = None;
     let measured = if spread {
         let mut nothing = || {};
         let merged = agents::run(&plan, &launch, connected.unwrap_or(&mut nothing))?;
-        if remote && !plan.quiet {
-            let rtts: Vec<f64> = merged.agents.iter().map(|a| a.round_trip_seconds).collect();
-            eprintln!(
-                "{} agents on {}; start skew {}; round trips {} to {}",
-                merged.agents.len(),
-                merged
-                    .agents
-                    .iter()
-                    .map(|a| a.environment.hostname.as_str())
-                    .collect::<std::collections::BTreeSet<_>>()
-                    .into_iter()
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                crate::present::units::seconds(merged.start_skew_seconds),
-                crate::present::units::seconds(rtts.iter().copied().fold(f64::INFINITY, f64::min)),
-                crate::present::units::seconds(rtts.iter().copied().fold(0.0, f64::max)),
-            );
-        }
+        lost = merged.lost.iter().map(ToString::to_string).collect();
+        agents_report = (merged.report.each.len() > 1 || remote).then_some(merged.report);
+        warnings.extend(lost.iter().cloned());
         merged.measured
     } else {
         preflight::raise_nofile_for(total).context("raising the open-files limit")?;
@@ -146,6 +141,8 @@ fn run_inner(mut plan: LoadPlan, connected: Option<&mut dyn FnMut()>) -> anyhow:
         }
     }
     let mut outcome = assemble(&plan, measured, processes, started, warnings);
+    outcome.lost = lost;
+    outcome.report.agents = agents_report;
     outcome.report.tcp = serde_json::to_value(tcp).unwrap_or_default();
     outcome.report.environment = serde_json::to_value(environment).unwrap_or_default();
     outcome.report.sources = plan.sources.iter().map(IpAddr::to_string).collect();
@@ -305,6 +302,7 @@ fn assemble(
         tcp: serde_json::Value::Null,
         sources: Vec::new(),
         warnings,
+        agents: None,
         environment: serde_json::Value::Null,
     };
     if let Some(why) = report.too_little() {
@@ -315,6 +313,7 @@ fn assemble(
         records,
         latency: m.latency,
         started,
+        lost: Vec::new(),
     }
 }
 

@@ -174,8 +174,9 @@ pub(super) fn emfile(suite: &Suite) -> Checked {
         }
     }
     let mut served = vec![false; CLIENTS];
-    // Read echoes until a quiet window passes with nothing new: the server
-    // is saturated. Its CPU time over that window shows whether it spins.
+    // Read echoes until, some served, a quiet window passes with nothing
+    // new: the server is saturated. Its CPU time over that window shows
+    // whether it spins.
     let window = Duration::from_millis(500);
     let mut quiet = None;
     let started = Instant::now();
@@ -186,7 +187,9 @@ pub(super) fn emfile(suite: &Suite) -> Checked {
             Ok(n) => n,
             Err(e) => return Err(server.diagnose(e)),
         };
-        if got == 0 {
+        // Quiet once it has served some: a slow server (or a busy machine)
+        // may take longer than a window for its first echo.
+        if got == 0 && served.iter().any(|s| *s) {
             quiet = Some((server.cpu().saturating_sub(cpu0), t0.elapsed()));
         }
     }
@@ -210,10 +213,17 @@ pub(super) fn emfile(suite: &Suite) -> Checked {
         return Ok(evidence);
     }
     let (cpu, wall) = quiet.ok_or_else(|| {
-        format!(
-            "it kept serving new clients slowly for {} s without a quiet window",
-            server.patience().as_secs()
-        )
+        if served.iter().any(|s| *s) {
+            format!(
+                "it kept serving new clients slowly for {} s without a quiet window",
+                server.patience().as_secs()
+            )
+        } else {
+            format!(
+                "no client was served within {} s",
+                server.patience().as_secs()
+            )
+        }
     })?;
     ensure(cpu < wall / 2, || {
         format!(
@@ -223,7 +233,6 @@ pub(super) fn emfile(suite: &Suite) -> Checked {
         )
     })?;
     let first: Vec<usize> = (0..CLIENTS).filter(|&i| served[i]).collect();
-    ensure(!first.is_empty(), || "no client was served at all".into())?;
 
     // Clients it took keep echoing.
     let keep: Vec<usize> = first.iter().copied().take(2).collect();

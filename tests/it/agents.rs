@@ -16,6 +16,7 @@ use crate::support::{bin, scratch, Server, Started, Test};
 pub const TESTS: &[(&str, Test)] = &[
     ("every_launcher_runs_the_same_run", every_launcher),
     ("a_launcher_that_fails_is_one_line", failing_launcher),
+    ("an_agent_lost_mid_run_leaves_the_rest", lost_agent),
     ("bad_agent_flags_are_one_line_exit_2", bad_flags),
 ];
 
@@ -97,10 +98,20 @@ fn every_launcher() -> Result<(), Failed> {
         if code != Some(0) {
             return Err(format!("{t}: exit {code:?}: {err}").into());
         }
-        if !err.contains("3 agents on") || !err.contains("start skew") {
-            return Err(format!("{t}: no agents line: {err}").into());
-        }
         let j: Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+        // Each agent's own figures add up to the whole.
+        let each = j["agents"]["each"].as_array().cloned().unwrap_or_default();
+        let sum = |f: &str| each.iter().map(|a| a[f].as_u64().unwrap_or(0)).sum::<u64>();
+        if each.len() != 3
+            || sum("connections") != 30
+            || sum("messages") != 300
+            || each
+                .iter()
+                .any(|a| !a["lost"].is_null() || a["p99_us"].as_f64().is_none())
+            || j["agents"]["start_skew_us"].as_f64().is_none()
+        {
+            return Err(format!("{t}: agents {}", j["agents"]).into());
+        }
         if j["messages"] != 300
             || j["connections"]["established"] != 30
             || j["client"]["processes"] != 3
@@ -122,6 +133,69 @@ fn every_launcher() -> Result<(), Failed> {
     }
     let (_, summary) = server.stop()?;
     if summary.connections != 90 || summary.bytes_echoed != 900 * 64 {
+        return Err(format!("the server saw {summary:?}").into());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// A template whose agent 1 is hit by `act` (a shell command; `$p` is the
+/// agent's pid) the moment it says `started`; the other agents run as
+/// `{cmd}` would.
+fn hit_agent_one(act: &str) -> String {
+    format!(
+        "sh -c 'if [ {{i}} = 1 ]; then {{cmd_sh}} | while IFS= read -r l; do printf \"%s\\n\" \"$l\"; case \"$l\" in *started*) p=$(pgrep -P $$ c10k); {act};; esac; done; else exec {{cmd_sh}}; fi'"
+    )
+}
+
+fn lost_agent() -> Result<(), Failed> {
+    let dir = scratch("agents-lost")?;
+    let server = epoll()?;
+    let addr = server.addr.to_string();
+    for (act, why, allow) in [
+        ("kill -9 $p", "its output closed", false),
+        ("kill -STOP $p", "no progress for 3 s", true),
+    ] {
+        let json = dir.join("r.json");
+        let template = hit_agent_one(act);
+        let mut args = vec![
+            "-c", "30", "-d", "1s", "--agents", "3", "--agent", &template, "--json",
+        ];
+        let json_text = json.to_string_lossy().to_string();
+        args.push(&json_text);
+        if allow {
+            args.push("--allow-partial");
+        }
+        let (code, err) = load(&dir, &addr, &args)?;
+        let want = if allow { 0 } else { 1 };
+        if code != Some(want) {
+            return Err(format!("{act}: exit {code:?}, expected {want}: {err}").into());
+        }
+        let j: Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+        let warned = j["warnings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .any(|w| {
+                w.contains("agent 1 (")
+                    && w.contains(why)
+                    && w.contains("its 10 connections are missing")
+            });
+        let lost_one = j["agents"]["each"][1]["lost"]
+            .as_str()
+            .is_some_and(|w| w.contains(why));
+        if j["connections"]["established"] != 20
+            || !warned
+            || !lost_one
+            || j["messages"].as_u64() == Some(0)
+        {
+            return Err(format!("{act}: {} {}", j["connections"], j["warnings"]).into());
+        }
+    }
+    // No agent outlived its run: every connection the server took is closed.
+    let (_, summary) = server.stop()?;
+    if summary.open_at_exit != 0 || summary.connections != 60 {
         return Err(format!("the server saw {summary:?}").into());
     }
     let _ = std::fs::remove_dir_all(&dir);

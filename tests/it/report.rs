@@ -152,6 +152,7 @@ fn load_report(kind: &str, n: usize, c: &Cell) -> Report {
         tcp: serde_json::Value::Null,
         sources: Vec::new(),
         warnings: Vec::new(),
+        agents: None,
         environment: serde_json::Value::Null,
     }
 }
