@@ -247,3 +247,190 @@ fn bad_flags() -> Result<(), Failed> {
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
+
+/// Network namespaces this test made: a bridge, a server namespace and
+/// client namespaces on one subnet. Dropping it removes every one, so a
+/// failing test leaves nothing behind.
+struct Netns {
+    tag: String,
+    bridge: String,
+    names: Vec<String>,
+}
+
+fn ip(args: &[&str]) -> Result<(), Failed> {
+    let o = Command::new("ip").args(args).output()?;
+    if o.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr).trim()
+        )
+        .into())
+    }
+}
+
+impl Netns {
+    /// The server namespace at 10.78.X.1 and `clients` namespaces at
+    /// 10.78.X.10+i, on one bridge.
+    fn create(clients: usize) -> Result<Netns, Failed> {
+        let tag = format!("{:x}", std::process::id() & 0xffff);
+        let mut net = Netns {
+            bridge: format!("cb{tag}"),
+            tag,
+            names: Vec::new(),
+        };
+        ip(&["link", "add", &net.bridge, "type", "bridge"])?;
+        ip(&["link", "set", &net.bridge, "up"])?;
+        net.add("srv", 1, 0)?;
+        for i in 0..clients {
+            net.add(&format!("cli{i}"), 10 + i, i + 1)?;
+        }
+        Ok(net)
+    }
+
+    fn name(&self, role: &str) -> String {
+        format!("c10k-{}-{role}", self.tag)
+    }
+
+    fn subnet(&self) -> String {
+        format!(
+            "10.78.{}",
+            u32::from_str_radix(&self.tag, 16).unwrap_or(0) % 250
+        )
+    }
+
+    fn add(&mut self, role: &str, host: usize, k: usize) -> Result<(), Failed> {
+        let ns = self.name(role);
+        ip(&["netns", "add", &ns])?;
+        self.names.push(ns.clone());
+        let veth = format!("cv{}{k}", self.tag);
+        ip(&[
+            "link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns", &ns,
+        ])?;
+        ip(&["link", "set", &veth, "master", &self.bridge, "up"])?;
+        let addr = format!("{}.{host}/24", self.subnet());
+        ip(&["netns", "exec", &ns, "ip", "link", "set", "lo", "up"])?;
+        ip(&["netns", "exec", &ns, "ip", "link", "set", "eth0", "up"])?;
+        ip(&[
+            "netns", "exec", &ns, "ip", "addr", "add", &addr, "dev", "eth0",
+        ])
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        for ns in &self.names {
+            // Whatever still runs in it goes first.
+            if let Ok(o) = Command::new("ip").args(["netns", "pids", ns]).output() {
+                for pid in String::from_utf8_lossy(&o.stdout).split_whitespace() {
+                    if let Ok(p) = pid.parse::<i32>() {
+                        let _ = c10k::sys::process::kill(p, 9);
+                    }
+                }
+            }
+            let _ = ip(&["netns", "del", ns]);
+        }
+        let _ = ip(&["link", "del", &self.bridge]);
+    }
+}
+
+/// Four client namespaces drive a server in a fifth through `ip netns
+/// exec`, the COMP 8005 layout in small: as root only (it makes network
+/// namespaces), and everything it made is removed.
+pub fn netns_agents() -> Result<libtest_mimic::Completion, Failed> {
+    use libtest_mimic::Completion;
+    if !rustix::process::geteuid().is_root() {
+        return Ok(Completion::ignored_with(
+            "needs root (CAP_NET_ADMIN) to make network namespaces",
+        ));
+    }
+    if Command::new("ip").arg("-V").output().is_err() {
+        return Ok(Completion::ignored_with(
+            "needs iproute2's ip (apt-get install iproute2)",
+        ));
+    }
+    let net = match Netns::create(4) {
+        Ok(n) => n,
+        // Root without CAP_NET_ADMIN (a container): say so, do not fail.
+        Err(e)
+            if e.message()
+                .is_some_and(|m| m.contains("Operation not permitted")) =>
+        {
+            return Ok(Completion::ignored_with(format!(
+                "cannot make network namespaces here: {}",
+                e.message().unwrap_or("")
+            )));
+        }
+        Err(e) => return Err(e),
+    };
+    let srv = net.name("srv");
+    let addr = format!("{}.1", net.subnet());
+    let mut server = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &srv,
+            bin(),
+            "serve",
+            "--model",
+            "epoll",
+            "--bind",
+            &addr,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()?;
+    let ready = {
+        use std::io::BufRead;
+        let mut line = String::new();
+        if let Some(out) = server.stdout.take() {
+            std::io::BufReader::new(out).read_line(&mut line)?;
+        }
+        line
+    };
+    let result = (|| -> Result<(), Failed> {
+        let target = ready
+            .trim()
+            .strip_prefix("READY ")
+            .ok_or_else(|| format!("the server said {ready:?}"))?;
+        let dir = scratch("agents-netns")?;
+        let json = dir.join("r.json");
+        let template = format!("ip netns exec {} {{cmd}}", net.name("cli{i}"));
+        let (code, err) = load(
+            &dir,
+            target,
+            &[
+                "-c",
+                "40",
+                "-n",
+                "10",
+                "--agent",
+                &template,
+                "--agents",
+                "4",
+                "--json",
+                &json.to_string_lossy(),
+            ],
+        )?;
+        if code != Some(0) {
+            return Err(format!("exit {code:?}: {err}").into());
+        }
+        let j: Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+        let each = j["agents"]["each"].as_array().cloned().unwrap_or_default();
+        if j["messages"] != 400
+            || each.len() != 4
+            || each
+                .iter()
+                .any(|a| a["connections"] != 10 || a["messages"] != 100)
+        {
+            return Err(format!("messages {}, agents {}", j["messages"], j["agents"]).into());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        Ok(())
+    })();
+    let _ = c10k::sys::process::kill(server.id() as i32, 15);
+    let _ = server.wait();
+    drop(net);
+    result.map(|()| Completion::Completed)
+}

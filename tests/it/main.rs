@@ -38,6 +38,10 @@ fn main() {
             ));
         }
     }
+    trials.push(Trial::ignorable_test(
+        "agents::four_client_namespaces_drive_a_server_namespace",
+        agents::netns_agents,
+    ));
     let groups: [(&str, &[(&str, support::Test)]); 13] = [
         ("agents", agents::TESTS),
         ("cli", cli::TESTS),
