@@ -128,9 +128,9 @@ pub(crate) fn run(
     }
     let mut agents = start(launch, n)?;
     let result = converse(&mut agents, plan, n, connected);
-    // Closing their stdin tells agents still running to close their
-    // connections and exit; after a failure they are killed as well.
-    agents.inputs.clear();
+    // After a failure every agent is killed, a lost one too; closing
+    // their stdin then tells any still running to close its connections
+    // and exit.
     let lost: Vec<usize> = match &result {
         Ok(m) => m.lost.iter().map(|l| l.agent).collect(),
         Err(_) => (0..agents.children.len()).collect(),
@@ -138,6 +138,7 @@ pub(crate) fn run(
     for &k in &lost {
         agents.kill(k);
     }
+    agents.inputs.clear();
     for (k, c) in agents.children.iter_mut().enumerate() {
         let status = c.wait().with_context(|| format!("waiting for agent {k}"))?;
         if result.is_ok() && !lost.contains(&k) && !status.success() {
@@ -283,6 +284,19 @@ fn converse(
                 h.check()
                     .map_err(|e| anyhow::anyhow!("agent {k} ({}): {e}", agents.launched[k]))?;
                 let share = total.div_ceil(n) as u64;
+                // One port per connection from each source address to the
+                // one target.
+                let (lo, hi) = h.environment.ephemeral_ports;
+                let ports = (u64::from(hi) + 1).saturating_sub(u64::from(lo));
+                let ports = ports * plan.sources.len().max(1) as u64;
+                if lo > 0 && share > ports {
+                    anyhow::bail!(
+                        "agent {k} ({}) has {ports} ports to reach {} (its port range {lo}-{hi}, {} source address(es)); its share is {share} connections: use more agents, --source, or widen net.ipv4.ip_local_port_range there",
+                        agents.launched[k],
+                        plan.target,
+                        plan.sources.len().max(1)
+                    );
+                }
                 if let Some(hard) = h.environment.nofile_hard {
                     let room = hard.saturating_sub(preflight::HEADROOM);
                     if share > room {

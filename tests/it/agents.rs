@@ -206,12 +206,19 @@ fn failing_launcher() -> Result<(), Failed> {
     let dir = scratch("agents-failing")?;
     let server = epoll()?;
     let addr = server.addr.to_string();
-    for (template, says) in [
-        ("no-such-launcher-c10k {cmd}", "cannot start agent 0"),
-        ("false {cmd}", "ended before"),
-        ("sh -c 'echo C10K1 {{\"hello\":7}}'", "does not parse"),
+    for (template, connections, says) in [
+        ("no-such-launcher-c10k {cmd}", "4", "cannot start agent 0"),
+        ("false {cmd}", "4", "ended before"),
+        ("sh -c 'echo C10K1 {{\"hello\":7}}'", "4", "does not parse"),
+        // A share past the agent's port range: refused from its hello,
+        // before any connection opens.
+        ("{cmd}", "70000", "ports to reach"),
     ] {
-        let (code, err) = load(&dir, &addr, &["-c", "4", "-n", "2", "--agent", template])?;
+        let (code, err) = load(
+            &dir,
+            &addr,
+            &["-c", connections, "-n", "2", "--agent", template],
+        )?;
         let line = err.trim();
         if code != Some(1) || !line.contains(says) || line.lines().count() != 1 {
             return Err(format!("{template}: exit {code:?}: {err}").into());
