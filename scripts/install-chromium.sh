@@ -13,20 +13,7 @@ for b in chromium chromium-browser; do
     fi
 done
 
-if [ "$(id -u)" -ne 0 ]; then
-    echo "install-chromium.sh: chromium is missing and installing it needs root: run 'sudo apt-get install -y --no-install-recommends chromium'" >&2
-    exit 1
-fi
-if ! command -v apt-get >/dev/null 2>&1; then
-    echo "install-chromium.sh: chromium is missing and there is no apt-get here: install chromium with this system's package manager" >&2
-    exit 1
-fi
-
-export DEBIAN_FRONTEND=noninteractive
-if ! apt-get update -q >/dev/null || ! apt-get install -y -q --no-install-recommends chromium >/dev/null; then
-    echo "install-chromium.sh: apt-get could not install chromium (no network or no package source?)" >&2
-    exit 1
-fi
+sh "$(dirname "$0")/apt-install.sh" install-chromium.sh chromium
 command -v chromium >/dev/null 2>&1 || {
     echo "install-chromium.sh: apt-get finished but chromium is not on PATH" >&2
     exit 1

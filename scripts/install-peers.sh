@@ -16,17 +16,5 @@ command -v socat >/dev/null 2>&1 || missing="$missing socat"
 if [ -z "$missing" ]; then
     exit 0
 fi
-if [ "$(id -u)" -ne 0 ]; then
-    echo "install-peers.sh: missing$missing; installing needs root: run 'sudo apt-get install -y$missing'" >&2
-    exit 1
-fi
-if ! command -v apt-get >/dev/null 2>&1; then
-    echo "install-peers.sh: missing$missing and there is no apt-get here: install them with this system's package manager" >&2
-    exit 1
-fi
-export DEBIAN_FRONTEND=noninteractive
 # shellcheck disable=SC2086
-if ! apt-get update -q >/dev/null || ! apt-get install -y -q --no-install-recommends $missing >/dev/null; then
-    echo "install-peers.sh: apt-get could not install$missing (no network or no package source?)" >&2
-    exit 1
-fi
+sh "$(dirname "$0")/apt-install.sh" install-peers.sh $missing
