@@ -181,9 +181,9 @@ fn start(launch: &Launch, n: usize) -> anyhow::Result<Agents> {
         let mut child = match started {
             Ok(c) => c,
             Err(e) => {
-                for c in &mut agents.children {
-                    let _ = c.kill();
-                    let _ = c.wait();
+                for j in 0..agents.children.len() {
+                    agents.kill(j);
+                    let _ = agents.children[j].wait();
                 }
                 anyhow::bail!("cannot start agent {k} with {:?}: {e}", argv.join(" "));
             }
@@ -283,7 +283,7 @@ fn converse(
             (k, Msg::Hello(h)) => {
                 h.check()
                     .map_err(|e| anyhow::anyhow!("agent {k} ({}): {e}", agents.launched[k]))?;
-                let share = total.div_ceil(n) as u64;
+                let share = super::agent::share_of(total, k, n) as u64;
                 // One port per connection from each source address to the
                 // one target.
                 let (lo, hi) = h.environment.ephemeral_ports;

@@ -80,6 +80,11 @@ impl Suite {
             program: self.program.clone(),
             patience: self.patience,
         };
+        if let (Some(flag), None) = (needs.c10k_only, self.subject.model()) {
+            return Err(Stop::Skip(format!(
+                "it checks c10k serve's {flag}, which this server does not have"
+            )));
+        }
         let (child, model) = match &self.subject {
             Subject::Model { model, flags } => {
                 let args = serve_args(model, flags, &needs);
@@ -93,11 +98,6 @@ impl Suite {
                 if let Some(why) = &f.unavailable {
                     return Err(Stop::Skip(why.clone()));
                 }
-                if let Some(flag) = needs.c10k_only {
-                    return Err(Stop::Skip(format!(
-                        "it checks c10k serve's {flag}, which this server does not have"
-                    )));
-                }
                 let port = free_port()?;
                 let cpus = crate::sys::affinity::current_cpus();
                 let argv = f.argv(port, &crate::sys::affinity::format_cpu_list(&cpus));
@@ -107,11 +107,6 @@ impl Suite {
                 (child, None)
             }
             Subject::Address(addr) => {
-                if let Some(flag) = needs.c10k_only {
-                    return Err(Stop::Skip(format!(
-                        "it checks c10k serve's {flag}, which this server does not have"
-                    )));
-                }
                 if let Some(what) = needs.process {
                     return Err(Stop::Skip(format!(
                         "it reads the server's {what}: it runs only when c10k starts the server (--model, --server, --peer)"
