@@ -54,6 +54,15 @@ pub(crate) struct Environment {
     pub kernel: String,
     /// The node name, from `uname`.
     pub hostname: String,
+    /// The network namespace this process is in (`net:[INODE]`, from
+    /// /proc/self/ns/net): agents in one namespace share its TCP counters
+    /// and its ports. Empty when it cannot be read.
+    #[serde(default)]
+    pub network_namespace: String,
+    /// Its interface addresses, `NAME ADDRESS` each (`lo 127.0.0.1`): the
+    /// source addresses a client here can use.
+    #[serde(default)]
+    pub addresses: Vec<String>,
     /// CPUs online in the system (/sys/devices/system/cpu/online).
     pub cpus_online: usize,
     /// CPUs this process may run on (its affinity mask).
@@ -99,6 +108,14 @@ pub(crate) fn capture() -> Environment {
         c10k_version: env!("CARGO_PKG_VERSION").to_string(),
         kernel,
         hostname: text(uname.nodename()),
+        network_namespace: std::fs::read_link("/proc/self/ns/net")
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        addresses: sys::net::interface_addresses()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, ip)| format!("{name} {ip}"))
+            .collect(),
         cpus_online: online.len(),
         pinned: !online.is_empty() && allowed != online,
         cpus_allowed: allowed,
@@ -219,15 +236,27 @@ impl TcpCounters {
     /// What happened between `before` and `self`; a counter that went
     /// backwards (a reset namespace) counts as zero.
     pub(crate) fn since(&self, before: &TcpCounters) -> TcpCounters {
+        self.zip(before, u64::saturating_sub)
+    }
+
+    /// Each counter the smaller of the two.
+    pub(crate) fn min_each(&self, o: &TcpCounters) -> TcpCounters {
+        self.zip(o, u64::min)
+    }
+
+    /// Each counter the larger of the two.
+    pub(crate) fn max_each(&self, o: &TcpCounters) -> TcpCounters {
+        self.zip(o, u64::max)
+    }
+
+    fn zip(&self, o: &TcpCounters, f: fn(u64, u64) -> u64) -> TcpCounters {
         TcpCounters {
-            syn_retrans: self.syn_retrans.saturating_sub(before.syn_retrans),
-            listen_overflows: self
-                .listen_overflows
-                .saturating_sub(before.listen_overflows),
-            listen_drops: self.listen_drops.saturating_sub(before.listen_drops),
-            active_opens: self.active_opens.saturating_sub(before.active_opens),
-            attempt_fails: self.attempt_fails.saturating_sub(before.attempt_fails),
-            estab_resets: self.estab_resets.saturating_sub(before.estab_resets),
+            syn_retrans: f(self.syn_retrans, o.syn_retrans),
+            listen_overflows: f(self.listen_overflows, o.listen_overflows),
+            listen_drops: f(self.listen_drops, o.listen_drops),
+            active_opens: f(self.active_opens, o.active_opens),
+            attempt_fails: f(self.attempt_fails, o.attempt_fails),
+            estab_resets: f(self.estab_resets, o.estab_resets),
         }
     }
 }

@@ -1,8 +1,9 @@
 //! `c10k agent`: a load agent, the other end of [`super::agents`]. It
 //! says hello, takes its share of a run as `c10k load` arguments, opens
 //! its connections, answers pings, starts on `go` after the delay it is
-//! given (on its own clock), says `progress` every second while it runs,
-//! and ends with its [`Measured`]. Messages go
+//! given (on its own clock), says `progress` with its running totals every
+//! second from its plan to its end, and ends with its [`Measured`] and its
+//! network namespace's TCP counters. Messages go
 //! over stdout as [`super::protocol`] lines; stdin brings the controller's.
 //!
 //! An agent never outlives its controller: when its stdin closes before
@@ -13,14 +14,14 @@ use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
 use super::drive::drive;
 use super::plan::LoadPlan;
 use super::preflight;
-use super::protocol::{Hello, Msg};
+use super::protocol::{Finished, Hello, Msg};
 use crate::sys;
 
 /// Exit code of an agent whose controller went away.
@@ -74,7 +75,17 @@ pub fn serve(parse: &dyn Fn(&[String]) -> Result<LoadPlan, String>) -> anyhow::R
         let (k, n) = plan.process.unwrap_or((0, 1));
         let share = share_of(plan.connections + plan.idle, k, n);
         preflight::raise_nofile_for(share).context("raising the open-files limit")?;
-        let m = drive(&plan, &mut |seconds| {
+        let tcp_before = crate::env::tcp_counters().ok();
+        let since = Instant::now();
+        let progress = |tick| {
+            // A controller that stopped reading is seen by the stdin
+            // reader; nothing to do here.
+            let _ = say(&Msg::Progress {
+                seconds: since.elapsed().as_secs_f64(),
+                tick,
+            });
+        };
+        let gate = &mut |seconds| {
             say(&Msg::Connected { seconds })?;
             loop {
                 match rx.recv() {
@@ -82,9 +93,7 @@ pub fn serve(parse: &dyn Fn(&[String]) -> Result<LoadPlan, String>) -> anyhow::R
                     Ok(Msg::Go { delay_seconds }) => {
                         let delay = Duration::from_secs_f64(delay_seconds.clamp(0.0, 60.0));
                         std::thread::sleep(delay);
-                        say(&Msg::Started)?;
-                        heartbeat(Arc::clone(&done));
-                        return Ok(());
+                        return say(&Msg::Started);
                     }
                     Ok(m) => {
                         return Err(std::io::Error::other(format!(
@@ -94,9 +103,11 @@ pub fn serve(parse: &dyn Fn(&[String]) -> Result<LoadPlan, String>) -> anyhow::R
                     Err(_) => return Err(std::io::Error::other("the controller went away")),
                 }
             }
-        })?;
+        };
+        let measured = drive(&plan, gate, &progress)?;
+        let tcp = tcp_before.zip(crate::env::tcp_counters().ok());
         done.store(true, Ordering::SeqCst);
-        say(&Msg::Result(Box::new(m)))?;
+        say(&Msg::Result(Box::new(Finished { measured, tcp })))?;
         Ok(())
     })();
     if let Err(e) = &result {
@@ -105,25 +116,6 @@ pub fn serve(parse: &dyn Fn(&[String]) -> Result<LoadPlan, String>) -> anyhow::R
         });
     }
     result
-}
-
-/// Says `progress` every second until `done`: how the controller tells a
-/// live agent from a lost one.
-fn heartbeat(done: Arc<AtomicBool>) {
-    let since = std::time::Instant::now();
-    std::thread::spawn(move || {
-        // Bounded: no run is longer than the plan's limit.
-        for _ in 0..(crate::client::plan::MAX_SECONDS as u64 + 60) {
-            std::thread::sleep(Duration::from_secs(1));
-            if done.load(Ordering::SeqCst) {
-                return;
-            }
-            let seconds = since.elapsed().as_secs_f64();
-            if say(&Msg::Progress { seconds }).is_err() {
-                return;
-            }
-        }
-    });
 }
 
 /// How many of `total` connections agent `k` of `n` holds: ids are

@@ -16,7 +16,7 @@
 //! the run: every launcher is killed and reaped, so every agent's
 //! connections close. Cost: a reader thread per agent, a few lines each.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -25,10 +25,12 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 
 use super::launch::Template;
+use super::live::{Live, Tick};
 use super::measured::Measured;
 use super::plan::{LoadPlan, Workload};
 use super::preflight;
-use super::protocol::{Hello, Msg, Plan};
+use super::protocol::{Finished, Hello, Msg, Plan};
+use crate::env::TcpCounters;
 use crate::sys;
 
 /// How long an agent may take to say hello (a launcher that logs in
@@ -59,6 +61,11 @@ pub(crate) struct Merged {
     pub lost: Vec<Lost>,
     /// Each agent's own figures, for the report.
     pub report: super::report::Agents,
+    /// CPUs the agents could keep busy: on each host, its agents' event
+    /// loops or its CPUs, whichever is fewer.
+    pub capacity: f64,
+    /// Every agent ran on this host (its CPU is in this machine's).
+    pub local: bool,
 }
 
 /// An agent lost mid-run, and the share of the run that went with it.
@@ -95,14 +102,22 @@ enum Said {
 }
 
 /// The running agents: their processes, stdins and one channel of what
-/// they say.
+/// they say (each line stamped as it arrived).
 struct Agents {
     children: Vec<Child>,
     inputs: Vec<ChildStdin>,
-    said: Receiver<(usize, Said)>,
+    said: Receiver<(usize, Said, Instant)>,
     launched: Vec<String>,
     /// Which agents have given their result (and may close their output).
     reported: Vec<bool>,
+    /// When each agent last said anything.
+    heard_at: Vec<Instant>,
+    /// Each agent's running totals, from its last `progress`.
+    ticks: Vec<Tick>,
+    /// Agents lost mid-run: their ticks no longer count.
+    gone: Vec<bool>,
+    live: Live,
+    last_drawn: Instant,
 }
 
 /// Runs `plan` over the agents `launch` starts and merges their
@@ -126,8 +141,10 @@ pub(crate) fn run(
             sys::rlimit::nofile().hard.unwrap_or(0).saturating_sub(preflight::HEADROOM)
         );
     }
-    let mut agents = start(launch, n)?;
+    let show = !plan.quiet && std::io::stderr().is_terminal();
+    let mut agents = start(launch, n, Live::new(show, plan.connections + plan.idle))?;
     let result = converse(&mut agents, plan, n, connected);
+    std::mem::replace(&mut agents.live, Live::new(false, 0)).finish();
     // After a failure every agent is killed, a lost one too; closing
     // their stdin then tells any still running to close its connections
     // and exit.
@@ -150,7 +167,7 @@ pub(crate) fn run(
 
 /// Starts `n` agents, each from its template, with a reader thread on its
 /// stdout.
-fn start(launch: &Launch, n: usize) -> anyhow::Result<Agents> {
+fn start(launch: &Launch, n: usize, live: Live) -> anyhow::Result<Agents> {
     let exe = std::env::current_exe().context("finding this program to start agents")?;
     let cmd = vec![exe.display().to_string(), "agent".to_string()];
     let (tx, said) = mpsc::channel();
@@ -160,6 +177,11 @@ fn start(launch: &Launch, n: usize) -> anyhow::Result<Agents> {
         said,
         launched: Vec::with_capacity(n),
         reported: vec![false; n],
+        heard_at: vec![Instant::now(); n],
+        ticks: vec![Tick::default(); n],
+        gone: vec![false; n],
+        live,
+        last_drawn: Instant::now(),
     };
     for k in 0..n {
         let template = launch
@@ -199,11 +221,11 @@ fn start(launch: &Launch, n: usize) -> anyhow::Result<Agents> {
                     Some(Ok(m)) => Said::Msg(m),
                     Some(Err(e)) => Said::Bad(e),
                 };
-                if tx.send((k, said)).is_err() {
+                if tx.send((k, said, Instant::now())).is_err() {
                     return;
                 }
             }
-            let _ = tx.send((k, Said::Gone));
+            let _ = tx.send((k, Said::Gone, Instant::now()));
         });
         agents.children.push(child);
         agents.inputs.push(input);
@@ -228,28 +250,80 @@ impl Agents {
             .with_context(|| format!("agent {k} ({}) stopped listening", self.launched[k]))
     }
 
-    /// The next message from any agent, waiting at most `within`.
-    fn next(&self, within: Option<Duration>) -> anyhow::Result<(usize, Msg)> {
+    /// The next message from any agent but `progress`, waiting at most
+    /// `within`. With `watch`, an agent silent for [`SILENCE`] fails the
+    /// wait (before `go`, a silent agent aborts the run).
+    fn next(&mut self, within: Option<Duration>, watch: bool) -> anyhow::Result<(usize, Msg)> {
+        let since = Instant::now();
         loop {
-            match self.heard(within)? {
+            match self.hear()? {
                 // An agent that has reported closes its output: normal.
-                (k, Said::Gone) if self.reported[k] => continue,
-                got => return self.read(got),
+                Some((k, Said::Gone)) if self.reported[k] => {}
+                Some(got) => return self.read(got),
+                None => {
+                    if let Some(k) = watch.then(|| self.silent()).flatten() {
+                        anyhow::bail!(
+                            "agent {k} ({}) said nothing for {} s (it says progress every second)",
+                            self.launched[k],
+                            SILENCE.as_secs()
+                        );
+                    }
+                    if let Some(t) = within.filter(|t| since.elapsed() > *t) {
+                        anyhow::bail!("no agent answered within {} s", t.as_secs());
+                    }
+                }
             }
         }
     }
 
-    /// What any agent said next, waiting at most `within`.
-    fn heard(&self, within: Option<Duration>) -> anyhow::Result<(usize, Said)> {
-        Ok(match within {
-            Some(t) => self.said.recv_timeout(t).map_err(|e| match e {
-                RecvTimeoutError::Timeout => {
-                    anyhow::anyhow!("no agent said anything within {} s", t.as_secs())
+    /// What an agent said next but `progress` (which updates its totals
+    /// and the live view), or `None` after a quarter of a second of nothing
+    /// else: every line queued has been read then, so the times each agent
+    /// was last heard are current.
+    fn hear(&mut self) -> anyhow::Result<Option<(usize, Said)>> {
+        let until = Instant::now() + Duration::from_millis(250);
+        loop {
+            let wait = until.saturating_duration_since(Instant::now());
+            let got = match self.said.recv_timeout(wait) {
+                Ok(got) => Some(got),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => anyhow::bail!("every agent went away"),
+            };
+            if self.last_drawn.elapsed() >= Duration::from_secs(1) {
+                self.draw();
+            }
+            match got {
+                Some((k, said, at)) => {
+                    self.heard_at[k] = at;
+                    match said {
+                        Said::Msg(Msg::Progress { tick, .. }) => self.ticks[k] = tick,
+                        said => return Ok(Some((k, said))),
+                    }
                 }
-                RecvTimeoutError::Disconnected => anyhow::anyhow!("every agent went away"),
-            })?,
-            None => self.said.recv().context("every agent went away")?,
-        })
+                None => return Ok(None),
+            }
+        }
+    }
+
+    /// The first agent still running that has been silent for
+    /// [`SILENCE`].
+    fn silent(&self) -> Option<usize> {
+        (0..self.heard_at.len())
+            .find(|&k| !self.reported[k] && !self.gone[k] && self.heard_at[k].elapsed() > SILENCE)
+    }
+
+    /// Redraws the live line with every running agent's totals.
+    fn draw(&mut self) {
+        self.last_drawn = Instant::now();
+        let running = (0..self.ticks.len()).filter(|&k| !self.gone[k]);
+        let tick = Tick::sum(running.clone().map(|k| &self.ticks[k]));
+        let n = self.ticks.len();
+        let lost = n - running.count();
+        let extra = match lost {
+            0 => format!(" · {n} agents"),
+            l => format!(" · {n} agents, {l} lost"),
+        };
+        self.live.show(tick, None, &extra);
     }
 
     /// A message, or the error an agent's words or silence mean.
@@ -279,7 +353,7 @@ fn converse(
     let mut hellos: Vec<Option<Hello>> = (0..n).map(|_| None).collect();
     let total = plan.connections + plan.idle;
     while hellos.iter().any(Option::is_none) {
-        match agents.next(Some(HELLO_WITHIN))? {
+        match agents.next(Some(HELLO_WITHIN), false)? {
             (k, Msg::Hello(h)) => {
                 h.check()
                     .map_err(|e| anyhow::anyhow!("agent {k} ({}): {e}", agents.launched[k]))?;
@@ -328,10 +402,12 @@ fn converse(
         });
         agents.tell(k, &msg)?;
     }
+    // From its plan on, an agent says progress every second.
+    agents.heard_at.fill(Instant::now());
     // 3. Every agent connected.
     let mut connected = vec![false; n];
     while connected.iter().any(|c| !c) {
-        match agents.next(None)? {
+        match agents.next(None, true)? {
             (k, Msg::Connected { .. }) => connected[k] = true,
             (k, m) => anyhow::bail!("agent {k} said {m:?} instead of connected"),
         }
@@ -344,7 +420,7 @@ fn converse(
         for p in 0..PINGS {
             let sent = Instant::now();
             agents.tell(k, &Msg::Ping { n: p })?;
-            match agents.next(Some(HELLO_WITHIN))? {
+            match agents.next(Some(HELLO_WITHIN), true)? {
                 (j, Msg::Pong { n: q }) if j == k && q == p => {
                     fastest = fastest.min(sent.elapsed());
                 }
@@ -371,51 +447,38 @@ fn converse(
     // 6. Their starts, then their results. From here an agent that ends,
     // errs or falls silent is lost, and the others go on.
     let mut starts: Vec<Option<f64>> = vec![None; n];
-    let mut results: Vec<Option<Measured>> = (0..n).map(|_| None).collect();
+    let mut results: Vec<Option<Finished>> = (0..n).map(|_| None).collect();
     let mut lost: Vec<Lost> = Vec::new();
-    let mut last_heard = vec![Instant::now(); n];
-    let settled = |results: &[Option<Measured>], lost: &[Lost]| {
-        (0..n).all(|k| results[k].is_some() || lost.iter().any(|l| l.agent == k))
-    };
-    while !settled(&results, &lost) {
-        let heard = match agents.said.recv_timeout(Duration::from_millis(250)) {
-            Ok(h) => Some(h),
-            Err(RecvTimeoutError::Timeout) => None,
-            Err(RecvTimeoutError::Disconnected) => anyhow::bail!("every agent went away"),
-        };
+    while (0..n).any(|k| results[k].is_none() && !agents.gone[k]) {
         // Who is lost by what was heard, and why.
         let mut losing: Vec<(usize, String)> = Vec::new();
-        match heard {
-            Some((k, Said::Msg(m))) => {
-                last_heard[k] = Instant::now();
-                match m {
-                    Msg::Started => {
-                        let heard = t0.elapsed().saturating_sub(rtt[k] / 2);
-                        starts[k] = Some(heard.as_secs_f64());
-                    }
-                    Msg::Progress { .. } => {}
-                    Msg::Result(m) => {
-                        results[k] = Some(*m);
-                        agents.reported[k] = true;
-                    }
-                    Msg::Error { message } => losing.push((k, message)),
-                    m => losing.push((k, format!("it said {m:?} instead of its results"))),
+        match agents.hear()? {
+            Some((k, Said::Msg(m))) => match m {
+                Msg::Started => {
+                    let heard = t0.elapsed().saturating_sub(rtt[k] / 2);
+                    starts[k] = Some(heard.as_secs_f64());
                 }
-            }
+                Msg::Result(m) => {
+                    results[k] = Some(*m);
+                    agents.reported[k] = true;
+                }
+                Msg::Error { message } => losing.push((k, message)),
+                m => losing.push((k, format!("it said {m:?} instead of its results"))),
+            },
             Some((k, Said::Bad(e))) => losing.push((k, e)),
             Some((k, Said::Gone)) => losing.push((
                 k,
                 "its output closed (it ended, or its launcher did)".into(),
             )),
-            None => {}
-        }
-        for (k, heard) in last_heard.iter().enumerate() {
-            if heard.elapsed() > SILENCE {
-                losing.push((k, format!("no progress for {} s", SILENCE.as_secs())));
+            None => {
+                if let Some(k) = agents.silent() {
+                    losing.push((k, format!("no progress for {} s", SILENCE.as_secs())));
+                }
             }
         }
         for (k, why) in losing {
-            if results[k].is_none() && !lost.iter().any(|l| l.agent == k) {
+            if results[k].is_none() && !agents.gone[k] {
+                agents.gone[k] = true;
                 lost.push(Lost {
                     agent: k,
                     launched: agents.launched[k].clone(),
@@ -444,7 +507,7 @@ fn converse(
                 &agents.launched[k],
                 hellos[k].as_ref(),
                 rtt[k],
-                results[k].as_ref(),
+                results[k].as_ref().map(|f| &f.measured),
                 &lost,
             )
         })
@@ -452,19 +515,98 @@ fn converse(
     let report = super::report::Agents {
         start_skew_us: start_skew_seconds * 1e6,
         each,
+        namespaces: namespaces(&hellos, &results),
     };
     // The client's memory is its agents' (added by the merge): this
     // coordinating process is not the load generator, and in `c10k run` it
     // is the runner, whose memory is not the client's.
     let mut measured = Measured::empty();
-    for m in results.into_iter().flatten() {
-        measured.merge(m);
+    for f in results.into_iter().flatten() {
+        measured.merge(f.measured);
     }
+    let (capacity, local) = capacity(&hellos, threads_each(plan.threads, n), plan.cpus.as_ref());
     Ok(Merged {
         measured,
         lost,
         report,
+        capacity,
+        local,
     })
+}
+
+/// CPUs the agents could keep busy (per host, their `threads` each or the
+/// host's CPUs, `cpus` when they pin to them, whichever is fewer), and
+/// whether they all ran on this host.
+fn capacity(hellos: &[Option<Hello>], threads: usize, cpus: Option<&Vec<usize>>) -> (f64, bool) {
+    let here = rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned();
+    // Host -> (loops, CPUs).
+    let mut hosts: Vec<(&str, usize, usize)> = Vec::new();
+    for h in hellos.iter().flatten() {
+        let e = &h.environment;
+        let its = cpus.map_or(e.cpus_allowed.len(), Vec::len).max(1);
+        match hosts.iter_mut().find(|(name, ..)| *name == e.hostname) {
+            Some(host) => host.1 += threads,
+            None => hosts.push((&e.hostname, threads, its)),
+        }
+    }
+    let capacity = hosts
+        .iter()
+        .map(|&(_, loops, cpus)| loops.min(cpus))
+        .sum::<usize>();
+    let local = hosts.iter().all(|&(name, ..)| name == here);
+    (capacity as f64, local)
+}
+
+/// The network namespaces the agents ran in (host and namespace, from
+/// their hellos), each with its TCP counters over the span of every agent
+/// in it: counters are per namespace and only grow, so the earliest
+/// reading before and the latest after count each event once.
+fn namespaces(
+    hellos: &[Option<Hello>],
+    results: &[Option<Finished>],
+) -> Vec<super::report::Namespace> {
+    let mut out: Vec<(super::report::Namespace, Option<(TcpCounters, TcpCounters)>)> = Vec::new();
+    for (k, hello) in hellos.iter().enumerate() {
+        let Some(h) = hello else { continue };
+        let (host, ns) = (&h.environment.hostname, &h.environment.network_namespace);
+        // An unreadable namespace is one of its own.
+        let at = out
+            .iter()
+            .position(|(o, _)| !ns.is_empty() && o.hostname == *host && o.network_namespace == *ns);
+        let at = at.unwrap_or_else(|| {
+            out.push((
+                super::report::Namespace {
+                    hostname: host.clone(),
+                    network_namespace: ns.clone(),
+                    agents: Vec::new(),
+                    tcp: serde_json::Value::Null,
+                },
+                None,
+            ));
+            out.len() - 1
+        });
+        out[at].0.agents.push(k);
+        let tcp = results[k].as_ref().and_then(|f| f.tcp);
+        out[at].1 = match (out[at].1, tcp) {
+            (None, t) if out[at].0.agents.len() == 1 => t,
+            (Some((b0, a0)), Some((b1, a1))) => Some((b0.min_each(&b1), a0.max_each(&a1))),
+            // An agent without counters leaves its namespace's unknown.
+            _ => None,
+        };
+    }
+    out.into_iter()
+        .map(|(mut n, span)| {
+            n.tcp = span
+                .map(|(before, after)| {
+                    serde_json::to_value(after.since(&before)).unwrap_or_default()
+                })
+                .unwrap_or_default();
+            n
+        })
+        .collect()
 }
 
 /// Agent `k`'s own figures: what it measured, or why it was lost.
@@ -481,6 +623,16 @@ fn figures(
         agent: k,
         launched: launched.to_string(),
         hostname: hello.map_or_else(String::new, |h| h.environment.hostname.clone()),
+        network_namespace: hello
+            .map_or_else(String::new, |h| h.environment.network_namespace.clone()),
+        addresses: hello.map_or_else(Vec::new, |h| {
+            h.environment
+                .addresses
+                .iter()
+                .filter(|a| !a.starts_with("lo "))
+                .cloned()
+                .collect()
+        }),
         round_trip_us: rtt.as_secs_f64() * 1e6,
         connections: measured.map_or(0, |m| m.records.established()),
         messages: latency.as_ref().map_or(0, |l| l.count),
@@ -488,5 +640,8 @@ fn figures(
         cpu_seconds: measured.map_or(0.0, |m| m.cpu_user + m.cpu_system),
         errors: measured.map_or(0, |m| m.records.errors().values().sum()),
         lost: lost.iter().find(|l| l.agent == k).map(|l| l.why.clone()),
+        environment: hello
+            .and_then(|h| serde_json::to_value(&h.environment).ok())
+            .unwrap_or_default(),
     }
 }

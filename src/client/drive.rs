@@ -1,6 +1,6 @@
 //! One process's share of a load run: its event loops driven through their
 //! phases ([`drive`]) into what they measured ([`Measured`], merged from
-//! each loop's), with a progress line on a terminal. [`super::run`] drives
+//! each loop's), with its running totals once a second ([`super::live`]). [`super::run`] drives
 //! one process and [`super::agent`] each agent through it; both import
 //! this file, neither the other (run starts agents through
 //! [`super::agents`]).
@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use super::engine::{self, Schedule, Shared};
+use super::live::{Live, Tick};
 use super::measured::Measured;
 use super::plan::{LoadPlan, Stop, Workload};
 use crate::metrics::cpu::Snapshot;
@@ -18,10 +19,13 @@ use anyhow::Context as _;
 /// Runs this process's share of `plan`: its event loops, through their
 /// phases. `connected` is called once every loop has its connections up,
 /// with the seconds that took, and the measured phase starts when it
-/// returns (a worker process waits there for its parent's go).
+/// returns (a worker process waits there for its parent's go). Once a
+/// second the loops' running totals go to `sink` (an agent's progress
+/// messages).
 pub(crate) fn drive(
     plan: &LoadPlan,
     connected: &mut dyn FnMut(f64) -> std::io::Result<()>,
+    sink: &(dyn Fn(Tick) + Sync),
 ) -> anyhow::Result<Measured> {
     let show = !plan.quiet && plan.process.is_none() && std::io::stderr().is_terminal();
     let mut shared = Shared::new(plan.clone());
@@ -56,7 +60,7 @@ pub(crate) fn drive(
                 })
                 .collect();
             drop(ended_tx);
-            scope.spawn(|| progress(&shared, &interrupted, &finished, show));
+            scope.spawn(|| progress(&shared, &interrupted, &finished, show, sink));
             // Every loop has its connections up (or failed).
             shared.barrier.wait();
             if let Err(e) = connected(t0.elapsed().as_secs_f64()) {
@@ -155,26 +159,17 @@ pub(crate) fn drive(
     Ok(m)
 }
 
-/// Prints a progress line once a second on a terminal until `finished`;
-/// forwards Ctrl-C to the event loops.
+/// Once a second until `finished`: tallies the loops into a [`Tick`],
+/// hands it to `sink` and shows it on a terminal; forwards Ctrl-C to the
+/// event loops.
 fn progress(
     shared: &Shared,
     interrupted: &std::sync::atomic::AtomicBool,
     finished: &std::sync::atomic::AtomicBool,
     show: bool,
+    sink: &(dyn Fn(Tick) + Sync),
 ) {
-    let bar = if show {
-        let b = indicatif::ProgressBar::new_spinner();
-        b.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-        );
-        Some(b)
-    } else {
-        None
-    };
-    let total = shared.plan.connections + shared.plan.idle;
-    let mut last = (Instant::now(), 0u64);
+    let mut live = Live::new(show, shared.plan.connections + shared.plan.idle);
     let mut ticks = 0u32;
     while !finished.load(Relaxed) {
         std::thread::sleep(Duration::from_millis(100));
@@ -185,31 +180,22 @@ fn progress(
         if ticks % 10 != 0 {
             continue;
         }
-        if let Some(b) = &bar {
-            let now = Instant::now();
-            let done = shared.completed.load(Relaxed);
-            let rate = (done - last.1) as f64 / (now - last.0).as_secs_f64();
-            last = (now, done);
-            let (p50, p99) = match shared.live.lock() {
-                Ok(h) if !h.is_empty() => (
+        let tick = Tick {
+            up: shared.up.load(Relaxed),
+            completed: shared.completed.load(Relaxed),
+            failed: shared.failed.load(Relaxed),
+        };
+        sink(tick);
+        if live.shown() {
+            let latency = match shared.live.lock() {
+                Ok(h) if !h.is_empty() => Some((
                     h.value_at_quantile(0.5) as f64 / 1e3,
                     h.value_at_quantile(0.99) as f64 / 1e3,
-                ),
-                _ => (0.0, 0.0),
+                )),
+                _ => None,
             };
-            b.set_message(format!(
-                "{}/{} up · {:.0} msg/s · p50 {:.1} µs · p99 {:.1} µs · {} failed",
-                shared.up.load(Relaxed),
-                total,
-                rate,
-                p50,
-                p99,
-                shared.failed.load(Relaxed),
-            ));
-            b.tick();
+            live.show(tick, latency, "");
         }
     }
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    live.finish();
 }

@@ -97,6 +97,9 @@ pub(crate) struct Inputs {
     /// The client's CPU seconds over the window (every worker process).
     pub client_seconds: f64,
     pub client_capacity: f64,
+    /// The client runs on this machine (its CPU is in the machine's; not
+    /// so for agents on other hosts).
+    pub client_local: bool,
     /// The server runs on this machine (its CPU is in the machine's).
     pub server_local: bool,
     /// An open loop that achieved its target rate.
@@ -136,22 +139,36 @@ pub(crate) fn judge(x: &Inputs) -> Limits {
     let steal_cpus = w.steal.map(|s| s / secs);
     // Outside the run: the machine less the run's own processes. A local
     // server that was not observed is somewhere in that remainder.
+    let client_here = if x.client_local { client_cpus } else { 0.0 };
     let others_cpus = match (w.machine_busy, server_cpus, x.server_local) {
-        (Some(busy), Some(s), _) => Some(busy / secs - client_cpus - s),
-        (Some(busy), None, false) => Some(busy / secs - client_cpus),
+        (Some(busy), Some(s), _) => Some(busy / secs - client_here - s),
+        (Some(busy), None, false) => Some(busy / secs - client_here),
         _ => None,
     }
     .map(|o| (o - softirq_cpus.unwrap_or(0.0)).max(0.0));
     let interference = others_cpus.is_some_and(|o| o > INTERFERENCE)
         || steal_cpus.is_some_and(|s| s > INTERFERENCE);
-    let side = |name: &str, demand: f64, capacity: f64| {
+    // Demand past 100 % is time spent waiting for a CPU (several
+    // processes on too few CPUs): said in CPUs' worth beside it.
+    let side = |name: &str, demand: f64, capacity: f64, ran: f64, waited: f64| {
+        let split = if waited >= INTERFERENCE {
+            format!(" ({ran:.2} CPUs running, {waited:.2} waiting for one)")
+        } else {
+            String::new()
+        };
         format!(
-            "{name} {:.0} % of {capacity} CPU{}",
+            "{name} {:.0} % of {capacity} CPU{}{split}",
             demand * 100.0,
             if capacity == 1.0 { "" } else { "s" }
         )
     };
-    let client_text = side("client", client_demand, client_capacity);
+    let client_text = side(
+        "client",
+        client_demand,
+        client_capacity,
+        client_cpus,
+        w.client_waited / secs,
+    );
     let client_saturated = client_demand >= SATURATED;
     let (verdict, why) = match server_demand {
         None if client_saturated => (
@@ -165,7 +182,13 @@ pub(crate) fn judge(x: &Inputs) -> Limits {
         Some(s) => {
             let both = format!(
                 "{client_text}, {}",
-                side("server", s, server_capacity.unwrap_or(1.0))
+                side(
+                    "server",
+                    s,
+                    server_capacity.unwrap_or(1.0),
+                    server_cpus.unwrap_or(0.0),
+                    w.server_waited.unwrap_or(0.0) / secs
+                )
             );
             match (client_saturated, s >= SATURATED) {
                 (true, false) => (
@@ -242,6 +265,7 @@ mod tests {
             },
             client_seconds: client * 2.0,
             client_capacity: 1.0,
+            client_local: true,
             server_local: true,
             rate_kept: false,
             machine_cpus: 2.0,
@@ -291,10 +315,29 @@ mod tests {
         assert_eq!(l.verdict, "client");
         assert!((l.client_cpus - 0.5).abs() < 1e-9);
         assert!(l.client_demand > 0.97);
+        // Demand is said with what ran and what waited.
+        assert!(
+            l.why
+                .contains("client 98 % of 1 CPU (0.50 CPUs running, 0.48 waiting for one)"),
+            "{}",
+            l.why
+        );
         // Two threads on two CPUs: one CPU's worth is half the capacity.
         let mut x = inputs(1.0, Some(0.5), 1.5);
         x.client_capacity = 2.0;
         assert_eq!(judge(&x).verdict, "server");
+    }
+
+    #[test]
+    fn a_client_on_other_hosts_is_not_in_this_machines_cpu() {
+        // The machine ran the server (0.5) and 0.45 of something else; the
+        // client's 0.9 CPUs were on agents elsewhere.
+        let mut x = inputs(0.9, Some(0.5), 0.95);
+        assert!(!judge(&x).interference);
+        x.client_local = false;
+        let l = judge(&x);
+        assert!(l.interference, "{}", l.why);
+        assert!((l.others_cpus.unwrap_or(0.0) - 0.45).abs() < 1e-9);
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod drive;
 pub mod engine;
 pub mod launch;
 pub mod limit;
+pub mod live;
 pub mod measured;
 pub mod plan;
 pub mod preflight;

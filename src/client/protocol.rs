@@ -16,17 +16,21 @@
 //! 4. controller: `ping`, agent: `pong` (its round trip, measured);
 //! 5. controller: `go` with a delay, counted on the agent's own clock, so
 //!    that every agent starts together without synchronised clocks; agent:
-//!    `started` as it starts (the controller measures the start skew), then
-//!    `progress` every second;
-//! 6. agent: `result` (its [`Measured`], histograms as HdrHistogram V2),
-//!    or `error` at any point.
+//!    `started` as it starts (the controller measures the start skew);
+//! 6. agent: `result` (its [`Measured`], histograms as HdrHistogram V2,
+//!    and its namespace's TCP counters), or `error` at any point.
+//!
+//! From `plan` to `result` the agent also says `progress` every second,
+//! with its running totals ([`Tick`]): the controller's live view, and how
+//! it tells a live agent from a lost one.
 //!
 //! Cost: a few lines per agent per run, and one JSON result.
 
 use serde::{Deserialize, Serialize};
 
+use super::live::Tick;
 use super::measured::Measured;
-use crate::env::Environment;
+use crate::env::{Environment, TcpCounters};
 
 /// What starts every message line: the protocol's name and major version.
 pub const TAG: &str = "C10K1 ";
@@ -53,14 +57,26 @@ pub(crate) enum Msg {
         delay_seconds: f64,
     },
     Started,
-    /// Every second from `started` to `result`: the agent is alive.
+    /// Every second from `plan` to `result`: the agent's running totals
+    /// (and that it is alive).
     Progress {
         seconds: f64,
+        tick: Tick,
     },
-    Result(Box<Measured>),
+    Result(Box<Finished>),
     Error {
         message: String,
     },
+}
+
+/// An agent's result: what it measured, and its network namespace's TCP
+/// counters before it connected and after it ended (absolute, so that a
+/// controller takes each namespace's whole span once, however many
+/// agents share it).
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Finished {
+    pub measured: Measured,
+    pub tcp: Option<(TcpCounters, TcpCounters)>,
 }
 
 /// An agent introducing itself.

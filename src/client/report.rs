@@ -304,6 +304,28 @@ pub struct Agents {
     /// them (each `started` less half that agent's round trip), in µs.
     pub start_skew_us: f64,
     pub each: Vec<Agent>,
+    /// The network namespaces the agents ran in, each with its TCP
+    /// counters over the run (taken once per namespace, however many
+    /// agents shared it): a client's SYN retransmits are counted where the
+    /// client is, not where the controller is.
+    #[serde(default)]
+    pub namespaces: Vec<Namespace>,
+}
+
+/// A network namespace agents ran in, and what its TCP counters saw.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Namespace {
+    /// The host's name.
+    pub hostname: String,
+    /// `net:[INODE]`, as /proc/self/ns/net names it there.
+    pub network_namespace: String,
+    /// The agents in it.
+    pub agents: Vec<usize>,
+    /// Its TCP counters from the first agent's connect to the last one's
+    /// end; `null` when an agent could not read them.
+    #[schemars(with = "Option<TcpCounters>")]
+    pub tcp: serde_json::Value,
 }
 
 /// One agent's share, as it measured it.
@@ -316,6 +338,13 @@ pub struct Agent {
     pub launched: String,
     /// Its host's name, from its hello.
     pub hostname: String,
+    /// Its network namespace (`net:[INODE]`), from its hello.
+    #[serde(default)]
+    pub network_namespace: String,
+    /// Its non-loopback interface addresses (`NAME ADDRESS`), from its
+    /// hello.
+    #[serde(default)]
+    pub addresses: Vec<String>,
     /// Its fastest round trip over the protocol, in µs.
     pub round_trip_us: f64,
     /// Connections it established.
@@ -331,6 +360,11 @@ pub struct Agent {
     /// Why it was lost mid-run (its share is missing from every figure);
     /// none when it reported.
     pub lost: Option<String>,
+    /// Where it ran, as its hello said (kernel, CPUs, limits, sysctls);
+    /// `null` when it never said hello.
+    #[serde(default)]
+    #[schemars(with = "Option<Environment>")]
+    pub environment: serde_json::Value,
 }
 
 impl Report {
@@ -529,7 +563,41 @@ impl Report {
                         g.errors
                     ),
                 };
-                let _ = writeln!(s, "    {:>3}  {:<16} {figures}", g.agent, g.hostname);
+                let address = g
+                    .addresses
+                    .first()
+                    .and_then(|a| a.split_whitespace().nth(1))
+                    .unwrap_or("");
+                let _ = writeln!(
+                    s,
+                    "    {:>3}  {} {} {address}  {figures}",
+                    g.agent, g.hostname, g.network_namespace
+                );
+            }
+            // Each namespace's TCP counters, but this one's (in `tcp`).
+            let here = |k: &str| self.environment.get(k).and_then(|v| v.as_str());
+            for ns in &a.namespaces {
+                if here("hostname") == Some(&ns.hostname)
+                    && here("network_namespace") == Some(&ns.network_namespace)
+                {
+                    continue;
+                }
+                let count = |k: &str| ns.tcp.get(k).and_then(serde_json::Value::as_u64);
+                let tcp = match (count("syn_retrans"), count("listen_overflows")) {
+                    (Some(r), Some(o)) => format!("{r} SYN retransmits, {o} listen overflows"),
+                    _ => "TCP counters unknown".into(),
+                };
+                let _ = writeln!(
+                    s,
+                    "  namespace    {} {} (agents {}): {tcp}",
+                    ns.hostname,
+                    ns.network_namespace,
+                    ns.agents
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
             }
         }
         for w in &self.warnings {

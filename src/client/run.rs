@@ -116,16 +116,18 @@ fn run_inner(mut plan: LoadPlan, connected: Option<&mut dyn FnMut()>) -> anyhow:
     let spread = connected.is_some() || remote || processes > 1;
     let mut lost: Vec<String> = Vec::new();
     let mut agents_report = None;
+    let mut spread_over = None;
     let measured = if spread {
         let mut nothing = || {};
         let merged = agents::run(&plan, &launch, connected.unwrap_or(&mut nothing))?;
         lost = merged.lost.iter().map(ToString::to_string).collect();
         agents_report = (merged.report.each.len() > 1 || remote).then_some(merged.report);
         warnings.extend(lost.iter().cloned());
+        spread_over = Some((merged.capacity, merged.local));
         merged.measured
     } else {
         preflight::raise_nofile_for(total).context("raising the open-files limit")?;
-        drive(&plan, &mut |_| Ok(()))?
+        drive(&plan, &mut |_| Ok(()), &|_| {})?
     };
     let tcp = match (tcp_before, crate::env::tcp_counters().ok()) {
         (Some(a), Some(b)) => Some(b.since(&a)),
@@ -140,7 +142,21 @@ fn run_inner(mut plan: LoadPlan, connected: Option<&mut dyn FnMut()>) -> anyhow:
             ));
         }
     }
-    let mut outcome = assemble(&plan, measured, processes, started, warnings);
+    // The agents' own namespaces: where a client's connects retransmit.
+    let here = (&environment.hostname, &environment.network_namespace);
+    for ns in agents_report.iter().flat_map(|a| &a.namespaces) {
+        if (&ns.hostname, &ns.network_namespace) == here {
+            continue;
+        }
+        let t: Option<crate::env::TcpCounters> = serde_json::from_value(ns.tcp.clone()).ok();
+        if let Some(t) = t.filter(|t| t.syn_retrans > 0 || t.listen_overflows > 0) {
+            warnings.push(format!(
+                "agents {:?} ({} {}) saw {} SYN retransmits and {} listen overflows: their connect latencies include retransmit timeouts (lower --connect-rate, or raise the server's backlog)",
+                ns.agents, ns.hostname, ns.network_namespace, t.syn_retrans, t.listen_overflows
+            ));
+        }
+    }
+    let mut outcome = assemble(&plan, measured, processes, spread_over, started, warnings);
     outcome.lost = lost;
     outcome.report.agents = agents_report;
     outcome.report.tcp = serde_json::to_value(tcp).unwrap_or_default();
@@ -154,6 +170,7 @@ fn assemble(
     plan: &LoadPlan,
     m: Measured,
     processes: usize,
+    spread_over: Option<(f64, bool)>,
     started: SystemTime,
     mut warnings: Vec<String>,
 ) -> Outcome {
@@ -229,14 +246,18 @@ fn assemble(
         warnings.push("interrupted (Ctrl-C or SIGTERM): results cover the run so far".into());
     }
     let cpu = m.cpu_user + m.cpu_system;
-    // Every event loop, over every process, on the CPUs the client may use.
-    let loops = agents::threads_each(plan.threads, processes) * processes;
+    // Every event loop on the CPUs it may use: in this process, or over
+    // the agents' hosts.
     let online = crate::env::online_cpus().len().max(1);
-    let allowed = plan.cpus.as_ref().map_or(online, Vec::len);
+    let (client_capacity, client_local) = spread_over.unwrap_or_else(|| {
+        let allowed = plan.cpus.as_ref().map_or(online, Vec::len);
+        (plan.threads.min(allowed) as f64, true)
+    });
     let limits = limit::judge(&limit::Inputs {
         window: m.window,
         client_seconds: cpu,
-        client_capacity: loops.min(allowed) as f64,
+        client_capacity,
+        client_local,
         server_local: limit::is_local(plan.target.ip()),
         rate_kept: match plan.workload {
             Workload::Open { rate, .. } => per_second(messages as f64) >= rate * 0.95,

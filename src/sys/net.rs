@@ -1,4 +1,5 @@
-//! Socket options that neither socket2 nor rustix exposes.
+//! Socket options that neither socket2 nor rustix exposes, and the host's
+//! interface addresses (`getifaddrs`).
 //!
 //! `IP_BIND_ADDRESS_NO_PORT` (Linux 4.2): a `bind()` to a source address with
 //! port 0 normally picks a free local port at once, and that port is then
@@ -64,10 +65,68 @@ pub(crate) fn bind_address_no_port(sock: &impl AsFd) -> io::Result<bool> {
     }
 }
 
+/// This host's interface addresses (IPv4 and IPv6), each with its
+/// interface's name, as `getifaddrs(3)` lists them: what an agent says it
+/// can use as source addresses.
+pub(crate) fn interface_addresses() -> io::Result<Vec<(String, std::net::IpAddr)>> {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: `head` is a valid place for the list's first node; on success
+    // the list is ours until `freeifaddrs`.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut out = Vec::new();
+    let mut node = head;
+    while !node.is_null() {
+        // SAFETY: `node` is a node of the list getifaddrs returned, not yet
+        // freed; its fields are read only.
+        let ifa = unsafe { &*node };
+        node = ifa.ifa_next;
+        if ifa.ifa_addr.is_null() || ifa.ifa_name.is_null() {
+            continue;
+        }
+        // SAFETY: ifa_name is a NUL-terminated string owned by the list.
+        let name = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) }
+            .to_string_lossy()
+            .into_owned();
+        // SAFETY: ifa_addr is non-null and points to a sockaddr, whose
+        // first field is its family.
+        let family = i32::from(unsafe { (*ifa.ifa_addr).sa_family });
+        let ip = match family {
+            libc::AF_INET => {
+                // SAFETY: an AF_INET address is a sockaddr_in.
+                let a = unsafe { &*ifa.ifa_addr.cast::<libc::sockaddr_in>() };
+                std::net::IpAddr::from(u32::from_be(a.sin_addr.s_addr).to_be_bytes())
+            }
+            libc::AF_INET6 => {
+                // SAFETY: an AF_INET6 address is a sockaddr_in6.
+                let a = unsafe { &*ifa.ifa_addr.cast::<libc::sockaddr_in6>() };
+                std::net::IpAddr::from(a.sin6_addr.s6_addr)
+            }
+            _ => continue,
+        };
+        out.push((name, ip));
+    }
+    // SAFETY: `head` came from getifaddrs and is freed once, after the
+    // last read of any node.
+    unsafe { libc::freeifaddrs(head) };
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use socket2::{Domain, Socket, Type};
+
+    #[test]
+    fn loopback_is_among_the_interface_addresses() {
+        let all = interface_addresses().unwrap();
+        assert!(
+            all.iter()
+                .any(|(name, ip)| name == "lo" && *ip == std::net::Ipv4Addr::LOCALHOST),
+            "{all:?}"
+        );
+    }
 
     #[test]
     fn bind_address_no_port_round_trips() -> io::Result<()> {
