@@ -232,11 +232,19 @@ pub struct RunArgs {
     /// (repeatable).
     #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub server_args: Vec<String>,
+    /// Every cell's client runs on agents (--agent, --agents-file,
+    /// --agents, as for `c10k load`); the server stays here.
+    #[command(flatten)]
+    pub agents: AgentArgs,
+    /// Address the servers bind, one the agents can reach (e.g. this
+    /// host's address on their network) [default: 127.0.0.1].
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<std::net::IpAddr>,
     /// Directory under which results/EXPERIMENT-TIME/ is made.
     #[arg(long, default_value = "results")]
     pub out: std::path::PathBuf,
     /// Finish an interrupted run in DIR (its own plan is used).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "models", "connections", "runs", "workload", "messages", "duration", "warmup", "message_size", "timeout", "pin", "order", "per_connection_csv", "server_args", "servers", "targets", "ready_timeout"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "models", "connections", "runs", "workload", "messages", "duration", "warmup", "message_size", "timeout", "pin", "order", "per_connection_csv", "server_args", "servers", "targets", "ready_timeout", "agent", "agents_file", "agents", "bind"])]
     pub resume: Option<std::path::PathBuf>,
     /// Do not write report.html (the exports are still written).
     #[arg(long)]
@@ -336,6 +344,18 @@ pub struct LoadArgs {
     /// the results can say whether the client or the server was the limit.
     #[arg(long, value_name = "PID[,PID...]", value_delimiter = ',')]
     pub server_pid: Vec<u32>,
+    #[command(flatten)]
+    pub agents: AgentArgs,
+    /// Exit 0 even when an agent was lost mid-run (the figures are the
+    /// other agents', the missing share named).
+    #[arg(long)]
+    pub allow_partial: bool,
+}
+
+/// Where the client runs: agents started through launchers (`c10k load`,
+/// `c10k run`).
+#[derive(Debug, Args, Default)]
+pub struct AgentArgs {
     /// Run the connections on agents this launcher starts (repeatable: one
     /// template an agent, the last repeated for --agents past them), e.g.
     /// 'ssh -T host{i} -- {cmd_sh}' or 'ip netns exec cli{i} {cmd}'. No
@@ -349,10 +369,6 @@ pub struct LoadArgs {
     /// How many agents [default: one per template].
     #[arg(long, value_name = "N")]
     pub agents: Option<usize>,
-    /// Exit 0 even when an agent was lost mid-run (the figures are the
-    /// other agents', the missing share named).
-    #[arg(long)]
-    pub allow_partial: bool,
 }
 
 #[derive(Debug, Args)]

@@ -46,7 +46,7 @@ const PINGS: u32 = 3;
 
 /// How the agents of a run are started: a template each (the last one
 /// repeated when there are more agents than templates).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Launch {
     pub templates: Vec<Template>,
     pub agents: usize,

@@ -17,10 +17,13 @@
 /// The template of local worker processes: this program, run directly.
 pub const LOCAL: &str = "{cmd}";
 
-/// A launcher template.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A launcher template; kept in a run's plan as its text.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub struct Template {
     words: Vec<String>,
+    /// As the user wrote it.
+    source: String,
 }
 
 impl Template {
@@ -36,7 +39,10 @@ impl Template {
                 "--agent {text:?}: {{cmd}} must be a word of its own (in {w:?}); inside a word, use {{cmd_sh}}"
             ));
         }
-        Ok(Template { words })
+        Ok(Template {
+            words,
+            source: text.to_string(),
+        })
     }
 
     /// The argv that starts agent `i` of `n`, whose own command is `cmd`.
@@ -62,9 +68,23 @@ impl Template {
         argv
     }
 
-    /// The template as the user wrote it (words joined).
-    pub fn text(&self) -> String {
-        self.words.join(" ")
+    /// The template as the user wrote it.
+    pub fn text(&self) -> &str {
+        &self.source
+    }
+}
+
+impl From<Template> for String {
+    /// As the user wrote it, which parses to the same words.
+    fn from(t: Template) -> String {
+        t.source
+    }
+}
+
+impl TryFrom<String> for Template {
+    type Error = String;
+    fn try_from(text: String) -> Result<Template, String> {
+        Template::parse(&text)
     }
 }
 

@@ -4,7 +4,7 @@
 //! measured; the bounds are the plan's own ([`LoadPlan::validate`]).
 
 use super::parse_duration;
-use crate::cli::LoadArgs;
+use crate::cli::{AgentArgs, LoadArgs};
 use crate::client::agents::Launch;
 use crate::client::launch::{self, Template};
 use crate::client::plan::{LoadPlan, Stop, Workload, DEFAULT_DURATION, MAX_DEPTH};
@@ -92,7 +92,7 @@ pub fn plan(a: &LoadArgs, command: String) -> Result<LoadPlan, String> {
         quiet: a.quiet,
         command,
         process: None,
-        agents: agents(a)?,
+        agents: agents(&a.agents)?,
         server_pids: a.server_pid.clone(),
     }
     .validate()?;
@@ -110,7 +110,7 @@ pub fn plan(a: &LoadArgs, command: String) -> Result<LoadPlan, String> {
 
 /// `--agent`, `--agents-file` and `--agents`: how the agents are
 /// started, when the run has any.
-fn agents(a: &LoadArgs) -> Result<Option<Launch>, String> {
+pub(super) fn agents(a: &AgentArgs) -> Result<Option<Launch>, String> {
     let mut templates = a
         .agent
         .iter()

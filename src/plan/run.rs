@@ -224,8 +224,30 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         || args.message_size.is_some()
         || !args.server_args.is_empty()
         || !args.servers.is_empty()
-        || !args.targets.is_empty();
+        || !args.targets.is_empty()
+        || !args.agents.agent.is_empty()
+        || args.agents.agents_file.is_some();
     let buffer = super::check_server_args(&args.server_args)?;
+    let agents = super::load::agents(&args.agents)?;
+    if agents.is_some() && preset.bench.is_some() {
+        return Err(format!(
+            "--agent: the {name} experiment runs a micro-benchmark, which has no client to place"
+        ));
+    }
+    if let Some(ip) = args.bind {
+        if std::net::TcpListener::bind((ip, 0)).is_err() {
+            return Err(format!(
+                "--bind {ip}: not an address of this host (the servers run here)"
+            ));
+        }
+    }
+    if args
+        .server_args
+        .iter()
+        .any(|a| a == "--bind" || a.starts_with("--bind="))
+    {
+        return Err("--server-arg=--bind: use --bind, which the client connects to as well".into());
+    }
     let cells = matrix::expand(&models, &connections, runs, order);
     Ok(RunPlan {
         version: RESULTS_VERSION,
@@ -251,6 +273,8 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         server_args: args.server_args.clone(),
         servers,
         targets,
+        agents,
+        bind: args.bind,
         ready_timeout_seconds,
         bench: preset.bench,
         bench_args: preset.bench_args.iter().map(|a| a.to_string()).collect(),

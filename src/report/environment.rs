@@ -16,6 +16,8 @@ const KNOWN: &[&str] = &[
     "c10k_version",
     "kernel",
     "hostname",
+    "network_namespace",
+    "addresses",
     "cpus_online",
     "cpus_allowed",
     "pinned",
@@ -58,8 +60,21 @@ pub fn section(env: &Value, plan: &RunPlan) -> String {
         ),
         ("ephemeral ports", ports(env.get("ephemeral_ports"))),
         ("host", text(env, "hostname")),
+        ("network namespace", text(env, "network_namespace")),
+        (
+            "addresses",
+            env.get("addresses")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    let all: Vec<&str> = a.iter().filter_map(Value::as_str).collect();
+                    all.join(", ")
+                })
+                .filter(|a| !a.is_empty())
+                .unwrap_or_else(|| "unknown".into()),
+        ),
         ("c10k", text(env, "c10k_version")),
         ("pinning", pinning(plan)),
+        ("client", client(plan)),
     ];
     if let Some(obj) = env.as_object() {
         for (k, v) in obj {
@@ -142,6 +157,26 @@ fn cpus(v: Option<&Value>) -> Option<String> {
         .filter_map(|c| c.as_u64().map(|c| c as usize))
         .collect();
     Some(crate::sys::affinity::format_cpu_list(&list))
+}
+
+/// Where every cell's client ran; each agent's own environment is in its
+/// cell's record (`load.agents.each[].environment`).
+fn client(plan: &RunPlan) -> String {
+    let bind = plan
+        .bind
+        .map_or_else(|| "loopback".to_string(), |ip| ip.to_string());
+    match &plan.agents {
+        None => format!("worker processes on this host; servers bound to {bind}"),
+        Some(l) => {
+            let templates: Vec<&str> = l.templates.iter().map(|t| t.text()).collect();
+            format!(
+                "{} agents started by {}; servers bound to {bind} (each agent's host, namespace, \
+                 kernel and limits are in its cell's record)",
+                l.agents,
+                templates.join(" | ")
+            )
+        }
+    }
 }
 
 fn pinning(plan: &RunPlan) -> String {

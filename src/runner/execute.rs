@@ -369,8 +369,13 @@ fn start_foreign(
             StartError::Unsupported(why) => Trouble::Skipped(why),
             StartError::Failed(why) => Trouble::Failed(format!("{}: {why}", f.name)),
         })?;
+    // It binds where its command says; the client goes to --bind.
+    let addr = match plan.bind {
+        Some(ip) => std::net::SocketAddr::new(ip, server.addr.port()),
+        None => server.addr,
+    };
     Ok(Started {
-        addr: server.addr,
+        addr,
         servers: vec![server],
         args: argv,
         instances: 1,
@@ -395,6 +400,9 @@ fn server_args(
         "--buffer".into(),
         plan.buffer.clone(),
     ];
+    if let Some(ip) = plan.bind {
+        a.extend(["--bind".into(), ip.to_string()]);
+    }
     let workers = if model.worker_per_connection() {
         // A blocked worker per connection, as the model is meant to run.
         connections + 8
@@ -465,6 +473,7 @@ fn load_plan(
         cpus,
         quiet: true,
         server_pids,
+        agents: plan.agents.clone(),
         ..LoadPlan::new(target, n, workload)
     }
     .validate()?;

@@ -281,6 +281,14 @@ pub struct RunPlan {
     /// client's side is measured.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<super::foreign::Target>,
+    /// Where every cell's client runs (`--agent`): agents started through
+    /// these launchers; absent: in worker processes on this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents: Option<crate::client::agents::Launch>,
+    /// The address the servers bind (`--bind`), one the agents reach;
+    /// absent: loopback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bind: Option<std::net::IpAddr>,
     /// How long a foreign server may take to be ready, in seconds.
     #[serde(default = "super::foreign::default_ready_seconds")]
     pub ready_timeout_seconds: f64,

@@ -414,6 +414,8 @@ mod tests {
             server_args: Vec::new(),
             servers: Vec::new(),
             targets: Vec::new(),
+            agents: None,
+            bind: None,
             ready_timeout_seconds: 60.0,
             bench: None,
             bench_args: Vec::new(),

@@ -11,13 +11,14 @@ use std::process::Command;
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::support::{bin, scratch, Server, Started, Test};
+use crate::support::{bin, lines, results_dir, scratch, succeeded, Server, Started, Test};
 
 pub const TESTS: &[(&str, Test)] = &[
     ("every_launcher_runs_the_same_run", every_launcher),
     ("a_launcher_that_fails_is_one_line", failing_launcher),
     ("an_agent_lost_mid_run_leaves_the_rest", lost_agent),
     ("bad_agent_flags_are_one_line_exit_2", bad_flags),
+    ("run_cells_drive_their_client_over_agents", run_over_agents),
 ];
 
 /// A fake `ssh`: a banner on stdout (noise the protocol must ignore), its
@@ -255,6 +256,79 @@ fn bad_flags() -> Result<(), Failed> {
     Ok(())
 }
 
+/// `c10k run --agent`: each cell's client is two agents started through
+/// a shell; every cell's record names both, with the share each carried
+/// and the environment each said hello with; the plan keeps the launcher.
+fn run_over_agents() -> Result<(), Failed> {
+    let out = scratch("agents-run")?;
+    let o = Command::new(bin())
+        .args([
+            "run",
+            "--models",
+            "epoll,poll",
+            "-c",
+            "6",
+            "--runs",
+            "1",
+            "-d",
+            "300ms",
+            "--warmup",
+            "20ms",
+            "--agent",
+            "sh -c {cmd_sh}",
+            "--agents",
+            "2",
+            "--bind",
+            "127.0.0.1",
+            "--no-report",
+            "--out",
+            out.to_str().unwrap_or("."),
+        ])
+        .output()?;
+    succeeded(&o, "")?;
+    let dir = results_dir(&out)?;
+    let plan: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("plan.json"))?)?;
+    if plan["agents"]["agents"] != 2 || plan["agents"]["templates"][0] != "sh -c {cmd_sh}" {
+        return Err(format!("plan.json's agents: {}", plan["agents"]).into());
+    }
+    let cells = lines(&dir)?;
+    if cells.len() != 2 {
+        return Err(format!("{} cells, expected 2", cells.len()).into());
+    }
+    for c in &cells {
+        let each = c["load"]["agents"]["each"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let shares: Vec<&Value> = each.iter().map(|a| &a["connections"]).collect();
+        if c["status"] != "ok" || shares != [3, 3] {
+            return Err(format!(
+                "cell {}: {} {}, shares {shares:?}",
+                c["id"], c["status"], c["reason"]
+            )
+            .into());
+        }
+        if each.iter().any(|a| {
+            a["launched"]
+                .as_str()
+                .is_none_or(|l| !l.starts_with("sh -c "))
+                || a["environment"]["kernel"]
+                    .as_str()
+                    .is_none_or(str::is_empty)
+        }) {
+            return Err(format!("cell {}: agents {each:?}", c["id"]).into());
+        }
+        // The server held every connection when it was sampled.
+        if c["server"]["loaded"]["sockets"].as_u64()
+            < c["server"]["idle"]["sockets"].as_u64().map(|n| n + 6)
+        {
+            return Err(format!("cell {}: server {}", c["id"], c["server"]).into());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
+
 /// Network namespaces this test made: a bridge, a server namespace and
 /// client namespaces on one subnet. Dropping it removes every one, so a
 /// failing test leaves nothing behind.
@@ -433,7 +507,76 @@ pub fn netns_agents() -> Result<libtest_mimic::Completion, Failed> {
         {
             return Err(format!("messages {}, agents {}", j["messages"], j["agents"]).into());
         }
+        // Each client namespace's own TCP counters: its 10 connects, which
+        // this (the controller's) namespace never sees.
+        let spaces = j["agents"]["namespaces"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if spaces.len() != 4
+            || spaces.iter().any(|n| {
+                n["agents"].as_array().map(Vec::len) != Some(1)
+                    || n["tcp"]["active_opens"].as_u64().is_none_or(|o| o < 10)
+            })
+        {
+            return Err(format!("namespaces: {spaces:?}").into());
+        }
         let _ = std::fs::remove_dir_all(&dir);
+        // `c10k run`: the server here, bound to the bridge's address, and
+        // each cell's client in two of the namespaces.
+        let here = format!("{}.254", net.subnet());
+        ip(&["addr", "add", &format!("{here}/24"), "dev", &net.bridge])?;
+        let out = scratch("agents-netns-run")?;
+        let template = format!("ip netns exec {} {{cmd}}", net.name("cli{i}"));
+        let o = Command::new(bin())
+            .args([
+                "run",
+                "--models",
+                "epoll",
+                "-c",
+                "8",
+                "--runs",
+                "1",
+                "-d",
+                "300ms",
+                "--warmup",
+                "20ms",
+                "--pin",
+                "none",
+                "--agent",
+                &template,
+                "--agents",
+                "2",
+                "--bind",
+                &here,
+                "--no-report",
+                "--out",
+            ])
+            .arg(&out)
+            .output()?;
+        succeeded(&o, "")?;
+        let cells = lines(&results_dir(&out)?)?;
+        let cell = cells.first().ok_or("no cell recorded")?;
+        let each = cell["load"]["agents"]["each"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let own = std::fs::read_link("/proc/self/ns/net")?;
+        if cell["status"] != "ok"
+            || each.len() != 2
+            || each.iter().any(|a| {
+                a["connections"] != 4
+                    || a["network_namespace"].as_str() == own.to_str()
+                    || a["addresses"].as_array().is_none_or(Vec::is_empty)
+            })
+        {
+            return Err(format!(
+                "cell {} {}: agents {each:?}",
+                cell["status"], cell["reason"]
+            )
+            .into());
+        }
+        let _ = std::fs::remove_dir_all(&out);
         Ok(())
     })();
     let _ = c10k::sys::process::kill(server.id() as i32, 15);

@@ -275,6 +275,8 @@ fn plan(
         server_args: Vec::new(),
         servers: Vec::new(),
         targets: Vec::new(),
+        agents: None,
+        bind: None,
         ready_timeout_seconds: 60.0,
         bench: None,
         bench_args: Vec::new(),
