@@ -587,9 +587,15 @@ impl Report {
                     (Some(r), Some(o)) => format!("{r} SYN retransmits, {o} listen overflows"),
                     _ => "TCP counters unknown".into(),
                 };
+                let up: u64 = a
+                    .each
+                    .iter()
+                    .filter(|g| ns.agents.contains(&g.agent))
+                    .map(|g| g.connections)
+                    .sum();
                 let _ = writeln!(
                     s,
-                    "  namespace    {} {} (agents {}): {tcp}",
+                    "  namespace    {} {} (agents {}): {up} up; {tcp}",
                     ns.hostname,
                     ns.network_namespace,
                     ns.agents
