@@ -252,6 +252,12 @@ struct Engine<'a> {
     failed: Option<io::Error>,
 }
 
+/// One loop's share of the run's `--connect-rate` `total`: the run's
+/// loops are `threads` in each of `processes` (agents).
+fn per_loop(total: f64, threads: usize, processes: usize) -> f64 {
+    total / (threads.max(1) * processes.max(1)) as f64
+}
+
 impl<'a> Engine<'a> {
     fn new(shared: &'a Shared, index: usize) -> io::Result<Engine<'a>> {
         let plan = &shared.plan;
@@ -285,7 +291,7 @@ impl<'a> Engine<'a> {
             pending: 0,
             opened: 0,
             started: now,
-            rate: plan.connect_rate.map(|r| r / threads as f64),
+            rate: plan.connect_rate.map(|r| per_loop(r, threads, p)),
             timers: BinaryHeap::new(),
             latency: histogram(),
             latency_raw: histogram(),
@@ -1110,6 +1116,14 @@ mod tests {
         };
         let _ = shared.schedule.set(s);
         s
+    }
+
+    #[test]
+    fn the_connect_rate_is_the_runs_over_every_loop_of_every_agent() {
+        // 1,000 a second over 8 agents of 2 loops: 62.5 each, 1,000 in all.
+        assert_eq!(per_loop(1000.0, 2, 8), 62.5);
+        assert_eq!(per_loop(1000.0, 4, 1), 250.0);
+        assert_eq!(per_loop(1000.0, 0, 0), 1000.0);
     }
 
     #[test]
