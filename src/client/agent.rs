@@ -60,7 +60,7 @@ pub fn serve(parse: &dyn Fn(&[String]) -> Result<LoadPlan, String>) -> anyhow::R
         });
     }
     let result = (|| -> anyhow::Result<()> {
-        let plan = match rx.recv().context("no plan came")? {
+        let mut plan = match rx.recv().context("no plan came")? {
             Msg::Plan(p) => {
                 let mut plan = parse(&p.args).map_err(anyhow::Error::msg)?;
                 plan.process = Some((p.agent, p.agents));
@@ -69,6 +69,14 @@ pub fn serve(parse: &dyn Fn(&[String]) -> Result<LoadPlan, String>) -> anyhow::R
             }
             m => anyhow::bail!("expected a plan, got {m:?}"),
         };
+        // Several addresses on the way to the target: spread over them,
+        // as a loopback run spreads over 127.0.0.x.
+        if plan.sources.is_empty() {
+            let own = super::source::interface_sources(plan.target);
+            if own.len() > 1 {
+                plan.sources = own;
+            }
+        }
         if let Some(cpus) = &plan.cpus {
             sys::affinity::pin_current(cpus)?;
         }
@@ -107,7 +115,12 @@ pub fn serve(parse: &dyn Fn(&[String]) -> Result<LoadPlan, String>) -> anyhow::R
         let measured = drive(&plan, gate, &progress)?;
         let tcp = tcp_before.zip(crate::env::tcp_counters().ok());
         done.store(true, Ordering::SeqCst);
-        say(&Msg::Result(Box::new(Finished { measured, tcp })))?;
+        let sources = plan.sources.iter().map(ToString::to_string).collect();
+        say(&Msg::Result(Box::new(Finished {
+            measured,
+            tcp,
+            sources,
+        })))?;
         Ok(())
     })();
     if let Err(e) = &result {

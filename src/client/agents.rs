@@ -66,6 +66,9 @@ pub(crate) struct Merged {
     pub capacity: f64,
     /// Every agent ran on this host (its CPU is in this machine's).
     pub local: bool,
+    /// What a reader must know about where the agents ran (said before
+    /// the run too).
+    pub warnings: Vec<String>,
 }
 
 /// An agent lost mid-run, and the share of the run that went with it.
@@ -385,6 +388,10 @@ fn converse(
             (k, m) => anyhow::bail!("agent {k} said {m:?} before hello"),
         }
     }
+    let warnings = crowded(&hellos, plan, n);
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
     // 2. Each agent's share, as `c10k load` arguments.
     let share = LoadPlan {
         threads: threads_each(plan.threads, n),
@@ -507,7 +514,7 @@ fn converse(
                 &agents.launched[k],
                 hellos[k].as_ref(),
                 rtt[k],
-                results[k].as_ref().map(|f| &f.measured),
+                results[k].as_ref(),
                 &lost,
             )
         })
@@ -531,7 +538,63 @@ fn converse(
         report,
         capacity,
         local,
+        warnings,
     })
+}
+
+/// Network namespaces whose agents together fill more than a third of the
+/// ports their addresses have to the target: the kernel's search for a
+/// free port at each connect slows as a range fills (at 250,000
+/// connections from four namespaces of one address each, connects fell to
+/// a few hundred a second with every CPU in that search), so each is named
+/// with its fill and the fix.
+fn crowded(hellos: &[Option<Hello>], plan: &LoadPlan, n: usize) -> Vec<String> {
+    if plan.target.ip().is_loopback() {
+        return Vec::new();
+    }
+    let total = plan.connections + plan.idle;
+    // (host, namespace) -> (connections, ports, addresses).
+    let mut spaces: Vec<((&str, &str), usize, u64, usize)> = Vec::new();
+    for (k, h) in hellos.iter().enumerate() {
+        let Some(h) = h else { continue };
+        let e = &h.environment;
+        let key = (e.hostname.as_str(), e.network_namespace.as_str());
+        let share = super::agent::share_of(total, k, n);
+        if let Some(s) = spaces.iter_mut().find(|s| s.0 == key) {
+            s.1 += share;
+            continue;
+        }
+        let (lo, hi) = e.ephemeral_ports;
+        let ports = (u64::from(hi) + 1).saturating_sub(u64::from(lo));
+        let family = plan.target.is_ipv4();
+        let addresses = match plan.sources.len() {
+            0 => e
+                .addresses
+                .iter()
+                .filter_map(|a| {
+                    a.split_whitespace()
+                        .nth(1)?
+                        .parse::<std::net::IpAddr>()
+                        .ok()
+                })
+                .filter(|ip| !ip.is_loopback() && ip.is_ipv4() == family)
+                .count()
+                .max(1),
+            s => s,
+        };
+        spaces.push((key, share, ports, addresses));
+    }
+    spaces
+        .into_iter()
+        .filter(|&(_, conns, ports, addrs)| ports > 0 && conns as u64 * 3 > ports * addrs as u64)
+        .map(|((host, ns), conns, ports, addrs)| {
+            format!(
+                "{host} {ns} opens {conns} connections to {} from {addrs} address(es) of {ports} ports each: {:.0} % full, and connect() slows as a range fills (the kernel searches it for a free port each time); add addresses there (its agents spread over them) or spread over more hosts or namespaces",
+                plan.target,
+                conns as f64 * 100.0 / (ports * addrs as u64) as f64
+            )
+        })
+        .collect()
 }
 
 /// CPUs the agents could keep busy (per host, their `threads` each or the
@@ -615,9 +678,10 @@ fn figures(
     launched: &str,
     hello: Option<&Hello>,
     rtt: Duration,
-    measured: Option<&Measured>,
+    finished: Option<&Finished>,
     lost: &[Lost],
 ) -> super::report::Agent {
+    let measured = finished.map(|f| &f.measured);
     let latency = measured.map(|m| super::report::Percentiles::of(&m.latency));
     super::report::Agent {
         agent: k,
@@ -640,8 +704,56 @@ fn figures(
         cpu_seconds: measured.map_or(0.0, |m| m.cpu_user + m.cpu_system),
         errors: measured.map_or(0, |m| m.records.errors().values().sum()),
         lost: lost.iter().find(|l| l.agent == k).map(|l| l.why.clone()),
+        sources: finished.map_or_else(Vec::new, |f| f.sources.clone()),
         environment: hello
             .and_then(|h| serde_json::to_value(&h.environment).ok())
             .unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A hello from `host`/`ns` with one port range and these addresses.
+    fn hello(ns: &str, addresses: &[&str]) -> Option<Hello> {
+        let mut h = Hello::here();
+        h.environment.hostname = "h".into();
+        h.environment.network_namespace = ns.into();
+        h.environment.ephemeral_ports = (1000, 1999);
+        h.environment.addresses = addresses.iter().map(|a| a.to_string()).collect();
+        Some(h)
+    }
+
+    #[test]
+    fn a_namespace_past_a_third_of_its_ports_is_named_with_its_fill() {
+        let target = "10.0.0.1:7".parse().unwrap();
+        let plan = |c| LoadPlan::new(target, c, Workload::Closed { depth: 1 });
+        // Two agents in one namespace of one address: 800 of 1,000 ports;
+        // a third agent alone elsewhere with two: 400 of 2,000.
+        let hellos = [
+            hello("net:[1]", &["lo 127.0.0.1", "eth0 10.0.0.2"]),
+            hello("net:[1]", &["lo 127.0.0.1", "eth0 10.0.0.2"]),
+            hello(
+                "net:[2]",
+                &["eth0 10.0.0.3", "eth0 10.0.0.4", "eth0 fe80::1"],
+            ),
+        ];
+        let w = crowded(&hellos, &plan(1200), 3);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains("net:[1] opens 800 connections") && w[0].contains("80 % full"),
+            "{}",
+            w[0]
+        );
+        // Under a third everywhere: nothing to say.
+        assert!(crowded(&hellos, &plan(450), 3).is_empty());
+        // A loopback target spreads over 127.0.0.x by itself.
+        let local = LoadPlan::new(
+            "127.0.0.1:7".parse().unwrap(),
+            1200,
+            Workload::Closed { depth: 1 },
+        );
+        assert!(crowded(&hellos, &local, 3).is_empty());
     }
 }

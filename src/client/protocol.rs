@@ -77,6 +77,9 @@ pub(crate) enum Msg {
 pub(crate) struct Finished {
     pub measured: Measured,
     pub tcp: Option<(TcpCounters, TcpCounters)>,
+    /// The source addresses it spread its connections over (empty: the
+    /// kernel's choice).
+    pub sources: Vec<String>,
 }
 
 /// An agent introducing itself.

@@ -345,6 +345,11 @@ pub struct Agent {
     /// hello.
     #[serde(default)]
     pub addresses: Vec<String>,
+    /// The source addresses it spread its connections over: its
+    /// addresses on the way to the target when it has several (empty: the
+    /// kernel's choice).
+    #[serde(default)]
+    pub sources: Vec<String>,
     /// Its fastest round trip over the protocol, in µs.
     pub round_trip_us: f64,
     /// Connections it established.

@@ -124,6 +124,7 @@ fn run_inner(mut plan: LoadPlan, connected: Option<&mut dyn FnMut()>) -> anyhow:
         agents_report = (merged.report.each.len() > 1 || remote).then_some(merged.report);
         warnings.extend(lost.iter().cloned());
         spread_over = Some((merged.capacity, merged.local));
+        warnings.extend(merged.warnings);
         merged.measured
     } else {
         preflight::raise_nofile_for(total).context("raising the open-files limit")?;

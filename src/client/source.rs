@@ -125,6 +125,48 @@ pub(crate) fn auto_loopback_sources(connections: usize, ports_per_source: usize)
         .collect()
 }
 
+/// The addresses of the interface this host reaches `target` through (the
+/// one whose address the kernel picks as the source), of `target`'s
+/// family: an agent on a host or in a namespace with several spreads its
+/// connections over them all, so that no address's port range fills (the
+/// port search at each connect slows as it does). Empty for a loopback
+/// target (sources there are [`auto_loopback_sources`]) or when the route
+/// cannot be read; one address means nothing to spread.
+pub(crate) fn interface_sources(target: SocketAddr) -> Vec<IpAddr> {
+    if target.ip().is_loopback() {
+        return Vec::new();
+    }
+    let any: SocketAddr = if target.is_ipv4() {
+        (Ipv4Addr::UNSPECIFIED, 0).into()
+    } else {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    // A UDP connect sends nothing: it only asks the routing table.
+    let Ok(probe) = std::net::UdpSocket::bind(any) else {
+        return Vec::new();
+    };
+    let Some(chosen) = probe
+        .connect(target)
+        .and_then(|()| probe.local_addr())
+        .ok()
+        .map(|a| a.ip())
+    else {
+        return Vec::new();
+    };
+    let all = sys::net::interface_addresses().unwrap_or_default();
+    let Some(name) = all.iter().find(|(_, ip)| *ip == chosen).map(|(n, _)| n) else {
+        return Vec::new();
+    };
+    let link_local = |ip: &IpAddr| match ip {
+        IpAddr::V6(v6) => v6.segments()[0] & 0xffc0 == 0xfe80,
+        IpAddr::V4(v4) => v4.is_link_local(),
+    };
+    all.iter()
+        .filter(|(n, ip)| n == name && ip.is_ipv4() == target.is_ipv4() && !link_local(ip))
+        .map(|&(_, ip)| ip)
+        .collect()
+}
+
 /// How many source addresses `connections` need at `ports_per_source` ports
 /// each, 5% held back; at least one.
 pub(crate) fn sources_needed(connections: usize, ports_per_source: usize) -> usize {

@@ -396,7 +396,16 @@ impl Netns {
         ip(&["netns", "exec", &ns, "ip", "link", "set", "eth0", "up"])?;
         ip(&[
             "netns", "exec", &ns, "ip", "addr", "add", &addr, "dev", "eth0",
-        ])
+        ])?;
+        // A client namespace has a second address, which its agents
+        // spread their connections over.
+        if role.starts_with("cli") {
+            let second = format!("{}.{}/24", self.subnet(), host + 100);
+            ip(&[
+                "netns", "exec", &ns, "ip", "addr", "add", &second, "dev", "eth0",
+            ])?;
+        }
+        Ok(())
     }
 }
 
@@ -501,9 +510,11 @@ pub fn netns_agents() -> Result<libtest_mimic::Completion, Failed> {
         let each = j["agents"]["each"].as_array().cloned().unwrap_or_default();
         if j["messages"] != 400
             || each.len() != 4
-            || each
-                .iter()
-                .any(|a| a["connections"] != 10 || a["messages"] != 100)
+            || each.iter().any(|a| {
+                a["connections"] != 10
+                    || a["messages"] != 100
+                    || a["sources"].as_array().map(Vec::len) != Some(2)
+            })
         {
             return Err(format!("messages {}, agents {}", j["messages"], j["agents"]).into());
         }
