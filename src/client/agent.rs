@@ -54,7 +54,13 @@ pub fn serve(parse: &dyn Fn(&[String]) -> Result<LoadPlan, String>) -> anyhow::R
                 }
             }
             if !done.load(Ordering::SeqCst) {
-                eprintln!("c10k agent: the controller went away; closing every connection");
+                // Not eprintln!, which panics when stderr is gone too (a
+                // launcher's terminal torn down) and would end this thread
+                // instead of the agent.
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "c10k agent: the controller went away; closing every connection"
+                );
                 sys::process::exit_now(ORPHANED);
             }
         });

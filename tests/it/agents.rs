@@ -19,6 +19,10 @@ pub const TESTS: &[(&str, Test)] = &[
     ("an_agent_lost_mid_run_leaves_the_rest", lost_agent),
     ("bad_agent_flags_are_one_line_exit_2", bad_flags),
     ("run_cells_drive_their_client_over_agents", run_over_agents),
+    (
+        "an_agent_whose_stdin_and_stderr_go_while_connecting_exits",
+        orphan_while_connecting,
+    ),
 ];
 
 /// A fake `ssh`: a banner on stdout (noise the protocol must ignore), its
@@ -326,6 +330,55 @@ fn run_over_agents() -> Result<(), Failed> {
         }
     }
     let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
+
+/// A dropped ssh session takes an agent's stdin and stderr at once: the
+/// agent, stuck connecting to a listener whose backlog is full, must
+/// still close everything and exit (it once died only in its stdin
+/// thread, whose farewell on the dead stderr panicked, and lived on).
+fn orphan_while_connecting() -> Result<(), Failed> {
+    use std::io::{BufRead, Write};
+    // A listener that never accepts, with the smallest backlog: past a
+    // few, connects wait for a SYN-ACK that does not come.
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+    s.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())?;
+    s.listen(0)?;
+    let target = s.local_addr()?.as_socket().ok_or("no address")?;
+    let mut agent = Command::new(bin())
+        .arg("agent")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    let mut input = agent.stdin.take().ok_or("no stdin")?;
+    let mut output = std::io::BufReader::new(agent.stdout.take().ok_or("no stdout")?);
+    let mut line = String::new();
+    output.read_line(&mut line)?;
+    if !line.starts_with("C10K1 {\"hello\"") {
+        let _ = agent.kill();
+        return Err(format!("first line {line:?}").into());
+    }
+    let plan = serde_json::json!({"plan": {
+        "args": ["load", target.to_string(), "-c", "40", "-n", "1", "--timeout", "60s"],
+        "agent": 0,
+        "agents": 1,
+    }});
+    writeln!(input, "C10K1 {plan}")?;
+    // Its first progress: it is connecting (none of them can finish).
+    line.clear();
+    output.read_line(&mut line)?;
+    if !line.contains("\"progress\"") {
+        let _ = agent.kill();
+        return Err(format!("expected progress, got {line:?}").into());
+    }
+    drop(agent.stderr.take());
+    drop(input);
+    let status = crate::support::wait_bounded(&mut agent)?;
+    drop(s);
+    if status.code() != Some(3) {
+        return Err(format!("the orphaned agent ended with {status}, expected exit 3").into());
+    }
     Ok(())
 }
 

@@ -68,7 +68,7 @@ impl Server {
 }
 
 /// Waits for `child` to exit, failing after [`PATIENCE`].
-fn wait_bounded(child: &mut Child) -> Result<ExitStatus, String> {
+pub fn wait_bounded(child: &mut Child) -> Result<ExitStatus, String> {
     let pid = child.id() as i32;
     // wait() blocks; a watchdog thread kills the child if it takes too long.
     let (tx, rx) = channel::<()>();
