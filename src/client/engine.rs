@@ -277,7 +277,11 @@ impl<'a> Engine<'a> {
                 let mut c = Conn::new(j as u32, j >= plan.connections, now);
                 let sources = &plan.sources;
                 if !sources.is_empty() {
-                    c.source = Some(sources[j % sources.len()]);
+                    // By the id among this process's (j / p), not j: an
+                    // agent's own sources are as many as the agents in its
+                    // namespace often are, and j % p is the same for every
+                    // id here, so j % sources would pick one of them.
+                    c.source = Some(sources[(j / p) % sources.len()]);
                 }
                 c
             })
@@ -1116,6 +1120,23 @@ mod tests {
         };
         let _ = shared.schedule.set(s);
         s
+    }
+
+    #[test]
+    fn an_agent_spreads_over_all_its_sources_whatever_its_index() {
+        // Agent 1 of 4, whose namespace has 4 addresses: ids 1, 5, 9, …
+        // are all ≡ 1 mod 4, and must still use every address.
+        let target = "127.0.0.1:9".parse().expect("addr");
+        let mut p = plan(target, 64, Workload::Closed { depth: 1 });
+        p.process = Some((1, 4));
+        p.sources = (1..=4)
+            .map(|i| std::net::IpAddr::from([127, 0, 1, i]))
+            .collect();
+        let shared = Shared::new(p);
+        let e = Engine::new(&shared, 0).expect("an event loop");
+        let used: std::collections::BTreeSet<_> = e.conns.iter().filter_map(|c| c.source).collect();
+        assert_eq!(e.conns.len(), 16);
+        assert_eq!(used.len(), 4, "{used:?}");
     }
 
     #[test]
