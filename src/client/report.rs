@@ -568,11 +568,18 @@ impl Report {
                         g.errors
                     ),
                 };
-                let address = g
-                    .addresses
-                    .first()
-                    .and_then(|a| a.split_whitespace().nth(1))
-                    .unwrap_or("");
+                // Its first source, or its first address, and how many
+                // more sources it spread over.
+                let first = g.sources.first().map(String::as_str).or_else(|| {
+                    g.addresses
+                        .first()
+                        .and_then(|a| a.split_whitespace().nth(1))
+                });
+                let address = match (first, g.sources.len()) {
+                    (Some(a), n) if n > 1 => format!("{a} (+{} sources)", n - 1),
+                    (Some(a), _) => a.to_string(),
+                    (None, _) => String::new(),
+                };
                 let _ = writeln!(
                     s,
                     "    {:>3}  {} {} {address}  {figures}",
