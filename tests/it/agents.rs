@@ -260,35 +260,33 @@ fn bad_flags() -> Result<(), Failed> {
     Ok(())
 }
 
+/// `c10k run` of one short run per cell of `models` at `connections`,
+/// each cell's client two agents started by `template`, the servers bound
+/// to `bind`, results under `out`.
+fn run_on_agents(
+    out: &Path,
+    models: &str,
+    connections: &str,
+    template: &str,
+    bind: &str,
+    more: &[&str],
+) -> Result<std::process::Output, Failed> {
+    Ok(Command::new(bin())
+        .args(["run", "--models", models, "-c", connections, "--runs", "1"])
+        .args(["-d", "300ms", "--warmup", "20ms", "--agent", template])
+        .args(["--agents", "2", "--bind", bind, "--no-report"])
+        .args(more)
+        .arg("--out")
+        .arg(out)
+        .output()?)
+}
+
 /// `c10k run --agent`: each cell's client is two agents started through
 /// a shell; every cell's record names both, with the share each carried
 /// and the environment each said hello with; the plan keeps the launcher.
 fn run_over_agents() -> Result<(), Failed> {
     let out = scratch("agents-run")?;
-    let o = Command::new(bin())
-        .args([
-            "run",
-            "--models",
-            "epoll,poll",
-            "-c",
-            "6",
-            "--runs",
-            "1",
-            "-d",
-            "300ms",
-            "--warmup",
-            "20ms",
-            "--agent",
-            "sh -c {cmd_sh}",
-            "--agents",
-            "2",
-            "--bind",
-            "127.0.0.1",
-            "--no-report",
-            "--out",
-            out.to_str().unwrap_or("."),
-        ])
-        .output()?;
+    let o = run_on_agents(&out, "epoll,poll", "6", "sh -c {cmd_sh}", "127.0.0.1", &[])?;
     succeeded(&o, "")?;
     let dir = results_dir(&out)?;
     let plan: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("plan.json"))?)?;
@@ -592,32 +590,7 @@ pub fn netns_agents() -> Result<libtest_mimic::Completion, Failed> {
         ip(&["addr", "add", &format!("{here}/24"), "dev", &net.bridge])?;
         let out = scratch("agents-netns-run")?;
         let template = format!("ip netns exec {} {{cmd}}", net.name("cli{i}"));
-        let o = Command::new(bin())
-            .args([
-                "run",
-                "--models",
-                "epoll",
-                "-c",
-                "8",
-                "--runs",
-                "1",
-                "-d",
-                "300ms",
-                "--warmup",
-                "20ms",
-                "--pin",
-                "none",
-                "--agent",
-                &template,
-                "--agents",
-                "2",
-                "--bind",
-                &here,
-                "--no-report",
-                "--out",
-            ])
-            .arg(&out)
-            .output()?;
+        let o = run_on_agents(&out, "epoll", "8", &template, &here, &["--pin", "none"])?;
         succeeded(&o, "")?;
         let cells = lines(&results_dir(&out)?)?;
         let cell = cells.first().ok_or("no cell recorded")?;
