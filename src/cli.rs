@@ -214,6 +214,19 @@ pub struct RunArgs {
     /// Message size, e.g. 64, 1KiB.
     #[arg(short = 'm', long)]
     pub message_size: Option<String>,
+    /// Open loop: messages per second in total over each cell's
+    /// connections, on a schedule whatever the server's pace (latency
+    /// corrected for coordinated omission, as wrk2's -R).
+    #[arg(short = 'r', long, value_name = "RATE")]
+    pub rate: Option<f64>,
+    /// Open loop: messages per second on each connection (the load grows
+    /// with the connections).
+    #[arg(long, value_name = "RATE", conflicts_with = "rate")]
+    pub rate_per_connection: Option<f64>,
+    /// New connections per second while each cell's connections come up
+    /// [default: as fast as the listen queue takes them].
+    #[arg(long, value_name = "RATE")]
+    pub connect_rate: Option<f64>,
     /// A connect or echo not answered within this fails its connection
     /// [default: 10s; comp8005: 120s].
     #[arg(long)]
@@ -244,7 +257,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "results")]
     pub out: std::path::PathBuf,
     /// Finish an interrupted run in DIR (its own plan is used).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "models", "connections", "runs", "workload", "messages", "duration", "warmup", "message_size", "timeout", "pin", "order", "per_connection_csv", "server_args", "servers", "targets", "ready_timeout", "agent", "agents_file", "agents", "bind"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "models", "connections", "runs", "workload", "messages", "duration", "warmup", "message_size", "rate", "rate_per_connection", "connect_rate", "timeout", "pin", "order", "per_connection_csv", "server_args", "servers", "targets", "ready_timeout", "agent", "agents_file", "agents", "bind"])]
     pub resume: Option<std::path::PathBuf>,
     /// Do not write report.html (the exports are still written).
     #[arg(long)]

@@ -218,6 +218,19 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
+            // The largest cell against this machine, before anything
+            // starts: what cannot fit refuses the run with its fix.
+            let findings = runner::preflight::check(&plan);
+            if let Some(f) = runner::preflight::blocking(&findings) {
+                eprintln!("c10k run: {} (fix: {})", f.what, f.fix);
+                return ExitCode::from(2);
+            }
+            for f in findings
+                .iter()
+                .filter(|f| f.level == c10k::client::preflight::Level::Warn)
+            {
+                eprintln!("c10k run: {f}");
+            }
             match runner::create(plan, &args.out) {
                 Ok(d) => d,
                 Err(e) => {

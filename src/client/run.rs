@@ -81,6 +81,7 @@ fn run_inner(mut plan: LoadPlan, connected: Option<&mut dyn FnMut()>) -> anyhow:
             target: plan.target,
             sources: plan.sources.len(),
             threads: plan.threads,
+            listen_queues: plan.server_pids.len().max(1),
         };
         let findings = preflight::check_with(&needs, plan.connect_rate, &preflight::System::read());
         for f in &findings {

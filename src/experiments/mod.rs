@@ -3,6 +3,7 @@
 //! with our numbers. [`crate::plan::run`] turns `c10k run` flags and a
 //! preset into the run plan.
 
+mod c1m;
 pub mod peers;
 pub mod presets;
 pub mod tables;

@@ -1,7 +1,7 @@
 //! The presets: each a matrix that follows one study's method. Flags given
 //! to `c10k run` change a preset's matrix; the plan records the result.
 
-use crate::runner::matrix::{Bench, Workload, WorkloadKind};
+use crate::runner::matrix::{Bench, Rate, Workload, WorkloadKind};
 
 /// A named experiment before flags change it.
 #[derive(Debug, Clone)]
@@ -106,6 +106,32 @@ pub fn all() -> Vec<Preset> {
                 ..Workload::closed(0.0, 0.0)
             },
             per_connection_csv: true,
+            bench: None,
+            bench_args: &[],
+            size_label: "connections",
+            peers: &[],
+        },
+        Preset {
+            name: "c1m",
+            title: "a million mostly idle connections (C1M): the event loops from 10,000 to 1,000,000 connections, open loop at 20,000 messages/s, every connection echoing once",
+            models: &["epoll", "epoll-workers", "select", "poll", "uring", "tokio"],
+            connections: &[10_000, 100_000, 250_000, 500_000, 1_000_000],
+            runs: 1,
+            workload: Workload {
+                // The same offered load at every count, so what grows is
+                // the cost of holding. One message per connection: the
+                // window is one round of the schedule, N / 20,000 s (50 s
+                // at a million), long enough for every connection to echo
+                // once and no longer, so five counts of six models fit in
+                // half an hour.
+                rate: Some(Rate::Total(20_000.0)),
+                messages_per_connection: Some(1),
+                // A select or poll loop over 20,000 descriptors a process
+                // answers in seconds at a million: slow, not failed.
+                timeout_seconds: 60.0,
+                ..Workload::closed(0.0, 2.0)
+            },
+            per_connection_csv: false,
             bench: None,
             bench_args: &[],
             size_label: "connections",

@@ -15,8 +15,9 @@ pub fn tables(data: &RunData) -> Vec<Table> {
     match data.plan.experiment.as_str() {
         "thesis" => vec![thesis_times(data), peak_memory(data)],
         "muller" => vec![muller(data)],
-        "comp8005" => vec![comp8005_response(data), comp8005_limits(data)],
+        "comp8005" => vec![comp8005_response(data), limits(data)],
         "accept" => vec![accept(data)],
+        "c1m" => vec![super::c1m::table(data), limits(data)],
         _ => Vec::new(),
     }
 }
@@ -68,7 +69,7 @@ const COMP8005: &[Comp8005Row] = &[
 ];
 
 /// The summary of `f` over the measured repeats of `model` at `n`.
-fn summary(
+pub(super) fn summary(
     data: &RunData,
     model: &str,
     n: usize,
@@ -93,7 +94,7 @@ fn cells<'a>(
 
 /// What to print where a model has no figure at `n`: why, or blank when
 /// the cell has not run.
-fn missing(data: &RunData, model: &str, n: usize) -> String {
+pub(super) fn missing(data: &RunData, model: &str, n: usize) -> String {
     match cells(data, model, n).find(|c| c.status != Status::Ok) {
         Some(c) if c.status == Status::Skipped => "skipped".into(),
         Some(_) => "failed".into(),
@@ -283,7 +284,8 @@ fn comp8005_response(data: &RunData) -> Table {
 }
 
 /// How far each model got, and why it stopped (the study's test cases).
-fn comp8005_limits(data: &RunData) -> Table {
+/// The largest count each model held and its first failure with the cause.
+fn limits(data: &RunData) -> Table {
     let mut t = Table::new(
         "How many clients each model held, and what stopped it",
         &["model", "largest held", "first failure", "cause"],

@@ -191,6 +191,32 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         }
         workload.timeout_seconds = t.as_secs_f64();
     }
+    use crate::client::plan::{per_second, MAX_RATE};
+    let rate = match (args.rate, args.rate_per_connection) {
+        (Some(r), _) => Some(matrix::Rate::Total(per_second("--rate", r, MAX_RATE)?)),
+        (None, Some(r)) => Some(matrix::Rate::PerConnection(per_second(
+            "--rate-per-connection",
+            r,
+            MAX_RATE,
+        )?)),
+        (None, None) => None,
+    };
+    if rate.is_some() {
+        if workload.kind != WorkloadKind::Closed {
+            return Err(format!(
+                "--rate: an open loop sends messages on connections it keeps; the {} workload \
+                 has none (use it with --workload closed)",
+                workload.report_name()
+            ));
+        }
+        workload.rate = rate;
+        if workload.duration_seconds <= 0.0 && workload.messages_for(1).is_none() {
+            workload.duration_seconds = 1.0;
+        }
+    }
+    if let Some(r) = args.connect_rate {
+        workload.connect_rate = Some(per_second("--connect-rate", r, MAX_RATE)?);
+    }
     if workload.kind != WorkloadKind::Burst
         && workload.messages_for(1).is_none()
         && workload.duration_seconds <= 0.0
@@ -203,6 +229,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         _ if preset.bench == Some(matrix::Bench::Accept) => matrix::Primary::AcceptRate,
         _ if preset.bench.is_some() => matrix::Primary::Time,
         WorkloadKind::Burst => matrix::Primary::Time,
+        WorkloadKind::Closed if workload.rate.is_some() => matrix::Primary::Latency,
         WorkloadKind::Churn => matrix::Primary::AcceptRate,
         WorkloadKind::Closed if workload.messages_for(1).is_some() => matrix::Primary::Time,
         WorkloadKind::Closed => matrix::Primary::Throughput,
@@ -222,6 +249,9 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         || args.messages.is_some()
         || args.duration.is_some()
         || args.message_size.is_some()
+        || args.rate.is_some()
+        || args.rate_per_connection.is_some()
+        || args.connect_rate.is_some()
         || !args.server_args.is_empty()
         || !args.servers.is_empty()
         || !args.targets.is_empty()
@@ -249,6 +279,16 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         return Err("--server-arg=--bind: use --bind, which the client connects to as well".into());
     }
     let cells = matrix::expand(&models, &connections, runs, order);
+    let refused = if preset.bench.is_some() {
+        Vec::new()
+    } else {
+        crate::runner::preflight::refusals(
+            &models,
+            &connections,
+            &crate::client::preflight::System::read(),
+            &mut crate::runner::preflight::TaskCost::measure,
+        )
+    };
     Ok(RunPlan {
         version: RESULTS_VERSION,
         experiment: preset.name.to_string(),
@@ -279,6 +319,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         bench: preset.bench,
         bench_args: preset.bench_args.iter().map(|a| a.to_string()).collect(),
         size_label: preset.size_label.to_string(),
+        refused,
         cells,
     })
 }

@@ -98,6 +98,32 @@ pub fn charts(data: &RunData) -> Vec<Chart> {
         ],
         fit: None,
     });
+    if data.plan.bench.is_none() && data.plan.workload.rate.is_some() {
+        specs.push(Spec {
+            id: "holding",
+            title: "Holding connections: memory per connection and p99".into(),
+            about: "What each connection costs as the count grows, at the open loop's offered \
+                    rate: kernel memory (slab and TCP buffers, system-wide, both ends of each \
+                    loopback connection), the server's anonymous memory with every connection \
+                    up, the client's peak resident memory (its processes summed), each over the \
+                    connections; and the 99th percentile round trip, counted from when each \
+                    message was due."
+                .into(),
+            panels: vec![
+                panel("kernel", "KiB per connection", Unit::Count, |m| {
+                    m.kernel_kib_per_connection
+                }),
+                panel("server", "KiB per connection", Unit::Count, |m| {
+                    m.user_kib_per_connection
+                }),
+                panel("client", "KiB per connection", Unit::Count, |m| {
+                    m.client_kib_per_connection
+                }),
+                panel("p99", "latency", Unit::Micros, |m| m.latency_p99_us),
+            ],
+            fit: None,
+        });
+    }
     if data.plan.bench.is_none() && data.plan.workload.kind == WorkloadKind::Closed {
         specs.push(Spec {
             id: "fairness",

@@ -228,6 +228,17 @@ fn times(plan: &RunPlan) -> String {
 
 fn workload(plan: &RunPlan) -> String {
     let w = &plan.workload;
+    let text = workload_kind(w);
+    match w.connect_rate {
+        Some(r) => format!(
+            "{text}; connections opened at {} a second",
+            units::format_count(r)
+        ),
+        None => text,
+    }
+}
+
+fn workload_kind(w: &crate::runner::matrix::Workload) -> String {
     let bytes = match &w.payload {
         Some(p) => format!("the {}-byte message \"{p}\"", w.message_bytes),
         None => format!("a {}-byte message", w.message_bytes),
@@ -244,6 +255,23 @@ fn workload(plan: &RunPlan) -> String {
             w.rounds,
             if w.rounds == 1 { "" } else { "s" }
         ),
+        WorkloadKind::Closed if w.rate.is_some() => {
+            let rate = w.rate.map(|r| r.text()).unwrap_or_default();
+            let work = match w.messages_for(1) {
+                Some(m) => format!(
+                    "{m} message{} on every connection, then the cell ends",
+                    if m == 1 { "" } else { "s" }
+                ),
+                None => timed,
+            };
+            format!(
+                "open loop at {rate}: {bytes} sent on each connection's schedule (its phase \
+                 staggered over the interval) whatever the server's pace, at most {} in flight \
+                 per connection, {work}; latency counted from when each message was due \
+                 (corrected for coordinated omission)",
+                w.depth
+            )
+        }
         WorkloadKind::Closed => {
             let depth = format!(
                 "{} message{} in flight per connection",

@@ -33,6 +33,12 @@ pub fn primary(p: Primary) -> (&'static str, Pick, Unit, &'static str) {
             Unit::Rate,
             "higher is better",
         ),
+        Primary::Latency => (
+            "Latency p99 at the offered rate (corrected)",
+            |m| m.latency_p99_us,
+            Unit::Micros,
+            "lower is better",
+        ),
     }
 }
 

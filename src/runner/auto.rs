@@ -213,44 +213,23 @@ fn groups_settled(plan: &RunPlan, cells: &[CellResult]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::matrix::{self, Pin, Primary, Workload, WorkloadKind};
+    use crate::runner::matrix::{self, Primary, Workload, WorkloadKind};
 
     fn plan(order: Order) -> RunPlan {
-        let models = vec!["a".to_string(), "b".to_string()];
-        let connections = vec![10, 100];
         let auto = AutoRuns::default();
-        RunPlan {
-            version: matrix::RESULTS_VERSION,
-            experiment: "custom".into(),
-            title: "t".into(),
-            command: "c10k run --runs auto".into(),
-            cells: matrix::expand(&models, &connections, auto.min, order),
-            models,
-            connections,
-            runs: auto.min,
-            auto_runs: Some(auto),
-            order,
-            pin: Pin::None,
-            server_cpus: Vec::new(),
-            client_cpus: Vec::new(),
-            workload: Workload {
-                kind: WorkloadKind::Burst,
-                messages_per_connection: Some(1),
-                ..Workload::closed(0.0, 0.0)
-            },
-            primary: Primary::Time,
-            per_connection_csv: false,
-            buffer: "16KiB".into(),
-            server_args: Vec::new(),
-            servers: Vec::new(),
-            targets: Vec::new(),
-            agents: None,
-            bind: None,
-            ready_timeout_seconds: 60.0,
-            bench: Some(matrix::Bench::Spawn),
-            bench_args: Vec::new(),
-            size_label: "connections".into(),
-        }
+        let mut p = RunPlan::example(&["a", "b"], &[10, 100], auto.min);
+        p.command = "c10k run --runs auto".into();
+        p.cells = matrix::expand(&p.models, &p.connections, auto.min, order);
+        p.auto_runs = Some(auto);
+        p.order = order;
+        p.workload = Workload {
+            kind: WorkloadKind::Burst,
+            messages_per_connection: Some(1),
+            ..Workload::closed(0.0, 0.0)
+        };
+        p.primary = Primary::Time;
+        p.bench = Some(matrix::Bench::Spawn);
+        p
     }
 
     /// A measured micro-benchmark cell whose time is `t`.
@@ -262,6 +241,7 @@ mod tests {
             reason: None,
             started_unix: 0.0,
             wall_seconds: 0.0,
+            runner_cpu_seconds: None,
             server: None,
             kernel_before: None,
             kernel_loaded: None,

@@ -60,6 +60,13 @@ pub struct CellResult {
     pub started_unix: f64,
     /// Wall time of the whole cell (start to reap).
     pub wall_seconds: f64,
+    /// CPU time (user plus system) of the runner's own process over the
+    /// cell: starting and sampling the servers, reading /proc, hearing the
+    /// client's processes. Not the client's nor the server's; it competes
+    /// with both for the same CPUs. Absent in records written before it
+    /// was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_cpu_seconds: Option<f64>,
     pub server: Option<ServerSide>,
     /// Kernel memory before the server started and with every connection
     /// up (both ends of each loopback connection are in it).
@@ -113,6 +120,39 @@ pub struct Metrics {
     pub latency_p50_us: Option<f64>,
     pub latency_p90_us: Option<f64>,
     pub latency_p99_us: Option<f64>,
+    pub latency_p99_9_us: Option<f64>,
+    /// Open loop: p99 from each message's actual write, beside the
+    /// corrected one.
+    pub uncorrected_p99_us: Option<f64>,
+    /// Open loop: p99 of how late messages were written after they were
+    /// due (the client's own lateness).
+    pub send_lag_p99_us: Option<f64>,
+    /// Open loop: measured messages per second, against the rate asked.
+    pub achieved_rate: Option<f64>,
+    /// Share of the connections that completed at least one measured round
+    /// trip (1.0: every one echoed).
+    pub echoed_share: Option<f64>,
+    /// Connections the server held when sampled with every one up (its
+    /// sockets then less its sockets idle); the client's count for a
+    /// server c10k did not start.
+    pub held: Option<f64>,
+    /// Server CPU over the measured window per measured message, µs.
+    pub server_window_cpu_per_message_us: Option<f64>,
+    /// Server CPU over the measured window per connection held, per second
+    /// of the window, µs: with few messages, what holding a connection
+    /// costs (an event loop waiting on epoll pays nothing, one scanning
+    /// every descriptor pays per descriptor).
+    pub server_cpu_per_connection_second_us: Option<f64>,
+    /// Peak resident memory of the client's processes, summed, per
+    /// connection, KiB (program pages of each process included).
+    pub client_kib_per_connection: Option<f64>,
+    /// Seconds from the first connect to the last connection up.
+    pub connect_seconds: Option<f64>,
+    /// SYNs sent again over the cell (a connect that found a listen queue
+    /// full waits a second or more for its retransmit).
+    pub syn_retrans: Option<f64>,
+    /// CPU of the runner's own process over the cell, seconds.
+    pub runner_cpu_seconds: Option<f64>,
     /// Churn: connections per second; otherwise the rate they came up at.
     pub connects_per_second: Option<f64>,
     pub connect_p50_us: Option<f64>,
@@ -153,6 +193,7 @@ impl Metrics {
             Primary::Time => self.time_seconds,
             Primary::Throughput => self.throughput,
             Primary::AcceptRate => self.connects_per_second,
+            Primary::Latency => self.latency_p99_us,
         }
     }
 }
@@ -199,6 +240,32 @@ impl CellResult {
             latency_p50_us: lat(load.latency_us.p50),
             latency_p90_us: lat(load.latency_us.p90),
             latency_p99_us: lat(load.latency_us.p99),
+            latency_p99_9_us: lat(load.latency_us.p99_9),
+            uncorrected_p99_us: load
+                .open_loop
+                .as_ref()
+                .filter(|o| o.latency_uncorrected_us.count > 0)
+                .map(|o| o.latency_uncorrected_us.p99),
+            send_lag_p99_us: load
+                .open_loop
+                .as_ref()
+                .filter(|o| o.send_lag_us.count > 0)
+                .map(|o| o.send_lag_us.p99),
+            achieved_rate: load.open_loop.as_ref().map(|o| o.achieved_rate),
+            echoed_share: load.fairness.as_ref().map(|f| {
+                f.connections.saturating_sub(f.starved) as f64
+                    / load.connections.requested.max(1) as f64
+            }),
+            held: (!churn).then_some(load.connections.established as f64),
+            connect_seconds: (!churn).then_some(load.connect.established_seconds),
+            syn_retrans: load
+                .tcp
+                .get("syn_retrans")
+                .and_then(serde_json::Value::as_u64)
+                .map(|v| v as f64),
+            runner_cpu_seconds: self.runner_cpu_seconds,
+            client_kib_per_connection: (!churn && load.client.max_rss_kib > 0)
+                .then(|| load.client.max_rss_kib as f64 / n),
             connects_per_second: positive(load.connect.per_second),
             connect_p50_us: (load.connect.latency_us.count > 0)
                 .then_some(load.connect.latency_us.p50),
@@ -211,7 +278,14 @@ impl CellResult {
             jain: load.fairness.as_ref().and_then(|f| f.jain),
             ..Metrics::default()
         };
+        if let (Some(cpus), false) = (load.limits.server_cpus, churn) {
+            m.server_window_cpu_per_message_us = per_message(cpus * load.measured_seconds);
+            m.server_cpu_per_connection_second_us = Some(cpus * 1e6 / n);
+        }
         if let Some(s) = &self.server {
+            if !churn {
+                m.held = Some(s.loaded.sockets.saturating_sub(s.idle.sockets) as f64);
+            }
             let cpu = s.cpu_user_seconds + s.cpu_system_seconds;
             m.server_cpu_per_message_us = per_message(cpu);
             let opened = load.connections.established as f64;

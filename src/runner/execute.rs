@@ -49,6 +49,7 @@ pub(crate) enum Ended {
 /// `dir`.
 pub(crate) fn run_cell(plan: &RunPlan, spec: &CellSpec, dir: &Path) -> Ended {
     let t0 = Instant::now();
+    let cpu0 = sys::process::Usage::of_self();
     let started_unix = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
@@ -59,6 +60,7 @@ pub(crate) fn run_cell(plan: &RunPlan, spec: &CellSpec, dir: &Path) -> Ended {
         reason: None,
         started_unix,
         wall_seconds: 0.0,
+        runner_cpu_seconds: None,
         server: None,
         kernel_before: None,
         kernel_loaded: None,
@@ -80,6 +82,12 @@ pub(crate) fn run_cell(plan: &RunPlan, spec: &CellSpec, dir: &Path) -> Ended {
         None => measure(plan, spec, dir, &mut result),
     };
     result.wall_seconds = t0.elapsed().as_secs_f64();
+    let cpu = sys::process::Usage::of_self();
+    result.runner_cpu_seconds = Some(
+        (cpu.user + cpu.system)
+            .saturating_sub(cpu0.user + cpu0.system)
+            .as_secs_f64(),
+    );
     match outcome {
         Ok(()) => {}
         Err(Trouble::Interrupted) => return Ended::Interrupted,
@@ -152,7 +160,8 @@ fn measure(
             } else {
                 0
             };
-            all_accepted = tree::wait_for(&pids, sockets, threads, ACCEPT_PATIENCE);
+            let others = idle.fds.saturating_sub(idle.sockets);
+            all_accepted = tree::wait_for(&pids, sockets, others, threads, ACCEPT_PATIENCE);
         }
         loaded = tree::sample(&pids);
         kernel_loaded = kernel::sample();
@@ -291,7 +300,19 @@ fn start_servers(plan: &RunPlan, spec: &CellSpec, hard: Option<u64>) -> Result<S
     }
     let model = crate::server::find(&spec.model)
         .ok_or_else(|| Trouble::Failed(format!("unknown model '{}'", spec.model)))?;
-    check_tasks(model, spec.connections).map_err(Trouble::Failed)?;
+    // Refused up front (the plan says why), or by the limits as they are
+    // now (a resumed run on a changed machine): not started.
+    if let Some(r) = plan
+        .refused
+        .iter()
+        .find(|r| r.model == spec.model && spec.connections >= r.from)
+    {
+        return Err(Trouble::Skipped(r.why.clone()));
+    }
+    let system = crate::client::preflight::System::read();
+    if let Some(why) = super::preflight::task_refusal(model, spec.connections, &system, None) {
+        return Err(Trouble::Skipped(why));
+    }
     let instances = if model.forks() {
         1
     } else {
@@ -440,10 +461,14 @@ fn load_plan(
     let w = &plan.workload;
     let n = spec.connections;
     let messages = w.messages_for(n);
-    let workload = match w.kind {
-        WorkloadKind::Closed => Workload::Closed { depth: w.depth },
-        WorkloadKind::Burst => Workload::Burst { rounds: w.rounds },
-        WorkloadKind::Churn => Workload::Churn { echo: w.churn_echo },
+    let workload = match (w.kind, w.rate) {
+        (WorkloadKind::Closed, Some(r)) => Workload::Open {
+            rate: r.total(n),
+            depth: w.depth,
+        },
+        (WorkloadKind::Closed, None) => Workload::Closed { depth: w.depth },
+        (WorkloadKind::Burst, _) => Workload::Burst { rounds: w.rounds },
+        (WorkloadKind::Churn, _) => Workload::Churn { echo: w.churn_echo },
     };
     let fixed = w.kind == WorkloadKind::Closed && messages.is_some();
     let stop = match (fixed, messages) {
@@ -453,7 +478,9 @@ fn load_plan(
         _ if w.kind == WorkloadKind::Burst => Stop::Duration(DEFAULT_DURATION),
         _ => Stop::Duration(Duration::from_secs_f64(w.duration_seconds)),
     };
-    let warmup = if fixed || w.kind == WorkloadKind::Burst {
+    // An open loop's fixed work is still paced: its warm-up settles the
+    // schedule before the counted messages, as a timed window's does.
+    let warmup = if (fixed && w.rate.is_none()) || w.kind == WorkloadKind::Burst {
         Duration::ZERO
     } else {
         Duration::from_secs_f64(w.warmup_seconds)
@@ -470,6 +497,7 @@ fn load_plan(
         message_size: w.payload.as_ref().map_or(w.message_bytes, String::len),
         payload: w.payload.as_ref().map(|p| p.as_bytes().to_vec()),
         timeout: Duration::from_secs_f64(w.timeout_seconds),
+        connect_rate: w.connect_rate,
         cpus,
         quiet: true,
         server_pids,
@@ -479,40 +507,6 @@ fn load_plan(
     .validate()?;
     p.command = p.command_line();
     Ok(p)
-}
-
-/// Tasks kept free for the rest of the machine when a server makes a task
-/// per connection.
-const TASK_MARGIN: u64 = 512;
-
-/// A model that makes a thread or a process per connection needs one task
-/// per connection: refuse up front what the kernel cannot give (every
-/// other program on the machine would start failing too).
-fn check_tasks(model: &dyn crate::server::Model, connections: usize) -> Result<(), String> {
-    if !(model.task_per_connection() || model.worker_per_connection()) {
-        return Ok(());
-    }
-    let model_name = model.name();
-    // Room is kept for the rest of the machine (and for this run's own
-    // processes and threads).
-    crate::env::tasks::Tasks::read()
-        .check(connections as u64, TASK_MARGIN)
-        .map_err(|e| format!("{model_name} needs a task per connection: {e}"))?;
-    let read = |name: &str| crate::env::sysctl_u64(name);
-    // Each thread's stack is two mappings (stack and guard page), all in
-    // one process when the tasks are threads.
-    let threads = model.task_per_connection() && !model.forks();
-    if let (Some(maps), true) = (read("vm.max_map_count"), threads) {
-        if connections * 2 + 1024 > maps as usize {
-            return Err(format!(
-                "{model_name} needs two memory mappings per connection: {} exceeds vm.max_map_count = {maps}; \
-                 fix: sysctl -w vm.max_map_count={}",
-                connections * 2 + 1024,
-                (connections * 2 + 1024).next_power_of_two()
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// The first line of a message, without the anyhow chain's line breaks.

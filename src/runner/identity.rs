@@ -49,7 +49,7 @@ impl<'a> Identity<'a> {
         Identity {
             cells: plan.cells.iter().map(|c| (c.id.as_str(), c)).collect(),
             settings: settings(plan),
-            workload: text(&serde_json::to_value(plan.workload.kind).unwrap_or(Value::Null)),
+            workload: plan.workload.report_name().to_string(),
             size_label: &plan.size_label,
         }
     }

@@ -77,11 +77,15 @@ pub enum Primary {
     Throughput,
     /// Connections accepted per second; higher is better.
     AcceptRate,
+    /// 99th percentile round trip, corrected for coordinated omission: an
+    /// open loop sets the throughput itself, so what ranks the models is
+    /// how long their echoes take at it; lower is better.
+    Latency,
 }
 
 impl Primary {
     pub(crate) fn higher_is_better(self) -> bool {
-        !matches!(self, Primary::Time)
+        !matches!(self, Primary::Time | Primary::Latency)
     }
 
     /// What it is, for headings.
@@ -90,6 +94,7 @@ impl Primary {
             Primary::Time => "time",
             Primary::Throughput => "round trips/s",
             Primary::AcceptRate => "connections/s",
+            Primary::Latency => "p99 latency",
         }
     }
 
@@ -97,6 +102,7 @@ impl Primary {
     pub fn format(self, value: f64) -> String {
         match self {
             Primary::Time => format_seconds(value),
+            Primary::Latency => format_seconds(value / 1e6),
             Primary::Throughput | Primary::AcceptRate => format_count(value),
         }
     }
@@ -134,6 +140,52 @@ pub struct Workload {
     /// its connection.
     #[serde(default = "default_timeout")]
     pub timeout_seconds: f64,
+    /// Open loop (`-r`, `--rate-per-connection`): messages sent on a
+    /// schedule, whatever the server's pace, latency corrected for
+    /// coordinated omission; absent: the kind's own loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Rate>,
+    /// New connections per second while a cell's connections come up
+    /// (`--connect-rate`); absent: as fast as the listen queue takes them
+    /// (at most 256 connects in flight per client event loop).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_rate: Option<f64>,
+}
+
+/// An open loop's rate of messages per second.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rate {
+    /// Over all the connections of a cell (`-r`): the same offered load at
+    /// every connection count.
+    Total(f64),
+    /// On each connection (`--rate-per-connection`): the load grows with
+    /// the connections, as a fleet of devices each reporting every so
+    /// often.
+    PerConnection(f64),
+}
+
+impl Rate {
+    /// Messages per second in total over `connections`.
+    pub fn total(self, connections: usize) -> f64 {
+        match self {
+            Rate::Total(r) => r,
+            Rate::PerConnection(r) => r * connections as f64,
+        }
+    }
+
+    /// For people: `20,000 messages/s in total` or `0.05 messages/s on
+    /// each connection`.
+    pub fn text(self) -> String {
+        match self {
+            Rate::Total(r) => format!("{} messages/s in total", format_count(r)),
+            Rate::PerConnection(r) => format!("{} messages/s on each connection", sig(r)),
+        }
+    }
+}
+
+fn sig(v: f64) -> String {
+    crate::present::units::sig3(v)
 }
 
 fn default_timeout() -> f64 {
@@ -156,6 +208,19 @@ impl Workload {
             churn_echo: false,
             rounds: 1,
             timeout_seconds: default_timeout(),
+            rate: None,
+            connect_rate: None,
+        }
+    }
+
+    /// The workload as a load report names it: `closed`, `open`, `burst`
+    /// or `churn`.
+    pub fn report_name(&self) -> &'static str {
+        match self.kind {
+            WorkloadKind::Closed if self.rate.is_some() => "open",
+            WorkloadKind::Closed => "closed",
+            WorkloadKind::Burst => "burst",
+            WorkloadKind::Churn => "churn",
         }
     }
 
@@ -181,6 +246,17 @@ impl Workload {
                 "workload.message_bytes {} is not from 1 B to 64 MiB",
                 self.message_bytes
             ));
+        }
+        use crate::client::plan::{per_second, MAX_RATE};
+        match self.rate {
+            Some(Rate::Total(r)) => per_second("workload.rate.total", r, MAX_RATE).map(drop)?,
+            Some(Rate::PerConnection(r)) => {
+                per_second("workload.rate.per_connection", r, MAX_RATE).map(drop)?
+            }
+            None => {}
+        }
+        if let Some(r) = self.connect_rate {
+            per_second("workload.connect_rate", r, MAX_RATE)?;
         }
         if !(1..=MAX_DEPTH).contains(&self.depth) || !(1..=MAX_ROUNDS).contains(&self.rounds) {
             return Err(format!(
@@ -301,6 +377,10 @@ pub struct RunPlan {
     /// What the size of a cell counts, for tables and chart axes.
     #[serde(default = "default_size_label")]
     pub size_label: String,
+    /// Models refused up front from a count on, with the measured cause
+    /// ([`super::preflight`]): their cells there are skipped unstarted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<super::preflight::Refusal>,
     pub cells: Vec<CellSpec>,
 }
 
@@ -311,6 +391,44 @@ impl RunPlan {
         match self.auto_runs {
             None => self.runs.to_string(),
             Some(a) => format!("{}–{}", a.min, a.max),
+        }
+    }
+}
+
+#[cfg(test)]
+impl RunPlan {
+    /// A plan for unit tests: `models` × `connections`, `runs` each,
+    /// interleaved, a 50 ms closed loop, unpinned, nothing else.
+    pub(crate) fn example(models: &[&str], connections: &[usize], runs: usize) -> RunPlan {
+        let models: Vec<String> = models.iter().map(|m| m.to_string()).collect();
+        RunPlan {
+            version: RESULTS_VERSION,
+            experiment: "custom".into(),
+            title: "t".into(),
+            command: "c10k run".into(),
+            cells: expand(&models, connections, runs, Order::Interleaved),
+            models,
+            connections: connections.to_vec(),
+            runs,
+            auto_runs: None,
+            order: Order::Interleaved,
+            pin: Pin::None,
+            server_cpus: Vec::new(),
+            client_cpus: Vec::new(),
+            workload: Workload::closed(0.05, 0.0),
+            primary: Primary::Throughput,
+            per_connection_csv: false,
+            buffer: "16KiB".into(),
+            server_args: Vec::new(),
+            servers: Vec::new(),
+            targets: Vec::new(),
+            agents: None,
+            bind: None,
+            ready_timeout_seconds: 60.0,
+            bench: None,
+            bench_args: Vec::new(),
+            size_label: "connections".into(),
+            refused: Vec::new(),
         }
     }
 }

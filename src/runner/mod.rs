@@ -19,6 +19,7 @@ pub mod identity;
 pub mod lock;
 pub mod matrix;
 pub mod memory;
+pub mod preflight;
 pub mod progress;
 pub mod results;
 pub mod series;
@@ -203,6 +204,15 @@ pub fn intro(data: &RunData) -> String {
                 "  note: the open-files hard limit is {h} per process; cells past it run the server as several processes sharing the port (SO_REUSEPORT) and the client as several workers\n"
             );
         }
+    }
+    for r in &p.refused {
+        s += &format!(
+            "  refused up front: {} at {} {} and more: {}\n",
+            r.model,
+            crate::present::units::format_count(r.from as f64),
+            p.size_label,
+            r.why
+        );
     }
     s
 }

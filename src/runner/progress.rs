@@ -109,5 +109,6 @@ fn unit(p: Primary) -> &'static str {
         Primary::Time => "",
         Primary::Throughput => "rt/s",
         Primary::AcceptRate => "conn/s",
+        Primary::Latency => "p99",
     }
 }

@@ -388,39 +388,11 @@ mod tests {
     }
     use crate::runner::cell::Status;
     use crate::runner::identity::settings;
-    use crate::runner::matrix::{self, Order, Pin, Primary, Workload, WorkloadKind};
+    use crate::runner::matrix::WorkloadKind;
 
     /// epoll and poll at 2 connections, 2 runs each: 4 cells.
     fn plan() -> RunPlan {
-        let models = vec!["epoll".to_string(), "poll".to_string()];
-        RunPlan {
-            version: RESULTS_VERSION,
-            experiment: "custom".into(),
-            title: "t".into(),
-            command: "c10k run".into(),
-            cells: matrix::expand(&models, &[2], 2, Order::Interleaved),
-            models,
-            connections: vec![2],
-            runs: 2,
-            auto_runs: None,
-            order: Order::Interleaved,
-            pin: Pin::None,
-            server_cpus: Vec::new(),
-            client_cpus: Vec::new(),
-            workload: Workload::closed(0.05, 0.0),
-            primary: Primary::Throughput,
-            per_connection_csv: false,
-            buffer: "16KiB".into(),
-            server_args: Vec::new(),
-            servers: Vec::new(),
-            targets: Vec::new(),
-            agents: None,
-            bind: None,
-            ready_timeout_seconds: 60.0,
-            bench: None,
-            bench_args: Vec::new(),
-            size_label: "connections".into(),
-        }
+        RunPlan::example(&["epoll", "poll"], &[2], 2)
     }
 
     /// The result of cell `i` of `plan`, as the runner records it.
@@ -432,6 +404,7 @@ mod tests {
             reason: None,
             started_unix: 1.7e9 + i as f64,
             wall_seconds: 0.1,
+            runner_cpu_seconds: None,
             server: None,
             kernel_before: None,
             kernel_loaded: None,

@@ -17,6 +17,7 @@ mod micro_accept;
 mod misbehave;
 mod report;
 mod runner;
+mod scale;
 mod schema;
 mod support;
 
@@ -42,7 +43,7 @@ fn main() {
         "agents::four_client_namespaces_drive_a_server_namespace",
         agents::netns_agents,
     ));
-    let groups: [(&str, &[(&str, support::Test)]); 13] = [
+    let groups: [(&str, &[(&str, support::Test)]); 14] = [
         ("agents", agents::TESTS),
         ("cli", cli::TESTS),
         ("conform", conform::TESTS),
@@ -55,6 +56,7 @@ fn main() {
         ("misbehave", misbehave::TESTS),
         ("report", report::TESTS),
         ("runner", runner::TESTS),
+        ("scale", scale::TESTS),
         ("schema", schema::TESTS),
     ];
     for (group, tests) in groups {

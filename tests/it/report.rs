@@ -168,6 +168,7 @@ fn tree(pss: u64, vm: u64) -> TreeMemory {
         pss_kib: pss,
         pss_anon_kib: pss,
         sockets: 1,
+        fds: 0,
     }
 }
 
@@ -186,6 +187,7 @@ fn ok(spec: &matrix::CellSpec, kind: &str, c: Cell, fixed: bool) -> CellResult {
         reason: None,
         started_unix: 1.7e9 + spec.index as f64,
         wall_seconds: 3.0,
+        runner_cpu_seconds: None,
         server: Some(ServerSide {
             instances: 1,
             args: vec!["serve".into(), spec.model.clone()],
@@ -223,6 +225,7 @@ fn not_measured(spec: &matrix::CellSpec, status: Status, reason: &str) -> CellRe
         reason: Some(reason.into()),
         started_unix: 1.7e9,
         wall_seconds: 0.1,
+        runner_cpu_seconds: None,
         server: None,
         kernel_before: None,
         kernel_loaded: None,
@@ -268,6 +271,8 @@ fn plan(
             churn_echo: false,
             rounds: 3,
             timeout_seconds: 10.0,
+            rate: None,
+            connect_rate: None,
         },
         primary,
         per_connection_csv: false,
@@ -281,6 +286,7 @@ fn plan(
         bench: None,
         bench_args: Vec::new(),
         size_label: "connections".into(),
+        refused: Vec::new(),
     }
 }
 

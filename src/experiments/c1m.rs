@@ -1,0 +1,95 @@
+//! The C1M table: what holding 10,000 to 1,000,000 mostly idle connections
+//! costs each model, one row per model and count: connections held and the
+//! share that echoed, latency at the offered rate (corrected for
+//! coordinated omission, and the uncorrected p99 beside it), how fast the
+//! connections came up, memory per connection (kernel, server, client),
+//! the server's CPU per message and per held connection-second, and the
+//! runner's own CPU over the cell, so a reader sees whether measuring
+//! crowded what it measured. Cost: one pass over the results per row.
+
+use super::tables::{missing, summary};
+use crate::export::table::Table;
+use crate::present::units::{format_count, seconds, sig3};
+use crate::runner::cell::Metrics;
+use crate::runner::results::RunData;
+
+/// One row per model and connection count, medians over the measured runs.
+pub(super) fn table(data: &RunData) -> Table {
+    let mut t = Table::new(
+        "Holding connections: per model and count, at the open loop's offered rate",
+        &[
+            "model",
+            "connections",
+            "held",
+            "echoed",
+            "p50",
+            "p99",
+            "p99.9",
+            "p99 uncorrected",
+            "achieved/s",
+            "all up in",
+            "connects/s",
+            "kernel/conn",
+            "server/conn",
+            "client/conn",
+            "server CPU/msg",
+            "server CPU/conn·s",
+            "runner CPU",
+            "SYN retrans.",
+        ],
+    );
+    type Column = (fn(&Metrics) -> Option<f64>, fn(f64) -> String);
+    let us = |v: f64| seconds(v / 1e6);
+    let kib = |v: f64| {
+        if v.abs() < 1.0 {
+            format!("{} B", sig3(v * 1024.0))
+        } else {
+            format!("{} KiB", sig3(v))
+        }
+    };
+    let columns: [Column; 16] = [
+        (|m| m.held, format_count),
+        (|m| m.echoed_share, |v| format!("{v:.4}")),
+        (|m| m.latency_p50_us, us),
+        (|m| m.latency_p99_us, us),
+        (|m| m.latency_p99_9_us, us),
+        (|m| m.uncorrected_p99_us, us),
+        (|m| m.achieved_rate, format_count),
+        (|m| m.connect_seconds, seconds),
+        (|m| m.connects_per_second, format_count),
+        (|m| m.kernel_kib_per_connection, kib),
+        (|m| m.user_kib_per_connection, kib),
+        (|m| m.client_kib_per_connection, kib),
+        (|m| m.server_window_cpu_per_message_us, us),
+        (|m| m.server_cpu_per_connection_second_us, us),
+        (|m| m.runner_cpu_seconds, seconds),
+        (|m| m.syn_retrans, format_count),
+    ];
+    for model in &data.plan.models {
+        for &n in &data.plan.connections {
+            let mut row = vec![model.clone(), format_count(n as f64)];
+            let measured = summary(data, model, n, |m| m.held).is_some();
+            for (pick, show) in columns {
+                row.push(match summary(data, model, n, pick) {
+                    Some(s) => show(s.median),
+                    None if measured => "-".into(),
+                    None => missing(data, model, n),
+                });
+            }
+            t.rows.push(row);
+        }
+    }
+    t.notes.push(format!(
+        "Medians of {} run(s). Held: sockets the server gained between idle and every connection up. \
+         Echoed: the share of connections with at least one measured round trip. Latency from when \
+         each message was due (uncorrected: from its write). Kernel: slab and TCP buffers, \
+         system-wide, both ends of each loopback connection. Server: its processes' anonymous \
+         memory (PSS) with every connection up, before any message. Client: the peak resident \
+         memory of its processes, summed, program pages included. Server CPU over the measured \
+         window, per message and per connection per second of it. Runner CPU: c10k run's own \
+         process over the whole cell (starting the servers, reading /proc, hearing the client). \
+         The causes of skipped and failed cells are in the next table.",
+        data.plan.runs_text()
+    ));
+    t
+}

@@ -1,0 +1,316 @@
+//! Before a run's first connection: its largest cell against this
+//! machine's limits, and every model that needs a task per connection
+//! against the tasks and the memory it would take.
+//!
+//! The largest cell goes through the client's checks
+//! ([`crate::client::preflight`]): `fs.file-max` for both ends here,
+//! memory at the measured cost of an idle connection, ports per source
+//! address, the listen queues of the server processes the open-files limit
+//! needs, the client's threads. A finding that blocks refuses the run with
+//! its numbers and its fix before anything starts.
+//!
+//! A model with a thread or a process per connection (threads, fork,
+//! prefork) is refused up front at every count it cannot hold, with the
+//! measured cause: the task limits (`kernel.pid_max`, `threads-max`,
+//! RLIMIT_NPROC, the cgroup's `pids.max`), two memory mappings per thread,
+//! and the memory its tasks would take, measured by parking 256 threads in
+//! a child ([`crate::micro::parked`]): their kernel stacks and touched
+//! stack pages. Those cells are recorded as skipped with that cause; the
+//! run goes on with the others. Cost: a few reads of /proc and /sys, and
+//! when such a model is in the plan, 256 threads started once.
+
+use crate::client::preflight::{self, Finding, Level, Needs, System};
+use crate::present::units::format_count;
+
+use super::matrix::RunPlan;
+
+/// Tasks kept free for the rest of the machine when a server makes a task
+/// per connection.
+const TASK_MARGIN: u64 = 512;
+
+/// Threads parked to measure what one costs.
+const PARKED: usize = 256;
+
+/// What one parked thread costs, measured: its kernel stack and the pages
+/// of its own stack it touched.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct TaskCost {
+    pub kib_per_task: f64,
+}
+
+impl TaskCost {
+    /// Parks [`PARKED`] threads with a 2 MiB stack (glibc's default is 8
+    /// MiB of address space; what is resident does not depend on it) in a
+    /// child and reads the difference.
+    pub(crate) fn measure() -> Option<TaskCost> {
+        let r = crate::micro::parked::measure(PARKED, 2 << 20).ok()?;
+        let kib = r.rss_kib_per_thread.max(0.0) + r.kernel_stack_kib_per_thread.max(0.0);
+        (kib > 0.0).then_some(TaskCost { kib_per_task: kib })
+    }
+}
+
+/// The findings for `plan` on this machine; the first that blocks, if
+/// any, is why it cannot run.
+pub fn check(plan: &RunPlan) -> Vec<Finding> {
+    check_with(plan, &System::read())
+}
+
+/// The largest cell of `plan` against `system`.
+pub(crate) fn check_with(plan: &RunPlan, system: &System) -> Vec<Finding> {
+    let Some(&n) = plan.connections.iter().max() else {
+        return Vec::new();
+    };
+    if plan.bench.is_some() {
+        return Vec::new();
+    }
+    let ip = plan
+        .bind
+        .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+    let threads = if plan.client_cpus.is_empty() {
+        crate::sys::affinity::cpus_available()
+    } else {
+        plan.client_cpus.len()
+    };
+    let needs = Needs {
+        connections: n,
+        target: std::net::SocketAddr::new(ip, 7),
+        sources: 0,
+        threads: threads.clamp(1, n.max(1)),
+        listen_queues: super::execute::server_processes(n, system.nofile_hard),
+    };
+    // Agents check their own machines; here, only the servers' half.
+    let mut out = preflight::check_with(&needs, plan.workload.connect_rate, system);
+    if plan.agents.is_some() {
+        out.retain(|f| !f.what.contains("client"));
+    }
+    out
+}
+
+/// A model's counts it cannot hold here, and why: the first count refused
+/// (every larger one is too).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Refusal {
+    pub model: String,
+    /// The smallest refused count.
+    pub from: usize,
+    pub why: String,
+}
+
+/// For each model of `plan` with a task per connection, the counts it
+/// cannot hold; `cost` is measured only when such a model is present.
+pub(crate) fn refusals(
+    models: &[String],
+    connections: &[usize],
+    system: &System,
+    cost: &mut dyn FnMut() -> Option<TaskCost>,
+) -> Vec<Refusal> {
+    let mut out = Vec::new();
+    let mut measured: Option<Option<TaskCost>> = None;
+    for name in models {
+        let Some(model) = crate::server::find(name) else {
+            continue;
+        };
+        if !(model.task_per_connection() || model.worker_per_connection()) {
+            continue;
+        }
+        let cost = *measured.get_or_insert_with(&mut *cost);
+        let mut sorted = connections.to_vec();
+        sorted.sort_unstable();
+        if let Some((from, why)) = sorted
+            .iter()
+            .find_map(|&n| task_refusal(model, n, system, cost).map(|w| (n, w)))
+        {
+            out.push(Refusal {
+                model: name.clone(),
+                from,
+                why,
+            });
+        }
+    }
+    out
+}
+
+/// Why `model` cannot hold `connections` here, or `None` when it can: the
+/// task limits, the memory mappings of its threads, and the memory its
+/// tasks and connections would take (when `cost` was measured).
+pub(crate) fn task_refusal(
+    model: &dyn crate::server::Model,
+    connections: usize,
+    system: &System,
+    cost: Option<TaskCost>,
+) -> Option<String> {
+    if !(model.task_per_connection() || model.worker_per_connection()) {
+        return None;
+    }
+    let name = model.name();
+    let n = connections as u64;
+    let mut causes = Vec::new();
+    let mut fixes = Vec::new();
+    if let Some(limit) = system.tasks.refusing(n, TASK_MARGIN) {
+        causes.push(format!(
+            "{} tasks do not fit: {} leaves room for {} (keeping {TASK_MARGIN} free)",
+            format_count(n as f64),
+            limit.describe(),
+            format_count(limit.room(TASK_MARGIN) as f64)
+        ));
+        fixes.push(limit.fix(n, TASK_MARGIN));
+    }
+    // Each thread's stack is two mappings (stack and guard page), all in
+    // one process when the tasks are threads.
+    let maps = n * 2 + 1024;
+    if let (Some(max), true) = (system.max_map_count, !model.forks()) {
+        if model.task_per_connection() && maps > max {
+            causes.push(format!(
+                "two memory mappings per thread: {} exceed vm.max_map_count={max}",
+                format_count(maps as f64)
+            ));
+            fixes.push(format!(
+                "sysctl -w vm.max_map_count={}",
+                maps.next_power_of_two()
+            ));
+        }
+    }
+    // What its tasks and connections would take: a cause past what is
+    // available, said beside the other causes anyway.
+    let mut memory = None;
+    if let (Some(cost), Some(available)) = (cost, system.mem_available_kib) {
+        let socket_kib = 2.0 * preflight::KERNEL_BYTES_PER_SOCKET as f64 / 1024.0;
+        let kib = n as f64 * (cost.kib_per_task + socket_kib);
+        let process = if model.forks() {
+            ", a process more: its page tables"
+        } else {
+            ""
+        };
+        let over = kib > available as f64;
+        let text = format!(
+            "its tasks and connections would take {} MiB ({:.1} KiB per task measured with \
+             {PARKED} parked threads{process}; {:.1} KiB of kernel memory per connection), {} \
+             the {} MiB available",
+            format_count(kib / 1024.0),
+            cost.kib_per_task,
+            socket_kib,
+            if over { "more than" } else { "within" },
+            format_count(available as f64 / 1024.0)
+        );
+        if over {
+            causes.push(text);
+            fixes.push("more memory".into());
+        } else {
+            memory = Some(text);
+        }
+    }
+    if causes.is_empty() {
+        return None;
+    }
+    causes.extend(memory);
+    Some(format!(
+        "{name} needs a task per connection: {}; fix: {}",
+        causes.join("; "),
+        fixes.join(" && ")
+    ))
+}
+
+/// The finding that refuses a run, if any.
+pub fn blocking(findings: &[Finding]) -> Option<&Finding> {
+    findings.iter().find(|f| f.level == Level::Block)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env::tasks::{Kind, Limit, Tasks};
+
+    fn machine() -> System {
+        System {
+            nofile_soft: Some(1024),
+            nofile_hard: Some(20_000),
+            nr_open: Some(1_048_576),
+            file_max: Some(2_466_170),
+            files_open: Some(500),
+            ephemeral_ports: 28_232,
+            somaxconn: Some(4096),
+            mem_available_kib: Some(24_000_000),
+            tasks: Tasks {
+                limits: vec![Limit {
+                    kind: Kind::Sysctl("kernel.pid_max"),
+                    max: 32_768,
+                    used: 300,
+                }],
+            },
+            max_map_count: Some(65_530),
+        }
+    }
+
+    fn plan(models: &str, connections: &[usize]) -> RunPlan {
+        let models: Vec<&str> = models.split(',').collect();
+        RunPlan::example(&models, connections, 1)
+    }
+
+    #[test]
+    fn a_million_fits_this_machine_spread_over_processes() {
+        let f = check_with(&plan("epoll", &[1_000_000]), &machine());
+        assert!(blocking(&f).is_none(), "{f:?}");
+        // 51 server processes, each with its own listen queue: the
+        // client's 256 connects in flight per loop do not overflow them.
+        assert!(f.iter().all(|x| !x.what.contains("somaxconn")), "{f:?}");
+    }
+
+    #[test]
+    fn file_max_refuses_the_run() {
+        let s = System {
+            file_max: Some(1_500_000),
+            ..machine()
+        };
+        let f = check_with(&plan("epoll", &[10_000, 1_000_000]), &s);
+        let b = blocking(&f).expect("refused");
+        assert!(b.what.contains("fs.file-max=1500000"), "{b}");
+        assert!(b.fix.contains("sysctl -w fs.file-max="), "{b}");
+    }
+
+    #[test]
+    fn memory_refuses_the_run() {
+        let s = System {
+            mem_available_kib: Some(8_000_000),
+            ..machine()
+        };
+        let f = check_with(&plan("epoll", &[1_000_000]), &s);
+        let b = blocking(&f).expect("refused");
+        assert!(b.what.contains("7812 MiB available"), "{b}");
+        assert!(b.fix.contains("at most"), "{b}");
+        // A tenth of it fits.
+        assert!(blocking(&check_with(&plan("epoll", &[100_000]), &s)).is_none());
+    }
+
+    #[test]
+    fn task_models_are_refused_from_the_first_count_that_does_not_fit() {
+        let cost = TaskCost { kib_per_task: 30.0 };
+        let models: Vec<String> = ["epoll", "threads", "fork", "prefork"]
+            .map(String::from)
+            .to_vec();
+        let r = refusals(
+            &models,
+            &[10_000, 100_000, 1_000_000],
+            &machine(),
+            &mut || Some(cost),
+        );
+        assert_eq!(r.len(), 3, "{r:?}");
+        for x in &r {
+            assert_eq!(x.from, 100_000, "{x:?}");
+            assert!(x.why.contains("kernel.pid_max = 32768"), "{x:?}");
+        }
+        // Memory alone: a machine with tasks to spare and 1 GiB.
+        let s = System {
+            tasks: Tasks { limits: Vec::new() },
+            max_map_count: None,
+            mem_available_kib: Some(1 << 20),
+            ..machine()
+        };
+        let threads = crate::server::find("threads").unwrap();
+        let why = task_refusal(threads, 100_000, &s, Some(cost)).expect("refused");
+        assert!(why.contains("30.0 KiB per task"), "{why}");
+        assert!(task_refusal(threads, 10_000, &s, Some(cost)).is_none());
+        // An event loop is never a task model.
+        let epoll = crate::server::find("epoll").unwrap();
+        assert!(task_refusal(epoll, 1_000_000, &s, Some(cost)).is_none());
+    }
+}
