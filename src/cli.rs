@@ -167,7 +167,8 @@ pub struct HerdArgs {
 /// `c10k run [EXPERIMENT]`: a preset's matrix, changed by any flag given.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// tour (default), thesis, muller, comp8005 or accept; `--list` says
+    /// tour (default), thesis, muller, comp8005, accept, c1m, peers or a
+    /// micro-benchmark (dispatch, spawn, micro-accept, herd); `--list` says
     /// what each does.
     pub experiment: Option<String>,
     /// List the experiments and exit.
@@ -231,7 +232,8 @@ pub struct RunArgs {
     /// [default: 10s; comp8005: 120s].
     #[arg(long)]
     pub timeout: Option<String>,
-    /// Where server and client run: split (different CPUs), same, none.
+    /// Where server and client run: split (different CPUs), same, none
+    /// [default: split; c1m: none].
     #[arg(long, value_enum)]
     pub pin: Option<Pin>,
     /// Repeat order: interleaved (run r of every cell, then r+1) or

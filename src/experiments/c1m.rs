@@ -4,8 +4,8 @@
 //! coordinated omission, and the uncorrected p99 beside it), how fast the
 //! connections came up, memory per connection (kernel, server, client),
 //! the server's CPU per message and per held connection-second, and the
-//! runner's own CPU over the cell, so a reader sees whether measuring
-//! crowded what it measured. Cost: one pass over the results per row.
+//! runner's own CPU over the cell and while the client sent, so a reader
+//! sees whether measuring crowded what it measured. Cost: one pass over the results per row.
 
 use super::tables::{missing, summary};
 use crate::export::table::Table;
@@ -35,6 +35,7 @@ pub(super) fn table(data: &RunData) -> Table {
             "server CPU/msg",
             "server CPU/conn·s",
             "runner CPU",
+            "of it in traffic",
             "SYN retrans.",
         ],
     );
@@ -47,7 +48,7 @@ pub(super) fn table(data: &RunData) -> Table {
             format!("{} KiB", sig3(v))
         }
     };
-    let columns: [Column; 16] = [
+    let columns: [Column; 17] = [
         (|m| m.held, format_count),
         (|m| m.echoed_share, |v| format!("{v:.4}")),
         (|m| m.latency_p50_us, us),
@@ -63,6 +64,7 @@ pub(super) fn table(data: &RunData) -> Table {
         (|m| m.server_window_cpu_per_message_us, us),
         (|m| m.server_cpu_per_connection_second_us, us),
         (|m| m.runner_cpu_seconds, seconds),
+        (|m| m.runner_traffic_cpu_seconds, seconds),
         (|m| m.syn_retrans, format_count),
     ];
     for model in &data.plan.models {
@@ -87,8 +89,9 @@ pub(super) fn table(data: &RunData) -> Table {
          memory (PSS) with every connection up, before any message. Client: the peak resident \
          memory of its processes, summed, program pages included. Server CPU over the measured \
          window, per message and per connection per second of it. Runner CPU: c10k run's own \
-         process over the whole cell (starting the servers, reading /proc, hearing the client). \
-         The causes of skipped and failed cells are in the next table.",
+         process over the whole cell (starting the servers, reading /proc, hearing the client), \
+         and of it, from the client's go to its results (warm-up, window, drain): what the \
+         measuring took from the CPUs it measured on. The causes of skipped and failed cells are in the next table.",
         data.plan.runs_text()
     ));
     t

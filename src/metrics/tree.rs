@@ -79,9 +79,19 @@ pub fn descendants(root: u32) -> Vec<u32> {
     seen.into_iter().collect()
 }
 
-/// The summed memory of `roots` and their descendants. Processes that exit
-/// while being read are skipped.
+/// The summed memory of `roots` and their descendants, and their sockets
+/// ([`sockets`]: a `readlink` per descriptor). Processes that exit while
+/// being read are skipped.
 pub fn sample(roots: &[u32]) -> TreeMemory {
+    TreeMemory {
+        sockets: sockets(roots) as u64,
+        ..memory(roots)
+    }
+}
+
+/// As [`sample`] without counting sockets (`sockets` is 0): the memory and
+/// descriptor counts only, whatever the descriptors.
+pub fn memory(roots: &[u32]) -> TreeMemory {
     let mut m = TreeMemory::default();
     for &root in roots {
         for pid in descendants(root) {
@@ -101,7 +111,6 @@ pub fn sample(roots: &[u32]) -> TreeMemory {
             }
         }
     }
-    m.sockets = sockets(roots) as u64;
     m
 }
 

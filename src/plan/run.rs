@@ -234,7 +234,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         WorkloadKind::Closed if workload.messages_for(1).is_some() => matrix::Primary::Time,
         WorkloadKind::Closed => matrix::Primary::Throughput,
     };
-    let pin = args.pin.map_or(Pin::Split, Pin::from);
+    let pin = args.pin.map_or(preset.pin, Pin::from);
     // A micro-benchmark places its own threads; the runner pins nothing.
     let (server_cpus, client_cpus) = if preset.bench.is_some() {
         (Vec::new(), Vec::new())

@@ -242,6 +242,7 @@ mod tests {
             started_unix: 0.0,
             wall_seconds: 0.0,
             runner_cpu_seconds: None,
+            runner_traffic_cpu_seconds: None,
             server: None,
             kernel_before: None,
             kernel_loaded: None,

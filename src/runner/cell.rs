@@ -41,7 +41,8 @@ pub struct ServerSide {
     pub idle: TreeMemory,
     /// With every connection up (before the measured phase).
     pub loaded: TreeMemory,
-    /// At the end of the measured phase.
+    /// At the end of the measured phase, for the peaks (sockets are not
+    /// counted: 0).
     pub end: TreeMemory,
     /// Each instance's JSON summary line, as printed.
     pub summaries: Vec<serde_json::Value>,
@@ -67,6 +68,12 @@ pub struct CellResult {
     /// was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runner_cpu_seconds: Option<f64>,
+    /// The runner's CPU from the moment the client was told to go (every
+    /// connection up, the servers sampled) until its results were in: the
+    /// warm-up, the window, the drain and hearing the results. What it
+    /// took from the CPUs the cell measured on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_traffic_cpu_seconds: Option<f64>,
     pub server: Option<ServerSide>,
     /// Kernel memory before the server started and with every connection
     /// up (both ends of each loopback connection are in it).
@@ -153,6 +160,8 @@ pub struct Metrics {
     pub syn_retrans: Option<f64>,
     /// CPU of the runner's own process over the cell, seconds.
     pub runner_cpu_seconds: Option<f64>,
+    /// CPU of the runner's own process while the client sent, seconds.
+    pub runner_traffic_cpu_seconds: Option<f64>,
     /// Churn: connections per second; otherwise the rate they came up at.
     pub connects_per_second: Option<f64>,
     pub connect_p50_us: Option<f64>,
@@ -264,6 +273,7 @@ impl CellResult {
                 .and_then(serde_json::Value::as_u64)
                 .map(|v| v as f64),
             runner_cpu_seconds: self.runner_cpu_seconds,
+            runner_traffic_cpu_seconds: self.runner_traffic_cpu_seconds,
             client_kib_per_connection: (!churn && load.client.max_rss_kib > 0)
                 .then(|| load.client.max_rss_kib as f64 / n),
             connects_per_second: positive(load.connect.per_second),

@@ -61,6 +61,7 @@ pub(crate) fn run_cell(plan: &RunPlan, spec: &CellSpec, dir: &Path) -> Ended {
         started_unix,
         wall_seconds: 0.0,
         runner_cpu_seconds: None,
+        runner_traffic_cpu_seconds: None,
         server: None,
         kernel_before: None,
         kernel_loaded: None,
@@ -147,6 +148,7 @@ fn measure(
     };
     let mut loaded = TreeMemory::default();
     let mut kernel_loaded: Option<KernelMemory> = None;
+    let mut traffic_from = None;
     let mut all_accepted = true;
     let churn = plan.workload.kind == WorkloadKind::Churn;
     let outcome = crate::client::run::run_in_workers(load_plan, &mut || {
@@ -165,8 +167,15 @@ fn measure(
         }
         loaded = tree::sample(&pids);
         kernel_loaded = kernel::sample();
+        traffic_from = Some(sys::process::Usage::of_self());
     });
-    let end = tree::sample(&pids);
+    if let Some(from) = traffic_from {
+        let now = sys::process::Usage::of_self();
+        let cpu = |u: sys::process::Usage| u.user + u.system;
+        result.runner_traffic_cpu_seconds = Some(cpu(now).saturating_sub(cpu(from)).as_secs_f64());
+    }
+    // Peaks only: the sockets were counted with every connection up.
+    let end = tree::memory(&pids);
     let died = servers.iter().position(|s| !s.running());
     let stopped: Vec<Stopped> = servers.into_iter().map(ServerChild::stop).collect();
     result.kernel_loaded = kernel_loaded;
@@ -248,6 +257,8 @@ fn measure(
         .map(|(k, n)| format!("{k} {n}"))
         .collect();
     let too_little = report.too_little();
+    let summaries = result.server.as_ref().map_or(&[][..], |s| &s.summaries[..]);
+    let limits = limits_hit(&report, summaries);
     result.load = Some(report);
     if let Some(t) = server_trouble {
         return Err(Trouble::Failed(t));
@@ -258,11 +269,15 @@ fn measure(
         return Err(Trouble::Failed(why));
     }
     if failures > 0 {
-        return Err(Trouble::Failed(format!(
+        let mut why = format!(
             "{failures} of {} connections failed ({})",
             spec.connections,
             errors.join(", ")
-        )));
+        );
+        if !limits.is_empty() {
+            why += &format!("; limit hit: {}", limits.join("; "));
+        }
+        return Err(Trouble::Failed(why));
     }
     result.status = Status::Ok;
     Ok(())
@@ -509,7 +524,81 @@ fn load_plan(
     Ok(p)
 }
 
+/// The limits a cell's failures point at, for its reason: the client's
+/// descriptors or ports, the listen queues, the server's accept running
+/// out of descriptors or memory.
+fn limits_hit(
+    report: &crate::client::report::Report,
+    summaries: &[serde_json::Value],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let errors = |k: &str| report.errors.get(k).copied().unwrap_or(0);
+    if errors("emfile") > 0 {
+        out.push(
+            "the client ran out of descriptors (EMFILE: its open-files limit; ENFILE: fs.file-max)"
+                .to_string(),
+        );
+    }
+    if errors("addr_not_avail") > 0 {
+        out.push(
+            "the client ran out of ephemeral ports (EADDRNOTAVAIL: net.ipv4.ip_local_port_range \
+             per source address)"
+                .to_string(),
+        );
+    }
+    let tcp = |k: &str| {
+        report
+            .tcp
+            .get(k)
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0)
+    };
+    if tcp("listen_overflows") > 0 {
+        out.push(format!(
+            "listen queues overflowed {} times (net.core.somaxconn and the server's backlog; {} \
+             SYN retransmits)",
+            tcp("listen_overflows"),
+            tcp("syn_retrans")
+        ));
+    }
+    let exhausted: u64 = summaries
+        .iter()
+        .filter_map(|s| s["errors"]["accept_exhausted"].as_u64())
+        .sum();
+    if exhausted > 0 {
+        out.push(format!(
+            "the server's accept() ran out of descriptors or memory {exhausted} times (EMFILE, \
+             ENFILE, ENOBUFS, ENOMEM)"
+        ));
+    }
+    out
+}
+
 /// The first line of a message, without the anyhow chain's line breaks.
 fn one_line(text: &str) -> String {
     text.lines().next().unwrap_or("").trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_cell_names_the_limits_it_hit() {
+        let mut r = crate::client::report::example(10, 1, 640);
+        assert!(limits_hit(&r, &[]).is_empty());
+        r.errors.insert("emfile".into(), 3);
+        r.errors.insert("addr_not_avail".into(), 1);
+        r.tcp = serde_json::json!({"listen_overflows": 2, "syn_retrans": 5});
+        let server = serde_json::json!({"errors": {"accept_exhausted": 4}});
+        let l = limits_hit(&r, &[server.clone(), server]);
+        assert_eq!(l.len(), 4, "{l:?}");
+        assert!(l[0].contains("EMFILE"), "{l:?}");
+        assert!(l[1].contains("ip_local_port_range"), "{l:?}");
+        assert!(
+            l[2].contains("overflowed 2 times") && l[2].contains("5 SYN"),
+            "{l:?}"
+        );
+        assert!(l[3].contains("8 times"), "{l:?}");
+    }
 }

@@ -405,6 +405,7 @@ mod tests {
             started_unix: 1.7e9 + i as f64,
             wall_seconds: 0.1,
             runner_cpu_seconds: None,
+            runner_traffic_cpu_seconds: None,
             server: None,
             kernel_before: None,
             kernel_loaded: None,

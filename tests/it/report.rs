@@ -188,6 +188,7 @@ fn ok(spec: &matrix::CellSpec, kind: &str, c: Cell, fixed: bool) -> CellResult {
         started_unix: 1.7e9 + spec.index as f64,
         wall_seconds: 3.0,
         runner_cpu_seconds: None,
+        runner_traffic_cpu_seconds: None,
         server: Some(ServerSide {
             instances: 1,
             args: vec!["serve".into(), spec.model.clone()],
@@ -226,6 +227,7 @@ fn not_measured(spec: &matrix::CellSpec, status: Status, reason: &str) -> CellRe
         started_unix: 1.7e9,
         wall_seconds: 0.1,
         runner_cpu_seconds: None,
+        runner_traffic_cpu_seconds: None,
         server: None,
         kernel_before: None,
         kernel_loaded: None,
