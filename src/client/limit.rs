@@ -170,6 +170,16 @@ pub(crate) fn judge(x: &Inputs) -> Limits {
         w.client_waited / secs,
     );
     let client_saturated = client_demand >= SATURATED;
+    // Both sides here with more CPUs between them than the machine has
+    // (unpinned): they share its CPUs, and a machine kept busy is a limit
+    // to both, however each side's share of it reads.
+    let shared = x.client_local
+        && x.server_local
+        && client_capacity + server_capacity.unwrap_or(0.0) > x.machine_cpus;
+    let machine_share = w
+        .machine_busy
+        .map(|b| b / secs / (x.machine_cpus.max(1.0) * kept));
+    let machine_saturated = shared && machine_share.is_some_and(|m| m >= SATURATED);
     let (verdict, why) = match server_demand {
         None if client_saturated => (
             "unknown",
@@ -196,6 +206,15 @@ pub(crate) fn judge(x: &Inputs) -> Limits {
                     format!("{both}: the client was the limit, so the figure is a lower bound of the server"),
                 ),
                 (true, true) => ("both", format!("{both}: both sides were saturated")),
+                _ if machine_saturated => (
+                    "both",
+                    format!(
+                        "{both}: they share the machine's {} CPUs, {:.0} % busy, each waiting for \
+                         what the other used: both sides were saturated",
+                        x.machine_cpus,
+                        machine_share.unwrap_or(0.0) * 100.0
+                    ),
+                ),
                 (false, _) if x.rate_kept => (
                     "neither",
                     format!("{both}: the open loop kept its target rate; the offered load set the figure"),
@@ -283,6 +302,34 @@ mod tests {
         assert_eq!(l.verdict, "client", "{}", l.why);
         assert!((l.client_demand - 0.84 / 0.9).abs() < 1e-9);
         assert!((l.server_demand.unwrap_or(0.0) - 0.2 / 0.9).abs() < 1e-9);
+    }
+
+    #[test]
+    fn sides_sharing_a_busy_machine_are_both_saturated() {
+        // Unpinned: each side may use both CPUs; together they kept the
+        // machine 95 % busy, neither past 90 % of its own capacity.
+        let mut x = inputs(0.99, Some(0.9), 1.9);
+        x.client_capacity = 2.0;
+        x.window.server_capacity = Some(2.0);
+        let l = judge(&x);
+        assert_eq!(l.verdict, "both", "{}", l.why);
+        assert!(
+            l.why.contains("share the machine's 2 CPUs, 95 % busy"),
+            "{}",
+            l.why
+        );
+        // The same figures an open loop kept its rate with.
+        x.rate_kept = true;
+        assert_eq!(judge(&x).verdict, "both");
+        // A quieter machine: the open loop's rate set the figure.
+        let mut q = inputs(0.5, Some(0.4), 0.9);
+        q.client_capacity = 2.0;
+        q.window.server_capacity = Some(2.0);
+        q.rate_kept = true;
+        assert_eq!(judge(&q).verdict, "neither");
+        // Pinned apart (a CPU each), a busy machine is each side's own
+        // business: the client alone was saturated.
+        assert_eq!(judge(&inputs(0.99, Some(0.85), 1.84)).verdict, "client");
     }
 
     #[test]

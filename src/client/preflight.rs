@@ -500,11 +500,10 @@ fn threads(needs: &Needs, processes: usize, system: &System, local: bool, out: &
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::env::tasks::{Kind, Limit, Tasks};
-
-    fn machine() -> System {
+impl System {
+    /// A machine like this project's: 20,000 open files per process,
+    /// 2,466,170 in all, 24 GB available, `kernel.pid_max` 32,768.
+    pub(crate) fn example() -> System {
         System {
             nofile_soft: Some(1024),
             nofile_hard: Some(20_000),
@@ -514,15 +513,15 @@ mod tests {
             ephemeral_ports: 28_232,
             somaxconn: Some(4096),
             mem_available_kib: Some(24_000_000),
-            tasks: Tasks {
+            tasks: crate::env::tasks::Tasks {
                 limits: vec![
-                    Limit {
-                        kind: Kind::Sysctl("kernel.pid_max"),
+                    crate::env::tasks::Limit {
+                        kind: crate::env::tasks::Kind::Sysctl("kernel.pid_max"),
                         max: 32_768,
                         used: 0,
                     },
-                    Limit {
-                        kind: Kind::Sysctl("kernel.threads-max"),
+                    crate::env::tasks::Limit {
+                        kind: crate::env::tasks::Kind::Sysctl("kernel.threads-max"),
                         max: 192_730,
                         used: 0,
                     },
@@ -530,6 +529,15 @@ mod tests {
             },
             max_map_count: Some(65_530),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn machine() -> System {
+        System::example()
     }
 
     fn needs(connections: usize, target: &str, sources: usize) -> Needs {

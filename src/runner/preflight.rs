@@ -218,27 +218,10 @@ pub fn blocking(findings: &[Finding]) -> Option<&Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::env::tasks::{Kind, Limit, Tasks};
+    use crate::env::tasks::Tasks;
 
     fn machine() -> System {
-        System {
-            nofile_soft: Some(1024),
-            nofile_hard: Some(20_000),
-            nr_open: Some(1_048_576),
-            file_max: Some(2_466_170),
-            files_open: Some(500),
-            ephemeral_ports: 28_232,
-            somaxconn: Some(4096),
-            mem_available_kib: Some(24_000_000),
-            tasks: Tasks {
-                limits: vec![Limit {
-                    kind: Kind::Sysctl("kernel.pid_max"),
-                    max: 32_768,
-                    used: 300,
-                }],
-            },
-            max_map_count: Some(65_530),
-        }
+        System::example()
     }
 
     fn plan(models: &str, connections: &[usize]) -> RunPlan {
