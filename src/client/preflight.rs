@@ -47,6 +47,9 @@ pub struct Needs {
     /// Listen queues the connects spread over: one per server process
     /// sharing the port with SO_REUSEPORT (each has its own), else 1.
     pub listen_queues: usize,
+    /// The client runs on this machine; false when agents elsewhere run
+    /// it, so only the server's half is checked here.
+    pub client_here: bool,
 }
 
 /// How much a finding matters.
@@ -173,6 +176,43 @@ pub(crate) fn raise_nofile_for(connections: usize) -> io::Result<u64> {
     }
 }
 
+/// Tasks kept free for the rest of the machine when a server makes a task
+/// per connection.
+pub(crate) const TASK_MARGIN: u64 = 512;
+
+/// What stops a server with a task per connection from holding `n`
+/// connections here, each shortfall with its fix: the task limits, and
+/// when the tasks are `threads` of one process, the two memory mappings
+/// (stack and guard page) each takes.
+pub(crate) fn task_shortfalls(n: u64, threads: bool, system: &System) -> Vec<(String, String)> {
+    let count = |v: u64| crate::present::units::format_count(v as f64);
+    let mut out = Vec::new();
+    if let Some(limit) = system.tasks.refusing(n, TASK_MARGIN) {
+        out.push((
+            format!(
+                "{} tasks do not fit: {} leaves room for {} (keeping {TASK_MARGIN} free)",
+                count(n),
+                limit.describe(),
+                count(limit.room(TASK_MARGIN))
+            ),
+            limit.fix(n, TASK_MARGIN),
+        ));
+    }
+    let maps = 2 * n + 1024;
+    if let (true, Some(max)) = (threads, system.max_map_count) {
+        if maps > max {
+            out.push((
+                format!(
+                    "two memory mappings per thread: {} exceed vm.max_map_count={max}",
+                    count(maps)
+                ),
+                format!("sysctl -w vm.max_map_count={}", suggest(maps)),
+            ));
+        }
+    }
+    out
+}
+
 /// A round number at or above `n` for a sysctl suggestion.
 fn suggest(n: u64) -> u64 {
     n.max(1).next_power_of_two()
@@ -190,8 +230,10 @@ fn evaluate(
 ) -> Vec<Finding> {
     let mut out = Vec::new();
     let processes = open_files(needs, system, local, &mut out);
-    ports(needs, system, &mut out);
-    backlog(needs, connect_rate, system, &mut out);
+    if needs.client_here {
+        ports(needs, system, &mut out);
+        backlog(needs, connect_rate, system, &mut out);
+    }
     memory(needs, system, local, &mut out);
     threads(needs, processes, system, local, &mut out);
     out
@@ -204,7 +246,7 @@ fn open_files(needs: &Needs, system: &System, local: bool, out: &mut Vec<Finding
     let want = n.saturating_add(HEADROOM);
     let soft = system.nofile_soft.unwrap_or(u64::MAX);
     let hard = system.nofile_hard.unwrap_or(u64::MAX);
-    let mut processes = 1;
+    let mut processes = usize::from(needs.client_here);
     // Root may raise the hard limit up to fs.nr_open, and nr_open itself.
     let raise_hard = match system.nr_open {
         Some(nr) if want > nr => format!(
@@ -213,7 +255,9 @@ fn open_files(needs: &Needs, system: &System, local: bool, out: &mut Vec<Finding
         ),
         _ => format!("`ulimit -Hn {want}` as root"),
     };
-    if want > soft && want <= hard {
+    if !needs.client_here {
+        // Only the server's half below.
+    } else if want > soft && want <= hard {
         out.push(Finding {
             level: Level::Info,
             what: format!(
@@ -253,19 +297,22 @@ fn open_files(needs: &Needs, system: &System, local: bool, out: &mut Vec<Finding
     }
     if let Some(max) = system.file_max {
         let server = if local { n } else { 0 };
+        let client = if needs.client_here { n } else { 0 };
         let open = system.files_open.unwrap_or(0);
-        let total = open + n + server + HEADROOM * processes as u64;
+        let total = open + client + server + HEADROOM * processes as u64;
         if total > max {
-            let server_part = if local {
-                format!(", {n} for the server")
-            } else {
-                String::new()
-            };
+            let mut parts = vec![format!("{open} open now")];
+            if needs.client_here {
+                parts.push(format!("{n} for the client"));
+            }
+            if local {
+                parts.push(format!("{n} for the server"));
+            }
             out.push(Finding {
                 level: Level::Block,
                 what: format!(
-                    "{total} files open system-wide would pass fs.file-max={max} \
-                     ({open} open now, {n} for the client{server_part})"
+                    "{total} files open system-wide would pass fs.file-max={max} ({})",
+                    parts.join(", ")
                 ),
                 fix: format!("sysctl -w fs.file-max={}", suggest(total)),
             });
@@ -405,23 +452,37 @@ fn memory(needs: &Needs, system: &System, local: bool, out: &mut Vec<Finding>) {
         return;
     };
     let n = needs.connections as u64;
-    let sockets = n * if local { 2 } else { 1 };
-    let per_connection = KERNEL_BYTES_PER_SOCKET * if local { 2 } else { 1 }
-        + CLIENT_BYTES_PER_CONNECTION
+    let ends = u64::from(local) + u64::from(needs.client_here);
+    let sockets = n * ends;
+    let per_connection = KERNEL_BYTES_PER_SOCKET * ends
+        + if needs.client_here {
+            CLIENT_BYTES_PER_CONNECTION
+        } else {
+            0
+        }
         + if local {
             SERVER_BYTES_PER_CONNECTION
         } else {
             0
         };
+    if per_connection == 0 {
+        return;
+    }
     let kib = n.saturating_mul(per_connection) / 1024;
     if kib <= available / 2 {
         return;
     }
-    let server = if local {
-        format!(", {SERVER_BYTES_PER_CONNECTION} B for an event-loop server")
-    } else {
-        String::new()
-    };
+    let mut own = Vec::new();
+    if needs.client_here {
+        own.push(format!(
+            "{CLIENT_BYTES_PER_CONNECTION} B per connection for the client"
+        ));
+    }
+    if local {
+        own.push(format!(
+            "{SERVER_BYTES_PER_CONNECTION} B for an event-loop server"
+        ));
+    }
     let (level, share, fix) = if kib > available {
         (
             Level::Block,
@@ -442,9 +503,9 @@ fn memory(needs: &Needs, system: &System, local: bool, out: &mut Vec<Finding>) {
         level,
         what: format!(
             "{n} connections take about {} MiB here ({sockets} sockets at {KERNEL_BYTES_PER_SOCKET} B \
-             of kernel memory each, measured idle; {CLIENT_BYTES_PER_CONNECTION} B per connection \
-             for the client{server}), {share} the {} MiB available",
+             of kernel memory each, measured idle; {}), {share} the {} MiB available",
             kib / 1024,
+            own.join(", "),
             available / 1024
         ),
         fix,
@@ -456,7 +517,11 @@ fn memory(needs: &Needs, system: &System, local: bool, out: &mut Vec<Finding>) {
 fn threads(needs: &Needs, processes: usize, system: &System, local: bool, out: &mut Vec<Finding>) {
     // Each worker process runs `threads` loops plus its main thread.
     let client = (processes * (needs.threads + 1)) as u64;
-    if let Some(limit) = system.tasks.refusing(client, 0) {
+    if let Some(limit) = system
+        .tasks
+        .refusing(client, 0)
+        .filter(|_| needs.client_here)
+    {
         out.push(Finding {
             level: Level::Block,
             what: format!(
@@ -472,27 +537,16 @@ fn threads(needs: &Needs, processes: usize, system: &System, local: bool, out: &
     if !local {
         return;
     }
-    // A server with a thread (or process) per connection needs a pid per
-    // connection, and a thread's stack and guard page are two mappings.
     let n = needs.connections as u64;
-    let mut short = Vec::new();
-    let mut fixes = Vec::new();
-    for limit in system.tasks.short_for(n, 1000) {
-        short.push(limit.setting());
-        fixes.push(limit.fix(n, 1000));
-    }
-    let maps = 2 * n + 1000;
-    if let Some(v) = system.max_map_count.filter(|&v| maps > v) {
-        short.push(format!("vm.max_map_count={v}"));
-        fixes.push(format!("sysctl -w vm.max_map_count={}", suggest(maps)));
-    }
+    let (short, fixes): (Vec<String>, Vec<String>) =
+        task_shortfalls(n, true, system).into_iter().unzip();
     if !short.is_empty() {
         out.push(Finding {
             level: Level::Info,
             what: format!(
                 "a server with a thread or process per connection cannot hold {n} \
                  connections here: {}",
-                short.join(", ")
+                short.join("; ")
             ),
             fix: fixes.join(" && "),
         });
@@ -547,6 +601,7 @@ mod tests {
             sources,
             threads: 2,
             listen_queues: 1,
+            client_here: true,
         }
     }
 
@@ -731,7 +786,7 @@ mod tests {
         let f = run(&needs(100_000, "127.0.0.1:7", 0), None, &machine(), true);
         let x = find(&f, "thread or process per connection").unwrap();
         assert_eq!(x.level, Level::Info);
-        assert!(x.what.contains("kernel.pid_max=32768"), "{x}");
+        assert!(x.what.contains("kernel.pid_max = 32768"), "{x}");
         assert!(x.what.contains("vm.max_map_count=65530"), "{x}");
         assert!(!x.what.contains("threads-max"), "{x}");
         let n = Needs {

@@ -82,6 +82,7 @@ fn run_inner(mut plan: LoadPlan, connected: Option<&mut dyn FnMut()>) -> anyhow:
             sources: plan.sources.len(),
             threads: plan.threads,
             listen_queues: plan.server_pids.len().max(1),
+            client_here: true,
         };
         let findings = preflight::check_with(&needs, plan.connect_rate, &preflight::System::read());
         for f in &findings {

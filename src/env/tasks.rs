@@ -45,15 +45,6 @@ impl Limit {
         self.max.saturating_sub(self.used).saturating_sub(margin)
     }
 
-    /// The limit as a setting: `kernel.pid_max=32768`.
-    pub(crate) fn setting(&self) -> String {
-        match &self.kind {
-            Kind::Sysctl(name) => format!("{name}={}", self.max),
-            Kind::Nproc => format!("ulimit -u {}", self.max),
-            Kind::Cgroup(dir) => format!("{}={}", dir.join("pids.max").display(), self.max),
-        }
-    }
-
     /// The limit and what counts against it, in words.
     pub(crate) fn describe(&self) -> String {
         let (max, used) = (self.max, self.used);
@@ -133,11 +124,6 @@ impl Tasks {
             .iter()
             .min_by_key(|l| l.room(margin))
             .filter(|l| want > l.room(margin))
-    }
-
-    /// Every limit under which `want` more tasks do not fit.
-    pub(crate) fn short_for(&self, want: u64, margin: u64) -> impl Iterator<Item = &Limit> {
-        self.limits.iter().filter(move |l| want > l.room(margin))
     }
 
     /// `Ok` when `want` more tasks fit under every limit with `margin` left

@@ -26,12 +26,13 @@ pub(super) fn table(data: &RunData) -> Table {
             "p99",
             "p99.9",
             "p99 uncorrected",
+            "send lag p99",
             "achieved/s",
             "all up in",
             "connects/s",
             "kernel/conn",
             "server/conn",
-            "client/conn",
+            "client RSS/conn",
             "server CPU/msg",
             "server CPU/conn·s",
             "runner CPU",
@@ -48,13 +49,14 @@ pub(super) fn table(data: &RunData) -> Table {
             format!("{} KiB", sig3(v))
         }
     };
-    let columns: [Column; 17] = [
+    let columns: [Column; 18] = [
         (|m| m.held, format_count),
         (|m| m.echoed_share, |v| format!("{v:.4}")),
         (|m| m.latency_p50_us, us),
         (|m| m.latency_p99_us, us),
         (|m| m.latency_p99_9_us, us),
         (|m| m.uncorrected_p99_us, us),
+        (|m| m.send_lag_p99_us, us),
         (|m| m.achieved_rate, format_count),
         (|m| m.connect_seconds, seconds),
         (|m| m.connects_per_second, format_count),
@@ -84,10 +86,12 @@ pub(super) fn table(data: &RunData) -> Table {
     t.notes.push(format!(
         "Medians of {} run(s). Held: sockets the server gained between idle and every connection up. \
          Echoed: the share of connections with at least one measured round trip. Latency from when \
-         each message was due (uncorrected: from its write). Kernel: slab and TCP buffers, \
+         each message was due (uncorrected: from its write; send lag: how late the client wrote \
+         it, its own share). Kernel: slab and TCP buffers, \
          system-wide, both ends of each loopback connection. Server: its processes' anonymous \
          memory (PSS) with every connection up, before any message. Client: the peak resident \
-         memory of its processes, summed, program pages included. Server CPU over the measured \
+         memory of its processes, summed, each one's program pages included, over the \
+         connections. Server CPU over the measured \
          window, per message and per connection per second of it. Runner CPU: c10k run's own \
          process over the whole cell (starting the servers, reading /proc, hearing the client), \
          and of it, from the client's go to its results (warm-up, window, drain): what the \

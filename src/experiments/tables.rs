@@ -283,8 +283,9 @@ fn comp8005_response(data: &RunData) -> Table {
     t
 }
 
-/// How far each model got, and why it stopped (the study's test cases).
-/// The largest count each model held and its first failure with the cause.
+/// How far each model got, and why it stopped: the largest count each
+/// held and its first failure with the cause (comp8005's test cases, c1m's
+/// counts).
 fn limits(data: &RunData) -> Table {
     let mut t = Table::new(
         "How many clients each model held, and what stopped it",

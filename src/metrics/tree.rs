@@ -245,22 +245,51 @@ mod tests {
         assert!(m.pss_kib > 0);
     }
 
+    /// Waits (at most 5 s) until `pid` sleeps: past its dynamic loader,
+    /// which opens and closes files, so its descriptors stand still.
+    fn settled(pid: u32) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while std::time::Instant::now() < deadline {
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let asleep = state
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                == Some("S");
+            if asleep {
+                return;
+            }
+            std::thread::yield_now();
+        }
+    }
+
     #[test]
     fn sockets_are_counted_and_awaited() {
-        let me = std::process::id();
+        // A child whose stdin is a listening socket, in a tree of one
+        // process (it may inherit descriptors other tests left without
+        // close-on-exec: those are its others, as the idle sample's are).
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        let with = sockets(&[me]);
-        drop(l);
-        assert!(with >= 1);
-        // The listener is gone: one socket fewer, and this thread counts.
-        // Scanned: this test process has children of other tests.
-        assert!(wait_for(
-            &[me],
-            with - 1,
-            0,
-            1,
-            std::time::Duration::from_secs(5)
-        ));
+        let fd = std::os::fd::OwnedFd::from(l);
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .stdin(std::process::Stdio::from(fd))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start sleep");
+        let pid = child.id();
+        settled(pid);
+        let stall = std::time::Duration::from_millis(100);
+        let scanned = sockets(&[pid]);
+        let others = open_fds(pid).map_or(0, |n| n - scanned as u64);
+        // Counted by descriptors less those that are not sockets (the
+        // kernel's count), or scanned (older kernels): one either way.
+        let reached = wait_for(&[pid], scanned, others, 0, stall);
+        let beyond = wait_for(&[pid], scanned + 1, others, 0, stall);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(scanned >= 1);
+        assert!(reached);
+        assert!(!beyond, "more sockets seen than the child holds");
     }
 
     #[test]
@@ -273,6 +302,7 @@ mod tests {
             .spawn()
             .expect("start sleep");
         let pid = child.id();
+        settled(pid);
         let listed = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count());
         let counted = open_fds(pid);
         let by_count = sockets_by_count(&[pid], 3);

@@ -141,6 +141,8 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     if let Some(kind) = args.workload.map(WorkloadKind::from) {
         if kind != workload.kind {
             workload.kind = kind;
+            // A preset's open loop is of its closed workload.
+            workload.rate = None;
             workload.total_messages = None;
             workload.messages_per_connection = None;
             if workload.duration_seconds == 0.0 {

@@ -1,7 +1,8 @@
 //! Which charts a run gets and what goes in them: time (or mean latency)
 //! with a fitted power law per model, latency percentiles, throughput,
-//! memory per connection ([`super::memory`]), CPU per message, and for churn the connect rate
-//! and connect latency. A chart (or one panel of it) with nothing to draw is
+//! memory per connection ([`super::memory`]), CPU per message, for an
+//! open loop what holding connections costs (memory per connection and
+//! p99 against them), and for churn the connect rate and connect latency. A chart (or one panel of it) with nothing to draw is
 //! left out and said so in one line, never drawn empty.
 
 use super::charts::{Entry, Figure, Line, Panel, Point};
@@ -105,8 +106,9 @@ pub fn charts(data: &RunData) -> Vec<Chart> {
             about: "What each connection costs as the count grows, at the open loop's offered \
                     rate: kernel memory (slab and TCP buffers, system-wide, both ends of each \
                     loopback connection), the server's anonymous memory with every connection \
-                    up, the client's peak resident memory (its processes summed), each over the \
-                    connections; and the 99th percentile round trip, counted from when each \
+                    up, each over the connections; the client's peak resident memory (its \
+                    processes summed, each one's program pages and fixed cost included, so it \
+                    falls with the count) divided by the connections; and the 99th percentile round trip, counted from when each \
                     message was due."
                 .into(),
             panels: vec![
@@ -116,7 +118,7 @@ pub fn charts(data: &RunData) -> Vec<Chart> {
                 panel("server", "KiB per connection", Unit::Count, |m| {
                     m.user_kib_per_connection
                 }),
-                panel("client", "KiB per connection", Unit::Count, |m| {
+                panel("client peak RSS ÷ connections", "KiB per connection", Unit::Count, |m| {
                     m.client_kib_per_connection
                 }),
                 panel("p99", "latency", Unit::Micros, |m| m.latency_p99_us),

@@ -232,7 +232,11 @@ fn workload(plan: &RunPlan) -> String {
     match w.connect_rate {
         Some(r) => format!(
             "{text}; connections opened at {} a second",
-            units::format_count(r)
+            if r >= 1000.0 {
+                units::format_count(r)
+            } else {
+                units::sig3(r)
+            }
         ),
         None => text,
     }

@@ -288,10 +288,6 @@ impl CellResult {
             jain: load.fairness.as_ref().and_then(|f| f.jain),
             ..Metrics::default()
         };
-        if let (Some(cpus), false) = (load.limits.server_cpus, churn) {
-            m.server_window_cpu_per_message_us = per_message(cpus * load.measured_seconds);
-            m.server_cpu_per_connection_second_us = Some(cpus * 1e6 / n);
-        }
         if let Some(s) = &self.server {
             if !churn {
                 m.held = Some(s.loaded.sockets.saturating_sub(s.idle.sockets) as f64);
@@ -311,6 +307,11 @@ impl CellResult {
             }
             m.vm_peak_kib = positive(s.loaded.vm_peak_kib.max(s.end.vm_peak_kib) as f64);
             m.vm_hwm_kib = positive(s.end.vm_hwm_kib.max(s.loaded.vm_hwm_kib) as f64);
+        }
+        if let (Some(cpus), false) = (load.limits.server_cpus, churn) {
+            m.server_window_cpu_per_message_us = per_message(cpus * load.measured_seconds);
+            let held = m.held.filter(|&h| h > 0.0).unwrap_or(n);
+            m.server_cpu_per_connection_second_us = Some(cpus * 1e6 / held);
         }
         if let (Some(a), Some(b), false) = (self.kernel_before, self.kernel_loaded, churn) {
             let total = |k: KernelMemory| (k.slab_kib + k.tcp_buffers_kib) as f64;

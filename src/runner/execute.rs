@@ -261,7 +261,11 @@ fn measure(
     let limits = limits_hit(&report, summaries);
     result.load = Some(report);
     if let Some(t) = server_trouble {
-        return Err(Trouble::Failed(t));
+        return Err(Trouble::Failed(if limits.is_empty() {
+            t
+        } else {
+            format!("{t}; limit hit: {}", limits.join("; "))
+        }));
     }
     // A window in which not every connection could finish a round trip
     // measured which connections happened to finish, not the server.
@@ -465,6 +469,17 @@ fn server_args(
     a
 }
 
+/// Event loops per client process for a cell of `n` connections: one per
+/// CPU the client may use, at most one per connection.
+pub(crate) fn client_threads(plan: &RunPlan, n: usize) -> usize {
+    if plan.client_cpus.is_empty() {
+        crate::sys::affinity::cpus_available()
+    } else {
+        plan.client_cpus.len()
+    }
+    .clamp(1, n.max(1))
+}
+
 /// The client's plan for a cell against `target`, checked as any plan
 /// is; its command line is recorded with the results.
 fn load_plan(
@@ -501,12 +516,8 @@ fn load_plan(
         Duration::from_secs_f64(w.warmup_seconds)
     };
     let cpus = (!plan.client_cpus.is_empty()).then(|| plan.client_cpus.clone());
-    let threads = cpus
-        .as_ref()
-        .map_or_else(crate::sys::affinity::cpus_available, Vec::len)
-        .clamp(1, n.max(1));
     let mut p = LoadPlan {
-        threads,
+        threads: client_threads(plan, n),
         stop,
         warmup,
         message_size: w.payload.as_ref().map_or(w.message_bytes, String::len),

@@ -39,7 +39,8 @@ pub fn settings(plan: &RunPlan) -> Value {
 pub(crate) struct Identity<'a> {
     cells: HashMap<&'a str, &'a CellSpec>,
     settings: Value,
-    /// The workload as a load report names it (`closed`, `burst`, `churn`).
+    /// The workload as a load report names it (`closed`, `open`, `burst`,
+    /// `churn`).
     workload: String,
     size_label: &'a str,
 }

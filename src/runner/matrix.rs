@@ -178,7 +178,8 @@ impl Rate {
     /// each connection`.
     pub fn text(self) -> String {
         match self {
-            Rate::Total(r) => format!("{} messages/s in total", format_count(r)),
+            Rate::Total(r) if r >= 1000.0 => format!("{} messages/s in total", format_count(r)),
+            Rate::Total(r) => format!("{} messages/s in total", sig(r)),
             Rate::PerConnection(r) => format!("{} messages/s on each connection", sig(r)),
         }
     }

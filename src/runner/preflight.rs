@@ -24,10 +24,6 @@ use crate::present::units::format_count;
 
 use super::matrix::RunPlan;
 
-/// Tasks kept free for the rest of the machine when a server makes a task
-/// per connection.
-const TASK_MARGIN: u64 = 512;
-
 /// Threads parked to measure what one costs.
 const PARKED: usize = 256;
 
@@ -55,35 +51,44 @@ pub fn check(plan: &RunPlan) -> Vec<Finding> {
     check_with(plan, &System::read())
 }
 
-/// The largest cell of `plan` against `system`.
+/// The largest cell of `plan` that will run (models refused up front
+/// from a count on do not make it) against `system`.
 pub(crate) fn check_with(plan: &RunPlan, system: &System) -> Vec<Finding> {
-    let Some(&n) = plan.connections.iter().max() else {
-        return Vec::new();
-    };
     if plan.bench.is_some() {
         return Vec::new();
     }
-    let ip = plan
-        .bind
-        .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
-    let threads = if plan.client_cpus.is_empty() {
-        crate::sys::affinity::cpus_available()
-    } else {
-        plan.client_cpus.len()
+    let runs = |n: usize| {
+        plan.models
+            .iter()
+            .any(|m| !plan.refused.iter().any(|r| r.model == *m && n >= r.from))
+    };
+    let Some(n) = plan.connections.iter().copied().filter(|&n| runs(n)).max() else {
+        return Vec::new();
+    };
+    // The servers run here, on --bind or loopback; a run of --targets
+    // alone goes where they are.
+    let ours = plan
+        .models
+        .iter()
+        .any(|m| !plan.targets.iter().any(|t| t.name == *m));
+    let target = match plan.targets.first() {
+        Some(t) if !ours => t.addr,
+        _ => std::net::SocketAddr::new(
+            plan.bind
+                .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
+            7,
+        ),
     };
     let needs = Needs {
         connections: n,
-        target: std::net::SocketAddr::new(ip, 7),
+        target,
         sources: 0,
-        threads: threads.clamp(1, n.max(1)),
+        threads: super::execute::client_threads(plan, n),
         listen_queues: super::execute::server_processes(n, system.nofile_hard),
+        // Agents check their own machines; here, only the servers' half.
+        client_here: plan.agents.is_none(),
     };
-    // Agents check their own machines; here, only the servers' half.
-    let mut out = preflight::check_with(&needs, plan.workload.connect_rate, system);
-    if plan.agents.is_some() {
-        out.retain(|f| !f.what.contains("client"));
-    }
-    out
+    preflight::check_with(&needs, plan.workload.connect_rate, system)
 }
 
 /// A model's counts it cannot hold here, and why: the first count refused
@@ -144,32 +149,11 @@ pub(crate) fn task_refusal(
     }
     let name = model.name();
     let n = connections as u64;
-    let mut causes = Vec::new();
-    let mut fixes = Vec::new();
-    if let Some(limit) = system.tasks.refusing(n, TASK_MARGIN) {
-        causes.push(format!(
-            "{} tasks do not fit: {} leaves room for {} (keeping {TASK_MARGIN} free)",
-            format_count(n as f64),
-            limit.describe(),
-            format_count(limit.room(TASK_MARGIN) as f64)
-        ));
-        fixes.push(limit.fix(n, TASK_MARGIN));
-    }
-    // Each thread's stack is two mappings (stack and guard page), all in
-    // one process when the tasks are threads.
-    let maps = n * 2 + 1024;
-    if let (Some(max), true) = (system.max_map_count, !model.forks()) {
-        if model.task_per_connection() && maps > max {
-            causes.push(format!(
-                "two memory mappings per thread: {} exceed vm.max_map_count={max}",
-                format_count(maps as f64)
-            ));
-            fixes.push(format!(
-                "sysctl -w vm.max_map_count={}",
-                maps.next_power_of_two()
-            ));
-        }
-    }
+    let threads = model.task_per_connection() && !model.forks();
+    let (mut causes, mut fixes): (Vec<String>, Vec<String>) =
+        preflight::task_shortfalls(n, threads, system)
+            .into_iter()
+            .unzip();
     // What its tasks and connections would take: a cause past what is
     // available, said beside the other causes anyway.
     let mut memory = None;
@@ -224,9 +208,12 @@ mod tests {
         System::example()
     }
 
+    /// The client pinned to one CPU, as --pin split gives it on two.
     fn plan(models: &str, connections: &[usize]) -> RunPlan {
         let models: Vec<&str> = models.split(',').collect();
-        RunPlan::example(&models, connections, 1)
+        let mut p = RunPlan::example(&models, connections, 1);
+        p.client_cpus = vec![1];
+        p
     }
 
     #[test]
@@ -236,6 +223,43 @@ mod tests {
         // 51 server processes, each with its own listen queue: the
         // client's 256 connects in flight per loop do not overflow them.
         assert!(f.iter().all(|x| !x.what.contains("somaxconn")), "{f:?}");
+    }
+
+    #[test]
+    fn with_agents_only_the_servers_half_is_checked_here() {
+        let s = System {
+            file_max: Some(1_500_000),
+            ..machine()
+        };
+        let mut p = plan("epoll", &[1_000_000]);
+        p.agents = Some(crate::client::agents::Launch {
+            templates: Vec::new(),
+            agents: 4,
+        });
+        p.bind = Some("10.77.0.1".parse().unwrap());
+        // A million server sockets fit 1.5 million files; the client's
+        // ports and files are the agents' business.
+        let f = check_with(&p, &s);
+        assert!(blocking(&f).is_none(), "{f:?}");
+        assert!(
+            f.iter().all(|x| !x.what.contains("source address")),
+            "{f:?}"
+        );
+    }
+
+    #[test]
+    fn the_largest_cell_that_runs_is_checked() {
+        let s = System {
+            file_max: Some(1_500_000),
+            ..machine()
+        };
+        let mut p = plan("threads", &[10, 1_000_000]);
+        p.refused = vec![Refusal {
+            model: "threads".into(),
+            from: 100_000,
+            why: "tasks".into(),
+        }];
+        assert!(blocking(&check_with(&p, &s)).is_none());
     }
 
     #[test]

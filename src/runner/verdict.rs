@@ -125,9 +125,13 @@ pub fn tables(data: &RunData) -> Vec<Table> {
                 limit_note(&cells).unwrap_or_else(dash),
             ]);
         }
-        // Leave out the cost columns (from the fourth) no row has.
+        // Leave out the cost columns (from the fourth) no row has, and
+        // the p99 when it is already the ranked figure.
         let keep: Vec<bool> = (0..header.len())
-            .map(|i| i < 3 || body.iter().any(|r| r[i] != "–"))
+            .map(|i| {
+                (i < 3 || body.iter().any(|r| r[i] != "–"))
+                    && !(i == 3 && p == super::matrix::Primary::Latency)
+            })
             .collect();
         header = only(header, &keep);
         out.push(Table {
