@@ -245,6 +245,19 @@ mod tests {
         assert!(m.pss_kib > 0);
     }
 
+    /// A `sleep 30` with `stdin`, its output discarded, settled.
+    fn sleeper(stdin: std::process::Stdio) -> std::process::Child {
+        let child = std::process::Command::new("sleep")
+            .arg("30")
+            .stdin(stdin)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start sleep");
+        settled(child.id());
+        child
+    }
+
     /// Waits (at most 5 s) until `pid` sleeps: past its dynamic loader,
     /// which opens and closes files, so its descriptors stand still.
     fn settled(pid: u32) {
@@ -269,15 +282,8 @@ mod tests {
         // close-on-exec: those are its others, as the idle sample's are).
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let fd = std::os::fd::OwnedFd::from(l);
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .stdin(std::process::Stdio::from(fd))
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("start sleep");
+        let mut child = sleeper(std::process::Stdio::from(fd));
         let pid = child.id();
-        settled(pid);
         let stall = std::time::Duration::from_millis(100);
         let scanned = sockets(&[pid]);
         let others = open_fds(pid).map_or(0, |n| n - scanned as u64);
@@ -294,15 +300,8 @@ mod tests {
 
     #[test]
     fn descriptors_are_counted_with_one_stat() {
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("start sleep");
+        let mut child = sleeper(std::process::Stdio::null());
         let pid = child.id();
-        settled(pid);
         let listed = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count());
         let counted = open_fds(pid);
         let by_count = sockets_by_count(&[pid], 3);
