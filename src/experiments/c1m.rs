@@ -9,7 +9,7 @@
 
 use super::tables::{missing, summary};
 use crate::export::table::Table;
-use crate::present::units::{format_count, seconds, sig3};
+use crate::present::units::{format_count, seconds};
 use crate::runner::cell::Metrics;
 use crate::runner::results::RunData;
 
@@ -42,13 +42,7 @@ pub(super) fn table(data: &RunData) -> Table {
     );
     type Column = (fn(&Metrics) -> Option<f64>, fn(f64) -> String);
     let us = |v: f64| seconds(v / 1e6);
-    let kib = |v: f64| {
-        if v.abs() < 1.0 {
-            format!("{} B", sig3(v * 1024.0))
-        } else {
-            format!("{} KiB", sig3(v))
-        }
-    };
+    let kib = crate::runner::memory::kib;
     let columns: [Column; 18] = [
         (|m| m.held, format_count),
         (|m| m.echoed_share, |v| format!("{v:.4}")),

@@ -46,11 +46,15 @@ pub struct TreeMemory {
 /// Whether process `pid` runs (a zombie, dead and not yet reaped, does
 /// not): the state after the command name in `/proc/PID/stat`.
 pub fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| !matches!(state, "Z" | "X"))
-    })
+    state(pid).is_some_and(|s| !matches!(s.as_str(), "Z" | "X"))
+}
+
+/// The state letter of process `pid` (`R`, `S`, `Z`…): the field after the
+/// command name in `/proc/PID/stat`; `None` when it is gone.
+pub(crate) fn state(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().next().map(str::to_string)
 }
 
 /// `root` and all its descendants that exist now (children are found
@@ -262,15 +266,7 @@ mod tests {
     /// which opens and closes files, so its descriptors stand still.
     fn settled(pid: u32) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while std::time::Instant::now() < deadline {
-            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let asleep = state
-                .rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().next())
-                == Some("S");
-            if asleep {
-                return;
-            }
+        while std::time::Instant::now() < deadline && state(pid).as_deref() != Some("S") {
             std::thread::yield_now();
         }
     }

@@ -47,6 +47,16 @@ pub(crate) fn sig3(v: f64) -> String {
     }
 }
 
+/// A rate or amount in full: thousands separated from 1,000 up (`20,000`),
+/// three significant digits below (`0.05`).
+pub(crate) fn amount(v: f64) -> String {
+    if v.abs() >= 1000.0 {
+        format_count(v)
+    } else {
+        sig3(v)
+    }
+}
+
 /// A count with an SI suffix: 380, 1.5k, 100k, 2.5M.
 pub fn count(v: f64) -> String {
     let a = v.abs();

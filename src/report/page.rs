@@ -232,11 +232,7 @@ fn workload(plan: &RunPlan) -> String {
     match w.connect_rate {
         Some(r) => format!(
             "{text}; connections opened at {} a second",
-            if r >= 1000.0 {
-                units::format_count(r)
-            } else {
-                units::sig3(r)
-            }
+            units::amount(r)
         ),
         None => text,
     }

@@ -83,12 +83,7 @@ pub(crate) fn run_cell(plan: &RunPlan, spec: &CellSpec, dir: &Path) -> Ended {
         None => measure(plan, spec, dir, &mut result),
     };
     result.wall_seconds = t0.elapsed().as_secs_f64();
-    let cpu = sys::process::Usage::of_self();
-    result.runner_cpu_seconds = Some(
-        (cpu.user + cpu.system)
-            .saturating_sub(cpu0.user + cpu0.system)
-            .as_secs_f64(),
-    );
+    result.runner_cpu_seconds = Some(sys::process::Usage::of_self().cpu_since(&cpu0));
     match outcome {
         Ok(()) => {}
         Err(Trouble::Interrupted) => return Ended::Interrupted,
@@ -169,11 +164,8 @@ fn measure(
         kernel_loaded = kernel::sample();
         traffic_from = Some(sys::process::Usage::of_self());
     });
-    if let Some(from) = traffic_from {
-        let now = sys::process::Usage::of_self();
-        let cpu = |u: sys::process::Usage| u.user + u.system;
-        result.runner_traffic_cpu_seconds = Some(cpu(now).saturating_sub(cpu(from)).as_secs_f64());
-    }
+    result.runner_traffic_cpu_seconds =
+        traffic_from.map(|from| sys::process::Usage::of_self().cpu_since(&from));
     // Peaks only: the sockets were counted with every connection up.
     let end = tree::memory(&pids);
     let died = servers.iter().position(|s| !s.running());
@@ -259,13 +251,16 @@ fn measure(
     let too_little = report.too_little();
     let summaries = result.server.as_ref().map_or(&[][..], |s| &s.summaries[..]);
     let limits = limits_hit(&report, summaries);
+    let naming_limits = |why: String| {
+        if limits.is_empty() {
+            why
+        } else {
+            format!("{why}; limit hit: {}", limits.join("; "))
+        }
+    };
     result.load = Some(report);
     if let Some(t) = server_trouble {
-        return Err(Trouble::Failed(if limits.is_empty() {
-            t
-        } else {
-            format!("{t}; limit hit: {}", limits.join("; "))
-        }));
+        return Err(Trouble::Failed(naming_limits(t)));
     }
     // A window in which not every connection could finish a round trip
     // measured which connections happened to finish, not the server.
@@ -273,15 +268,11 @@ fn measure(
         return Err(Trouble::Failed(why));
     }
     if failures > 0 {
-        let mut why = format!(
+        return Err(Trouble::Failed(naming_limits(format!(
             "{failures} of {} connections failed ({})",
             spec.connections,
             errors.join(", ")
-        );
-        if !limits.is_empty() {
-            why += &format!("; limit hit: {}", limits.join("; "));
-        }
-        return Err(Trouble::Failed(why));
+        ))));
     }
     result.status = Status::Ok;
     Ok(())

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::present::units::format_count;
+use crate::present::units::{amount, format_count};
 
 /// Version of `plan.json` and `results.jsonl`; bumped when a field changes
 /// meaning or disappears.
@@ -178,15 +178,10 @@ impl Rate {
     /// each connection`.
     pub fn text(self) -> String {
         match self {
-            Rate::Total(r) if r >= 1000.0 => format!("{} messages/s in total", format_count(r)),
-            Rate::Total(r) => format!("{} messages/s in total", sig(r)),
-            Rate::PerConnection(r) => format!("{} messages/s on each connection", sig(r)),
+            Rate::Total(r) => format!("{} messages/s in total", amount(r)),
+            Rate::PerConnection(r) => format!("{} messages/s on each connection", amount(r)),
         }
     }
-}
-
-fn sig(v: f64) -> String {
-    crate::present::units::sig3(v)
 }
 
 fn default_timeout() -> f64 {

@@ -177,6 +177,13 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// CPU seconds (user plus system) used between `from` and this one.
+    pub(crate) fn cpu_since(&self, from: &Usage) -> f64 {
+        (self.user + self.system)
+            .saturating_sub(from.user + from.system)
+            .as_secs_f64()
+    }
+
     fn of(ru: &libc::rusage) -> Usage {
         let tv = |t: libc::timeval| {
             std::time::Duration::from_micros(t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64)
