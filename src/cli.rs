@@ -425,12 +425,39 @@ pub struct ServeArgs {
     /// Set SO_REUSEPORT so several servers can share one port.
     #[arg(long)]
     pub reuseport: bool,
+    /// Interval control (the readiness models): wait at least this long
+    /// between two waits, so each returns more events, e.g. 1ms [max 1s].
+    #[arg(long, default_value = "0s")]
+    pub interval: String,
+    /// After every read, add the bytes to the connection's counter in a
+    /// table shared by the whole server and to a global total, under one
+    /// lock (the thesis's "locking after each read").
+    #[arg(long)]
+    pub shared_state: bool,
+    /// The lock of --shared-state (process-shared for every model).
+    #[arg(long, value_enum, default_value = "mutex", requires = "shared_state")]
+    pub lock: Lock,
     /// Set the soft open-files limit before serving (to study EMFILE).
     #[arg(long)]
     pub nofile: Option<u64>,
+    /// Set RLIMIT_SIGPENDING, the real-time signals the user may have
+    /// queued, before serving (to study sigio's queue overflow).
+    #[arg(long, value_name = "N")]
+    pub sigpending: Option<u64>,
     /// Pin the server to these CPUs, e.g. 0 or 0-1.
     #[arg(long)]
     pub cpus: Option<String>,
+}
+
+/// `c10k serve --lock`: the lock of `--shared-state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Lock {
+    /// A pthread mutex (sleeps in a futex when contended).
+    Mutex,
+    /// A spin lock that yields the CPU every 100 tries.
+    Spin,
+    /// A pthread rwlock, taken for writing.
+    Rwlock,
 }
 
 /// `c10k serve --accept`: how epoll-workers shares the listener.

@@ -29,6 +29,7 @@ use rustix::net::SocketFlags;
 use super::{BenchError, Output};
 use crate::export::table::Table;
 use crate::present::units::format_count;
+use crate::server::pace::Pace;
 use crate::stats::Summary;
 use crate::sys;
 
@@ -401,16 +402,13 @@ fn serve(
             tv_sec: 0,
             tv_nsec: 10_000_000,
         };
-        let mut last_wait = Instant::now();
+        let mut pace = Pace::new(if mode.paced() {
+            interval
+        } else {
+            Duration::ZERO
+        });
         while Instant::now() < end {
-            if mode.paced() {
-                let next = last_wait + interval;
-                let now = Instant::now();
-                if next > now {
-                    std::thread::sleep(next - now);
-                }
-            }
-            last_wait = Instant::now();
+            pace.before_wait();
             let n = match epoll::wait(&ep, &mut events[..], Some(&timeout)) {
                 Ok(n) => n,
                 Err(rustix::io::Errno::INTR) => 0,

@@ -49,7 +49,7 @@ fn accept_settings(a: &MicroAcceptArgs) -> Result<accept::Settings, String> {
         return Err("--duration must be from 10ms to 10m".into());
     }
     let interval = parse_duration(&a.interval).map_err(|e| format!("--interval: {e}"))?;
-    if interval > Duration::from_secs(1) {
+    if interval > crate::server::pace::MAX_INTERVAL {
         return Err("--interval must be at most 1s".into());
     }
     Ok(accept::Settings {

@@ -24,6 +24,7 @@ use crate::cli::ServeArgs;
 use crate::present::units::parse_size;
 use crate::server::{self, run::Setup, Config, Model};
 use crate::sys::affinity::cpus_available;
+use crate::sys::lock::LockKind;
 
 use crate::client::plan::MAX_SECONDS;
 
@@ -75,6 +76,25 @@ impl ServePlan {
         if a.nofile.is_some_and(|n| n < 16) {
             return Err("--nofile: below 16 descriptors the server cannot start".into());
         }
+        if a.sigpending == Some(0) {
+            return Err("--sigpending 0 would leave no room for a single signal".into());
+        }
+        let interval = parse_duration(&a.interval).map_err(|e| format!("--interval: {e}"))?;
+        if interval > server::pace::MAX_INTERVAL {
+            return Err(format!("--interval {}: must be at most 1s", a.interval));
+        }
+        if !interval.is_zero() && !model.readiness() {
+            return Err(format!(
+                "--interval: {} does not wait for readiness in a loop; interval control is for {}",
+                model.name(),
+                server::MODELS
+                    .iter()
+                    .filter(|m| m.readiness())
+                    .map(|m| m.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
         let cpus = cpus_flag(a.cpus.as_deref())?;
         Ok(ServePlan {
             model,
@@ -88,9 +108,16 @@ impl ServePlan {
                 accept: a.accept.into(),
                 backlog: a.backlog,
                 reuseport: a.reuseport,
+                interval,
+                shared_state: a.shared_state.then_some(match a.lock {
+                    crate::cli::Lock::Mutex => LockKind::Mutex,
+                    crate::cli::Lock::Spin => LockKind::Spin,
+                    crate::cli::Lock::Rwlock => LockKind::RwLock,
+                }),
             },
             setup: Setup {
                 nofile: a.nofile,
+                sigpending: a.sigpending,
                 cpus,
             },
         })

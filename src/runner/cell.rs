@@ -185,6 +185,12 @@ pub struct Metrics {
     pub vm_hwm_kib: Option<f64>,
     /// Connections that ended early.
     pub failed_connections: Option<f64>,
+    /// Readiness loops: descriptors a wait returned, on average over the
+    /// servers' whole lives (connection set-up included).
+    pub events_per_wait: Option<f64>,
+    /// `sigio`: times the real-time signal queue overflowed and every
+    /// connection was polled instead, over the servers' lives.
+    pub overflows: Option<f64>,
     /// Herd: worker wake-ups per connection.
     pub wakeups_per_connection: Option<f64>,
     /// Herd: accepts that found nothing (EAGAIN) per connection.
@@ -307,6 +313,15 @@ impl CellResult {
             }
             m.vm_peak_kib = positive(s.loaded.vm_peak_kib.max(s.end.vm_peak_kib) as f64);
             m.vm_hwm_kib = positive(s.end.vm_hwm_kib.max(s.loaded.vm_hwm_kib) as f64);
+            let waits = |k: &str| -> u64 {
+                let of = |v: &serde_json::Value| v["waits"][k].as_u64().unwrap_or(0);
+                s.summaries.iter().map(of).sum()
+            };
+            let (calls, events) = (waits("waits"), waits("events"));
+            if calls > 0 {
+                m.events_per_wait = Some(events as f64 / calls as f64);
+                m.overflows = Some(waits("overflows") as f64);
+            }
         }
         if let (Some(cpus), false) = (load.limits.server_cpus, churn) {
             m.server_window_cpu_per_message_us = per_message(cpus * load.measured_seconds);

@@ -81,6 +81,8 @@ pub struct Conn {
     tail: usize,
     /// The peer has shut down its write side.
     eof: bool,
+    /// Its number in the `--shared-state` table, from its first read.
+    id: Option<u64>,
 }
 
 impl Conn {
@@ -92,6 +94,7 @@ impl Conn {
             head: 0,
             tail: 0,
             eof: false,
+            id: None,
         }
     }
 
@@ -144,6 +147,7 @@ impl Conn {
                     self.head = 0;
                     self.tail = n;
                     reads += 1;
+                    stats.state.read(&mut self.id, n as u64);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     // Nothing owed (flushed above): an idle connection

@@ -33,6 +33,9 @@ use super::{Context, Model, Variant};
 pub(crate) struct Epoll;
 
 impl Model for Epoll {
+    fn readiness(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "epoll"
     }

@@ -32,6 +32,9 @@ use super::{AcceptMode, Config, Context, Model, Variant};
 pub(crate) struct EpollWorkers;
 
 impl Model for EpollWorkers {
+    fn readiness(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "epoll-workers"
     }

@@ -56,6 +56,9 @@ use super::{Context, Model, Stats, Variant};
 pub(crate) struct Hybrid;
 
 impl Model for Hybrid {
+    fn readiness(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "hybrid"
     }

@@ -4,18 +4,21 @@
 //! policy in [`accept`] (max-conns refusals, EMFILE back-off) and the counters
 //! in [`Stats`]; models differ only in how they wait for readiness and who
 //! runs the handler. The readiness models (select, poll, epoll,
-//! epoll-workers, hybrid) share one loop as well, [`reactor`]: each of them
+//! epoll-workers, hybrid, busy, sigio) share one loop as well, [`reactor`]: each of them
 //! is a waiter and a handler. Adding a model is a file, an `impl Model` and a
 //! line in [`MODELS`]; the conformance suite runs every model's
 //! [`Model::variants`] from that registry.
 
 pub mod accept;
 pub mod conn;
+pub mod pace;
 pub mod reactor;
 pub mod run;
+pub mod shared_state;
 pub mod stats;
 pub mod table;
 
+mod busy;
 mod children;
 mod epoll;
 mod epoll_workers;
@@ -24,11 +27,15 @@ mod hybrid;
 mod poll;
 mod prefork;
 mod select;
+mod sigio;
 mod threads;
 mod tokio_tasks;
 mod uring;
 
 use std::net::{SocketAddr, TcpListener};
+use std::time::Duration;
+
+use crate::sys::lock::LockKind;
 
 pub use stats::{Stats, Summary};
 
@@ -67,6 +74,12 @@ pub struct Config {
     pub backlog: i32,
     /// Set SO_REUSEPORT on the listener so several servers share a port.
     pub reuseport: bool,
+    /// Interval control: the least time between two waits of a readiness
+    /// loop (zero: none).
+    pub interval: Duration,
+    /// `--shared-state`: update a table shared by the whole server after
+    /// every read, under a lock of this kind.
+    pub shared_state: Option<LockKind>,
 }
 
 /// What a model gets to run with.
@@ -113,6 +126,17 @@ pub trait Model: Sync {
     fn probe(&self, _config: &Config) -> Result<(), String> {
         Ok(())
     }
+    /// Why the model uses CPU while idle, for a model that never sleeps by
+    /// design (`busy`); the checks that it does not spin are skipped for it
+    /// with this reason.
+    fn spins(&self) -> Option<&'static str> {
+        None
+    }
+    /// Whether the model waits in the readiness [`reactor`] (and so takes
+    /// `--interval`).
+    fn readiness(&self) -> bool {
+        false
+    }
     /// Whether the model forks (it must then stay single-threaded and be
     /// woken by SIGCHLD).
     fn forks(&self) -> bool {
@@ -154,8 +178,10 @@ pub static MODELS: &[&dyn Model] = &[
     &threads::Threads,
     &fork::Fork,
     &prefork::Prefork,
+    &busy::Busy,
     &select::Select,
     &poll::Poll,
+    &sigio::Sigio,
     &epoll::Epoll,
     &epoll_workers::EpollWorkers,
     &uring::Uring,

@@ -24,6 +24,9 @@ use crate::sys::pollset::{PollSet, POLLIN, POLLOUT};
 pub(crate) struct Poll;
 
 impl Model for Poll {
+    fn readiness(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "poll"
     }

@@ -1,16 +1,20 @@
 //! The readiness reactor: the one loop of every model that waits for
-//! readiness (`select`, `poll`, `epoll`, `epoll-workers`, `hybrid`), as
-//! redis's `ae.c` is one loop over `ae_select.c` and `ae_epoll.c`.
+//! readiness (`busy`, `select`, `poll`, `sigio`, `epoll`, `epoll-workers`,
+//! `hybrid`), as redis's `ae.c` is one loop over `ae_select.c` and
+//! `ae_epoll.c`.
 //!
 //! The loop owns everything those models share: the stop pipe, the listener
 //! (unwatched while the accept [`Gate`] is paused after EMFILE), accepting,
 //! the connection [`Table`], interest changes, the list of connections to
 //! serve again without waiting (edge-triggered waiting), EINTR (a wait
-//! interrupted by a signal returns no events) and errors. A model brings two
+//! interrupted by a signal returns no events), interval control
+//! (`--interval`, [`Pace`]), the wait counts of the summary, and errors. A
+//! model brings two
 //! things:
 //!
 //! - a [`Waiter`]: how it waits. One small file per mechanism, each stating
-//!   its cost: `select.rs`, `poll.rs`, `epoll.rs`.
+//!   its cost: `busy.rs` (no wait at all), `select.rs`, `poll.rs`,
+//!   `sigio.rs` (a real-time signal queue), `epoll.rs`.
 //! - a [`Handler`]: who runs the echo on a ready connection. [`Inline`] runs
 //!   it on the loop's thread; `epoll-workers` adds an inbox of sockets
 //!   accepted by another thread; `hybrid` hands the connection to a pool.
@@ -30,6 +34,7 @@ use anyhow::Context as _;
 
 use super::accept::{accept_all, Gate};
 use super::conn::Want;
+use super::pace::Pace;
 use super::table::{Slot, Step, Table};
 use super::Context;
 
@@ -250,8 +255,10 @@ impl<'a, W: Waiter, H: Handler> Reactor<'a, W, H> {
         let wake = self.handler.wake().map(|fd| fd.as_raw_fd());
         let listen = self.listener.map(|(l, _)| l.as_raw_fd());
         let mut ready = Vec::new();
+        let mut pace = Pace::new(ctx.config.interval);
         loop {
             self.arm_listener()?;
+            pace.before_wait();
             let timeout = if self.core.again.is_empty() {
                 self.core.gate.timeout()
             } else {
@@ -263,7 +270,7 @@ impl<'a, W: Waiter, H: Handler> Reactor<'a, W, H> {
                 // next wait.
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e).context(W::CALL),
-                Ok(()) => {}
+                Ok(()) => ctx.stats.waited(ready.len()),
             }
             for &fd in &ready {
                 if fd == stop {

@@ -20,6 +20,8 @@ use crate::sys;
 pub struct Setup {
     /// Soft open-files limit to set (to study EMFILE).
     pub nofile: Option<u64>,
+    /// RLIMIT_SIGPENDING to set (to study sigio's queue overflow).
+    pub sigpending: Option<u64>,
     /// CPUs to pin the server (and its threads and children) to.
     pub cpus: Option<Vec<usize>>,
 }
@@ -48,6 +50,10 @@ pub fn serve(
         sys::rlimit::set_nofile_soft(n)
             .map_err(|e| ServeError::Setup(format!("cannot set the open-files limit: {e}")))?;
     }
+    if let Some(n) = setup.sigpending {
+        sys::sigio::set_sigpending(n)
+            .map_err(|e| ServeError::Setup(format!("cannot set the signal queue limit: {e}")))?;
+    }
     if let Some(cpus) = &setup.cpus {
         sys::affinity::pin_current(cpus)
             .map_err(|e| ServeError::Setup(format!("cannot pin to CPUs {cpus:?}: {e}")))?;
@@ -64,6 +70,14 @@ pub fn serve(
         })?;
     let addr = listener.local_addr().map_err(anyhow::Error::from)?;
     let stats: &'static Stats = sys::shared::shared().map_err(anyhow::Error::from)?;
+    if let Some(kind) = config.shared_state {
+        stats.state.enable(kind).map_err(|e| {
+            ServeError::Setup(format!(
+                "cannot make the shared state's {} lock: {e}",
+                kind.name()
+            ))
+        })?;
+    }
     let shutdown = sys::signals::Shutdown::install(model.forks()).map_err(anyhow::Error::from)?;
     let out = Mutex::new(out);
     let say = |line: &str| -> io::Result<()> {

@@ -31,6 +31,9 @@ use crate::sys::rlimit;
 pub(crate) struct Select;
 
 impl Model for Select {
+    fn readiness(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "select"
     }

@@ -6,8 +6,11 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use serde::Serialize;
 
-/// Counters updated by every model. Plain atomics: safe to place in a
-/// `MAP_SHARED` mapping (see [`crate::sys::shared`]).
+use super::shared_state::{SharedState, StateSummary};
+
+/// Counters updated by every model. Plain atomics (and the shared state's
+/// process-shared lock): safe to place in a `MAP_SHARED` mapping (see
+/// [`crate::sys::shared`]).
 #[derive(Debug, Default)]
 pub struct Stats {
     accepted: AtomicU64,
@@ -20,6 +23,11 @@ pub struct Stats {
     reset: AtomicU64,
     io_other: AtomicU64,
     spawn_failed: AtomicU64,
+    waits: AtomicU64,
+    events: AtomicU64,
+    overflows: AtomicU64,
+    /// `--shared-state`: off unless enabled.
+    pub(crate) state: SharedState,
 }
 
 /// The one line of JSON a server prints when it stops.
@@ -35,6 +43,25 @@ pub struct Summary {
     pub bytes_echoed: u64,
     pub refused: Refused,
     pub errors: Errors,
+    /// The waits of the readiness loops (zero for the other models).
+    #[serde(default)]
+    pub waits: Waits,
+    /// `--shared-state`: what the shared table held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_state: Option<StateSummary>,
+}
+
+/// What the readiness loops' waits returned, over the server's life.
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct Waits {
+    /// Calls that waited (select, poll, epoll_wait, a signalfd read; for
+    /// `busy`, passes over every socket).
+    pub waits: u64,
+    /// Descriptors they reported ready (for `busy`, every one watched).
+    pub events: u64,
+    /// Times `sigio`'s real-time signal queue overflowed and every
+    /// connection was polled instead.
+    pub overflows: u64,
 }
 
 /// Connections closed on purpose.
@@ -84,6 +111,17 @@ impl Stats {
         if n > 0 {
             self.bytes.fetch_add(n, Relaxed);
         }
+    }
+
+    /// One wait of a readiness loop returned `events` descriptors.
+    pub(crate) fn waited(&self, events: usize) {
+        self.waits.fetch_add(1, Relaxed);
+        self.events.fetch_add(events as u64, Relaxed);
+    }
+
+    /// `sigio`'s signal queue overflowed.
+    pub(crate) fn overflowed(&self) {
+        self.overflows.fetch_add(1, Relaxed);
     }
 
     pub(crate) fn refused_max_conns(&self) {
@@ -137,6 +175,12 @@ impl Stats {
                 reset: self.reset.load(Relaxed),
                 io_other: self.io_other.load(Relaxed),
             },
+            waits: Waits {
+                waits: self.waits.load(Relaxed),
+                events: self.events.load(Relaxed),
+                overflows: self.overflows.load(Relaxed),
+            },
+            shared_state: self.state.summary(),
         }
     }
 }

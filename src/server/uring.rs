@@ -254,6 +254,8 @@ struct Conn {
     failed: bool,
     /// Its remaining requests were cancelled.
     cancelled: bool,
+    /// Its number in the `--shared-state` table, from its first read.
+    id: Option<u64>,
 }
 
 impl Conn {
@@ -406,6 +408,7 @@ impl<'a> Worker<'a> {
             eof: false,
             failed: false,
             cancelled: false,
+            id: None,
         });
     }
 
@@ -423,6 +426,7 @@ impl<'a> Worker<'a> {
             if let Some(data) = self.ring.data(&c) {
                 conn.queued.extend_from_slice(data);
             }
+            self.ctx.stats.state.read(&mut conn.id, c.result as u64);
             if conn.once && !c.nonempty {
                 // The backlog that built up while throttled is gone.
                 conn.careful = false;

@@ -8,6 +8,7 @@ pub mod affinity;
 pub mod async_fd;
 pub mod fdset;
 pub mod forks;
+pub mod lock;
 pub mod mapping;
 pub mod net;
 
@@ -15,5 +16,6 @@ pub mod pollset;
 pub mod process;
 pub mod rlimit;
 pub mod shared;
+pub mod sigio;
 pub mod signals;
 pub mod uring;

@@ -86,7 +86,6 @@ impl PollSet {
     }
 
     /// Whether `fd` is watched.
-    #[cfg(test)]
     pub fn contains(&self, fd: RawFd) -> bool {
         self.index.get(fd as usize).is_some_and(|&k| k != 0)
     }
@@ -95,6 +94,11 @@ impl PollSet {
     #[cfg(test)]
     pub fn len(&self) -> usize {
         self.fds.len()
+    }
+
+    /// Every watched descriptor, in array order.
+    pub fn fds(&self) -> impl Iterator<Item = RawFd> + '_ {
+        self.fds.iter().map(|p| p.fd)
     }
 
     /// Polls every entry; returns how many have events.

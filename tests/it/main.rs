@@ -15,6 +15,7 @@ mod load;
 mod micro;
 mod micro_accept;
 mod misbehave;
+mod models;
 mod report;
 mod runner;
 mod scale;
@@ -43,7 +44,7 @@ fn main() {
         "agents::four_client_namespaces_drive_a_server_namespace",
         agents::netns_agents,
     ));
-    let groups: [(&str, &[(&str, support::Test)]); 14] = [
+    let groups: [(&str, &[(&str, support::Test)]); 15] = [
         ("agents", agents::TESTS),
         ("cli", cli::TESTS),
         ("conform", conform::TESTS),
@@ -54,6 +55,7 @@ fn main() {
         ("micro", micro::TESTS),
         ("micro_accept", micro_accept::TESTS),
         ("misbehave", misbehave::TESTS),
+        ("models", models::TESTS),
         ("report", report::TESTS),
         ("runner", runner::TESTS),
         ("scale", scale::TESTS),
