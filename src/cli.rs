@@ -247,6 +247,11 @@ pub struct RunArgs {
     /// (repeatable).
     #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub server_args: Vec<String>,
+    /// A c10k model with more serve flags under a name of its own, run
+    /// beside the models: NAME='MODEL FLAGS', e.g. 'select+lock=select
+    /// --shared-state' or 'epoll@1ms=epoll --interval 1ms' (repeatable).
+    #[arg(long = "variant", value_name = "NAME=MODEL FLAGS")]
+    pub variants: Vec<String>,
     /// Every cell's client runs on agents (--agent, --agents-file,
     /// --agents, as for `c10k load`); the server stays here.
     #[command(flatten)]
@@ -259,7 +264,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "results")]
     pub out: std::path::PathBuf,
     /// Finish an interrupted run in DIR (its own plan is used).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "models", "connections", "runs", "workload", "messages", "duration", "warmup", "message_size", "rate", "rate_per_connection", "connect_rate", "timeout", "pin", "order", "per_connection_csv", "server_args", "servers", "targets", "ready_timeout", "agent", "agents_file", "agents", "bind"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "models", "connections", "runs", "workload", "messages", "duration", "warmup", "message_size", "rate", "rate_per_connection", "connect_rate", "timeout", "pin", "order", "per_connection_csv", "server_args", "variants", "servers", "targets", "ready_timeout", "agent", "agents_file", "agents", "bind"])]
     pub resume: Option<std::path::PathBuf>,
     /// Do not write report.html (the exports are still written).
     #[arg(long)]

@@ -182,7 +182,7 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
     use c10k::runner::{self, Finish};
     if args.list {
         for p in c10k::experiments::presets::all() {
-            println!("{:<9} {}", p.name, p.title);
+            println!("{:<15} {}", p.name, p.title);
         }
         return ExitCode::SUCCESS;
     }

@@ -24,13 +24,60 @@ pub struct Preset {
     pub size_label: &'static str,
     /// Peers ([`super::peers`]) run beside the models, as foreign servers.
     pub peers: &'static [&'static str],
+    /// Variants named in `models`: a name and `MODEL FLAGS` (as
+    /// `--variant NAME='MODEL FLAGS'`).
+    pub variants: &'static [(&'static str, &'static str)],
     /// Where server and client run unless `--pin` says: split (each on its
     /// own CPUs) for every preset but c1m.
     pub pin: Pin,
 }
 
+/// `thesis-lock`: each model again with `--shared-state` (a mutex).
+const LOCKED: &[(&str, &str)] = &[
+    ("threads+lock", "threads --shared-state"),
+    ("select+lock", "select --shared-state"),
+    ("epoll+lock", "epoll --shared-state"),
+    ("fork+lock", "fork --shared-state"),
+];
+
+/// `interval`, `interval-accept`: each loop unpaced, then paced.
+const INTERVAL_MODELS: &[&str] = &[
+    "select",
+    "select@100us",
+    "select@1ms",
+    "select@10ms",
+    "epoll",
+    "epoll@100us",
+    "epoll@1ms",
+    "epoll@10ms",
+];
+
+const INTERVALS: &[(&str, &str)] = &[
+    ("select@100us", "select --interval 100us"),
+    ("select@1ms", "select --interval 1ms"),
+    ("select@10ms", "select --interval 10ms"),
+    ("epoll@100us", "epoll --interval 100us"),
+    ("epoll@1ms", "epoll --interval 1ms"),
+    ("epoll@10ms", "epoll --interval 10ms"),
+];
+
 /// Every preset, the default first.
 pub fn all() -> Vec<Preset> {
+    let interval = Preset {
+        name: "interval",
+        title: "interval control (select(2) done right, 2017): select and epoll waiting at least 0, 100 µs, 1 ms or 10 ms between waits, closed-loop echo at 100 and 10,000 connections",
+        models: INTERVAL_MODELS,
+        connections: &[100, 10_000],
+        runs: 3,
+        workload: Workload::closed(2.0, 0.5),
+        per_connection_csv: false,
+        bench: None,
+        bench_args: &[],
+        size_label: "connections",
+        peers: &[],
+        variants: INTERVALS,
+        pin: Pin::Split,
+    };
     vec![
         Preset {
             name: "tour",
@@ -44,6 +91,7 @@ pub fn all() -> Vec<Preset> {
             bench_args: &[],
             size_label: "connections",
             peers: &[],
+            variants: &[],
             pin: Pin::Split,
         },
         Preset {
@@ -61,6 +109,7 @@ pub fn all() -> Vec<Preset> {
             bench_args: &[],
             size_label: "connections",
             peers: &["go", "node", "asyncio", "uvloop", "erlang", "socat"],
+            variants: &[],
             pin: Pin::Split,
         },
         Preset {
@@ -78,6 +127,34 @@ pub fn all() -> Vec<Preset> {
             bench_args: &[],
             size_label: "connections",
             peers: &[],
+            variants: &[],
+            pin: Pin::Split,
+        },
+        Preset {
+            name: "thesis-lock",
+            title: "the thesis's open question, \"if we use locking after each read will threading be equal to select?\": threads, select, epoll and fork with and without a lock taken after every read (--shared-state), the burst method, 2 to 512 sockets",
+            models: &[
+                "threads",
+                "threads+lock",
+                "select",
+                "select+lock",
+                "epoll",
+                "epoll+lock",
+                "fork",
+                "fork+lock",
+            ],
+            connections: &[2, 4, 8, 16, 32, 64, 128, 200, 256, 300, 400, 512],
+            runs: 10,
+            workload: Workload {
+                kind: WorkloadKind::Burst,
+                ..Workload::closed(0.0, 0.0)
+            },
+            per_connection_csv: false,
+            bench: None,
+            bench_args: &[],
+            size_label: "connections",
+            peers: &[],
+            variants: LOCKED,
             pin: Pin::Split,
         },
         Preset {
@@ -95,6 +172,7 @@ pub fn all() -> Vec<Preset> {
             bench_args: &[],
             size_label: "connections",
             peers: &[],
+            variants: &[],
             pin: Pin::Split,
         },
         Preset {
@@ -117,6 +195,7 @@ pub fn all() -> Vec<Preset> {
             bench_args: &[],
             size_label: "connections",
             peers: &[],
+            variants: &[],
             pin: Pin::Split,
         },
         Preset {
@@ -144,6 +223,7 @@ pub fn all() -> Vec<Preset> {
             bench_args: &[],
             size_label: "connections",
             peers: &[],
+            variants: &[],
             // Unpinned: pinned apart, every message of a mostly idle
             // connection wakes the other CPU twice (about 35 µs each
             // here), and at 20,000 messages/s that tax alone saturated
@@ -167,7 +247,19 @@ pub fn all() -> Vec<Preset> {
             bench_args: &[],
             size_label: "connections",
             peers: &[],
+            variants: &[],
             pin: Pin::Split,
+        },
+        interval.clone(),
+        Preset {
+            name: "interval-accept",
+            title: "interval control against connection churn: select and epoll waiting at least 0, 100 µs, 1 ms or 10 ms between waits, accepts per second",
+            connections: &[1, 8, 64],
+            workload: Workload {
+                kind: WorkloadKind::Churn,
+                ..Workload::closed(2.0, 0.5)
+            },
+            ..interval
         },
         Preset {
             // Memory per parked thread, measured with a thousand parked.
@@ -238,6 +330,7 @@ fn bench(
         bench_args: &[],
         size_label,
         peers: &[],
+        variants: &[],
         pin: Pin::Split,
     }
 }

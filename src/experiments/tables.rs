@@ -14,6 +14,9 @@ use crate::stats::Summary;
 pub fn tables(data: &RunData) -> Vec<Table> {
     match data.plan.experiment.as_str() {
         "thesis" => vec![thesis_times(data), peak_memory(data)],
+        "thesis-lock" => vec![thesis_lock(data)],
+        "interval" => vec![interval(data)],
+        "interval-accept" => vec![accept(data)],
         "muller" => vec![muller(data)],
         "comp8005" => vec![comp8005_response(data), limits(data)],
         "accept" => vec![accept(data)],
@@ -325,6 +328,7 @@ fn accept(data: &RunData) -> Table {
         format!("connect p50 ({last})"),
         format!("connect p99 ({last})"),
         format!("server CPU/conn ({last})"),
+        format!("events/wait ({last})"),
     ]);
     let mut t = Table {
         title: "Accept rate: clients connect and close as fast as the server accepts (connection churn)".into(),
@@ -345,10 +349,106 @@ fn accept(data: &RunData) -> Table {
         row.push(us(summary(data, m, last, |x| {
             x.server_cpu_per_connection_us
         })));
+        row.push(per_wait(summary(data, m, last, |x| x.events_per_wait)));
         t.rows.push(row);
     }
     t.notes.push(format!(
-        "Medians of {} runs. \"At once\" is how many connections the client keeps opening in parallel; each connection is closed as soon as it is up. The select(2) study reported about 40,000 accepts/s on one CPU.",
+        "Medians of {} runs. \"At once\" is how many connections the client keeps opening in parallel; each connection is closed as soon as it is up. Events/wait: descriptors a readiness loop's wait returned, on average over the server's life. The select(2) study reported about 40,000 accepts/s on one CPU.",
+        data.plan.runs_text()
+    ));
+    t
+}
+
+fn per_wait(v: Option<Summary>) -> String {
+    v.map_or("-".to_string(), |s| format!("{:.1}", s.median))
+}
+
+/// `thesis-lock`: the burst time of each model without and with a lock
+/// taken after every read, and threads against select when both lock.
+fn thesis_lock(data: &RunData) -> Table {
+    let bases: Vec<&str> = ["threads", "select", "epoll", "fork"]
+        .into_iter()
+        .filter(|b| data.plan.models.iter().any(|m| m == b))
+        .collect();
+    let mut header = vec!["sockets".to_string()];
+    for b in &bases {
+        header.extend([b.to_string(), format!("{b}+lock"), "lock cost".into()]);
+    }
+    header.extend(["thread/select".to_string(), "thread/select, locked".into()]);
+    let mut t = Table {
+        title: "Burst time without and with a lock after every read (--shared-state): \"if we use locking after each read will threading be equal to select?\"".into(),
+        header,
+        ..Table::default()
+    };
+    let time = |m: &Metrics| m.time_seconds;
+    for &n in &data.plan.connections {
+        let mean = |model: &str| summary(data, model, n, time).map(|s| s.mean);
+        let show =
+            |model: &str, v: Option<f64>| v.map_or_else(|| missing(data, model, n), format_seconds);
+        let mut row = vec![n.to_string()];
+        for b in &bases {
+            let locked = format!("{b}+lock");
+            let (plain, with) = (mean(b), mean(&locked));
+            row.extend([show(b, plain), show(&locked, with), ratio_text(with, plain)]);
+        }
+        row.push(ratio_text(mean("threads"), mean("select")));
+        row.push(ratio_text(mean("threads+lock"), mean("select+lock")));
+        t.rows.push(row);
+    }
+    t.notes.push(format!(
+        "Means of {} runs per cell, each against a fresh server. +lock: after every read the handler adds the bytes to the connection's counter in a table shared by the whole server and to a total, under one process-shared mutex (the forked children share it through shared memory). Lock cost: the locked time over the plain one; the last two columns are threads over select without and with the lock (1.00: equal).",
+        data.plan.runs_text()
+    ));
+    t
+}
+
+/// `interval`: each loop's echo at every count, unpaced and paced.
+fn interval(data: &RunData) -> Table {
+    let mut header = vec!["model".to_string(), "interval".into()];
+    for &n in &data.plan.connections {
+        header.extend([
+            format!("{n}: round trips/s"),
+            format!("{n}: p50"),
+            format!("{n}: p99"),
+            format!("{n}: events/wait"),
+        ]);
+    }
+    let mut t = Table {
+        title: "Interval control: the loop waits at least the interval between two waits (closed-loop echo)".into(),
+        header,
+        ..Table::default()
+    };
+    let us = |v: Option<Summary>| {
+        v.map_or("-".to_string(), |s| {
+            crate::present::units::seconds(s.median / 1e6)
+        })
+    };
+    for m in &data.plan.models {
+        let interval = data
+            .plan
+            .variants
+            .iter()
+            .find(|v| v.name == *m)
+            .and_then(|v| v.args.iter().skip_while(|a| *a != "--interval").nth(1))
+            .cloned()
+            .unwrap_or_else(|| "0".into());
+        let mut row = vec![m.clone(), interval];
+        for &n in &data.plan.connections {
+            let Some(tp) = summary(data, m, n, |x| x.throughput) else {
+                row.extend([missing(data, m, n), "-".into(), "-".into(), "-".into()]);
+                continue;
+            };
+            row.extend([
+                format_count(tp.median),
+                us(summary(data, m, n, |x| x.latency_p50_us)),
+                us(summary(data, m, n, |x| x.latency_p99_us)),
+                per_wait(summary(data, m, n, |x| x.events_per_wait)),
+            ]);
+        }
+        t.rows.push(row);
+    }
+    t.notes.push(format!(
+        "Medians of {} runs. Events/wait: descriptors a wait returned, on average over the server's life (connection set-up included). The select(2) study's interval control trades latency (up to one interval per round trip) for fewer, fuller waits.",
         data.plan.runs_text()
     ));
     t

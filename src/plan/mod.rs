@@ -147,21 +147,43 @@ const CELL_OWNED: [&str; 5] = ["model", "port", "cpus", "bind", "reuseport"];
 /// itself. Returns the echo buffer the servers will have (`--buffer` among
 /// them, or serve's default).
 pub fn check_server_args(args: &[String]) -> Result<String, String> {
+    check_serve_flags("--server-arg", None, args)
+}
+
+/// Checks the flags of a `--variant` of `model` as [`check_server_args`]
+/// does, with its model (so a flag the model does not take is refused).
+pub(crate) fn check_variant_args(name: &str, model: &str, args: &[String]) -> Result<(), String> {
+    check_serve_flags(&format!("--variant {name}"), Some(model), args).map(drop)
+}
+
+/// `args` as `c10k serve` flags of `model` (serve's default when `None`),
+/// none of them one a cell sets; errors start with `flag`.
+fn check_serve_flags(flag: &str, model: Option<&str>, args: &[String]) -> Result<String, String> {
     use clap::{parser::ValueSource, Args, FromArgMatches};
-    let cmd = ServeArgs::augment_args(clap::Command::new("serve").no_binary_name(true));
-    let m = cmd
-        .try_get_matches_from(args)
-        .map_err(|e| format!("--server-arg: {}", crate::cli::one_line(&e)))?;
+    let parse = |args: &[String]| {
+        ServeArgs::augment_args(clap::Command::new("serve").no_binary_name(true))
+            .try_get_matches_from(args)
+            .map_err(|e| format!("{flag}: {}", crate::cli::one_line(&e)))
+    };
+    let m = parse(args)?;
     if let Some(id) = CELL_OWNED
         .iter()
         .find(|id| m.value_source(id) == Some(ValueSource::CommandLine))
     {
         return Err(format!(
-            "--server-arg: --{id} is set by c10k for each server it starts (its model, port and CPUs), not by hand"
+            "{flag}: --{id} is set by c10k for each server it starts (its model, port and CPUs), not by hand"
         ));
     }
-    let a = ServeArgs::from_arg_matches(&m).map_err(|e| format!("--server-arg: {e}"))?;
-    ServePlan::from_args(&a).map_err(|e| format!("--server-arg: {e}"))?;
+    let m = match model {
+        Some(model) => {
+            let mut all = vec!["--model".to_string(), model.to_string()];
+            all.extend(args.iter().cloned());
+            parse(&all)?
+        }
+        None => m,
+    };
+    let a = ServeArgs::from_arg_matches(&m).map_err(|e| format!("{flag}: {e}"))?;
+    ServePlan::from_args(&a).map_err(|e| format!("{flag}: {e}"))?;
     Ok(a.buffer)
 }
 

@@ -47,6 +47,15 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
             servers.push(peer.resolve(&cache));
         }
     }
+    let mut variants = Vec::new();
+    let given = preset.variants.iter().map(|(n, v)| format!("{n}={v}"));
+    for text in given.chain(args.variants.iter().cloned()) {
+        let v = variant(&text)?;
+        if variants.iter().any(|o: &matrix::Variant| o.name == v.name) {
+            return Err(format!("--variant names '{}' twice", v.name));
+        }
+        variants.push(v);
+    }
     let targets = args
         .targets
         .iter()
@@ -76,7 +85,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         let known = match preset.bench {
             Some(_) => preset.models.contains(&m.as_str()),
             None => {
-                crate::server::find(m).is_some()
+                matrix::resolve(&variants, m).is_some()
                     || servers.iter().any(|s| s.name == *m)
                     || targets.iter().any(|t| t.name == *m)
             }
@@ -98,6 +107,12 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     }
     // Each server of the user's runs beside the models: where --models
     // places it, or after them.
+    for v in args.variants.iter().filter_map(|t| t.split_once('=')) {
+        let name = v.0.trim().to_string();
+        if !models.contains(&name) {
+            models.push(name);
+        }
+    }
     let mut named = std::collections::BTreeSet::new();
     let names = servers.iter().map(|s| ("--server", &s.name));
     for (flag, name) in names.chain(targets.iter().map(|t| ("--target", &t.name))) {
@@ -255,6 +270,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         || args.rate_per_connection.is_some()
         || args.connect_rate.is_some()
         || !args.server_args.is_empty()
+        || !args.variants.is_empty()
         || !args.servers.is_empty()
         || !args.targets.is_empty()
         || !args.agents.agent.is_empty()
@@ -286,6 +302,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     } else {
         crate::runner::preflight::refusals(
             &models,
+            &variants,
             &connections,
             &crate::client::preflight::System::read(),
             &mut crate::runner::preflight::TaskCost::measure,
@@ -313,6 +330,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         per_connection_csv: preset.per_connection_csv || args.per_connection_csv,
         buffer,
         server_args: args.server_args.clone(),
+        variants,
         servers,
         targets,
         agents,
@@ -371,4 +389,39 @@ impl From<cli::WorkloadKind> for WorkloadKind {
             cli::WorkloadKind::Churn => WorkloadKind::Churn,
         }
     }
+}
+
+/// `--variant NAME='MODEL FLAGS'`: a c10k model with more `serve` flags
+/// under a name of its own, the flags checked as `serve` would.
+fn variant(text: &str) -> Result<matrix::Variant, String> {
+    let (name, rest) = text
+        .split_once('=')
+        .ok_or_else(|| format!("--variant {text}: expected NAME='MODEL FLAGS'"))?;
+    let name = name.trim();
+    let fine = |c: char| c.is_ascii_alphanumeric() || "-_+@.".contains(c);
+    if name.is_empty() || !name.chars().all(fine) {
+        return Err(format!(
+            "--variant {text}: the name must be letters, digits and - _ + @ ."
+        ));
+    }
+    if crate::server::find(name).is_some() {
+        return Err(format!("--variant {name}: that is a model's own name"));
+    }
+    let words = shlex::split(rest)
+        .ok_or_else(|| format!("--variant {name}: unbalanced quotes in '{rest}'"))?;
+    let Some((model, args)) = words.split_first() else {
+        return Err(format!("--variant {name}: no model after '='"));
+    };
+    if crate::server::find(model).is_none() {
+        return Err(format!(
+            "--variant {name}: unknown model '{model}': expected one of {}",
+            crate::server::names().join(", ")
+        ));
+    }
+    super::check_variant_args(name, model, args)?;
+    Ok(matrix::Variant {
+        name: name.to_string(),
+        model: model.clone(),
+        args: args.to_vec(),
+    })
 }

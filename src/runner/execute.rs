@@ -308,7 +308,8 @@ fn start_servers(plan: &RunPlan, spec: &CellSpec, hard: Option<u64>) -> Result<S
             task_per_connection: false,
         });
     }
-    let model = crate::server::find(&spec.model)
+    let (model, variant_args) = plan
+        .model(&spec.model)
         .ok_or_else(|| Trouble::Failed(format!("unknown model '{}'", spec.model)))?;
     // Refused up front (the plan says why), or by the limits as they are
     // now (a resumed run on a changed machine): not started.
@@ -332,7 +333,14 @@ fn start_servers(plan: &RunPlan, spec: &CellSpec, hard: Option<u64>) -> Result<S
     let mut args_used = Vec::new();
     for i in 0..instances {
         let port = servers.first().map_or(0, |s| s.addr.port());
-        let args = server_args(plan, model, spec.connections, instances, port, hard);
+        let args = server_args(
+            plan,
+            (model, variant_args),
+            spec.connections,
+            instances,
+            port,
+            hard,
+        );
         match ServerChild::start(&args) {
             Ok(s) => servers.push(s),
             Err(e) => {
@@ -414,10 +422,11 @@ fn start_foreign(
     })
 }
 
-/// The `c10k serve` arguments of one instance.
+/// The `c10k serve` arguments of one instance of `model` with its
+/// variant's flags.
 fn server_args(
     plan: &RunPlan,
-    model: &dyn crate::server::Model,
+    (model, variant_args): (&dyn crate::server::Model, &[String]),
     connections: usize,
     instances: usize,
     port: u16,
@@ -455,7 +464,9 @@ fn server_args(
     if instances > 1 {
         a.push("--reuseport".into());
     }
-    // Last, so a user's flag wins over a default above.
+    // Last, so a variant's flag wins over a default above, and a user's
+    // over both.
+    a.extend(variant_args.iter().cloned());
     a.extend(plan.server_args.iter().cloned());
     a
 }

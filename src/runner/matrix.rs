@@ -346,6 +346,10 @@ pub struct RunPlan {
     /// More `c10k serve` arguments for every server (`--server-arg`).
     #[serde(default)]
     pub server_args: Vec<String>,
+    /// c10k models run with more `serve` flags under names of their own
+    /// (`--variant`, or a preset's), named in `models`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<Variant>,
     /// Servers that are not c10k's (`--server`), named in `models`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub servers: Vec<super::foreign::Foreign>,
@@ -380,7 +384,37 @@ pub struct RunPlan {
     pub cells: Vec<CellSpec>,
 }
 
+/// A c10k model with more `c10k serve` flags under a name of its own:
+/// `select+lock` is `select --shared-state`, `epoll@1ms` is `epoll
+/// --interval 1ms`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Variant {
+    pub name: String,
+    pub model: String,
+    pub args: Vec<String>,
+}
+
+/// The c10k model `name` stands for, and the `serve` flags it adds: a
+/// variant's, or a model's own with none.
+pub fn resolve<'a>(
+    variants: &'a [Variant],
+    name: &str,
+) -> Option<(&'static dyn crate::server::Model, &'a [String])> {
+    match variants.iter().find(|v| v.name == name) {
+        Some(v) => crate::server::find(&v.model).map(|m| (m, &v.args[..])),
+        None => crate::server::find(name).map(|m| (m, &[][..])),
+    }
+}
+
 impl RunPlan {
+    /// The c10k model a cell's `name` runs and its variant's flags.
+    pub(crate) fn model(
+        &self,
+        name: &str,
+    ) -> Option<(&'static dyn crate::server::Model, &[String])> {
+        resolve(&self.variants, name)
+    }
+
     /// How many runs each cell gets, for people: `3`, or `3–10` with
     /// `--runs auto`.
     pub(crate) fn runs_text(&self) -> String {
@@ -416,6 +450,7 @@ impl RunPlan {
             per_connection_csv: false,
             buffer: "16KiB".into(),
             server_args: Vec::new(),
+            variants: Vec::new(),
             servers: Vec::new(),
             targets: Vec::new(),
             agents: None,

@@ -105,6 +105,7 @@ pub struct Refusal {
 /// cannot hold; `cost` is measured only when such a model is present.
 pub(crate) fn refusals(
     models: &[String],
+    variants: &[super::matrix::Variant],
     connections: &[usize],
     system: &System,
     cost: &mut dyn FnMut() -> Option<TaskCost>,
@@ -112,7 +113,7 @@ pub(crate) fn refusals(
     let mut out = Vec::new();
     let mut measured: Option<Option<TaskCost>> = None;
     for name in models {
-        let Some(model) = crate::server::find(name) else {
+        let Some((model, _)) = super::matrix::resolve(variants, name) else {
             continue;
         };
         if !(model.task_per_connection() || model.worker_per_connection()) {
@@ -296,6 +297,7 @@ mod tests {
             .to_vec();
         let r = refusals(
             &models,
+            &[],
             &[10_000, 100_000, 1_000_000],
             &machine(),
             &mut || Some(cost),

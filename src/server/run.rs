@@ -51,7 +51,7 @@ pub fn serve(
             .map_err(|e| ServeError::Setup(format!("cannot set the open-files limit: {e}")))?;
     }
     if let Some(n) = setup.sigpending {
-        sys::sigio::set_sigpending(n)
+        sys::rlimit::set_sigpending_soft(n)
             .map_err(|e| ServeError::Setup(format!("cannot set the signal queue limit: {e}")))?;
     }
     if let Some(cpus) = &setup.cpus {

@@ -1,5 +1,6 @@
 //! The open-files limit (RLIMIT_NOFILE): read it, lower it, raise it to the
-//! hard limit. Descriptor-hungry code checks it before it runs out.
+//! hard limit. Descriptor-hungry code checks it before it runs out. Also
+//! the real-time signal queue's (RLIMIT_SIGPENDING), lowered for `sigio`.
 
 use std::io;
 
@@ -23,17 +24,27 @@ pub fn nofile() -> NoFile {
 
 /// Sets the soft open-files limit, keeping the hard limit.
 pub(crate) fn set_nofile_soft(soft: u64) -> io::Result<()> {
-    let hard = nofile().hard;
-    if let Some(h) = hard {
-        if soft > h {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("open-files limit {soft} is above the hard limit {h}"),
-            ));
-        }
+    set_soft(Resource::Nofile, "open-files limit", soft)
+}
+
+/// Sets the soft RLIMIT_SIGPENDING, the most signals the user's processes
+/// may have queued to this one (the soft limit is what the kernel checks),
+/// keeping the hard limit: to make `sigio`'s real-time queue overflow.
+pub(crate) fn set_sigpending_soft(soft: u64) -> io::Result<()> {
+    set_soft(Resource::Sigpending, "signal queue limit", soft)
+}
+
+/// Sets `resource`'s soft limit to `soft`, refused above its hard limit.
+fn set_soft(resource: Resource, what: &str, soft: u64) -> io::Result<()> {
+    let hard = getrlimit(resource).maximum;
+    if let Some(h) = hard.filter(|&h| soft > h) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{what} {soft} is above the hard limit {h}"),
+        ));
     }
     setrlimit(
-        Resource::Nofile,
+        resource,
         Rlimit {
             current: Some(soft),
             maximum: hard,

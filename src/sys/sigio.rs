@@ -192,27 +192,6 @@ impl SignalQueue {
     }
 }
 
-/// Sets the soft RLIMIT_SIGPENDING, the most signals the user's processes
-/// may have queued to this one (the soft limit is what the kernel checks).
-pub fn set_sigpending(n: u64) -> io::Result<()> {
-    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
-    let hard = getrlimit(Resource::Sigpending).maximum;
-    if let Some(h) = hard.filter(|&h| n > h) {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{n} is above the hard limit {h}"),
-        ));
-    }
-    setrlimit(
-        Resource::Sigpending,
-        Rlimit {
-            current: Some(n),
-            maximum: hard,
-        },
-    )?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

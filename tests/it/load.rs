@@ -489,17 +489,37 @@ fn past_the_open_files_limit_workers_split_the_run() -> Result<(), Failed> {
 /// A server that sleeps 2 ms before each echo uses no CPU, and the client
 /// waits on it: the verdict names the server, and says it was waiting, not
 /// computing. The server is this test process, observed by its pid.
+/// Runs `measure` until a result reports no interference, at most three
+/// times, and returns the last: the tests of who limited a run judge a run
+/// the machine left alone, and other tests (a `busy` server spins a whole
+/// CPU by design) may be running beside them. A run that reports
+/// interference is honest, but not the case under test.
+fn measured_without_interference(
+    mut measure: impl FnMut() -> Result<Value, Failed>,
+) -> Result<Value, Failed> {
+    let mut j = measure()?;
+    for _ in 0..2 {
+        if j["limits"]["interference"] != true {
+            break;
+        }
+        j = measure()?;
+    }
+    Ok(j)
+}
+
 fn a_slow_server_is_the_limit() -> Result<(), Failed> {
     let slow = Misbehave::start(Fault::SlowReads { ms: 2 });
     let out = Outputs::new("slow");
     let pid = std::process::id().to_string();
-    let (code, err) = load(
-        &slow.addr.to_string(),
-        &["-c", "4", "-d", "1s", "--server-pid", &pid],
-        &out,
-    )?;
-    ensure(code == Some(0), || format!("exit {code:?}: {err}"))?;
-    let j = out.json()?;
+    let j = measured_without_interference(|| {
+        let (code, err) = load(
+            &slow.addr.to_string(),
+            &["-c", "4", "-d", "1s", "--server-pid", &pid],
+            &out,
+        )?;
+        ensure(code == Some(0), || format!("exit {code:?}: {err}"))?;
+        out.json()
+    })?;
     let l = &j["limits"];
     ensure(l["verdict"] == "server", || format!("limits {l}"))?;
     ensure(
@@ -536,26 +556,28 @@ fn a_saturated_client_is_the_limit() -> Result<(), Failed> {
         Started::Unsupported(r) => return Err(r.into()),
     };
     let out = Outputs::new("saturated");
-    let (code, err) = load(
-        &server.addr.to_string(),
-        &[
-            "-c",
-            "16",
-            "--depth",
-            "65536",
-            "-m",
-            "1",
-            "-d",
-            "1s",
-            "--cpus",
-            &client_cpu.to_string(),
-            "--server-pid",
-            &server.pid().to_string(),
-        ],
-        &out,
-    )?;
-    ensure(code == Some(0), || format!("exit {code:?}: {err}"))?;
-    let j = out.json()?;
+    let j = measured_without_interference(|| {
+        let (code, err) = load(
+            &server.addr.to_string(),
+            &[
+                "-c",
+                "16",
+                "--depth",
+                "65536",
+                "-m",
+                "1",
+                "-d",
+                "1s",
+                "--cpus",
+                &client_cpu.to_string(),
+                "--server-pid",
+                &server.pid().to_string(),
+            ],
+            &out,
+        )?;
+        ensure(code == Some(0), || format!("exit {code:?}: {err}"))?;
+        out.json()
+    })?;
     let l = &j["limits"];
     ensure(l["verdict"] == "client", || format!("limits {l}"))?;
     ensure(

@@ -280,6 +280,7 @@ fn plan(
         per_connection_csv: false,
         buffer: "16KiB".into(),
         server_args: Vec::new(),
+        variants: Vec::new(),
         servers: Vec::new(),
         targets: Vec::new(),
         agents: None,

@@ -1,6 +1,6 @@
 //! `c10k run` end to end on real servers: a tiny matrix, a run killed with
 //! SIGKILL and resumed, `--runs auto` growing its plan, failed cells
-//! recorded with their cause, bad input.
+//! recorded with their cause, variants of a model, bad input.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -19,6 +19,7 @@ pub const TESTS: &[(&str, Test)] = &[
     ("runs_auto_settles_or_stops_at_ten", runs_auto),
     ("failed_cells_are_results_with_a_cause", failed_cells),
     ("bad_input_is_one_line", bad_input),
+    ("variants_run_beside_their_models", variants),
     ("micro_benchmarks_run_as_experiments", bench_presets),
 ];
 
@@ -463,6 +464,14 @@ fn bad_input() -> Result<(), Failed> {
         ),
         (&["run", "--target", "x=127.0.0.1"], "is not HOST:PORT"),
         (
+            &["run", "--variant", "x=threads --interval 1ms"],
+            "interval control is for",
+        ),
+        (&["run", "--variant", "epoll=epoll"], "a model's own name"),
+        (&["run", "--variant", "x=nosuch"], "unknown model 'nosuch'"),
+        (&["run", "--variant", "x=select --port 80"], "set by c10k"),
+        (&["run", "--variant", "x select"], "expected NAME="),
+        (
             &["run", "--resume", "/nonexistent/c10k"],
             "not a c10k results directory",
         ),
@@ -475,6 +484,65 @@ fn bad_input() -> Result<(), Failed> {
         let err = String::from_utf8_lossy(&o.stderr);
         if o.status.code() != Some(2) || err.lines().count() != 1 || !err.contains(want) {
             return Err(format!("{args:?}: exit {:?}, stderr {err:?}", o.status.code()).into());
+        }
+    }
+    Ok(())
+}
+
+/// `--variant`: a model with more serve flags runs under its own name
+/// beside the model, its flags on its server's command line and their
+/// effect in its summary.
+fn variants() -> Result<(), Failed> {
+    let out = scratch("run-variants")?;
+    let o = run(&[
+        "--models",
+        "select",
+        "--variant",
+        "select+lock=select --shared-state --lock spin",
+        "--variant",
+        "select@1ms=select --interval 1ms",
+        "--connections",
+        "4",
+        "--runs",
+        "1",
+        "--duration",
+        "300ms",
+        "--out",
+        out.to_str().unwrap_or("."),
+    ])?;
+    succeeded(&o, "")?;
+    let cells = lines(&results_dir(&out)?)?;
+    let by: BTreeMap<String, &serde_json::Value> = cells
+        .iter()
+        .map(|c| (c["model"].as_str().unwrap_or("").to_string(), c))
+        .collect();
+    let names: Vec<&str> = by.keys().map(String::as_str).collect();
+    if names != ["select", "select+lock", "select@1ms"] {
+        return Err(format!("cells of {names:?}").into());
+    }
+    for (name, c) in &by {
+        if c["status"] != "ok" {
+            return Err(format!("{name}: {} ({})", c["status"], c["reason"]).into());
+        }
+        let args = c["server"]["args"].to_string();
+        let summary = &c["server"]["summaries"][0];
+        let state = &summary["shared_state"];
+        match name.as_str() {
+            "select+lock"
+                if !args.contains("--shared-state")
+                    || state["lock"] != "spin"
+                    || state["total"] != summary["bytes_echoed"]
+                    || state["table_sum"] != summary["bytes_echoed"] =>
+            {
+                return Err(format!("select+lock: args {args}, summary {summary}").into());
+            }
+            "select@1ms" if !args.contains("\"--interval\",\"1ms\"") => {
+                return Err(format!("select@1ms: args {args}").into());
+            }
+            _ if name == "select" && (args.contains("--interval") || !state.is_null()) => {
+                return Err(format!("select got a variant's flags: {args}").into());
+            }
+            _ => {}
         }
     }
     Ok(())
