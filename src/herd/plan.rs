@@ -149,10 +149,15 @@ const CONNECT_PER_ENTRY: Duration = Duration::from_nanos(500);
 impl Plan {
     /// Longest the client may take in a cell of `workers` with `dups`
     /// copies: the pacing and 10 s, and for a large herd, whose connects
-    /// each wait for the wakeup of every waiter, time for that too.
+    /// each wait for the wakeup of every waiter, time for that too (a day
+    /// at most).
     pub fn client_limit(&self, workers: usize, dups: usize) -> Duration {
-        let entries = (workers * dups) as u32;
-        self.client_limit + CONNECT_PER_ENTRY * entries * self.connections.min(100_000) as u32
+        let nanos = (CONNECT_PER_ENTRY.as_nanos() as u64)
+            .saturating_mul(workers as u64)
+            .saturating_mul(dups as u64)
+            .saturating_mul(self.connections as u64)
+            .min(MAX_CELL_SECONDS as u64 * 1_000_000_000);
+        self.client_limit + Duration::from_nanos(nanos)
     }
 
     /// Whether this cell is to run.
