@@ -140,9 +140,10 @@ pub struct HerdArgs {
     #[arg(short, long, value_delimiter = ',', default_value = "1,8,64")]
     pub workers: Vec<usize>,
     /// Copies of the listener in each worker's wait set: 1 is the listener
-    /// alone, M is it and M-1 dup(2)s (the study's "dupes per fork").
-    #[arg(long, default_value_t = 1)]
-    pub dups: usize,
+    /// alone, M is it and M-1 dup(2)s (the study's "dupes per fork"); a
+    /// list gives a series per count, e.g. 1,1019.
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    pub dups: Vec<usize>,
     /// Wait methods: select, poll, epoll, epoll-exclusive, accept,
     /// reuseport [default: all].
     #[arg(long, value_delimiter = ',')]
@@ -157,9 +158,14 @@ pub struct HerdArgs {
     #[arg(long, default_value_t = 3)]
     pub runs: usize,
     /// Also draw connect latency and wakeups per connection against the
-    /// worker count, one line per method, as an SVG chart to this file.
+    /// worker count, one line per method and copy count, as an SVG chart to
+    /// this file.
     #[arg(long)]
     pub svg: Option<std::path::PathBuf>,
+    /// Leave out the cells this machine cannot hold (named in the notes and
+    /// the JSON) instead of refusing the run.
+    #[arg(long)]
+    pub skip_unfit: bool,
     #[command(flatten)]
     pub output: OutputArgs,
 }

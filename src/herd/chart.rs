@@ -1,7 +1,9 @@
 //! The herd's chart (`--svg`): two log-log panels against the number of
 //! workers W — connect latency (median over runs of each run's p50, µs) and
-//! wakeups per connection — one line per wait method with min–max whiskers
-//! over the runs, and a legend under them.
+//! wakeups per connection — one line per series (a wait method, and its
+//! copies of the listener when there are several: `select`, `select ×1019`,
+//! `epoll-exclusive` are the study's two charts in one) with min–max
+//! whiskers over the runs, and a legend under them.
 //!
 //! The report's chart code (`report::charts`) draws connections across; the
 //! herd's x axis is workers, so this is a small chart of its own with the
@@ -12,7 +14,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::report::Row;
+use super::plan::Plan;
+use super::report::{series, Row};
 use crate::present::look::look;
 use crate::present::units::{self, Unit};
 use crate::stats::Summary;
@@ -45,8 +48,20 @@ const PANELS: [Panel; 2] = [
     },
 ];
 
-/// The chart as an SVG document.
-pub fn svg(rows: &[Row], methods: &[&str], workers: &[usize]) -> anyhow::Result<String> {
+/// The chart of `rows` as an SVG document, a line per series of the plan.
+pub fn svg(rows: &[Row], plan: &Plan) -> anyhow::Result<String> {
+    let names: Vec<String> = plan
+        .methods
+        .iter()
+        .flat_map(|m| plan.dups.iter().map(move |&d| series(m.name(), d)))
+        .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    draw(rows, &names, &plan.workers)
+}
+
+/// The chart of `rows` for the series `methods` (names as
+/// [`series`] gives them) over the worker counts `workers`.
+fn draw(rows: &[Row], methods: &[&str], workers: &[usize]) -> anyhow::Result<String> {
     let columns = 3usize;
     let legend_h = 14 + methods.len().div_ceil(columns) as u32 * LEGEND_ROW as u32;
     let mut out = String::new();
@@ -105,11 +120,12 @@ fn draw_panel(
         .bold_line_style(BLACK.mix(0.08))
         .axis_style(BLACK.mix(0.6))
         .draw()?;
+    let palette = colors(methods);
     for (i, m) in methods.iter().enumerate() {
-        let color = look(m, i).color;
+        let color = palette[i];
         let points: Vec<(f64, Summary)> = rows
             .iter()
-            .filter(|r| r.method == *m)
+            .filter(|r| r.series() == *m)
             .filter_map(|r| (panel.pick)(r).map(|s| (r.workers as f64, s)))
             .filter(|(_, s)| s.median > 0.0 && s.median.is_finite())
             .collect();
@@ -135,10 +151,11 @@ fn draw_panel(
 
 fn draw_legend(area: &Area<'_>, methods: &[&str], columns: usize) -> anyhow::Result<()> {
     let col_w = (WIDTH as usize / columns) as i32;
+    let palette = colors(methods);
     for (j, m) in methods.iter().enumerate() {
         let x = 24 + (j % columns) as i32 * col_w;
         let y = 10 + (j / columns) as i32 * LEGEND_ROW + LEGEND_ROW / 2;
-        let color = look(m, j).color;
+        let color = palette[j];
         area.draw(&PathElement::new(
             vec![(x, y), (x + 28, y)],
             color.stroke_width(2),
@@ -150,6 +167,23 @@ fn draw_legend(area: &Area<'_>, methods: &[&str], columns: usize) -> anyhow::Res
         area.draw(&Text::new(m.to_string(), (x + 36, y), style))?;
     }
     Ok(())
+}
+
+/// A colour per series, each its method's own where it is free (a method
+/// that is also a model keeps the model's colour), else the first colour
+/// of the palette not taken yet: `select ×1019` beside `select` must not
+/// share its colour by chance.
+fn colors(series: &[&str]) -> Vec<RGBColor> {
+    let mut taken: Vec<RGBColor> = Vec::new();
+    for (i, s) in series.iter().enumerate() {
+        let own = look(s, i).color;
+        let pick = std::iter::once(own)
+            .chain((0..series.len() + 10).map(|k| look("", k).color))
+            .find(|c| !taken.contains(c))
+            .unwrap_or(own);
+        taken.push(pick);
+    }
+    taken
 }
 
 /// The range of the positive values, widened by `factor` each side; (0.5,
@@ -200,8 +234,22 @@ mod tests {
     }
 
     #[test]
+    fn every_series_has_a_colour_of_its_own() {
+        let names = [
+            "select",
+            "select ×1019",
+            "epoll-exclusive",
+            "epoll-exclusive ×1019",
+        ];
+        let c = colors(&names);
+        for i in 0..c.len() {
+            assert!(!c[..i].contains(&c[i]), "{names:?}: {c:?}");
+        }
+    }
+
+    #[test]
     fn an_empty_chart_still_draws() {
-        let svg = svg(&[], &["select"], &[1, 8]).unwrap_or_default();
+        let svg = draw(&[], &["select", "select ×1019"], &[1, 8]).unwrap_or_default();
         assert!(svg.contains("<svg"));
     }
 }

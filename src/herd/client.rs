@@ -8,11 +8,13 @@
 //!
 //! A connection is closed as soon as it is up. It runs on the parent's main
 //! thread after every worker was forked (fork needs a single thread), and
-//! ends after `-n` connects or at its time limit, whichever is first.
+//! ends after `-n` connects or at its time limit, whichever is first (or at
+//! once when SIGINT or SIGTERM sets the stop flag).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddrV4;
 use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -51,13 +53,14 @@ struct Pending {
 }
 
 /// Connects `n` times to `addr` at `rate` per second, at most `in_flight`
-/// at once, for at most `limit`.
+/// at once, for at most `limit`, or until `stop` is set (SIGINT, SIGTERM).
 pub fn run(
     addr: SocketAddrV4,
     n: usize,
     rate: f64,
     in_flight: usize,
     limit: Duration,
+    stop: &AtomicBool,
 ) -> anyhow::Result<Outcome> {
     let histogram = || {
         Histogram::<u64>::new_with_bounds(1, HIGHEST_US, 3).context("making a latency histogram")
@@ -96,7 +99,7 @@ pub fn run(
             break;
         }
         let now = Instant::now();
-        if now >= deadline {
+        if now >= deadline || stop.load(Ordering::SeqCst) {
             break;
         }
         if opened < n && now >= due(opened) && pending < in_flight {

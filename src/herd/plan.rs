@@ -1,20 +1,21 @@
 //! The herd's flags turned into a validated plan: wait methods parsed,
-//! sizes in range, and the machine's limits checked before anything forks
-//! (processes: `kernel.pid_max`, `kernel.threads-max`, RLIMIT_NPROC and the
-//! cgroup's `pids.max`; descriptors: RLIMIT_NOFILE against `--dups`), each
-//! refusal one line that names the limit and the fix.
+//! sizes in range, and every cell checked against the machine's limits
+//! ([`super::fit`]: tasks, descriptors per process, open files and epoll
+//! watches machine-wide) before anything forks; each refusal one line that
+//! names the cell, the numbers needed and available, and the fix. Memory is
+//! checked after, once a few workers were forked to measure their cost.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::fit::{self, Machine, PARENT_FD_MARGIN};
+
 /// The most workers one cell may fork (the study's largest herd).
-pub(crate) const MAX_WORKERS: usize = 1024;
+pub(crate) const MAX_WORKERS: usize = 16_384;
 
-/// Processes and threads left free for everything else on the machine.
-const PROCESS_MARGIN: u64 = 64;
-
-/// Descriptors a worker needs beyond its copies of the listener.
-const FD_MARGIN: usize = 16;
+/// The most copies of the listener a worker may hold (the open-files limit
+/// is the real bound; this one only keeps the arithmetic sane).
+const MAX_DUPS: usize = 1 << 20;
 
 /// Longest the connects of one cell may be paced over (a day).
 const MAX_CELL_SECONDS: f64 = 86_400.0;
@@ -83,8 +84,8 @@ impl Method {
 pub struct Request {
     /// Worker counts, one cell each.
     pub workers: Vec<usize>,
-    /// Copies of the listener in each worker's wait set.
-    pub dups: usize,
+    /// Copies of the listener in each worker's wait set, one series each.
+    pub dups: Vec<usize>,
     /// Wait methods by name (`None`: all).
     pub methods: Option<Vec<String>>,
     /// New connections per second.
@@ -97,6 +98,9 @@ pub struct Request {
     /// Where the JSON is to be written, if anywhere (checked here, written
     /// by the caller).
     pub json: Option<PathBuf>,
+    /// Leave out the cells the machine cannot hold (named in the notes)
+    /// instead of refusing the run.
+    pub skip_unfit: bool,
 }
 
 /// A validated `c10k herd`.
@@ -104,21 +108,88 @@ pub struct Request {
 pub struct Plan {
     pub workers: Vec<usize>,
     /// Descriptors of the listener in each worker's wait set (1: the
-    /// listener alone; M: it and M−1 dups).
-    pub dups: usize,
+    /// listener alone; M: it and M−1 dups), one series each, ascending.
+    pub dups: Vec<usize>,
     pub methods: Vec<Method>,
     /// Connects per second.
     pub rate: f64,
     /// Connects per cell.
     pub connections: usize,
     pub runs: usize,
-    /// Longest the client may take in one cell.
+    /// Longest the client may take in one cell of one worker with one copy
+    /// ([`Plan::client_limit`] gives a cell's).
     pub client_limit: Duration,
     /// Connects in flight at most.
     pub in_flight: usize,
     /// Listen backlog.
     pub backlog: i32,
     pub svg: Option<PathBuf>,
+    pub skip_unfit: bool,
+    /// The machine's limits as read before the run.
+    pub machine: Machine,
+    /// Cells left out because the machine cannot hold them, each with the
+    /// one-line reason (only with `skip_unfit`).
+    pub unfit: Vec<Unfit>,
+}
+
+/// A cell the machine cannot hold.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Unfit {
+    pub method: &'static str,
+    pub dups: usize,
+    pub workers: usize,
+    pub why: String,
+}
+
+/// Time allowed a connect per copy of the listener in the herd: waking
+/// 16,384 workers with 1,019 copies each (16.7 million wait entries) takes
+/// about 1.2 s here, 70 ns an entry; the allowance is several times that.
+const CONNECT_PER_ENTRY: Duration = Duration::from_nanos(500);
+
+impl Plan {
+    /// Longest the client may take in a cell of `workers` with `dups`
+    /// copies: the pacing and 10 s, and for a large herd, whose connects
+    /// each wait for the wakeup of every waiter, time for that too (a day
+    /// at most).
+    pub fn client_limit(&self, workers: usize, dups: usize) -> Duration {
+        let nanos = (CONNECT_PER_ENTRY.as_nanos() as u64)
+            .saturating_mul(workers as u64)
+            .saturating_mul(dups as u64)
+            .saturating_mul(self.connections as u64)
+            .min(MAX_CELL_SECONDS as u64 * 1_000_000_000);
+        self.client_limit + Duration::from_nanos(nanos)
+    }
+
+    /// Whether this cell is to run.
+    pub fn fits(&self, method: Method, dups: usize, workers: usize) -> bool {
+        !self
+            .unfit
+            .iter()
+            .any(|u| u.method == method.name() && u.dups == dups && u.workers == workers)
+    }
+
+    /// Records a cell the machine cannot hold: refused (`Err`, the run
+    /// stops) unless `skip_unfit`, then left out and kept for the notes.
+    pub fn refuse(
+        &mut self,
+        method: Method,
+        dups: usize,
+        workers: usize,
+        why: String,
+    ) -> Result<(), String> {
+        if !self.skip_unfit {
+            return Err(why);
+        }
+        if self.fits(method, dups, workers) {
+            self.unfit.push(Unfit {
+                method: method.name(),
+                dups,
+                workers,
+                why,
+            });
+        }
+        Ok(())
+    }
 }
 
 impl Plan {
@@ -135,10 +206,15 @@ impl Plan {
                 "--workers {w} is out of range: 1 to {MAX_WORKERS} worker processes"
             ));
         }
-        if a.dups == 0 || a.dups > 1 << 20 {
+        if a.dups.is_empty() {
+            return Err("--dups needs at least one count".into());
+        }
+        let mut dups = a.dups.clone();
+        dups.sort_unstable();
+        dups.dedup();
+        if let Some(&d) = dups.iter().find(|&&d| d == 0 || d > MAX_DUPS) {
             return Err(format!(
-                "--dups {} is out of range: 1 (the listener alone) to 1048576",
-                a.dups
+                "--dups {d} is out of range: 1 (the listener alone) to {MAX_DUPS}"
             ));
         }
         let methods = match &a.methods {
@@ -174,18 +250,15 @@ impl Plan {
         }
         crate::export::target::check_flag("--svg", a.svg.as_deref())?;
         crate::export::target::check_flag("--json", a.json.as_deref())?;
-        let most = workers.last().copied().unwrap_or(1);
-        check_processes(most)?;
-        let nofile = raise_nofile();
-        if a.dups + FD_MARGIN > nofile {
-            return Err(format!(
-                "--dups {} needs {} descriptors per worker but the open-files limit is {nofile}; \
-                 lower --dups or raise the limit (ulimit -n)",
-                a.dups,
-                a.dups + FD_MARGIN
-            ));
-        }
-        let in_flight = MAX_IN_FLIGHT.min(nofile.saturating_sub(FD_MARGIN).max(1));
+        let machine = Machine::read();
+        // The parent holds the copies it hands down beside the connects.
+        let most_dups = dups.last().copied().unwrap_or(1);
+        let in_flight = MAX_IN_FLIGHT.min(
+            machine
+                .nofile
+                .saturating_sub(PARENT_FD_MARGIN + most_dups)
+                .max(1),
+        );
         let backlog = crate::env::sysctl_u64("net.core.somaxconn")
             .unwrap_or(4096)
             .clamp(128, 65535) as i32;
@@ -197,9 +270,9 @@ impl Plan {
             ));
         }
         let client_limit = Duration::from_secs_f64(pacing) + Duration::from_secs(10);
-        Ok(Plan {
+        let mut plan = Plan {
             workers,
-            dups: a.dups,
+            dups,
             methods,
             rate: a.rate,
             connections: a.connections,
@@ -208,21 +281,21 @@ impl Plan {
             in_flight,
             backlog,
             svg: a.svg.clone(),
-        })
+            skip_unfit: a.skip_unfit,
+            machine,
+            unfit: Vec::new(),
+        };
+        for m in plan.methods.clone() {
+            for d in plan.dups.clone() {
+                for w in plan.workers.clone() {
+                    if let Err(why) = fit::limits(&plan.machine, m, d, w, in_flight) {
+                        plan.refuse(m, d, w, why)?;
+                    }
+                }
+            }
+        }
+        Ok(plan)
     }
-}
-
-/// The open-files soft limit after raising it to the hard limit.
-fn raise_nofile() -> usize {
-    let _ = crate::sys::rlimit::raise_nofile();
-    crate::sys::rlimit::soft_nofile()
-}
-
-/// Refuses a herd of `workers` the machine cannot fork, naming the limit.
-fn check_processes(workers: usize) -> Result<(), String> {
-    crate::env::tasks::Tasks::read()
-        .check(workers as u64, PROCESS_MARGIN)
-        .map_err(|e| format!("--workers {workers}: {e}; or lower --workers"))
 }
 
 #[cfg(test)]
@@ -237,8 +310,39 @@ mod tests {
         assert_eq!(Method::parse("kqueue"), None);
     }
 
+    fn request() -> Request {
+        Request {
+            workers: vec![1],
+            dups: vec![1],
+            methods: Some(vec!["select".into()]),
+            rate: 1000.0,
+            connections: 10,
+            runs: 1,
+            svg: None,
+            json: None,
+            skip_unfit: false,
+        }
+    }
+
     #[test]
     fn the_machine_has_room_for_one_worker() {
-        assert!(check_processes(1).is_ok());
+        let p = Plan::new(&request()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(p.unfit.is_empty());
+    }
+
+    #[test]
+    fn a_herd_past_every_limit_is_refused_or_skipped() {
+        let mut r = request();
+        r.dups = vec![1, 1 << 20];
+        let e = Plan::new(&r).unwrap_err();
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(
+            e.starts_with("select with 1 worker × 1048576 copies"),
+            "{e}"
+        );
+        r.skip_unfit = true;
+        let p = Plan::new(&r).unwrap_or_else(|e| panic!("{e}"));
+        assert!(p.fits(Method::Select, 1, 1));
+        assert!(!p.fits(Method::Select, 1 << 20, 1));
     }
 }

@@ -1,21 +1,25 @@
 //! The herd's results for people and machines: one summary row per (wait
-//! method, worker count) with the medians over the runs, a table of them,
-//! and the JSON that carries every cell, the summaries with their spread,
-//! the parameters and the environment.
+//! method, copies, worker count) with the medians over the runs, a table of
+//! them with the setup and teardown times beside the measurement, and the
+//! JSON that carries every cell, the summaries with their spread, the
+//! pre-flight (the machine's limits, each worker's measured memory, the
+//! cells left out), the parameters and the environment.
 
 use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::cell::CellResult;
+use super::fit::WorkerCost;
 use super::plan::Plan;
 use crate::export::table::Table;
 use crate::present::units::sig3;
 use crate::stats::Summary;
 
-/// One (method, W) over its runs.
+/// One (method, copies, W) over its runs.
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
     pub method: &'static str,
+    pub dups: usize,
     pub workers: usize,
     pub runs: usize,
     /// connect() to writable, µs: medians and 99th percentiles of the runs.
@@ -29,16 +33,42 @@ pub struct Row {
     pub accepts_min: Option<Summary>,
     pub accepts_max: Option<Summary>,
     pub jain: Option<Summary>,
+    /// Fork to every worker asleep, s.
+    pub setup_seconds: Option<Summary>,
+    /// SIGTERM to the last worker reaped, s.
+    pub teardown_seconds: Option<Summary>,
 }
 
-/// The summary rows, in the plan's method order and by worker count.
+impl Row {
+    /// The series this row belongs to: the method, and its copies when
+    /// more than one.
+    pub fn series(&self) -> String {
+        series(self.method, self.dups)
+    }
+}
+
+/// A series' name: `select`, or `select ×1019` with copies.
+pub fn series(method: &str, dups: usize) -> String {
+    if dups == 1 {
+        method.to_string()
+    } else {
+        format!("{method} ×{dups}")
+    }
+}
+
+/// The summary rows, in the plan's method order, then by copies and worker
+/// count.
 pub fn rows(plan: &Plan, cells: &[CellResult]) -> Vec<Row> {
     let mut rows = Vec::new();
-    for &m in &plan.methods {
+    let series = plan
+        .methods
+        .iter()
+        .flat_map(|&m| plan.dups.iter().map(move |&d| (m, d)));
+    for (m, d) in series {
         for &w in &plan.workers {
             let mine: Vec<&CellResult> = cells
                 .iter()
-                .filter(|c| c.method == m.name() && c.workers == w)
+                .filter(|c| c.method == m.name() && c.dups == d && c.workers == w)
                 .collect();
             if mine.is_empty() {
                 continue;
@@ -49,6 +79,7 @@ pub fn rows(plan: &Plan, cells: &[CellResult]) -> Vec<Row> {
             };
             rows.push(Row {
                 method: m.name(),
+                dups: d,
                 workers: w,
                 runs: mine.len(),
                 connect_p50_us: of(&|c| {
@@ -66,6 +97,8 @@ pub fn rows(plan: &Plan, cells: &[CellResult]) -> Vec<Row> {
                 accepts_min: of(&|c| Some(c.spread.min as f64)),
                 accepts_max: of(&|c| Some(c.spread.max as f64)),
                 jain: of(&|c| c.spread.jain),
+                setup_seconds: of(&|c| Some(c.phases.setup_seconds)),
+                teardown_seconds: of(&|c| Some(c.phases.teardown_seconds)),
             });
         }
     }
@@ -73,13 +106,14 @@ pub fn rows(plan: &Plan, cells: &[CellResult]) -> Vec<Row> {
 }
 
 /// The table a person reads.
-pub fn table(plan: &Plan, rows: &[Row], cells: &[CellResult]) -> Table {
+pub fn table(plan: &Plan, rows: &[Row], cells: &[CellResult], costs: &[WorkerCost]) -> Table {
+    let dups: Vec<String> = plan.dups.iter().map(|d| d.to_string()).collect();
     let mut t = Table::new(
         format!(
             "Thundering herd: W workers waiting on one listener ({} cop{} each), {} connects/s, \
              {} per cell, medians of {} run{}",
-            plan.dups,
-            if plan.dups == 1 { "y" } else { "ies" },
+            dups.join(" or "),
+            if plan.dups == [1] { "y" } else { "ies" },
             sig3(plan.rate),
             plan.connections,
             plan.runs,
@@ -87,6 +121,7 @@ pub fn table(plan: &Plan, rows: &[Row], cells: &[CellResult]) -> Table {
         ),
         &[
             "method",
+            "copies",
             "W",
             "connect p50 µs",
             "connect p99 µs",
@@ -97,6 +132,8 @@ pub fn table(plan: &Plan, rows: &[Row], cells: &[CellResult]) -> Table {
             "accepts min",
             "accepts max",
             "Jain",
+            "setup s",
+            "teardown s",
         ],
     );
     let med = |s: &Option<Summary>| s.map_or("–".to_string(), |s| sig3(s.median));
@@ -104,6 +141,7 @@ pub fn table(plan: &Plan, rows: &[Row], cells: &[CellResult]) -> Table {
     for r in rows {
         t.rows.push(vec![
             r.method.to_string(),
+            r.dups.to_string(),
             r.workers.to_string(),
             med(&r.connect_p50_us),
             med(&r.connect_p99_us),
@@ -115,10 +153,41 @@ pub fn table(plan: &Plan, rows: &[Row], cells: &[CellResult]) -> Table {
             whole(&r.accepts_max),
             r.jain
                 .map_or("–".to_string(), |s| format!("{:.3}", s.median)),
+            med(&r.setup_seconds),
+            med(&r.teardown_seconds),
         ]);
     }
     t.notes = notes(cells);
+    t.notes.extend(preflight_notes(plan, costs));
     t
+}
+
+/// The machine's limits, each worker's memory and the cells left out.
+fn preflight_notes(plan: &Plan, costs: &[WorkerCost]) -> Vec<String> {
+    let mut n = vec![format!("machine: {}.", plan.machine.describe())];
+    if !costs.is_empty() {
+        let each: Vec<String> = costs
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {} (PSS {} + kernel {})",
+                    series(c.method, c.dups),
+                    crate::runner::memory::kib(c.per_worker_kib),
+                    crate::runner::memory::kib(c.pss_kib),
+                    crate::runner::memory::kib(c.kernel_kib)
+                )
+            })
+            .collect();
+        n.push(format!(
+            "memory per worker, measured on {} workers in their wait: {}.",
+            costs[0].probes,
+            each.join("; ")
+        ));
+    }
+    for u in &plan.unfit {
+        n.push(format!("left out: {}", u.why));
+    }
+    n
 }
 
 /// What the columns mean, and anything that went wrong.
@@ -141,6 +210,9 @@ fn notes(cells: &[CellResult]) -> Vec<String> {
          took all. accept: blocking accept(2); reuseport: a SO_REUSEPORT listener per worker \
          (epoll)."
             .to_string(),
+        "setup: fork of every worker until all sleep in their wait; teardown: SIGTERM until \
+         every worker is reaped. Neither is in the connect figures."
+            .to_string(),
     ];
     let unaccepted: u64 = cells.iter().map(|c| c.unaccepted).sum();
     if unaccepted > 0 {
@@ -161,7 +233,25 @@ fn notes(cells: &[CellResult]) -> Vec<String> {
         .sum();
     if unclean > 0 {
         n.push(format!(
-            "warning: {unclean} workers did not end by our SIGTERM (see exits in the JSON)"
+            "warning: {unclean} workers did not end by our SIGTERM (see ending in the JSON)"
+        ));
+    }
+    let unattempted: u64 = cells
+        .iter()
+        .map(|c| c.planned.saturating_sub(c.attempted))
+        .sum();
+    if unattempted > 0 {
+        n.push(format!(
+            "warning: {unattempted} connects were not made before the client's time limit"
+        ));
+    }
+    let unreaped: usize = cells
+        .iter()
+        .map(|c| c.workers.saturating_sub(c.workers_reaped))
+        .sum();
+    if unreaped > 0 {
+        n.push(format!(
+            "warning: {unreaped} workers were not reaped within the teardown's time limit"
         ));
     }
     let unsettled = cells.iter().filter(|c| !c.settled).count();
@@ -175,7 +265,13 @@ fn notes(cells: &[CellResult]) -> Vec<String> {
 }
 
 /// Everything, for machines.
-pub fn json(plan: &Plan, rows: &[Row], cells: &[CellResult], children_left: usize) -> Value {
+pub fn json(
+    plan: &Plan,
+    rows: &[Row],
+    cells: &[CellResult],
+    costs: &[WorkerCost],
+    children_left: usize,
+) -> Value {
     let forked: usize = cells.iter().map(|c| c.workers).sum();
     let reaped: usize = cells.iter().map(|c| c.workers_reaped).sum();
     json!({
@@ -188,9 +284,15 @@ pub fn json(plan: &Plan, rows: &[Row], cells: &[CellResult], children_left: usiz
             "rate": plan.rate,
             "connections": plan.connections,
             "runs": plan.runs,
+            "skip_unfit": plan.skip_unfit,
             "client_limit_s": plan.client_limit.as_secs_f64(),
             "in_flight": plan.in_flight,
             "backlog": plan.backlog,
+        },
+        "preflight": {
+            "machine": plan.machine,
+            "worker_memory": costs,
+            "left_out": plan.unfit,
         },
         "summary": rows,
         "cells": cells,

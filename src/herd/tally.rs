@@ -16,7 +16,6 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::plan::MAX_WORKERS;
 use crate::stats::fairness::jain;
 
 /// One worker's counters.
@@ -63,25 +62,24 @@ impl Slot {
     }
 }
 
-/// A slot for every worker a cell may fork; plain atomics, so it can live
-/// in a shared mapping.
-#[derive(Debug)]
+/// A slot for every worker a cell may fork, in memory shared with them.
+#[derive(Debug, Clone, Copy)]
 pub struct Board {
-    slots: [Slot; MAX_WORKERS],
-}
-
-impl Default for Board {
-    fn default() -> Self {
-        Board {
-            slots: std::array::from_fn(|_| Slot::default()),
-        }
-    }
+    slots: &'static [Slot],
 }
 
 impl Board {
-    /// A board in memory shared with the children forked after this call.
-    pub fn shared() -> std::io::Result<&'static Board> {
-        crate::sys::shared::shared::<Board>()
+    /// A board of `n` slots in memory shared with the children forked
+    /// after this call.
+    pub fn shared(n: usize) -> std::io::Result<Board> {
+        Ok(Board {
+            slots: crate::sys::shared::shared_slice::<Slot>(n.max(1))?,
+        })
+    }
+
+    /// Slots on the board (at least one).
+    pub fn slots(&self) -> usize {
+        self.slots.len()
     }
 
     /// Zeroes the first `n` slots before a cell.
@@ -89,9 +87,9 @@ impl Board {
         self.slots.iter().take(n).for_each(Slot::clear);
     }
 
-    /// Worker `i`'s slot.
-    pub fn slot(&self, i: usize) -> &Slot {
-        &self.slots[i.min(MAX_WORKERS - 1)]
+    /// Worker `i`'s slot (the last one past the end).
+    pub fn slot(&self, i: usize) -> &'static Slot {
+        &self.slots[i.min(self.slots.len() - 1)]
     }
 
     /// The first `n` slots, read.
@@ -129,6 +127,27 @@ pub(crate) fn voluntary_switches(pid: i32) -> Option<u64> {
     parse_switches(&text)
 }
 
+/// `voluntary_ctxt_switches` of a process when it is asleep (`State: S`),
+/// from one read of `/proc/PID/status`; `None` when it is not asleep or
+/// cannot be read.
+pub(crate) fn switches_if_asleep(pid: i32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    parse_asleep_switches(&text)
+}
+
+fn parse_asleep_switches(text: &str) -> Option<u64> {
+    let state = text
+        .lines()
+        .find_map(|l| l.strip_prefix("State:"))?
+        .trim_start()
+        .chars()
+        .next()?;
+    if state != 'S' {
+        return None;
+    }
+    parse_switches(text)
+}
+
 fn parse_switches(status: &str) -> Option<u64> {
     status
         .lines()
@@ -160,6 +179,7 @@ impl Spread {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::herd::plan::MAX_WORKERS;
 
     #[test]
     fn spread_takes_the_extremes() {
@@ -175,6 +195,10 @@ mod tests {
                       nonvoluntary_ctxt_switches:\t7\n";
         assert_eq!(parse_switches(status), Some(42));
         assert_eq!(parse_switches("Name: x\n"), None);
+        let asleep = "State:\tS (sleeping)\nvoluntary_ctxt_switches:\t5\n";
+        assert_eq!(parse_asleep_switches(asleep), Some(5));
+        let running = "State:\tR (running)\nvoluntary_ctxt_switches:\t5\n";
+        assert_eq!(parse_asleep_switches(running), None);
     }
 
     #[test]
@@ -186,7 +210,9 @@ mod tests {
 
     #[test]
     fn the_board_fits_every_worker() {
-        let b = Board::default();
+        let Ok(b) = Board::shared(MAX_WORKERS) else {
+            panic!("cannot map the board");
+        };
         Slot::add(&b.slot(MAX_WORKERS - 1).accepts);
         assert_eq!(b.accepts(MAX_WORKERS), 1);
         b.clear(MAX_WORKERS);

@@ -1,7 +1,8 @@
 //! A worker of the herd: a forked process that waits for connections on its
 //! copies of the listener with one wait method, accepts, and counts.
 //!
-//! Setup, in the child: ask to die with the parent; take the listener (the
+//! Setup, in the child: restore the default SIGINT and SIGTERM, ask to die
+//! with the parent; take the listener (the
 //! inherited shared one, or for `reuseport` a new SO_REUSEPORT listener on
 //! the same port); make `dups − 1` more descriptors of it with dup(2); set up
 //! the wait; write `R` to the readiness pipe (`F` when setup failed) and
@@ -58,6 +59,9 @@ pub struct Setup<'a> {
     pub dups: usize,
     /// The shared listener (every method but reuseport).
     pub listener: Option<BorrowedFd<'a>>,
+    /// Its `dups − 1` copies, made by the parent before the fork (empty for
+    /// reuseport).
+    pub copies: &'a [BorrowedFd<'a>],
     /// The address every reuseport listener binds.
     pub addr: SocketAddrV4,
     pub backlog: i32,
@@ -71,6 +75,9 @@ pub struct Setup<'a> {
 
 /// The body of a freshly forked worker; never returns.
 pub fn run(setup: &Setup<'_>, slot: &Slot, parent: i32) -> ! {
+    // The parent turns SIGINT and SIGTERM into a flag; a worker must die
+    // of them instead.
+    crate::sys::signals::reset_in_child();
     die_with_parent(parent);
     let copies = match copies(setup) {
         Ok(c) => c,
@@ -84,7 +91,7 @@ pub fn run(setup: &Setup<'_>, slot: &Slot, parent: i32) -> ! {
             .chain(copies.dups.iter().map(|d| d.as_fd()))
             .collect(),
         (None, Some(shared)) => std::iter::once(shared)
-            .chain(copies.dups.iter().map(|d| d.as_fd()))
+            .chain(setup.copies.iter().copied())
             .collect(),
         (None, None) => {
             tell(setup.ready, b'F');
@@ -101,29 +108,37 @@ pub fn run(setup: &Setup<'_>, slot: &Slot, parent: i32) -> ! {
     exit_now(code)
 }
 
-/// The worker's own descriptors of the listener.
+/// The worker's own descriptors of the listener (reuseport only; a shared
+/// listener's copies come from the parent).
 struct Copies {
-    /// Its own listener (reuseport only).
+    /// Its own listener.
     own: Option<OwnedFd>,
-    /// The `dups − 1` extra descriptors.
+    /// The `dups − 1` extra descriptors of it.
     dups: Vec<OwnedFd>,
 }
 
 fn copies(setup: &Setup<'_>) -> std::io::Result<Copies> {
-    let own = match setup.listener {
-        Some(_) => None,
-        None => Some(reuseport_listener(setup.addr, setup.backlog)?),
-    };
-    let first = match (&own, setup.listener) {
-        (Some(o), _) => o.as_fd(),
-        (None, Some(l)) => l,
-        (None, None) => return Err(std::io::Error::other("no listener")),
-    };
-    let mut dups = Vec::with_capacity(setup.dups.saturating_sub(1));
-    for _ in 1..setup.dups {
-        dups.push(rustix::io::fcntl_dupfd_cloexec(first, 0)?);
+    if setup.listener.is_some() {
+        return Ok(Copies {
+            own: None,
+            dups: Vec::new(),
+        });
     }
-    Ok(Copies { own, dups })
+    let own = reuseport_listener(setup.addr, setup.backlog)?;
+    let dups = dup_n(own.as_fd(), setup.dups.saturating_sub(1))?;
+    Ok(Copies {
+        own: Some(own),
+        dups,
+    })
+}
+
+/// `n` more descriptors of `fd` (close-on-exec), one dup(2) each.
+pub(crate) fn dup_n(fd: BorrowedFd<'_>, n: usize) -> std::io::Result<Vec<OwnedFd>> {
+    let mut dups = Vec::with_capacity(n);
+    for _ in 0..n {
+        dups.push(rustix::io::fcntl_dupfd_cloexec(fd, 0)?);
+    }
+    Ok(dups)
 }
 
 /// A non-blocking listener on `addr` with SO_REUSEPORT, beside the others.

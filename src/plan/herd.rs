@@ -9,12 +9,13 @@ use crate::herd::plan::Request;
 pub fn request(a: &HerdArgs) -> Request {
     Request {
         workers: a.workers.clone(),
-        dups: a.dups,
+        dups: a.dups.clone(),
         methods: a.methods.clone(),
         rate: a.rate,
         connections: a.connections,
         runs: a.runs,
         svg: a.svg.clone(),
         json: a.output.json.clone(),
+        skip_unfit: a.skip_unfit,
     }
 }

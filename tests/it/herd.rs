@@ -1,8 +1,11 @@
 //! `c10k herd` end to end at a small size: every wait method with 1 and 4
 //! workers, its JSON checked for sense (the accepts add up to the
 //! connections made, every worker reaped and gone, the spread in range),
-//! the chart written, and bad flags refused with one line and exit 2. No
-//! timing is asserted.
+//! the chart written, and bad flags refused with one line and exit 2; a
+//! few hundred workers with 50 copies each, every one reaped; a herd the
+//! machine cannot hold refused before it forks, with the numbers; and a
+//! herd stopped by SIGTERM mid-run, its workers all reaped. No timing is
+//! asserted.
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -20,6 +23,13 @@ pub const TESTS: &[(&str, Test)] = &[
     ("every_method_adds_up_and_reaps_its_workers", every_method),
     ("dups_in_every_wait_set_add_up", dups),
     ("bad_flags_are_one_line_exit_2", bad_flags),
+    (
+        "three_hundred_workers_with_fifty_copies_are_all_reaped",
+        hundreds,
+    ),
+    ("a_herd_past_the_limits_is_refused_with_numbers", refused),
+    ("cells_past_the_limits_are_skipped_when_asked", skipped),
+    ("sigterm_mid_run_reaps_every_worker", interrupted),
 ];
 
 /// Longest a small herd may take before the test fails (a guard against
@@ -184,20 +194,31 @@ fn checked(
                 "blocking accept cannot fail with EAGAIN: {failed}"
             )));
         }
-        if num(c, "workers_reaped")? != w || num(c, "workers_clean")? != w {
-            return Err(at(format!(
-                "not every worker was reaped cleanly: {}",
-                c["exits"]
-            )));
-        }
-        for e in c
-            .get("exits")
-            .and_then(Value::as_array)
-            .ok_or_else(|| at("no exits".into()))?
+        let ending = c.get("ending").ok_or_else(|| at("no ending".into()))?;
+        if num(c, "workers_reaped")? != w
+            || num(c, "workers_clean")? != w
+            || num(ending, "reaped")? != w
+            || ending["by_status"]["signal 15"].as_f64() != Some(w)
         {
-            let pid = num(e, "pid")? as i32;
+            return Err(at(format!("not every worker was reaped cleanly: {ending}")));
+        }
+        let pids = ending
+            .get("pids")
+            .and_then(Value::as_array)
+            .ok_or_else(|| at("no pids".into()))?;
+        if pids.len() as f64 != w {
+            return Err(at(format!("{} pids for {w} workers", pids.len())));
+        }
+        for p in pids {
+            let pid = p.as_i64().ok_or_else(|| at(format!("pid {p}")))? as i32;
             if alive(pid) && same_binary(pid) {
                 return Err(at(format!("worker {pid} is still there")));
+            }
+        }
+        let phases = c.get("phases").ok_or_else(|| at("no phases".into()))?;
+        for key in ["fork_seconds", "setup_seconds", "teardown_seconds"] {
+            if num(phases, key)? < 0.0 {
+                return Err(at(format!("{key} {}", phases[key])));
             }
         }
         let p50 = num(&c["connect_us"], "p50")?;
@@ -282,7 +303,8 @@ fn bad_flags() -> Result<(), Failed> {
     for args in [
         &["--methods", "carrier-pigeon"][..],
         &["--workers", "0"],
-        &["--workers", "5000"],
+        &["--workers", "16385"],
+        &["--dups", "1,0"],
         &["--workers", "many"],
         &["--rate", "0"],
         &["-n", "0"],
@@ -294,6 +316,185 @@ fn bad_flags() -> Result<(), Failed> {
         if ran.code != Some(2) || ran.stderr.lines().count() != 1 {
             return Err(format!("{args:?}: exit {:?}, stderr {:?}", ran.code, ran.stderr).into());
         }
+    }
+    Ok(())
+}
+
+fn hundreds() -> Result<(), Failed> {
+    let methods = "select,epoll-exclusive";
+    let v = checked(
+        "hundreds",
+        &[
+            "-w",
+            "300",
+            "--dups",
+            "50",
+            "-n",
+            "60",
+            "--rate",
+            "2000",
+            "--runs",
+            "1",
+            "--methods",
+            methods,
+        ],
+        &methods.split(',').collect::<Vec<_>>(),
+        &[300],
+    )?;
+    let costs = v["preflight"]["worker_memory"]
+        .as_array()
+        .ok_or("no worker memory in the pre-flight")?;
+    if costs.len() != 2
+        || costs
+            .iter()
+            .any(|c| c["per_worker_kib"].as_f64().is_none_or(|k| k <= 0.0))
+    {
+        return Err(format!("worker memory {costs:?}").into());
+    }
+    Ok(())
+}
+
+/// The first line of stderr when it is the only one.
+fn one_line(ran: &Ran, args: &[&str]) -> Result<String, Failed> {
+    if ran.code != Some(2) || ran.stderr.lines().count() != 1 {
+        return Err(format!("{args:?}: exit {:?}, stderr {:?}", ran.code, ran.stderr).into());
+    }
+    Ok(ran.stderr.trim().to_string())
+}
+
+fn refused() -> Result<(), Failed> {
+    // More copies than any open-files limit allows (RLIMIT_NOFILE cannot
+    // pass fs.nr_open, 1048576 unless raised).
+    let nr_open: u64 = std::fs::read_to_string("/proc/sys/fs/nr_open")?
+        .trim()
+        .parse()?;
+    if nr_open <= 1 << 20 {
+        let args = ["-w", "2", "--dups", "1048576", "--methods", "select"];
+        let e = one_line(&herd(&args)?, &args)?;
+        if !(e.contains(
+            "select with 2 workers × 1048576 copies: each worker needs 1048592 descriptors",
+        ) && e.contains("open-files limit is"))
+        {
+            return Err(format!("{args:?}: {e}").into());
+        }
+    }
+    // The study's largest EPOLLEXCLUSIVE herd needs 16.7 million epoll
+    // watches; refused where fs.epoll.max_user_watches is below that.
+    let watches: u64 = std::fs::read_to_string("/proc/sys/fs/epoll/max_user_watches")?
+        .trim()
+        .parse()?;
+    if watches < 16_384 * 1019 + 4096 {
+        let args = [
+            "-w",
+            "16384",
+            "--dups",
+            "1019",
+            "--methods",
+            "epoll-exclusive",
+        ];
+        let e = one_line(&herd(&args)?, &args)?;
+        let want = format!(
+            "epoll-exclusive with 16384 workers × 1019 copies: needs 16695296 epoll watches \
+             (16384 × 1019) but fs.epoll.max_user_watches = {watches}"
+        );
+        if !e.contains(&want) {
+            return Err(format!("{args:?}: {e}").into());
+        }
+    }
+    Ok(())
+}
+
+fn skipped() -> Result<(), Failed> {
+    let json_path = scratch("skipped.json");
+    let json_arg = json_path.to_string_lossy().into_owned();
+    let args = [
+        "-w",
+        "2",
+        "--dups",
+        "1,1048576",
+        "--methods",
+        "select",
+        "-n",
+        "20",
+        "--rate",
+        "2000",
+        "--runs",
+        "1",
+        "--skip-unfit",
+        "--json",
+        &json_arg,
+    ];
+    let ran = herd(&args)?;
+    if ran.code != Some(0) {
+        return Err(format!("exit {:?}; stderr: {}", ran.code, ran.stderr).into());
+    }
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json_path)?)?;
+    let _ = std::fs::remove_file(&json_path);
+    let cells = v["cells"].as_array().ok_or("no cells")?;
+    let left_out = v["preflight"]["left_out"].as_array().ok_or("no left_out")?;
+    if cells.len() != 1 || cells[0]["dups"] != 1 || left_out.len() != 1 {
+        return Err(format!("cells {cells:?}, left out {left_out:?}").into());
+    }
+    if !ran
+        .stdout
+        .contains("left out: select with 2 workers × 1048576 copies")
+    {
+        return Err(format!("no note of the cell left out: {}", ran.stdout).into());
+    }
+    Ok(())
+}
+
+/// The children of `pid` now.
+fn children(pid: i32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+fn interrupted() -> Result<(), Failed> {
+    const WORKERS: usize = 200;
+    // A client that would run for a day: only the signal ends it.
+    let mut child = Command::new(bin())
+        .args(["herd", "-w", "200", "--methods", "select", "--dups", "4"])
+        .args(["-n", "86400", "--rate", "1", "--runs", "1"])
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let pid = child.id() as i32;
+    // Wait (bounded in time and passes) until the herd has forked every
+    // worker, then stop it with SIGTERM to the parent alone.
+    let until = std::time::Instant::now() + HERD_PATIENCE;
+    let mut seen = Vec::new();
+    for _ in 0..1_000_000 {
+        seen = children(pid);
+        if seen.len() >= WORKERS || std::time::Instant::now() >= until {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    let _ = c10k::sys::process::kill(pid, 15);
+    let status = crate::support::wait_bounded(&mut child);
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    let status = status?;
+    if seen.len() < WORKERS {
+        return Err(format!("only {} workers seen; stderr {err:?}", seen.len()).into());
+    }
+    if status.code() != Some(1)
+        || err.lines().count() != 1
+        || !err.contains("interrupted")
+        || !err.contains("0 child processes left")
+    {
+        return Err(format!("exit {status}, stderr {err:?}").into());
+    }
+    if let Some(p) = seen.iter().find(|&&p| alive(p) && same_binary(p)) {
+        return Err(format!("worker {p} outlived the herd").into());
     }
     Ok(())
 }
