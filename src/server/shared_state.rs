@@ -17,7 +17,8 @@
 //! read; its counter is slot `number % SLOTS` (connections past
 //! [`SLOTS`] share slots, so the table always adds up to the total). The
 //! summary reports the total, the table's sum and the updates, which must
-//! agree with each other and with the bytes echoed.
+//! agree with each other and with the bytes echoed, and how many updates
+//! found the lock held (each asks once without waiting first).
 //!
 //! [`Stats`]: super::Stats
 
@@ -38,6 +39,8 @@ pub struct SharedState {
     /// so the lock is what keeps every byte.
     total: AtomicU64,
     updates: AtomicU64,
+    /// Updates that found the lock held by another thread or process.
+    contended: AtomicU64,
     table: [AtomicU64; SLOTS],
 }
 
@@ -48,6 +51,7 @@ impl Default for SharedState {
             next_id: AtomicU64::new(0),
             total: AtomicU64::new(0),
             updates: AtomicU64::new(0),
+            contended: AtomicU64::new(0),
             table: std::array::from_fn(|_| AtomicU64::new(0)),
         }
     }
@@ -72,6 +76,10 @@ pub struct StateSummary {
     pub table_sum: u64,
     /// Reads that updated the state.
     pub updates: u64,
+    /// Updates that found the lock held by another thread or process (and
+    /// waited for it): how often the lock was the bottleneck.
+    #[serde(default)]
+    pub contended: u64,
     /// Connections numbered (those that read at least once).
     pub connections: u64,
 }
@@ -93,10 +101,14 @@ impl SharedState {
         }
         let id = *id.get_or_insert_with(|| self.next_id.fetch_add(1, Relaxed));
         let slot = &self.table[id as usize % SLOTS];
-        let _held = self.lock.lock();
+        let held = self.lock.lock();
         slot.store(slot.load(Relaxed) + n, Relaxed);
         self.total.store(self.total.load(Relaxed) + n, Relaxed);
         self.updates.store(self.updates.load(Relaxed) + 1, Relaxed);
+        if held.contended() {
+            self.contended
+                .store(self.contended.load(Relaxed) + 1, Relaxed);
+        }
     }
 
     /// The state's figures, when it is on.
@@ -108,6 +120,7 @@ impl SharedState {
             total: self.total.load(Relaxed),
             table_sum: self.table.iter().map(|c| c.load(Relaxed)).sum(),
             updates: self.updates.load(Relaxed),
+            contended: self.contended.load(Relaxed),
             connections: self.next_id.load(Relaxed),
         })
     }

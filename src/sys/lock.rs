@@ -166,9 +166,40 @@ impl SharedLock {
         LockKind::of(self.kind.load(Ordering::Acquire))
     }
 
-    /// Takes the lock (a no-op guard while it has no kind).
+    /// Takes the lock (a no-op guard while it has no kind). The guard says
+    /// whether it was held by someone else when asked for (one try first).
     pub fn lock(&self) -> Guard<'_> {
         let kind = self.kind();
+        let contended = !self.try_lock(kind);
+        if contended {
+            self.wait(kind);
+        }
+        Guard {
+            lock: self,
+            kind,
+            contended,
+        }
+    }
+
+    /// One attempt; `true` when taken (or when there is no lock).
+    fn try_lock(&self, kind: Option<LockKind>) -> bool {
+        match kind {
+            None => true,
+            Some(LockKind::Spin) => self
+                .spin
+                .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok(),
+            // SAFETY: as in `wait`.
+            Some(LockKind::Mutex) => unsafe { libc::pthread_mutex_trylock(self.mutex.get()) == 0 },
+            // SAFETY: as in `wait`.
+            Some(LockKind::RwLock) => unsafe {
+                libc::pthread_rwlock_trywrlock(self.rwlock.get()) == 0
+            },
+        }
+    }
+
+    /// Takes the lock, waiting as its kind waits.
+    fn wait(&self, kind: Option<LockKind>) {
         match kind {
             None => {}
             Some(LockKind::Spin) => {
@@ -196,7 +227,6 @@ impl SharedLock {
                 libc::pthread_rwlock_wrlock(self.rwlock.get());
             },
         }
-        Guard { lock: self, kind }
     }
 }
 
@@ -204,6 +234,15 @@ impl SharedLock {
 pub struct Guard<'a> {
     lock: &'a SharedLock,
     kind: Option<LockKind>,
+    contended: bool,
+}
+
+impl Guard<'_> {
+    /// Whether another thread or process held the lock when it was asked
+    /// for.
+    pub fn contended(&self) -> bool {
+        self.contended
+    }
 }
 
 impl Drop for Guard<'_> {

@@ -142,6 +142,7 @@ fn shared_state() -> Result<(), Failed> {
             || state.table_sum != state.total
             || state.updates == 0
             || state.updates > state.total
+            || state.contended > state.updates
             || state.connections != summary.connections
         {
             return Err(format!(
