@@ -6,9 +6,12 @@
 //! run's own processes is the interference from outside the run.
 //!
 //! Cost: one read of `/proc/stat` and, per server process, one of its
-//! `stat` and `status`, at each end of the window; nothing during it. The
-//! kernel counts process time in clock ticks (10 ms here), so a window
-//! under a second resolves a share to a few per cent.
+//! `stat` and `status` and one `schedstat` per thread, at each end of the
+//! window; nothing during it. A live thread's time is read from its
+//! `schedstat` in nanoseconds (`stat` rounds each process down to a clock
+//! tick, 10 ms here, which over a thousand forked children loses
+//! everything); the machine's and reaped children's times are in ticks, so
+//! a window under a second resolves a share to a few per cent.
 
 use serde::{Deserialize, Serialize};
 
@@ -198,12 +201,17 @@ pub fn tree(roots: &[u32]) -> Option<TreeCpu> {
             let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
                 continue;
             };
-            let Some(secs) = parse_stat(&stat) else {
+            let Some((own, reaped)) = stat_times(&stat) else {
                 continue;
             };
             seen = true;
-            out.seconds += secs;
-            out.waited += run_delay(pid);
+            // The threads' own run time from schedstat, in nanoseconds:
+            // `stat` rounds each process down to a clock tick, and a
+            // thousand forked children using a few ms each would add up to
+            // nothing. Their reaped children's time comes from `stat`.
+            let (ran, waited) = schedstat(pid);
+            out.seconds += ran.unwrap_or(own) + reaped;
+            out.waited += waited;
             if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
                 out.threads += super::tree::field(&status, "Threads:").unwrap_or(1);
                 if pid == root {
@@ -221,26 +229,46 @@ pub fn tree(roots: &[u32]) -> Option<TreeCpu> {
 
 /// Seconds the threads of `pid` waited, runnable, for a CPU.
 pub(crate) fn run_delay(pid: u32) -> f64 {
+    schedstat(pid).1
+}
+
+/// Seconds the threads of `pid` ran (`None` when schedstat cannot be
+/// read) and waited, runnable, for a CPU: the first two fields of each
+/// thread's `schedstat`, in nanoseconds.
+fn schedstat(pid: u32) -> (Option<f64>, f64) {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return 0.0;
+        return (None, 0.0);
     };
-    tasks
-        .flatten()
-        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().nth(1)?.parse::<f64>().ok())
-        .sum::<f64>()
-        / 1e9
+    let (mut ran, mut waited, mut read) = (0.0, 0.0, false);
+    for t in tasks.flatten() {
+        let Ok(s) = std::fs::read_to_string(t.path().join("schedstat")) else {
+            continue;
+        };
+        let mut f = s.split_whitespace().map(|v| v.parse::<f64>().ok());
+        if let (Some(Some(r)), Some(Some(w))) = (f.next(), f.next()) {
+            ran += r;
+            waited += w;
+            read = true;
+        }
+    }
+    (read.then_some(ran / 1e9), waited / 1e9)
 }
 
 /// utime + stime + cutime + cstime of one `/proc/PID/stat` line, seconds.
 fn parse_stat(stat: &str) -> Option<f64> {
+    stat_times(stat).map(|(own, reaped)| own + reaped)
+}
+
+/// utime + stime, and cutime + cstime (the children it reaped), of one
+/// `/proc/PID/stat` line, seconds.
+fn stat_times(stat: &str) -> Option<(f64, f64)> {
     // The command name is in parentheses and may hold spaces: fields are
     // counted from after its closing one (field 3, state, comes first).
     let rest = &stat[stat.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
     let at = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
     // Fields 14..17 of stat(5) are at 11..14 here.
-    Some((at(11) + at(12) + at(13) + at(14)) / ticks())
+    Some(((at(11) + at(12)) / ticks(), (at(13) + at(14)) / ticks()))
 }
 
 /// How many CPUs a list such as `0-3,8,10-11` names.
