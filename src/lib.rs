@@ -49,8 +49,11 @@
 //! |---|---|
 //! | the echo state machine every model runs | `server/conn.rs` |
 //! | accepting, `--max-conns`, the EMFILE pause | `server/accept.rs` |
-//! | the readiness loop of select, poll, epoll, epoll-workers, hybrid | `server/reactor.rs` |
-//! | how select, poll, epoll wait (one waiter each) | `server/select.rs`, `poll.rs`, `epoll.rs` |
+//! | the readiness loop of busy, select, poll, sigio, epoll, epoll-workers, hybrid | `server/reactor.rs` |
+//! | how busy, select, poll, sigio, epoll wait (one waiter each) | `server/busy.rs`, `select.rs`, `poll.rs`, `sigio.rs`, `epoll.rs` |
+//! | interval control (`--interval`) | `server/pace.rs` |
+//! | the shared table and lock of `--shared-state` | `server/shared_state.rs`, `sys/lock.rs` |
+//! | a model with more serve flags (`--variant`) | `runner/matrix.rs` (`Variant`, `resolve`) |
 //! | a model and its trade-offs | `server/<model>.rs`, registry in `server/mod.rs` |
 //! | starting and stopping a server child (runner, tests, benches) | `runner/server.rs` |
 //! | a server of the user's (`--server`) or already running (`--target`) | `runner/foreign.rs` |
@@ -66,12 +69,12 @@
 //! | what limited a figure | `client/limit.rs`, `runner/verdict.rs` |
 //! | results, resume, locking, which plan a record belongs to | `runner/results.rs`, `lock.rs`, `identity.rs` |
 //! | writing an output file safely | `export/target.rs` |
-//! | `unsafe` (select past FD_SETSIZE, fork, wait4, shared memory, pinning) | `sys/` |
+//! | `unsafe` (select past FD_SETSIZE, fork, wait4, shared memory, process-shared locks, O_ASYNC signals, pinning) | `sys/` |
 //!
 //! [`server`] is the echo server: a [`server::Model`] per concurrency model
-//! (thread per connection, process per connection, pre-forked pool, select,
-//! poll, epoll, epoll with worker threads, io_uring, tokio, poll + thread
-//! pool), all running one connection state machine ([`server::conn`]) and
+//! (thread per connection, process per connection, pre-forked pool, busy
+//! polling, select, poll, signal-driven I/O, epoll, epoll with worker
+//! threads, io_uring, tokio, poll + thread pool), all running one connection state machine ([`server::conn`]) and
 //! one accept policy ([`server::accept`]), and the readiness models one loop
 //! ([`server::reactor`]), so a measurement sees only how each waits and who
 //! runs the handler. `c10k serve` prints a one-line JSON summary when it

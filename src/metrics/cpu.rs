@@ -7,11 +7,11 @@
 //!
 //! Cost: one read of `/proc/stat` and, per server process, one of its
 //! `stat` and `status` and one `schedstat` per thread, at each end of the
-//! window; nothing during it. A live thread's time is read from its
-//! `schedstat` in nanoseconds (`stat` rounds each process down to a clock
-//! tick, 10 ms here, which over a thousand forked children loses
-//! everything); the machine's and reaped children's times are in ticks, so
-//! a window under a second resolves a share to a few per cent.
+//! window; nothing during it. A process's time is the larger of its
+//! threads' `schedstat` (nanoseconds) and its `stat` (clock ticks, 10 ms
+//! here, rounded down per process, which over a thousand forked children
+//! loses everything); the machine's and reaped children's times are in
+//! ticks, so a window under a second resolves a share to a few per cent.
 
 use serde::{Deserialize, Serialize};
 
@@ -205,12 +205,13 @@ pub fn tree(roots: &[u32]) -> Option<TreeCpu> {
                 continue;
             };
             seen = true;
-            // The threads' own run time from schedstat, in nanoseconds:
-            // `stat` rounds each process down to a clock tick, and a
-            // thousand forked children using a few ms each would add up to
-            // nothing. Their reaped children's time comes from `stat`.
+            // `stat` rounds each process down to a clock tick: a thousand
+            // forked children using a few ms each add up to nothing. Its
+            // live threads' schedstat is in nanoseconds, but forgets the
+            // threads that have exited. Each is monotonic, so the larger of
+            // the two is too. Reaped children's time comes from `stat`.
             let (ran, waited) = schedstat(pid);
-            out.seconds += ran.unwrap_or(own) + reaped;
+            out.seconds += ran.map_or(own, |ran| ran.max(own)) + reaped;
             out.waited += waited;
             if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
                 out.threads += super::tree::field(&status, "Threads:").unwrap_or(1);
