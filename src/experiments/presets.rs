@@ -78,6 +78,25 @@ pub fn all() -> Vec<Preset> {
         variants: INTERVALS,
         pin: Pin::Split,
     };
+    let thesis = Preset {
+        name: "thesis",
+        title:
+            "select() vs a thread per connection (thesis, 2009): the burst method, 2 to 512 sockets",
+        models: &[],
+        connections: &[2, 4, 8, 16, 32, 64, 128, 200, 256, 300, 400, 512],
+        runs: 10,
+        workload: Workload {
+            kind: WorkloadKind::Burst,
+            ..Workload::closed(0.0, 0.0)
+        },
+        per_connection_csv: false,
+        bench: None,
+        bench_args: &[],
+        size_label: "connections",
+        peers: &[],
+        variants: &[],
+        pin: Pin::Split,
+    };
     vec![
         Preset {
             name: "tour",
@@ -112,24 +131,7 @@ pub fn all() -> Vec<Preset> {
             variants: &[],
             pin: Pin::Split,
         },
-        Preset {
-            name: "thesis",
-            title: "select() vs a thread per connection (thesis, 2009): the burst method, 2 to 512 sockets",
-            models: &[],
-            connections: &[2, 4, 8, 16, 32, 64, 128, 200, 256, 300, 400, 512],
-            runs: 10,
-            workload: Workload {
-                kind: WorkloadKind::Burst,
-                ..Workload::closed(0.0, 0.0)
-            },
-            per_connection_csv: false,
-            bench: None,
-            bench_args: &[],
-            size_label: "connections",
-            peers: &[],
-            variants: &[],
-            pin: Pin::Split,
-        },
+        thesis.clone(),
         Preset {
             name: "thesis-lock",
             title: "the thesis's open question, \"if we use locking after each read will threading be equal to select?\": threads, select, epoll and fork with and without a lock taken after every read (--shared-state), the burst method, 2 to 512 sockets",
@@ -143,19 +145,8 @@ pub fn all() -> Vec<Preset> {
                 "fork",
                 "fork+lock",
             ],
-            connections: &[2, 4, 8, 16, 32, 64, 128, 200, 256, 300, 400, 512],
-            runs: 10,
-            workload: Workload {
-                kind: WorkloadKind::Burst,
-                ..Workload::closed(0.0, 0.0)
-            },
-            per_connection_csv: false,
-            bench: None,
-            bench_args: &[],
-            size_label: "connections",
-            peers: &[],
             variants: LOCKED,
-            pin: Pin::Split,
+            ..thesis
         },
         Preset {
             name: "muller",
