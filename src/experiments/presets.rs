@@ -64,72 +64,50 @@ const INTERVALS: &[(&str, &str)] = &[
 /// Every preset, the default first.
 pub fn all() -> Vec<Preset> {
     let interval = Preset {
-        name: "interval",
-        title: "interval control (select(2) done right, 2017): select and epoll waiting at least 0, 100 µs, 1 ms or 10 ms between waits, closed-loop echo at 100 and 10,000 connections",
-        models: INTERVAL_MODELS,
-        connections: &[100, 10_000],
-        runs: 3,
-        workload: Workload::closed(2.0, 0.5),
-        per_connection_csv: false,
-        bench: None,
-        bench_args: &[],
-        size_label: "connections",
-        peers: &[],
         variants: INTERVALS,
-        pin: Pin::Split,
+        ..study(
+            "interval",
+            "interval control (select(2) done right, 2017): select and epoll waiting at least 0, 100 µs, 1 ms or 10 ms between waits, closed-loop echo at 100 and 10,000 connections",
+            INTERVAL_MODELS,
+            &[100, 10_000],
+            3,
+            Workload::closed(2.0, 0.5),
+        )
     };
-    let thesis = Preset {
-        name: "thesis",
-        title:
-            "select() vs a thread per connection (thesis, 2009): the burst method, 2 to 512 sockets",
-        models: &[],
-        connections: &[2, 4, 8, 16, 32, 64, 128, 200, 256, 300, 400, 512],
-        runs: 10,
-        workload: Workload {
+    let thesis = study(
+        "thesis",
+        "select() vs a thread per connection (thesis, 2009): the burst method, 2 to 512 sockets",
+        &[],
+        &[2, 4, 8, 16, 32, 64, 128, 200, 256, 300, 400, 512],
+        10,
+        Workload {
             kind: WorkloadKind::Burst,
             ..Workload::closed(0.0, 0.0)
         },
-        per_connection_csv: false,
-        bench: None,
-        bench_args: &[],
-        size_label: "connections",
-        peers: &[],
-        variants: &[],
-        pin: Pin::Split,
-    };
+    );
     vec![
+        study(
+            "tour",
+            "a quick tour: every model at 10, 100 and 1,000 connections, closed loop",
+            &[],
+            &[10, 100, 1000],
+            3,
+            Workload::closed(1.0, 0.25),
+        ),
         Preset {
-            name: "tour",
-            title: "a quick tour: every model at 10, 100 and 1,000 connections, closed loop",
-            models: &[],
-            connections: &[10, 100, 1000],
-            runs: 3,
-            workload: Workload::closed(1.0, 0.25),
-            per_connection_csv: false,
-            bench: None,
-            bench_args: &[],
-            size_label: "connections",
-            peers: &[],
-            variants: &[],
-            pin: Pin::Split,
-        },
-        Preset {
-            name: "peers",
-            title: "the runtimes people pick (Go, Node.js, asyncio, uvloop, Erlang, socat) beside epoll, uring, threads and tokio, 10 to 10,000 connections",
-            models: &["epoll", "uring", "threads", "tokio"],
-            connections: &[10, 100, 1000, 10_000],
-            runs: 3,
-            // At 10,000 connections the slower runtimes echo 5,000 to
-            // 20,000 round trips a second: a round takes up to 2 s, and a
-            // window must hold one (a 1 s window failed those cells).
-            workload: Workload::closed(3.0, 1.0),
-            per_connection_csv: false,
-            bench: None,
-            bench_args: &[],
-            size_label: "connections",
             peers: &["go", "node", "asyncio", "uvloop", "erlang", "socat"],
-            variants: &[],
-            pin: Pin::Split,
+            ..study(
+                "peers",
+                "the runtimes people pick (Go, Node.js, asyncio, uvloop, Erlang, socat) beside epoll, uring, threads and tokio, 10 to 10,000 connections",
+                &["epoll", "uring", "threads", "tokio"],
+                &[10, 100, 1000, 10_000],
+                3,
+                // At 10,000 connections the slower runtimes echo 5,000 to
+                // 20,000 round trips a second: a round takes up to 2 s,
+                // and a window must hold one (a 1 s window failed those
+                // cells).
+                Workload::closed(3.0, 1.0),
+            )
         },
         thesis.clone(),
         Preset {
@@ -148,73 +126,37 @@ pub fn all() -> Vec<Preset> {
             variants: LOCKED,
             ..thesis
         },
-        Preset {
-            name: "muller",
-            title: "poll loop vs thread per connection (Muller, 2006): 10,000 request/response pairs over 10 to 380 connections",
-            models: &[],
-            connections: &[10, 50, 100, 150, 200, 300, 380],
-            runs: 5,
-            workload: Workload {
+        study(
+            "muller",
+            "poll loop vs thread per connection (Muller, 2006): 10,000 request/response pairs over 10 to 380 connections",
+            &[],
+            &[10, 50, 100, 150, 200, 300, 380],
+            5,
+            Workload {
                 total_messages: Some(10_000),
                 ..Workload::closed(0.0, 0.0)
             },
-            per_connection_csv: false,
-            bench: None,
-            bench_args: &[],
-            size_label: "connections",
-            peers: &[],
-            variants: &[],
-            pin: Pin::Split,
-        },
+        ),
         Preset {
-            name: "comp8005",
-            title: "select, threads and epoll to 100,000 clients (COMP 8005): 100 messages per connection, per-connection CSV",
-            models: &[],
-            connections: &[1, 10, 100, 1000, 5000, 10_000, 20_000, 30_000, 50_000, 100_000],
-            runs: 3,
-            workload: Workload {
-                messages_per_connection: Some(100),
-                payload: Some("Gary's spamming".into()),
-                message_bytes: "Gary's spamming".len(),
-                // The study waited for every echo; a thread starved for
-                // tens of seconds is slow, not failed.
-                timeout_seconds: 120.0,
-                ..Workload::closed(0.0, 0.0)
-            },
             per_connection_csv: true,
-            bench: None,
-            bench_args: &[],
-            size_label: "connections",
-            peers: &[],
-            variants: &[],
-            pin: Pin::Split,
+            ..study(
+                "comp8005",
+                "select, threads and epoll to 100,000 clients (COMP 8005): 100 messages per connection, per-connection CSV",
+                &[],
+                &[1, 10, 100, 1000, 5000, 10_000, 20_000, 30_000, 50_000, 100_000],
+                3,
+                Workload {
+                    messages_per_connection: Some(100),
+                    payload: Some("Gary's spamming".into()),
+                    message_bytes: "Gary's spamming".len(),
+                    // The study waited for every echo; a thread starved for
+                    // tens of seconds is slow, not failed.
+                    timeout_seconds: 120.0,
+                    ..Workload::closed(0.0, 0.0)
+                },
+            )
         },
         Preset {
-            name: "c1m",
-            title: "a million mostly idle connections (C1M): the event loops from 10,000 to 1,000,000 connections, open loop at 20,000 messages/s, every connection echoing once",
-            models: &["epoll", "epoll-workers", "select", "poll", "uring", "tokio"],
-            connections: &[10_000, 100_000, 250_000, 500_000, 1_000_000],
-            runs: 1,
-            workload: Workload {
-                // The same offered load at every count, so what grows is
-                // the cost of holding. One message per connection: the
-                // window is one round of the schedule, N / 20,000 s (50 s
-                // at a million), long enough for every connection to echo
-                // once and no longer, so five counts of six models fit in
-                // half an hour.
-                rate: Some(Rate::Total(20_000.0)),
-                messages_per_connection: Some(1),
-                // A select or poll loop over 20,000 descriptors a process
-                // answers in seconds at a million: slow, not failed.
-                timeout_seconds: 60.0,
-                ..Workload::closed(0.0, 2.0)
-            },
-            per_connection_csv: false,
-            bench: None,
-            bench_args: &[],
-            size_label: "connections",
-            peers: &[],
-            variants: &[],
             // Unpinned: pinned apart, every message of a mostly idle
             // connection wakes the other CPU twice (about 35 µs each
             // here), and at 20,000 messages/s that tax alone saturated
@@ -222,25 +164,40 @@ pub fn all() -> Vec<Preset> {
             // 74 ms at a million): the instrument was a limit. Unpinned,
             // a message cost the client 28 µs of CPU instead of 47 µs.
             pin: Pin::None,
+            ..study(
+                "c1m",
+                "a million mostly idle connections (C1M): the event loops from 10,000 to 1,000,000 connections, open loop at 20,000 messages/s, every connection echoing once",
+                &["epoll", "epoll-workers", "select", "poll", "uring", "tokio"],
+                &[10_000, 100_000, 250_000, 500_000, 1_000_000],
+                1,
+                Workload {
+                    // The same offered load at every count, so what grows
+                    // is the cost of holding. One message per connection:
+                    // the window is one round of the schedule, N / 20,000 s
+                    // (50 s at a million), long enough for every connection
+                    // to echo once and no longer, so five counts of six
+                    // models fit in half an hour.
+                    rate: Some(Rate::Total(20_000.0)),
+                    messages_per_connection: Some(1),
+                    // A select or poll loop over 20,000 descriptors a
+                    // process answers in seconds at a million: slow, not
+                    // failed.
+                    timeout_seconds: 60.0,
+                    ..Workload::closed(0.0, 2.0)
+                },
+            )
         },
-        Preset {
-            name: "accept",
-            title: "accept rate (select(2) done right, 2017): connection churn against each model",
-            models: &[],
-            connections: &[1, 8, 64],
-            runs: 3,
-            workload: Workload {
+        study(
+            "accept",
+            "accept rate (select(2) done right, 2017): connection churn against each model",
+            &[],
+            &[1, 8, 64],
+            3,
+            Workload {
                 kind: WorkloadKind::Churn,
                 ..Workload::closed(2.0, 0.5)
             },
-            per_connection_csv: false,
-            bench: None,
-            bench_args: &[],
-            size_label: "connections",
-            peers: &[],
-            variants: &[],
-            pin: Pin::Split,
-        },
+        ),
         interval.clone(),
         Preset {
             name: "interval-accept",
@@ -300,6 +257,34 @@ pub fn all() -> Vec<Preset> {
     ]
 }
 
+/// A preset with the defaults: servers (no micro-benchmark), sizes that
+/// count connections, no per-connection CSV, no peers or variants, server
+/// and client pinned apart.
+fn study(
+    name: &'static str,
+    title: &'static str,
+    models: &'static [&'static str],
+    connections: &'static [usize],
+    runs: usize,
+    workload: Workload,
+) -> Preset {
+    Preset {
+        name,
+        title,
+        models,
+        connections,
+        runs,
+        workload,
+        per_connection_csv: false,
+        bench: None,
+        bench_args: &[],
+        size_label: "connections",
+        peers: &[],
+        variants: &[],
+        pin: Pin::Split,
+    }
+}
+
 fn bench(
     name: &'static str,
     title: &'static str,
@@ -310,19 +295,9 @@ fn bench(
     size_label: &'static str,
 ) -> Preset {
     Preset {
-        name,
-        title,
-        models,
-        connections: sizes,
-        runs,
-        workload: Workload::closed(1.0, 0.0),
-        per_connection_csv: false,
         bench: Some(kind),
-        bench_args: &[],
         size_label,
-        peers: &[],
-        variants: &[],
-        pin: Pin::Split,
+        ..study(name, title, models, sizes, runs, Workload::closed(1.0, 0.0))
     }
 }
 

@@ -214,45 +214,33 @@ fn notes(cells: &[CellResult]) -> Vec<String> {
          every worker is reaped. Neither is in the connect figures."
             .to_string(),
     ];
-    let unaccepted: u64 = cells.iter().map(|c| c.unaccepted).sum();
-    if unaccepted > 0 {
-        n.push(format!(
-            "warning: {unaccepted} connections came up but no worker accepted them \
-             (listen queue overflow?)"
-        ));
-    }
-    let failed: u64 = cells.iter().map(|c| c.failed_connects + c.timed_out).sum();
-    if failed > 0 {
-        n.push(format!(
-            "warning: {failed} connects failed or timed out (see connect_errors in the JSON)"
-        ));
-    }
-    let unclean: usize = cells
-        .iter()
-        .map(|c| c.workers - c.workers_clean.min(c.workers))
-        .sum();
-    if unclean > 0 {
-        n.push(format!(
-            "warning: {unclean} workers did not end by our SIGTERM (see ending in the JSON)"
-        ));
-    }
-    let unattempted: u64 = cells
-        .iter()
-        .map(|c| c.planned.saturating_sub(c.attempted))
-        .sum();
-    if unattempted > 0 {
-        n.push(format!(
-            "warning: {unattempted} connects were not made before the client's time limit"
-        ));
-    }
-    let unreaped: usize = cells
-        .iter()
-        .map(|c| c.workers.saturating_sub(c.workers_reaped))
-        .sum();
-    if unreaped > 0 {
-        n.push(format!(
-            "warning: {unreaped} workers were not reaped within the teardown's time limit"
-        ));
+    let total = |f: fn(&CellResult) -> u64| cells.iter().map(f).sum::<u64>();
+    let counted = [
+        (
+            total(|c| c.unaccepted),
+            "connections came up but no worker accepted them (listen queue overflow?)",
+        ),
+        (
+            total(|c| c.failed_connects + c.timed_out),
+            "connects failed or timed out (see connect_errors in the JSON)",
+        ),
+        (
+            total(|c| c.workers.saturating_sub(c.workers_clean) as u64),
+            "workers did not end by our SIGTERM (see ending in the JSON)",
+        ),
+        (
+            total(|c| c.planned.saturating_sub(c.attempted)),
+            "connects were not made before the client's time limit",
+        ),
+        (
+            total(|c| c.workers.saturating_sub(c.workers_reaped) as u64),
+            "workers were not reaped within the teardown's time limit",
+        ),
+    ];
+    for (count, what) in counted {
+        if count > 0 {
+            n.push(format!("warning: {count} {what}"));
+        }
     }
     let unsettled = cells.iter().filter(|c| !c.settled).count();
     if unsettled > 0 {

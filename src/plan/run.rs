@@ -107,10 +107,10 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     }
     // Each server of the user's runs beside the models: where --models
     // places it, or after them.
-    for v in args.variants.iter().filter_map(|t| t.split_once('=')) {
-        let name = v.0.trim().to_string();
-        if !models.contains(&name) {
-            models.push(name);
+    // The user's variants (after the preset's) run beside the models.
+    for v in &variants[preset.variants.len()..] {
+        if !models.contains(&v.name) {
+            models.push(v.name.clone());
         }
     }
     let mut named = std::collections::BTreeSet::new();
