@@ -46,7 +46,8 @@ pub(crate) struct PollWaiter {
     set: PollSet,
 }
 
-fn events(interest: Interest) -> libc::c_short {
+/// The `pollfd` events that wait for `interest` (also `sigio`'s rescan).
+pub(super) fn events(interest: Interest) -> libc::c_short {
     match interest {
         Interest::Read => POLLIN,
         Interest::Write => POLLOUT,

@@ -38,6 +38,20 @@ use super::pace::Pace;
 use super::table::{Slot, Step, Table};
 use super::Context;
 
+/// One loop's waits and the descriptors they returned, added to its
+/// server's [`Stats`](super::Stats) when dropped.
+struct Waited<'a> {
+    stats: &'a super::Stats,
+    waits: u64,
+    events: u64,
+}
+
+impl Drop for Waited<'_> {
+    fn drop(&mut self) {
+        self.stats.waited(self.waits, self.events);
+    }
+}
+
 /// What a watched connection waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Interest {
@@ -211,6 +225,9 @@ pub(crate) struct Reactor<'a, W, H> {
     /// The listener and whether it is watched with `exclusive`.
     listener: Option<(&'a TcpListener, bool)>,
     listening: bool,
+    /// Accepting stopped with connections left in the backlog (EMFILE):
+    /// an edge-triggered waiter will not report them again.
+    backlog: bool,
     /// Connections accepted in one burst, before they are added.
     fresh: Vec<TcpStream>,
 }
@@ -237,6 +254,7 @@ impl<'a, W: Waiter, H: Handler> Reactor<'a, W, H> {
             handler,
             listener: None,
             listening: false,
+            backlog: false,
             fresh: Vec::new(),
         })
     }
@@ -256,8 +274,21 @@ impl<'a, W: Waiter, H: Handler> Reactor<'a, W, H> {
         let listen = self.listener.map(|(l, _)| l.as_raw_fd());
         let mut ready = Vec::new();
         let mut pace = Pace::new(ctx.config.interval);
+        // Counted here and added to the shared counters once, when the
+        // loop ends however it ends: no atomic per wait.
+        let mut waited = Waited {
+            stats: ctx.stats,
+            waits: 0,
+            events: 0,
+        };
         loop {
-            self.arm_listener()?;
+            // An edge-triggered waiter reports nothing for connections
+            // already in the backlog: of a listener it starts watching, or
+            // left there when descriptors ran out. Accept them now.
+            let armed = self.arm_listener()?;
+            if self.core.waiter.edge() && self.listening && (armed || self.backlog) {
+                self.accept();
+            }
             pace.before_wait();
             let timeout = if self.core.again.is_empty() {
                 self.core.gate.timeout()
@@ -270,7 +301,10 @@ impl<'a, W: Waiter, H: Handler> Reactor<'a, W, H> {
                 // next wait.
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e).context(W::CALL),
-                Ok(()) => ctx.stats.waited(ready.len()),
+                Ok(()) => {
+                    waited.waits += 1;
+                    waited.events += ready.len() as u64;
+                }
             }
             for &fd in &ready {
                 if fd == stop {
@@ -294,10 +328,11 @@ impl<'a, W: Waiter, H: Handler> Reactor<'a, W, H> {
         }
     }
 
-    /// Watches the listener while the gate is open, and not while paused.
-    fn arm_listener(&mut self) -> anyhow::Result<()> {
+    /// Watches the listener while the gate is open, and not while paused;
+    /// whether it has just started watching it.
+    fn arm_listener(&mut self) -> anyhow::Result<bool> {
         let Some((listener, exclusive)) = self.listener else {
-            return Ok(());
+            return Ok(false);
         };
         let open = self.core.gate.is_open();
         if open && !self.listening {
@@ -311,8 +346,9 @@ impl<'a, W: Waiter, H: Handler> Reactor<'a, W, H> {
                 .unwatch(listener.as_fd())
                 .context("pausing the listener")?;
         }
+        let armed = open && !self.listening;
         self.listening = open;
-        Ok(())
+        Ok(armed)
     }
 
     /// Accepts until the backlog is empty (or descriptors run out, which
@@ -324,6 +360,7 @@ impl<'a, W: Waiter, H: Handler> Reactor<'a, W, H> {
         let core = &mut self.core;
         let fresh = &mut self.fresh;
         accept_all(listener, core.ctx, true, &mut core.gate, |s| fresh.push(s));
+        self.backlog = core.gate.timeout().is_some();
         for stream in fresh.drain(..) {
             core.add(stream);
         }

@@ -19,18 +19,20 @@
 //! classic design requires, and counts the overflow in its summary
 //! (`waits.overflows`). The poll array is kept beside the signals for that
 //! (updated in place, no system call). Signals still queued for a
-//! descriptor that was closed or unwatched are dropped. A listener watched
-//! again after an EMFILE pause raised no signal for the connections already
-//! in its backlog, so the next wait reports it once anyway.
+//! descriptor that was closed or unwatched are dropped. Like edge-triggered
+//! epoll, a descriptor raises nothing for what was ready before it was
+//! watched: the reactor serves new connections and a listener it watches
+//! again once without waiting.
 
 use std::io;
 use std::net::TcpListener;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::time::Duration;
 
+use super::poll::events;
 use super::reactor::{Inline, Interest, Reactor, Waiter};
 use super::{Context, Model, Stats, Variant};
-use crate::sys::pollset::{PollSet, POLLIN, POLLOUT};
+use crate::sys::pollset::{PollSet, POLLIN};
 use crate::sys::sigio::{self, Note, SignalQueue};
 
 pub(crate) struct Sigio;
@@ -73,9 +75,6 @@ pub(crate) struct SigioWaiter {
     watched: PollSet,
     /// The descriptors one wait was told of, reused.
     notes: Vec<RawFd>,
-    /// Listeners (re)watched since the last wait: connections already in
-    /// their backlog raised no signal, so the next wait reports them once.
-    primed: Vec<RawFd>,
     /// `marks[fd]` is the wait in which `fd` was last reported, so a
     /// descriptor signalled several times is reported once.
     marks: Vec<u64>,
@@ -90,7 +89,6 @@ impl SigioWaiter {
             queue: SignalQueue::open()?,
             watched: PollSet::default(),
             notes: Vec::new(),
-            primed: Vec::new(),
             marks: Vec::new(),
             round: 0,
             stats,
@@ -120,13 +118,6 @@ impl SigioWaiter {
     }
 }
 
-fn events(interest: Interest) -> libc::c_short {
-    match interest {
-        Interest::Read => POLLIN,
-        Interest::Write => POLLOUT,
-    }
-}
-
 impl Waiter for SigioWaiter {
     const CALL: &'static str = "reading the signal queue";
 
@@ -135,7 +126,6 @@ impl Waiter for SigioWaiter {
     }
 
     fn watch_source(&mut self, fd: BorrowedFd<'_>, _exclusive: bool) -> io::Result<()> {
-        self.primed.push(fd.as_raw_fd());
         self.route(fd, POLLIN)
     }
 
@@ -164,12 +154,6 @@ impl Waiter for SigioWaiter {
         let mut overflow = false;
         let (queue, notes) = (&mut self.queue, &mut self.notes);
         notes.clear();
-        notes.append(&mut self.primed);
-        let timeout = if notes.is_empty() {
-            timeout
-        } else {
-            Some(Duration::ZERO)
-        };
         queue.take(timeout, |note| match note {
             Note::Ready(fd) => notes.push(fd),
             Note::Overflow => overflow = true,

@@ -113,10 +113,11 @@ impl Stats {
         }
     }
 
-    /// One wait of a readiness loop returned `events` descriptors.
-    pub(crate) fn waited(&self, events: usize) {
-        self.waits.fetch_add(1, Relaxed);
-        self.events.fetch_add(events as u64, Relaxed);
+    /// A readiness loop made `waits` waits that returned `events`
+    /// descriptors in all (added when the loop ends).
+    pub(crate) fn waited(&self, waits: u64, events: u64) {
+        self.waits.fetch_add(waits, Relaxed);
+        self.events.fetch_add(events, Relaxed);
     }
 
     /// `sigio`'s signal queue overflowed.
