@@ -205,6 +205,14 @@ pub struct RunArgs {
     /// known to ±5 % (95 % interval), 3 to 10 runs.
     #[arg(long, value_name = "N|auto")]
     pub runs: Option<String>,
+    /// Two models are equivalent when the 95 % interval of their ratio
+    /// lies within ± this margin, e.g. 5% (the default), 2%.
+    #[arg(long, value_name = "PCT")]
+    pub margin: Option<String>,
+    /// Times a run disturbed from outside (CPU used by other processes, or
+    /// steal) is run again before it is kept and marked [default: 2].
+    #[arg(long, value_name = "N")]
+    pub repeat_disturbed: Option<usize>,
     /// What the client does: closed (loop), burst, churn.
     #[arg(long, value_enum)]
     pub workload: Option<WorkloadKind>,
@@ -270,7 +278,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "results")]
     pub out: std::path::PathBuf,
     /// Finish an interrupted run in DIR (its own plan is used).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "models", "connections", "runs", "workload", "messages", "duration", "warmup", "message_size", "rate", "rate_per_connection", "connect_rate", "timeout", "pin", "order", "per_connection_csv", "server_args", "variants", "servers", "targets", "ready_timeout", "agent", "agents_file", "agents", "bind"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "models", "connections", "runs", "margin", "repeat_disturbed", "workload", "messages", "duration", "warmup", "message_size", "rate", "rate_per_connection", "connect_rate", "timeout", "pin", "order", "per_connection_csv", "server_args", "variants", "servers", "targets", "ready_timeout", "agent", "agents_file", "agents", "bind"])]
     pub resume: Option<std::path::PathBuf>,
     /// Do not write report.html (the exports are still written).
     #[arg(long)]

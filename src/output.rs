@@ -33,7 +33,12 @@ pub fn write_all(data: &RunData, tables: &[Table], report: bool) -> anyhow::Resu
                     "connections": n,
                     "primary": r.summary,
                     "rank": r.rank,
+                    "group_leader": r.leader,
                     "versus_best": r.versus_best,
+                    "versus_leader": r.versus_leader,
+                    "placed_by": r.placed_by,
+                    "repeated": r.repeated,
+                    "disturbed": r.disturbed,
                 })
             })
         })

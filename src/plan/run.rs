@@ -152,6 +152,19 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
             }
         },
     };
+    let margin = match args.margin.as_deref() {
+        None => crate::stats::compare::DEFAULT_MARGIN,
+        Some(text) => parse_margin(text)?,
+    };
+    let repeat_disturbed = match args.repeat_disturbed {
+        None => matrix::DEFAULT_REPEAT_DISTURBED,
+        Some(n) if n <= 10 => n,
+        Some(n) => {
+            return Err(format!(
+                "--repeat-disturbed {n}: at most 10 (each repeat is a whole cell again)"
+            ))
+        }
+    };
     let mut workload = preset.workload.clone();
     if let Some(kind) = args.workload.map(WorkloadKind::from) {
         if kind != workload.kind {
@@ -322,6 +335,8 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         runs,
         auto_runs,
         order,
+        margin,
+        repeat_disturbed,
         pin,
         server_cpus,
         client_cpus,
@@ -424,4 +439,16 @@ fn variant(text: &str) -> Result<matrix::Variant, String> {
         model: model.clone(),
         args: args.to_vec(),
     })
+}
+
+/// `--margin 5%` (or `5`, `0.5%`): a share from 0.1 % to 50 %.
+fn parse_margin(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let number = t.strip_suffix('%').unwrap_or(t).trim();
+    match number.parse::<f64>() {
+        Ok(v) if (0.1..=50.0).contains(&v) => Ok(v / 100.0),
+        _ => Err(format!(
+            "--margin {text}: give a percentage from 0.1% to 50%, e.g. 5%"
+        )),
+    }
 }

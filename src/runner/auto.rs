@@ -128,6 +128,13 @@ pub fn extend(plan: &mut RunPlan, cells: &[CellResult]) -> usize {
             }
         }
     }
+    // Within a round and count, in that round's shuffled order.
+    wanted.sort_by_key(|(m, n, run)| {
+        let place = super::matrix::round_order(&plan.models, *run)
+            .iter()
+            .position(|x| *x == m);
+        (*run, plan.connections.iter().position(|c| c == n), place)
+    });
     for (model, n, run) in &wanted {
         let spec = CellSpec {
             id: format!("{model}/c{n}/r{run}"),
@@ -237,6 +244,7 @@ mod tests {
         CellResult {
             version: matrix::RESULTS_VERSION,
             cell: spec.clone(),
+            repeat: 0,
             status,
             reason: None,
             started_unix: 0.0,

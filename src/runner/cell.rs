@@ -24,6 +24,10 @@ pub enum Status {
     Failed,
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// The server side of a cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerSide {
@@ -46,6 +50,11 @@ pub struct ServerSide {
     pub end: TreeMemory,
     /// Each instance's JSON summary line, as printed.
     pub summaries: Vec<serde_json::Value>,
+    /// CPUs' worth the tree used while it held no connection, over a short
+    /// window right after READY (a model that polls spends it; one that
+    /// waits in the kernel does not). Taken in each count's first run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_cpus: Option<f64>,
 }
 
 /// One line of `results.jsonl`.
@@ -54,6 +63,10 @@ pub struct CellResult {
     pub version: u32,
     #[serde(flatten)]
     pub cell: CellSpec,
+    /// 0 for a cell's first run; k for its k-th repeat after a run
+    /// disturbed from outside ([`super::disturbed`]). The highest counts.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub repeat: usize,
     pub status: Status,
     /// Why the cell was skipped or failed.
     pub reason: Option<String>,
@@ -179,6 +192,8 @@ pub struct Metrics {
     pub virtual_kib_per_connection: Option<f64>,
     /// Kernel slab + TCP buffers added per connection (both ends), KiB.
     pub kernel_kib_per_connection: Option<f64>,
+    /// CPUs' worth the server used with no connection ([`ServerSide::idle_cpus`]).
+    pub server_idle_cpus: Option<f64>,
     /// Summed VmPeak of the server tree with every connection up, KiB.
     pub vm_peak_kib: Option<f64>,
     /// Summed VmHWM of the server tree at the end, KiB.
@@ -311,6 +326,7 @@ impl CellResult {
                 m.virtual_kib_per_connection =
                     Some(grew(s.idle.vm_size_kib, s.loaded.vm_size_kib) / n);
             }
+            m.server_idle_cpus = s.idle_cpus.map(|c| c.max(0.0));
             m.vm_peak_kib = positive(s.loaded.vm_peak_kib.max(s.end.vm_peak_kib) as f64);
             m.vm_hwm_kib = positive(s.end.vm_hwm_kib.max(s.loaded.vm_hwm_kib) as f64);
             let waits = |k: &str| -> u64 {

@@ -38,6 +38,21 @@ pub(crate) fn server_processes(connections: usize, hard: Option<u64>) -> usize {
 /// (and the cell notes it).
 const ACCEPT_PATIENCE: Duration = Duration::from_secs(2);
 
+/// How long a server is watched holding no connection, for its CPU when
+/// idle: long enough that the clock-tick rounding of a process's time
+/// (10 ms) moves the share by 5 % at most.
+const IDLE_WINDOW: Duration = Duration::from_millis(200);
+
+/// CPUs' worth the trees of `pids` use over [`IDLE_WINDOW`] with nothing to
+/// do; `None` when they cannot be read.
+fn idle_cpu(pids: &[u32]) -> Option<f64> {
+    let before = crate::metrics::cpu::tree(pids)?;
+    let t = Instant::now();
+    std::thread::sleep(IDLE_WINDOW);
+    let after = crate::metrics::cpu::tree(pids)?;
+    Some((after.seconds - before.seconds) / t.elapsed().as_secs_f64())
+}
+
 /// How a cell ended when it did not produce a result to keep.
 pub(crate) enum Ended {
     Done(Box<CellResult>),
@@ -56,6 +71,7 @@ pub(crate) fn run_cell(plan: &RunPlan, spec: &CellSpec, dir: &Path) -> Ended {
     let mut result = CellResult {
         version: RESULTS_VERSION,
         cell: spec.clone(),
+        repeat: 0,
         status: Status::Failed,
         reason: None,
         started_unix,
@@ -124,6 +140,9 @@ fn measure(
     let observed = !servers.is_empty();
     let pids: Vec<u32> = servers.iter().map(ServerChild::pid).collect();
     let idle = tree::sample(&pids);
+    let idle_cpus = (observed && spec.run == 1 && plan.workload.kind != WorkloadKind::Churn)
+        .then(|| idle_cpu(&pids))
+        .flatten();
     let csv = plan.per_connection_csv.then(|| {
         format!(
             "cells/{}-c{}-r{}.csv",
@@ -195,6 +214,7 @@ fn measure(
         loaded,
         end,
         summaries: stopped.iter().filter_map(|s| s.summary.clone()).collect(),
+        idle_cpus,
     });
     let server_trouble = match died {
         Some(i) => stopped[i]

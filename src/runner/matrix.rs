@@ -332,6 +332,14 @@ pub struct RunPlan {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_runs: Option<AutoRuns>,
     pub order: Order,
+    /// Two models whose ratio's 95 % interval lies within ±`margin` are
+    /// equivalent (0.05: ±5 %; [`crate::stats::compare`]).
+    #[serde(default = "default_margin")]
+    pub margin: f64,
+    /// How many times a run disturbed from outside (interference or
+    /// steal) is run again before it is kept, marked.
+    #[serde(default = "default_repeat_disturbed")]
+    pub repeat_disturbed: usize,
     pub pin: Pin,
     /// CPUs the server may use (empty: unpinned).
     pub server_cpus: Vec<usize>,
@@ -382,6 +390,17 @@ pub struct RunPlan {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<super::preflight::Refusal>,
     pub cells: Vec<CellSpec>,
+}
+
+fn default_margin() -> f64 {
+    crate::stats::compare::DEFAULT_MARGIN
+}
+
+/// Repeats of a disturbed run unless `--repeat-disturbed` says otherwise.
+pub const DEFAULT_REPEAT_DISTURBED: usize = 2;
+
+fn default_repeat_disturbed() -> usize {
+    DEFAULT_REPEAT_DISTURBED
 }
 
 /// A c10k model with more `c10k serve` flags under a name of its own:
@@ -442,6 +461,8 @@ impl RunPlan {
             runs,
             auto_runs: None,
             order: Order::Interleaved,
+            margin: default_margin(),
+            repeat_disturbed: DEFAULT_REPEAT_DISTURBED,
             pin: Pin::None,
             server_cpus: Vec::new(),
             client_cpus: Vec::new(),
@@ -464,6 +485,21 @@ impl RunPlan {
     }
 }
 
+/// The order in which round `run` of an interleaved plan runs `models`:
+/// the plan's order in the first round, then a shuffle of it drawn from
+/// the round's number (the same on every machine and on resume), so that
+/// no model always follows the same one, and what one model leaves behind
+/// (dirty caches, sockets in TIME_WAIT, a CPU's frequency) does not fall
+/// on the same neighbour in every round, where pairing could not cancel it.
+pub(crate) fn round_order(models: &[String], run: usize) -> Vec<&String> {
+    let mut order: Vec<&String> = models.iter().collect();
+    if run > 1 {
+        let seed = crate::stats::rng::mix(0xc10c_0de5 ^ run as u64);
+        crate::stats::rng::SplitMix64::new(seed).shuffle(&mut order);
+    }
+    order
+}
+
 /// The cells of `models` × `connections` × `runs` in the order asked for.
 pub fn expand(
     models: &[String],
@@ -476,7 +512,7 @@ pub fn expand(
         Order::Interleaved => {
             for run in 1..=runs {
                 for &c in connections {
-                    for m in models {
+                    for m in round_order(models, run) {
                         triples.push((m.clone(), c, run));
                     }
                 }
@@ -516,7 +552,25 @@ mod tests {
         assert_eq!(cells.len(), 12);
         assert_eq!(cells[0].id, "a/c2/r1");
         assert_eq!(cells[1].id, "b/c2/r1");
-        assert_eq!(cells[4].id, "a/c2/r2");
+        assert!(cells[4].id.ends_with("/c2/r2"), "{}", cells[4].id);
+        // Every round runs every model once at each count, in an order of
+        // its own.
+        for run in 1..=3 {
+            for c in [2, 4] {
+                let mut here: Vec<&str> = cells
+                    .iter()
+                    .filter(|x| x.run == run && x.connections == c)
+                    .map(|x| x.model.as_str())
+                    .collect();
+                here.sort_unstable();
+                assert_eq!(here, ["a", "b"]);
+            }
+        }
+        let twelve: Vec<String> = (0..12).map(|i| format!("m{i}")).collect();
+        let orders: std::collections::BTreeSet<Vec<&String>> =
+            (1..=4).map(|r| round_order(&twelve, r)).collect();
+        assert_eq!(orders.len(), 4, "each round its own order");
+        assert_eq!(round_order(&twelve, 1), twelve.iter().collect::<Vec<_>>());
         let ids: std::collections::BTreeSet<_> = cells.iter().map(|c| &c.id).collect();
         assert_eq!(ids.len(), 12);
         let seq = expand(&models, &[2, 4], 3, Order::Sequential);

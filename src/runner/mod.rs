@@ -13,6 +13,7 @@
 pub mod auto;
 pub mod bench;
 pub mod cell;
+pub mod disturbed;
 pub mod execute;
 pub mod foreign;
 pub mod identity;
@@ -56,6 +57,7 @@ pub fn create(plan: matrix::RunPlan, out: &Path) -> anyhow::Result<(RunData, res
             plan,
             environment,
             cells: Vec::new(),
+            superseded: Vec::new(),
         },
         appender,
     ))
@@ -126,10 +128,25 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
         }
         progress.starting(&spec, &runs);
         match execute::run_cell(&data.plan, &spec, &data.dir) {
-            execute::Ended::Done(result) => {
+            execute::Ended::Done(mut result) => {
+                // A repeat replaces the disturbed run it repeats.
+                let before = data.cells.iter().position(|c| c.cell.id == spec.id);
+                if let Some(i) = before {
+                    result.repeat = data.cells[i].repeat + 1;
+                }
                 appender.append(&result)?;
                 progress.finished(&result);
-                data.cells.push(*result);
+                match before {
+                    Some(i) => data
+                        .superseded
+                        .push(std::mem::replace(&mut data.cells[i], *result)),
+                    None => data.cells.push(*result),
+                }
+                if disturbed::repeat(data, &spec.id) {
+                    progress.repeating(&spec);
+                    todo.push_front(spec);
+                    continue;
+                }
                 if auto::extend(&mut data.plan, &data.cells) > 0 {
                     results::save_plan(&data.dir, &data.plan)?;
                     todo = data.remaining().into();

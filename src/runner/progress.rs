@@ -97,6 +97,26 @@ impl Progress {
         }
     }
 
+    /// The cell just finished was disturbed from outside and runs again:
+    /// it is not done yet.
+    pub(crate) fn repeating(&mut self, spec: &CellSpec) {
+        self.done = self.done.saturating_sub(1);
+        let line = format!(
+            "  {} was disturbed from outside the run: running it again",
+            spec.id
+        );
+        match &self.bar {
+            Some(bar) => {
+                bar.set_position(self.done as u64);
+                bar.println(line);
+            }
+            None => {
+                use std::io::Write;
+                let _ = writeln!(std::io::stderr(), "{line}");
+            }
+        }
+    }
+
     pub fn clear(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();

@@ -42,8 +42,25 @@ pub struct RunData {
     /// The environment as recorded once at the start (see [`crate::env`]).
     pub environment: serde_json::Value,
     /// Results of the plan's cells in the order they were recorded, each
-    /// cell once.
+    /// cell once: its last repeat.
     pub cells: Vec<CellResult>,
+    /// Runs disturbed from outside that a repeat of the same cell
+    /// replaced ([`super::disturbed`]), in the order recorded.
+    pub superseded: Vec<CellResult>,
+}
+
+#[cfg(test)]
+impl RunData {
+    /// A run of `plan` with no results, for unit tests.
+    pub(crate) fn example(plan: RunPlan) -> RunData {
+        RunData {
+            dir: PathBuf::from("/nonexistent"),
+            plan,
+            environment: serde_json::Value::Null,
+            cells: Vec::new(),
+            superseded: Vec::new(),
+        }
+    }
 }
 
 impl RunData {
@@ -139,10 +156,12 @@ fn blank(line: &[u8]) -> bool {
 
 /// The results of `plan` in `bytes` (each cell's first, in file order) and
 /// every line that is not one.
-fn records(plan: &RunPlan, bytes: &[u8]) -> (Vec<CellResult>, Vec<Problem>) {
+fn records(plan: &RunPlan, bytes: &[u8]) -> Records {
     let identity = Identity::of(plan);
-    let mut first: HashMap<String, usize> = HashMap::new();
-    let (mut cells, mut problems) = (Vec::new(), Vec::new());
+    // Per cell id: the line of its first record, and where it is kept.
+    let mut first: HashMap<String, (usize, usize)> = HashMap::new();
+    let mut cells: Vec<CellResult> = Vec::new();
+    let (mut superseded, mut problems) = (Vec::new(), Vec::new());
     for (line, text, ended) in lines(bytes) {
         if blank(text) {
             continue;
@@ -153,12 +172,18 @@ fn records(plan: &RunPlan, bytes: &[u8]) -> (Vec<CellResult>, Vec<Problem>) {
             Ok(c) => match identity.mismatch(&c) {
                 Some(why) => Trouble::OtherPlan(why),
                 None => match first.get(&c.cell.id) {
-                    Some(&at) => Trouble::Again {
+                    // A repeat of a disturbed run replaces it.
+                    Some(&(_, at)) if cells[at].repeat < c.repeat => {
+                        first.insert(c.cell.id.clone(), (line, at));
+                        superseded.push(std::mem::replace(&mut cells[at], c));
+                        continue;
+                    }
+                    Some(&(first, _)) => Trouble::Again {
                         id: c.cell.id.clone(),
-                        first: at,
+                        first,
                     },
                     None => {
-                        first.insert(c.cell.id.clone(), line);
+                        first.insert(c.cell.id.clone(), (line, cells.len()));
                         cells.push(c);
                         continue;
                     }
@@ -167,7 +192,20 @@ fn records(plan: &RunPlan, bytes: &[u8]) -> (Vec<CellResult>, Vec<Problem>) {
         };
         problems.push(Problem { line, what });
     }
-    (cells, problems)
+    Records {
+        cells,
+        superseded,
+        problems,
+    }
+}
+
+/// What `results.jsonl` holds for a plan.
+struct Records {
+    /// One per cell: its last repeat.
+    cells: Vec<CellResult>,
+    /// Disturbed runs a repeat replaced.
+    superseded: Vec<CellResult>,
+    problems: Vec<Problem>,
 }
 
 /// How `results.jsonl` must change to end on a record boundary before
@@ -286,13 +324,18 @@ pub fn load(
         .map_err(|e| anyhow::anyhow!("{}: {e}", dir.join(PLAN).display()))?;
     let environment =
         serde_json::from_slice(&read(ENVIRONMENT)?).unwrap_or(serde_json::Value::Null);
-    let (cells, problems) = records(&plan, &read(RESULTS)?);
+    let Records {
+        cells,
+        superseded,
+        problems,
+    } = records(&plan, &read(RESULTS)?);
     Ok((
         RunData {
             dir: dir.to_path_buf(),
             plan,
             environment,
             cells,
+            superseded,
         },
         problems,
     ))
@@ -400,6 +443,7 @@ mod tests {
         CellResult {
             version: RESULTS_VERSION,
             cell: plan.cells[i].clone(),
+            repeat: 0,
             status: Status::Ok,
             reason: None,
             started_unix: 1.7e9 + i as f64,
@@ -508,7 +552,9 @@ mod tests {
             b"garbage\n".to_vec(),
         ]
         .concat();
-        let (cells, problems) = records(&p, &bytes);
+        let Records {
+            cells, problems, ..
+        } = records(&p, &bytes);
         assert_eq!(ids(&cells), ["epoll/c2/r1", "poll/c2/r1"]);
         let lines: Vec<usize> = problems.iter().map(|p| p.line).collect();
         assert_eq!(lines, [2, 4, 5, 7]);
@@ -547,7 +593,9 @@ mod tests {
             line(&legacy),
         ]
         .concat();
-        let (cells, problems) = records(&p, &bytes);
+        let Records {
+            cells, problems, ..
+        } = records(&p, &bytes);
         // Only the record without settings, judged on its cell and its
         // workload, is one of this plan's.
         assert_eq!(ids(&cells), ["epoll/c2/r1"]);
@@ -565,11 +613,13 @@ mod tests {
         }
         // Never more cells recorded than planned, whatever the file holds.
         let all: Vec<Vec<u8>> = (0..4).map(|i| line(&result(&p, i))).collect();
-        let (cells, _) = records(&plan(), &all.concat().repeat(3));
+        let Records { cells, .. } = records(&plan(), &all.concat().repeat(3));
         assert_eq!(cells.len(), 4);
         let mut one = plan();
         one.cells.truncate(1);
-        let (cells, problems) = records(&one, &all.concat());
+        let Records {
+            cells, problems, ..
+        } = records(&one, &all.concat());
         assert_eq!((cells.len(), problems.len()), (1, 3));
     }
 
@@ -579,7 +629,9 @@ mod tests {
         let mut again = result(&p, 0);
         again.wall_seconds = 9.0;
         let bytes = [line(&result(&p, 0)), line(&result(&p, 1)), line(&again)].concat();
-        let (cells, problems) = records(&p, &bytes);
+        let Records {
+            cells, problems, ..
+        } = records(&p, &bytes);
         assert_eq!(ids(&cells), ["epoll/c2/r1", "poll/c2/r1"]);
         assert_eq!(cells[0].wall_seconds, 0.1);
         assert_eq!(

@@ -1,94 +1,164 @@
 //! The ranking a person reads at the end of a run, in the manner of
-//! hyperfine: at each connection count, the models from best to worst by the
-//! experiment's figure, each with its spread over the repeats and how many
-//! times worse than the best it was, with the 95 % interval of that ratio.
-//! Models whose difference is not significant share a rank and read "tied
-//! with best" ([`crate::stats::compare`] holds the rule); with a single run
-//! nothing is tested and the table says so. Costs a bootstrap per model and
-//! connection count (milliseconds).
+//! hyperfine: at each connection count, the models by median of the
+//! experiment's figure, best first, each with its spread over the repeats
+//! and how it compares with the best: faster or slower beyond noise and
+//! margin, equivalent within the margin, or inconclusive, with what would
+//! settle it ([`crate::stats::compare`] holds the rules). The heading, the
+//! rank column and every row say the same thing. Costs a comparison per
+//! pair of models and connection count (microseconds).
 
 use std::collections::BTreeMap;
 
-use super::cell::Status;
-use super::matrix::Primary;
+use serde::Serialize;
+
+use super::cell::{Metrics, Status};
+use super::disturbed::{self, Tally};
 use super::results::RunData;
 use crate::export::table::Table;
-use crate::present::units::sig3;
-use crate::stats::compare::{self, Comparison, Sample, Verdict};
+use crate::present::units::{format_count, sig3};
+use crate::stats::compare::{self, Comparison, Outcome, Sample};
 use crate::stats::Summary;
 
-/// The primary figure's values of every (model, connections) that has any,
-/// in plan order of models.
-pub(crate) fn primary_values(data: &RunData) -> BTreeMap<usize, Vec<(String, Vec<f64>)>> {
-    let mut out: BTreeMap<usize, Vec<(String, Vec<f64>)>> = BTreeMap::new();
-    for &n in &data.plan.connections {
-        for model in &data.plan.models {
-            let values: Vec<f64> = data
+/// The values of one figure, each with its round, of every model measured
+/// at count `n`, in plan order of models (the cells that count: a disturbed
+/// run's repeat, not the run).
+pub(crate) fn rounds(
+    data: &RunData,
+    n: usize,
+    pick: &dyn Fn(&Metrics) -> Option<f64>,
+) -> Vec<(String, Vec<(usize, f64)>)> {
+    super::series::models(data)
+        .into_iter()
+        .filter_map(|model| {
+            let values: Vec<(usize, f64)> = data
                 .cells
                 .iter()
-                .filter(|c| c.cell.model == *model && c.cell.connections == n)
-                .filter_map(|c| c.metrics().primary(data.plan.primary))
-                .filter(|v| v.is_finite())
+                .filter(|c| c.cell.model == model && c.cell.connections == n)
+                .filter(|c| c.status == Status::Ok)
+                .filter_map(|c| pick(&c.metrics()).map(|v| (c.cell.run, v)))
+                .filter(|(_, v)| v.is_finite())
                 .collect();
-            if !values.is_empty() {
-                out.entry(n).or_default().push((model.clone(), values));
-            }
-        }
-    }
-    out
+            (!values.is_empty()).then_some((model, values))
+        })
+        .collect()
+}
+
+/// A model that placed another in a lower group: it is better beyond
+/// noise and margin.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Beaten {
+    pub by: String,
+    /// How many times worse the placed model is.
+    pub comparison: Comparison,
 }
 
 /// One model's place at one connection count.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub(crate) struct Ranked {
     pub model: String,
     pub summary: Summary,
-    /// 1 + the models significantly better; `None` when untested (a single
-    /// run, or no positive value).
+    /// Its group's rank; `None` when untested (a single run, or no
+    /// positive value).
     pub rank: Option<usize>,
+    /// Its group's first model.
+    pub leader: String,
     /// How many times worse than the first row, with its interval; `None`
     /// for the first row.
     pub versus_best: Option<Comparison>,
+    /// How many times worse than its group's first model; `None` for that
+    /// model.
+    pub versus_leader: Option<Comparison>,
+    /// For a group's first model below the top: what placed it there.
+    pub placed_by: Option<Beaten>,
+    /// Runs disturbed from outside that were run again (not counted).
+    pub repeated: usize,
+    /// Runs counted although disturbed (their repeats ran out).
+    pub disturbed: usize,
 }
 
-/// The models at each connection count, best first, ties sharing a rank.
-pub(crate) fn standings(data: &RunData) -> BTreeMap<usize, Vec<Ranked>> {
-    let higher = data.plan.primary.higher_is_better();
-    primary_values(data)
-        .into_iter()
-        .map(|(n, rows)| {
-            let mut testable = Vec::new();
-            let mut samples = Vec::new();
-            let mut rest = Vec::new();
-            for (model, values) in rows {
-                let Some(summary) = Summary::of(&values) else {
-                    continue;
-                };
-                match Sample::new(&values) {
-                    Some(s) => {
-                        testable.push((model, summary));
-                        samples.push(s);
-                    }
-                    None => rest.push(Ranked {
-                        model,
-                        summary,
-                        rank: None,
-                        versus_best: None,
-                    }),
-                }
+impl Ranked {
+    /// Shares the top group without being shown equivalent to its first.
+    pub(crate) fn unsettled(&self) -> bool {
+        self.versus_leader
+            .is_some_and(|c| c.outcome != Outcome::Equivalent)
+    }
+}
+
+/// The models at one count ranked by one figure, best first.
+pub(crate) fn rank(
+    data: &RunData,
+    n: usize,
+    values: Vec<(String, Vec<(usize, f64)>)>,
+    higher_is_better: bool,
+) -> Vec<Ranked> {
+    let tallies = disturbed::tallies(data);
+    let tally = |m: &str| {
+        tallies
+            .get(&(m.to_string(), n))
+            .copied()
+            .unwrap_or_default()
+    };
+    let mut testable = Vec::new();
+    let mut samples = Vec::new();
+    let mut rest = Vec::new();
+    for (model, values) in values {
+        let plain: Vec<f64> = values.iter().map(|v| v.1).collect();
+        let Some(summary) = Summary::of(&plain) else {
+            continue;
+        };
+        let Tally { repeated, kept } = tally(&model);
+        match Sample::new(&values) {
+            Some(s) => {
+                testable.push((model, summary, repeated, kept));
+                samples.push(s);
             }
-            let mut out: Vec<Ranked> = compare::standings(&samples, higher)
-                .into_iter()
-                .map(|st| Ranked {
-                    model: testable[st.index].0.clone(),
-                    summary: testable[st.index].1,
-                    rank: st.rank,
-                    versus_best: st.versus_best,
-                })
-                .collect();
-            out.extend(rest);
-            (n, out)
+            None => rest.push(Ranked {
+                leader: model.clone(),
+                model,
+                summary,
+                rank: None,
+                versus_best: None,
+                versus_leader: None,
+                placed_by: None,
+                repeated,
+                disturbed: kept,
+            }),
+        }
+    }
+    let mut out: Vec<Ranked> = compare::standings(&samples, higher_is_better, data.plan.margin)
+        .into_iter()
+        .map(|st| {
+            let (model, summary, repeated, disturbed) = testable[st.index].clone();
+            Ranked {
+                model,
+                summary,
+                rank: st.rank,
+                leader: testable[st.leader].0.clone(),
+                versus_best: st.versus_best,
+                versus_leader: st.versus_leader,
+                placed_by: st.placed_by.map(|(i, comparison)| Beaten {
+                    by: testable[i].0.clone(),
+                    comparison,
+                }),
+                repeated,
+                disturbed,
+            }
         })
+        .collect();
+    out.extend(rest);
+    out
+}
+
+/// The models at each connection count by the experiment's figure.
+pub(crate) fn standings(data: &RunData) -> BTreeMap<usize, Vec<Ranked>> {
+    let p = data.plan.primary;
+    super::series::connections(data)
+        .into_iter()
+        .map(|n| {
+            let values = rounds(data, n, &|m| m.primary(p));
+            (n, rank(data, n, values, p.higher_is_better()))
+        })
+        .filter(|(_, rows)| !rows.is_empty())
         .collect()
 }
 
@@ -102,80 +172,241 @@ pub fn times(x: f64) -> String {
     }
 }
 
-/// The word for "worse" under this figure.
-fn worse_word(p: Primary) -> &'static str {
-    if p.higher_is_better() {
-        "slower"
+/// The words for "worse" and "better" under a figure.
+pub(crate) fn words(higher_is_better: bool) -> (&'static str, &'static str) {
+    if higher_is_better {
+        ("slower", "faster")
     } else {
-        "longer"
+        ("longer", "shorter")
     }
 }
 
-/// What the "vs best" column says of a row: `best`, `tied with best
-/// (0.97–1.05×)`, `1.42× slower (1.31–1.55×)`, or `1.42× slower (untested:
-/// 1 run)`.
-/// `first`: the row is the table's first.
-pub(crate) fn versus_text(p: Primary, row: &Ranked, first: bool) -> String {
-    let Some(c) = row.versus_best else {
-        return match (first, row.rank) {
-            (true, Some(_)) => "best".into(),
-            (true, None) => "best median (untested)".into(),
-            // No positive value: nothing to take a ratio of.
-            (false, _) => "untested: no positive value".into(),
-        };
-    };
-    let span = |(lo, hi): (f64, f64)| format!("{}–{}×", times(lo), times(hi));
-    match (c.verdict, c.interval) {
-        (Verdict::Tied, Some(i)) => format!("tied with best ({})", span(i)),
-        (Verdict::Different, Some(i)) => {
-            format!("{}× {} ({})", times(c.ratio), worse_word(p), span(i))
+/// `±5 %`.
+pub(crate) fn margin_text(margin: f64) -> String {
+    format!("±{} %", sig3(margin * 100.0))
+}
+
+/// `0.97–1.05×`; an end that two decimals would round to 1 gets a third
+/// (`1.004–3.31×`), so a decided interval never reads as holding 1.
+fn span(c: &Comparison) -> String {
+    let end = |x: f64| {
+        if x != 1.0 && (x - 1.0).abs() < 0.005 {
+            format!("{x:.3}")
+        } else {
+            times(x)
         }
-        _ => format!(
-            "{}× {} (untested: {})",
-            times(c.ratio),
-            worse_word(p),
+    };
+    c.interval
+        .map_or_else(String::new, |(lo, hi)| format!("{}–{}×", end(lo), end(hi)))
+}
+
+/// What would settle an inconclusive comparison: `~16 runs` (the runs
+/// per model at which, if the spread holds, it would be settled), or `runs
+/// vary ±21 %` (more than 30 runs: only a quieter machine would).
+pub(crate) fn settle_text(c: &Comparison) -> String {
+    match c.settle_runs {
+        Some(k) => format!("~{k} runs"),
+        None => format!("runs vary ±{} %", sig3(c.noise * 100.0)),
+    }
+}
+
+/// What a comparison says, for a row: `1.42× slower (1.31–1.55×)`,
+/// `equivalent (0.98–1.03×, within ±5 %)`, `inconclusive (0.84–1.93×; ~7
+/// runs)`; with `whom`, `1.07× slower than epoll (…)`. `c` is how many
+/// times worse the row is.
+pub(crate) fn against(c: &Comparison, whom: &str, higher_is_better: bool) -> String {
+    let (worse, better) = words(higher_is_better);
+    let than = if whom.is_empty() {
+        String::new()
+    } else {
+        format!(" than {whom}")
+    };
+    match c.outcome {
+        Outcome::Untested => format!("{}× {worse}{than} (untested: 1 run)", times(c.ratio)),
+        Outcome::Equivalent => format!(
+            "equivalent{} ({}, within {})",
+            if whom.is_empty() {
+                String::new()
+            } else {
+                format!(" to {whom}")
+            },
+            span(c),
+            margin_text(c.margin)
+        ),
+        Outcome::Different if c.larger() => {
+            format!("{}× {worse}{than} ({})", times(c.ratio), span(c))
+        }
+        Outcome::Different => format!(
+            "{}× {better}{than} by its rounds ({}), though its median is not",
+            times(1.0 / c.ratio),
+            span(&c.inverse())
+        ),
+        Outcome::Inconclusive => format!(
+            "inconclusive{} ({}; {})",
+            if whom.is_empty() {
+                String::new()
+            } else {
+                format!(" against {whom}")
+            },
+            span(c),
+            settle_text(c)
+        ),
+    }
+}
+
+/// What the "vs best" column says of a row.
+/// `first`: the row is the table's first.
+pub(crate) fn versus_text(higher_is_better: bool, row: &Ranked, first: bool) -> String {
+    if first {
+        return if row.rank.is_some() {
+            "best".into()
+        } else {
+            "best median (untested)".into()
+        };
+    }
+    let Some(best) = row.versus_best else {
+        return "untested: no positive value".into();
+    };
+    if best.outcome == Outcome::Untested {
+        let (worse, _) = words(higher_is_better);
+        return format!(
+            "{}× {worse} (untested: {})",
+            times(best.ratio),
             if row.summary.n < 2 {
                 "1 run"
             } else {
                 "best had 1 run"
             }
+        );
+    }
+    match &row.placed_by {
+        // Below the top group though not told apart from a noisy best:
+        // what placed it there.
+        Some(b) if !best.larger() && row.rank != Some(1) => format!(
+            "{}; vs best {}",
+            against(&b.comparison, &b.by, higher_is_better),
+            against(&best, "", higher_is_better)
         ),
+        _ => against(&best, "", higher_is_better),
     }
 }
 
-/// The rule, in one sentence under every ranking.
-pub(crate) const RULE: &str = "Rank: 1 + the models significantly better; tied: the 95 % interval \
-    of the ratio of medians holds 1 (bootstrap and Welch's t, both).";
+/// The rank column: the group's rank, `1?` for a model in a group it is
+/// not shown equivalent to the first of, `–` untested.
+pub(crate) fn rank_text(row: &Ranked) -> String {
+    match row.rank {
+        None => "–".into(),
+        Some(r) if row.unsettled() => format!("{r}?"),
+        Some(r) => r.to_string(),
+    }
+}
 
-/// One table per connection count, models ranked best first.
+/// `a`, `a and b`, `a, b and c`.
+pub(crate) fn and_list<S: AsRef<str>>(items: &[S]) -> String {
+    let items: Vec<&str> = items.iter().map(AsRef::as_ref).collect();
+    match items.as_slice() {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// Who leads, in words the rank column and the rows agree with: `uring is
+/// best; epoll equivalent to it (±5 %); poll and select not told apart
+/// from it (inconclusive)`.
+pub(crate) fn leaders(rows: &[Ranked], margin: f64) -> String {
+    let Some(top) = rows.first() else {
+        return "nothing measured".into();
+    };
+    if top.rank.is_none() {
+        return format!(
+            "{} has the best median; {}: order not tested",
+            top.model,
+            if rows.iter().all(|r| r.summary.n < 2) {
+                "1 run"
+            } else {
+                "too few runs"
+            }
+        );
+    }
+    let group: Vec<&Ranked> = rows.iter().filter(|r| r.rank == Some(1)).collect();
+    let equivalent: Vec<&str> = group
+        .iter()
+        .filter(|r| r.versus_leader.is_some() && !r.unsettled())
+        .map(|r| r.model.as_str())
+        .collect();
+    let open: Vec<&str> = group
+        .iter()
+        .filter(|r| r.unsettled())
+        .map(|r| r.model.as_str())
+        .collect();
+    let mut s = format!("{} is best", top.model);
+    if !equivalent.is_empty() {
+        s += &format!(
+            "; {} equivalent to it ({})",
+            and_list(&equivalent),
+            margin_text(margin)
+        );
+    }
+    if !open.is_empty() {
+        s += &format!(
+            "; {} not told apart from it (inconclusive)",
+            and_list(&open)
+        );
+    }
+    s
+}
+
+/// The rule, in one sentence under every ranking.
+pub(crate) fn rule(margin: f64) -> String {
+    format!(
+        "Rows by median. Rank: a model's group; it starts a lower group when a model above is \
+         better beyond noise and the {m} margin (paired rounds: Student's t on the per-round \
+         ratios, 95 %); equivalent: the whole interval lies within {m}; inconclusive (rank \
+         with ?): neither yet, with the runs per model that would likely settle it (~N runs) \
+         or, past 30, how much the runs vary (a quieter machine would).",
+        m = margin_text(margin)
+    )
+}
+
+/// The runs column: `3`, `3 (1 outlier; 2 repeated; 1 disturbed ⚠)`.
+pub(crate) fn runs_text(row: &Ranked) -> String {
+    let s = row.summary;
+    let mut notes = Vec::new();
+    if s.outliers > 0 {
+        notes.push(format!(
+            "{} outlier{}",
+            s.outliers,
+            if s.outliers == 1 { "" } else { "s" }
+        ));
+    }
+    if row.repeated > 0 {
+        notes.push(format!("{} repeated", row.repeated));
+    }
+    if row.disturbed > 0 {
+        notes.push(format!("{} disturbed ⚠", row.disturbed));
+    }
+    if notes.is_empty() {
+        s.n.to_string()
+    } else {
+        format!("{} ({})", s.n, notes.join("; "))
+    }
+}
+
+/// One table per connection count, models by median, best first.
 pub fn ranking(data: &RunData) -> Vec<Table> {
     let p = data.plan.primary;
+    let higher = p.higher_is_better();
     let mut tables = Vec::new();
     for (n, rows) in standings(data) {
-        let untested = rows.iter().all(|r| r.rank.is_none());
         let mut t = Table::new(
             format!(
-                "{} {}: {} ({} is better){}",
-                crate::present::units::format_count(n as f64),
+                "{} {}: {} ({}, {} is better)",
+                format_count(n as f64),
                 data.plan.size_label,
+                leaders(&rows, data.plan.margin),
                 p.label(),
-                if p.higher_is_better() {
-                    "higher"
-                } else {
-                    "lower"
-                },
-                if untested {
-                    format!(
-                        "; {}: order not tested",
-                        if rows.iter().all(|r| r.summary.n == 1) {
-                            "1 run"
-                        } else {
-                            "too few runs"
-                        }
-                    )
-                } else {
-                    String::new()
-                }
+                if higher { "higher" } else { "lower" },
             ),
             &[
                 "#",
@@ -189,26 +420,17 @@ pub fn ranking(data: &RunData) -> Vec<Table> {
         );
         for (i, row) in rows.iter().enumerate() {
             let s = row.summary;
-            let outliers = if s.outliers > 0 {
-                format!(
-                    " ({} outlier{})",
-                    s.outliers,
-                    if s.outliers == 1 { "" } else { "s" }
-                )
-            } else {
-                String::new()
-            };
             t.rows.push(vec![
-                row.rank.map_or_else(|| "–".into(), |r| r.to_string()),
+                rank_text(row),
                 row.model.clone(),
                 p.format(s.median),
                 p.format(s.stdev),
                 format!("{} … {}", p.format(s.min), p.format(s.max)),
-                format!("{}{outliers}", s.n),
-                versus_text(p, row, i == 0),
+                runs_text(row),
+                versus_text(higher, row, i == 0),
             ]);
         }
-        t.notes.push(RULE.into());
+        t.notes.push(rule(data.plan.margin));
         let missing: Vec<String> = data
             .plan
             .models
@@ -232,4 +454,93 @@ pub fn ranking(data: &RunData) -> Vec<Table> {
         tables.push(t);
     }
     tables
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::matrix::RunPlan;
+
+    /// A run of `models` at one count whose throughputs per round are
+    /// given, model by model.
+    pub(crate) fn run_of(models: &[(&str, &[f64])]) -> RunData {
+        let names: Vec<&str> = models.iter().map(|m| m.0).collect();
+        let runs = models.iter().map(|m| m.1.len()).max().unwrap_or(1);
+        let plan = RunPlan::example(&names, &[10], runs);
+        let mut data = RunData::example(plan.clone());
+        for spec in &plan.cells {
+            let values = models.iter().find(|m| m.0 == spec.model).unwrap().1;
+            let Some(&v) = values.get(spec.run - 1) else {
+                continue;
+            };
+            let mut load = crate::client::report::example(10, 100, 6400);
+            load.throughput.messages_per_second = v;
+            data.cells.push(crate::runner::cell::CellResult {
+                version: crate::runner::matrix::RESULTS_VERSION,
+                cell: spec.clone(),
+                repeat: 0,
+                status: Status::Ok,
+                reason: None,
+                started_unix: 0.0,
+                wall_seconds: 0.1,
+                runner_cpu_seconds: None,
+                runner_traffic_cpu_seconds: None,
+                server: None,
+                kernel_before: None,
+                kernel_loaded: None,
+                load: Some(load),
+                per_connection_csv: None,
+                messages_per_connection: None,
+                bench: None,
+                plan: None,
+            });
+        }
+        data
+    }
+
+    #[test]
+    fn lists_read_as_english() {
+        assert_eq!(and_list(&["a"]), "a");
+        assert_eq!(and_list(&["a", "b"]), "a and b");
+        assert_eq!(and_list(&["a", "b", "c"]), "a, b and c");
+    }
+
+    #[test]
+    fn the_heading_the_rank_column_and_the_rows_agree() {
+        let data = run_of(&[
+            ("select", &[157_333.0, 162_397.0, 214_539.0]),
+            ("epoll", &[212_731.0, 202_959.0, 215_595.0]),
+            ("poll", &[213_000.0, 203_500.0, 216_000.0]),
+            ("threads", &[113_755.0, 110_000.0, 116_000.0]),
+        ]);
+        let t = &ranking(&data)[0];
+        assert!(
+            t.title.contains(
+                "poll is best; epoll equivalent to it (±5 %); select not told apart from it \
+                 (inconclusive)"
+            ),
+            "{}",
+            t.title
+        );
+        let col = |i: usize| -> Vec<&str> { t.rows.iter().map(|r| r[i].as_str()).collect() };
+        assert_eq!(col(1), ["poll", "epoll", "select", "threads"]);
+        assert_eq!(col(0), ["1", "1", "1?", "4"]);
+        assert_eq!(col(6)[0], "best");
+        assert!(col(6)[1].starts_with("equivalent ("), "{}", col(6)[1]);
+        assert!(col(6)[2].starts_with("inconclusive ("), "{}", col(6)[2]);
+        assert!(!col(6).iter().any(|v| v.contains("tied")), "{:?}", col(6));
+        assert!(col(6)[3].contains("slower ("), "{}", col(6)[3]);
+    }
+
+    #[test]
+    fn a_disturbed_run_is_marked_in_its_row() {
+        let mut data = run_of(&[("a", &[100.0, 101.0, 99.0]), ("b", &[50.0, 51.0, 49.0])]);
+        for c in data.cells.iter_mut().filter(|c| c.cell.model == "b") {
+            if c.cell.run == 2 {
+                c.load.as_mut().unwrap().limits.interference = true;
+            }
+        }
+        let t = &ranking(&data)[0];
+        assert_eq!(t.rows[1][5], "3 (1 disturbed ⚠)");
+    }
 }

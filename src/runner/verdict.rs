@@ -1,19 +1,36 @@
-//! The answer first: for each connection count, the models tied for best by
-//! the experiment's primary figure, and what each model costs there, in the
-//! spirit of hyperfine's summary: how many times worse than the best (with
-//! the 95 % interval of that ratio, [`crate::stats::compare`]), its p99
-//! latency, its memory per connection (the slope over the whole run,
-//! [`super::memory`]), and the server's CPU per message. Printed last by
-//! `c10k run` and shown first in `report.html`. Costs what the ranking
-//! costs (a bootstrap per model and connection count).
+//! The answer first: for each connection count, the models that lead by the
+//! experiment's figure and what each model costs there, and then a verdict
+//! on more than that figure: the best by throughput (or time), by tail
+//! latency (p99), and by cost (the server's CPU per message, its memory per
+//! connection, its CPU when idle), and the models that no other model
+//! beats on one of those without losing on another (not dominated), with
+//! why each other one is out ("tokio: p99 12× uring's"). Printed last by
+//! `c10k run` and shown first in `report.html`.
+//!
+//! A model *beats* another on a figure only beyond noise and margin: on the
+//! repeated figures (throughput, p99, CPU per message) by the comparison of
+//! [`crate::stats::compare`]; on memory per connection when the two slopes'
+//! intervals are disjoint and more than [`MEMORY_FLOOR_KIB`] apart; on idle
+//! CPU when the two differ by more than [`IDLE_FLOOR_CPUS`]. An open loop
+//! ranks by corrected p99, so p99 is its first figure. Costs what the
+//! ranking costs, once per figure.
 
 use super::cell::{CellResult, Metrics, Status};
 use super::memory::{self, Kind};
 use super::results::RunData;
-use super::summary::{self, Ranked};
+use super::summary::{self, and_list, Ranked};
 use crate::export::table::Table;
-use crate::present::units::Unit;
+use crate::present::units::{format_count, sig3, Unit};
+use crate::stats::compare::{self, Comparison, Sample};
 use crate::stats::Summary;
+
+/// Memory per connection differs only past this (1 KiB: a sixth of what
+/// the kernel holds for one loopback connection here).
+pub(crate) const MEMORY_FLOOR_KIB: f64 = 1.0;
+
+/// Idle CPU differs only past this share of one CPU (the idle window's
+/// resolution is 5 %).
+pub(crate) const IDLE_FLOOR_CPUS: f64 = 0.1;
 
 /// What limited a model at one connection count (its measured cells
 /// there): the verdict most of its runs had (`client` marked as a lower
@@ -58,9 +75,303 @@ pub(crate) fn limit_note(cells: &[&CellResult]) -> Option<String> {
     Some(note)
 }
 
+/// The figures a model is judged on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Figure {
+    /// The experiment's own (throughput, time, accept rate, or p99 in an
+    /// open loop).
+    Primary,
+    P99,
+    Cpu,
+    Memory,
+    Idle,
+}
+
+/// One model's figures at one count.
+struct Judged {
+    model: String,
+    primary: Option<Sample>,
+    p99: Option<Sample>,
+    cpu: Option<Sample>,
+    /// Slope per connection, KiB, with its interval.
+    memory: Option<(f64, f64, f64)>,
+    /// CPUs' worth when idle, each measurement.
+    idle: Vec<f64>,
+}
+
+/// How the server's CPU is charged: per message, or per connection under
+/// churn.
+fn cpu_pick(churn: bool) -> fn(&Metrics) -> Option<f64> {
+    if churn {
+        |m| m.server_cpu_per_connection_us
+    } else {
+        |m| m.server_cpu_per_message_us
+    }
+}
+
+/// Every measured model's figures at count `n`.
+fn judged(data: &RunData, n: usize, slopes: &[memory::Slope]) -> Vec<Judged> {
+    let p = data.plan.primary;
+    let churn = data.plan.workload.kind == super::matrix::WorkloadKind::Churn;
+    let cpu = cpu_pick(churn);
+    let sample_of = |rows: &[(String, Vec<(usize, f64)>)], m: &str| {
+        rows.iter()
+            .find(|r| r.0 == m)
+            .and_then(|r| Sample::new(&r.1))
+    };
+    let primary = summary::rounds(data, n, &|m| m.primary(p));
+    let p99 = summary::rounds(data, n, &|m| m.latency_p99_us);
+    let cpus = summary::rounds(data, n, &|m| cpu(m));
+    primary
+        .iter()
+        .map(|(model, _)| Judged {
+            model: model.clone(),
+            primary: sample_of(&primary, model),
+            p99: (p != super::matrix::Primary::Latency)
+                .then(|| sample_of(&p99, model))
+                .flatten(),
+            cpu: sample_of(&cpus, model),
+            memory: slopes
+                .iter()
+                .find(|s| s.model == *model)
+                .and_then(|s| s.fit.as_ref())
+                .map(|f| (f.slope, f.slope_lo, f.slope_hi)),
+            idle: data
+                .cells
+                .iter()
+                .filter(|c| c.cell.model == *model && c.cell.connections == n)
+                .filter(|c| c.status == Status::Ok)
+                .filter_map(|c| c.metrics().server_idle_cpus)
+                .collect(),
+        })
+        .collect()
+}
+
+/// `a` beats `b` on figure `f`, beyond noise and margin: how `b` falls
+/// short, in words; `None` when it does not.
+fn beats(data: &RunData, f: Figure, a: &Judged, b: &Judged) -> Option<String> {
+    let margin = data.plan.margin;
+    let p = data.plan.primary;
+    // How many times worse b is than a, when lower is better.
+    let worse_lower = |x: &Option<Sample>, y: &Option<Sample>| -> Option<Comparison> {
+        let c = compare::compare(y.as_ref()?, x.as_ref()?, margin);
+        c.larger().then_some(c)
+    };
+    match f {
+        Figure::Primary => {
+            let (x, y) = (a.primary.as_ref()?, b.primary.as_ref()?);
+            let c = if p.higher_is_better() {
+                compare::compare(x, y, margin)
+            } else {
+                compare::compare(y, x, margin)
+            };
+            c.larger().then(|| {
+                let (worse, _) = summary::words(p.higher_is_better());
+                format!("{}× {worse} than {}", summary::times(c.ratio), a.model)
+            })
+        }
+        Figure::P99 => worse_lower(&a.p99, &b.p99)
+            .map(|c| format!("p99 {}× {}'s", summary::times(c.ratio), a.model)),
+        Figure::Cpu => worse_lower(&a.cpu, &b.cpu)
+            .map(|c| format!("server CPU {}× {}'s", summary::times(c.ratio), a.model)),
+        Figure::Memory => {
+            let ((xa, _, hi_a), (xb, lo_b, _)) = (a.memory?, b.memory?);
+            (lo_b > hi_a && xb - xa > MEMORY_FLOOR_KIB).then(|| {
+                format!(
+                    "{}/connection against {}'s {}",
+                    memory::kib(xb),
+                    a.model,
+                    memory::kib(xa.max(0.0))
+                )
+            })
+        }
+        Figure::Idle => {
+            let lo_b = b.idle.iter().copied().reduce(f64::min)?;
+            let hi_a = a.idle.iter().copied().reduce(f64::max)?;
+            let pct = |v: f64| format!("{} %", sig3(v * 100.0));
+            (lo_b - hi_a > IDLE_FLOOR_CPUS).then(|| {
+                format!(
+                    "{} when idle against {}'s {}",
+                    if lo_b >= 0.9 {
+                        "a full CPU".to_string()
+                    } else {
+                        format!("{} of a CPU", pct(lo_b))
+                    },
+                    a.model,
+                    pct(hi_a.max(0.0))
+                )
+            })
+        }
+    }
+}
+
+const FIGURES: [Figure; 5] = [
+    Figure::Primary,
+    Figure::P99,
+    Figure::Cpu,
+    Figure::Memory,
+    Figure::Idle,
+];
+
+/// The dominance verdict at one count: the models not dominated, then
+/// each other one with the model that dominates it and how.
+pub(crate) fn dominance(
+    data: &RunData,
+    n: usize,
+    order: &[String],
+) -> (Vec<String>, Vec<(String, String)>) {
+    let slopes = memory::slopes(data, Kind::User);
+    let all = judged(data, n, &slopes);
+    let by_name = |m: &str| all.iter().find(|j| j.model == m);
+    let ordered: Vec<&Judged> = order.iter().filter_map(|m| by_name(m)).collect();
+    let dominates = |a: &Judged, b: &Judged| -> Vec<String> {
+        let wins: Vec<String> = FIGURES
+            .iter()
+            .filter_map(|&f| beats(data, f, a, b))
+            .collect();
+        if wins.is_empty() || FIGURES.iter().any(|&f| beats(data, f, b, a).is_some()) {
+            Vec::new()
+        } else {
+            wins
+        }
+    };
+    let free: Vec<&Judged> = ordered
+        .iter()
+        .copied()
+        .filter(|b| {
+            !ordered
+                .iter()
+                .any(|a| a.model != b.model && !dominates(a, b).is_empty())
+        })
+        .collect();
+    let out: Vec<(String, String)> = ordered
+        .iter()
+        .filter(|b| !free.iter().any(|f| f.model == b.model))
+        .filter_map(|b| {
+            // Named after a model that is itself not dominated, when one
+            // dominates it, else after any that does.
+            let why = free
+                .iter()
+                .chain(ordered.iter())
+                .map(|a| dominates(a, b))
+                .find(|w| !w.is_empty())?;
+            Some((b.model.clone(), why.join(", ")))
+        })
+        .collect();
+    (free.iter().map(|j| j.model.clone()).collect(), out)
+}
+
+/// The best group by a repeated figure, in words: `uring (epoll
+/// equivalent; sigio not told apart)`; `None` when no model has it.
+fn best_by(data: &RunData, n: usize, pick: &dyn Fn(&Metrics) -> Option<f64>) -> Option<String> {
+    let rows = summary::rank(data, n, summary::rounds(data, n, pick), false);
+    let top = rows.first()?;
+    if top.rank.is_none() {
+        return Some(format!("{} (untested)", top.model));
+    }
+    let group: Vec<&Ranked> = rows.iter().filter(|r| r.rank == Some(1)).collect();
+    let equivalent: Vec<&str> = group
+        .iter()
+        .filter(|r| r.versus_leader.is_some() && !r.unsettled())
+        .map(|r| r.model.as_str())
+        .collect();
+    let open: Vec<&str> = group
+        .iter()
+        .filter(|r| r.unsettled())
+        .map(|r| r.model.as_str())
+        .collect();
+    let mut more = Vec::new();
+    if !equivalent.is_empty() {
+        more.push(format!("{} equivalent", and_list(&equivalent)));
+    }
+    if !open.is_empty() {
+        more.push(format!("{} not told apart", and_list(&open)));
+    }
+    Some(if more.is_empty() {
+        top.model.clone()
+    } else {
+        format!("{} ({})", top.model, more.join("; "))
+    })
+}
+
+/// The models no other one beats on a figure of its own (memory, idle
+/// CPU): `every model but busy`, or the list.
+fn least(data: &RunData, n: usize, f: Figure, order: &[String]) -> Option<String> {
+    let slopes = memory::slopes(data, Kind::User);
+    let all = judged(data, n, &slopes);
+    let has = |j: &Judged| match f {
+        Figure::Memory => j.memory.is_some(),
+        _ => !j.idle.is_empty(),
+    };
+    let with: Vec<&Judged> = order
+        .iter()
+        .filter_map(|m| all.iter().find(|j| j.model == *m))
+        .filter(|j| has(j))
+        .collect();
+    if with.len() < 2 {
+        return None;
+    }
+    let (best, rest): (Vec<&Judged>, Vec<&Judged>) = with
+        .iter()
+        .partition(|b| !with.iter().any(|a| beats(data, f, a, b).is_some()));
+    let names = |v: &[&Judged]| -> Vec<String> { v.iter().map(|j| j.model.clone()).collect() };
+    Some(if rest.is_empty() {
+        "every model alike".into()
+    } else if rest.len() * 2 < with.len() {
+        format!("every model but {}", and_list(&names(&rest)))
+    } else {
+        and_list(&names(&best))
+    })
+}
+
+/// The lines under one count's table: the best by each figure, then who
+/// is not dominated and why each other model is out.
+fn judgement(data: &RunData, n: usize, rows: &[Ranked]) -> Vec<String> {
+    let order: Vec<String> = rows.iter().map(|r| r.model.clone()).collect();
+    if rows.iter().all(|r| r.rank.is_none()) {
+        return vec!["One run each: no model is shown to beat another (untested).".into()];
+    }
+    let churn = data.plan.workload.kind == super::matrix::WorkloadKind::Churn;
+    let mut best = vec![format!(
+        "{}: {}",
+        data.plan.primary.label(),
+        summary::leaders(rows, data.plan.margin)
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim_end_matches(" is best")
+    )];
+    if data.plan.primary != super::matrix::Primary::Latency {
+        if let Some(b) = best_by(data, n, &|m| m.latency_p99_us) {
+            best.push(format!("p99: {b}"));
+        }
+    }
+    if let Some(b) = best_by(data, n, &|m| cpu_pick(churn)(m)) {
+        best.push(format!(
+            "server CPU/{}: {b}",
+            if churn { "connection" } else { "message" }
+        ));
+    }
+    if let Some(b) = least(data, n, Figure::Memory, &order) {
+        best.push(format!("memory/connection: {b}"));
+    }
+    if let Some(b) = least(data, n, Figure::Idle, &order) {
+        best.push(format!("idle CPU: {b}"));
+    }
+    let (free, out) = dominance(data, n, &order);
+    let mut lines = vec![format!("Best by {}.", best.join(" · by "))];
+    let mut line = format!("Not dominated: {}.", and_list(&free));
+    if !out.is_empty() {
+        let each: Vec<String> = out.iter().map(|(m, why)| format!("{m} ({why})")).collect();
+        line += &format!(" Out: {}.", each.join("; "));
+    }
+    lines.push(line);
+    lines
+}
+
 /// One table per connection count: the best first, then every model with
-/// its cost; the last carries the notes. Columns no model has a figure for
-/// are left out.
+/// its cost, and under it the verdict on every figure; the last carries
+/// the notes. Columns no model has a figure for are left out.
 pub fn tables(data: &RunData) -> Vec<Table> {
     let p = data.plan.primary;
     let user = memory::slopes(data, Kind::User);
@@ -68,12 +379,12 @@ pub fn tables(data: &RunData) -> Vec<Table> {
     let mut out = Vec::new();
     for (n, rows) in summary::standings(data) {
         let cells_of = |model: &str| -> Vec<&CellResult> {
-            crate::runner::series::latest(data)
-                .into_iter()
+            data.cells
+                .iter()
                 .filter(|c| c.cell.model == model && c.cell.connections == n)
                 .collect()
         };
-        let median = |cells: &[&CellResult], pick: fn(&Metrics) -> Option<f64>| {
+        let median = |cells: &[&CellResult], pick: &dyn Fn(&Metrics) -> Option<f64>| {
             let v: Vec<f64> = cells
                 .iter()
                 .filter(|c| c.status == Status::Ok)
@@ -83,28 +394,27 @@ pub fn tables(data: &RunData) -> Vec<Table> {
             Summary::of(&v).map(|s| s.median)
         };
         let mut header = vec![
+            "#".to_string(),
             "model".to_string(),
             p.label().to_string(),
             "vs best".to_string(),
             "p99 latency".to_string(),
-            "memory/conn".to_string(),
             if churn {
                 "server CPU/conn".to_string()
             } else {
                 "server CPU/msg".to_string()
             },
+            "memory/conn".to_string(),
+            "idle CPU".to_string(),
             "limited by".to_string(),
         ];
         let mut body: Vec<Vec<String>> = Vec::new();
         for (i, row) in rows.iter().enumerate() {
             let cells = cells_of(&row.model);
-            let p99 = median(&cells, |m| m.latency_p99_us).map(|v| Unit::Micros.format(v));
-            let cpu = if churn {
-                median(&cells, |m| m.server_cpu_per_connection_us)
-            } else {
-                median(&cells, |m| m.server_cpu_per_message_us)
-            }
-            .map(|v| Unit::Micros.format(v));
+            let p99 = median(&cells, &|m| m.latency_p99_us).map(|v| Unit::Micros.format(v));
+            let cpu = median(&cells, &|m| cpu_pick(churn)(m)).map(|v| Unit::Micros.format(v));
+            let idle =
+                median(&cells, &|m| m.server_idle_cpus).map(|v| format!("{} %", sig3(v * 100.0)));
             let mem = memory_cell(data, &user, &row.model, n);
             let dash = || "–".to_string();
             // A --target's server runs outside c10k: nothing of it is seen.
@@ -116,21 +426,23 @@ pub fn tables(data: &RunData) -> Vec<Table> {
                 }
             };
             body.push(vec![
+                summary::rank_text(row),
                 row.model.clone(),
                 p.format(row.summary.median),
-                summary::versus_text(p, row, i == 0),
+                summary::versus_text(p.higher_is_better(), row, i == 0),
                 p99.unwrap_or_else(dash),
-                mem.unwrap_or_else(unseen),
                 cpu.unwrap_or_else(unseen),
+                mem.unwrap_or_else(unseen),
+                idle.unwrap_or_else(dash),
                 limit_note(&cells).unwrap_or_else(dash),
             ]);
         }
-        // Leave out the cost columns (from the fourth) no row has, and
+        // Leave out the cost columns (from the fifth) no row has, and
         // the p99 when it is already the ranked figure.
         let keep: Vec<bool> = (0..header.len())
             .map(|i| {
-                (i < 3 || body.iter().any(|r| r[i] != "–"))
-                    && !(i == 3 && p == super::matrix::Primary::Latency)
+                (i < 4 || body.iter().any(|r| r[i] != "–"))
+                    && !(i == 4 && p == super::matrix::Primary::Latency)
             })
             .collect();
         header = only(header, &keep);
@@ -138,16 +450,11 @@ pub fn tables(data: &RunData) -> Vec<Table> {
             title: title(data, n, &rows),
             header,
             rows: body.into_iter().map(|r| only(r, &keep)).collect(),
-            notes: Vec::new(),
+            notes: judgement(data, n, &rows),
         });
     }
-    let costs = out.iter().any(|t| {
-        t.header
-            .iter()
-            .any(|h| h == "memory/conn" || h.starts_with("server CPU"))
-    });
     if let Some(last) = out.last_mut() {
-        last.notes = notes(data, costs);
+        last.notes.extend(notes(data));
     }
     out
 }
@@ -161,51 +468,22 @@ fn only(row: Vec<String>, keep: &[bool]) -> Vec<String> {
         .collect()
 }
 
-/// `10 connections: epoll and poll tied for best (round trips/s, higher is
-/// better)`.
+/// `10 connections: epoll is best; poll equivalent to it (±5 %) (round
+/// trips/s, higher is better)`.
 fn title(data: &RunData, n: usize, rows: &[Ranked]) -> String {
     let p = data.plan.primary;
-    let at = format!(
-        "{} {}",
-        crate::present::units::format_count(n as f64),
-        data.plan.size_label
-    );
-    let what = format!(
-        "{}, {} is better",
+    format!(
+        "{} {}: {} ({}, {} is better)",
+        format_count(n as f64),
+        data.plan.size_label,
+        summary::leaders(rows, data.plan.margin),
         p.label(),
         if p.higher_is_better() {
             "higher"
         } else {
             "lower"
         }
-    );
-    let best: Vec<&str> = rows
-        .iter()
-        .filter(|r| r.rank == Some(1))
-        .map(|r| r.model.as_str())
-        .collect();
-    match best.as_slice() {
-        [] => format!(
-            "{at}: {} has the best median; {}: order not tested ({what})",
-            rows.first().map_or("no model", |r| r.model.as_str()),
-            if rows.iter().all(|r| r.summary.n < 2) {
-                "1 run"
-            } else {
-                "too few runs"
-            }
-        ),
-        [one] => format!("{at}: {one} is best ({what})"),
-        many => format!("{at}: {} tied for best ({what})", and_list(many)),
-    }
-}
-
-/// `a`, `a and b`, `a, b and c`.
-fn and_list(items: &[&str]) -> String {
-    match items {
-        [] => String::new(),
-        [one] => one.to_string(),
-        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
-    }
+    )
 }
 
 /// A model's memory per connection: its slope over the run (`≤ X` when the
@@ -235,6 +513,9 @@ pub fn text(data: &RunData) -> String {
         return String::new();
     }
     let mut s = String::from("Verdict\n");
+    if let Some(line) = super::disturbed::headline(data) {
+        s += &format!("  {line}\n");
+    }
     for t in &tables {
         for line in t.to_text().lines() {
             s += "  ";
@@ -245,18 +526,23 @@ pub fn text(data: &RunData) -> String {
     s
 }
 
-/// The tie rule, what the cost columns mean (when `costs`), and what
-/// `--runs auto` could not settle.
-fn notes(data: &RunData, costs: bool) -> Vec<String> {
-    let mut notes = vec![summary::RULE.to_string()];
-    if costs {
-        notes.push(
-            "Memory/conn: the slope of the server's anonymous PSS over the run's connection \
-             counts (≤: no cost shown, at most that). CPU: the whole server tree over the whole \
-             cell."
-                .to_string(),
-        );
-    }
+/// The rule, what the cost columns mean, and what `--runs auto` could
+/// not settle.
+fn notes(data: &RunData) -> Vec<String> {
+    let mut notes = vec![summary::rule(data.plan.margin)];
+    notes.push(format!(
+        "Not dominated: no other model beats it on one figure (beyond noise and margin) \
+         without losing on another; memory differs past disjoint intervals and {} per \
+         connection, idle CPU past {} % of a CPU.",
+        memory::kib(MEMORY_FLOOR_KIB),
+        sig3(IDLE_FLOOR_CPUS * 100.0)
+    ));
+    notes.push(
+        "Memory/conn: the slope of the server's anonymous PSS over the run's connection \
+         counts (≤: no cost shown, at most that). CPU/msg: the whole server tree over the \
+         whole cell. Idle CPU: the server with no connection, over 200 ms after it was ready."
+            .to_string(),
+    );
     notes.extend(super::auto::unsettled_note(&data.plan, &data.cells));
     notes
 }
@@ -264,13 +550,6 @@ fn notes(data: &RunData, costs: bool) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn lists_read_as_english() {
-        assert_eq!(and_list(&["a"]), "a");
-        assert_eq!(and_list(&["a", "b"]), "a and b");
-        assert_eq!(and_list(&["a", "b", "c"]), "a, b and c");
-    }
 
     #[test]
     fn the_limit_of_most_runs_is_named() {

@@ -1,7 +1,7 @@
 //! Statistics over repeats: a summary with a spread (median, mean, standard
-//! deviation, quartiles, outliers); whether two models differ and the ranks
-//! that follow ([`compare`]: tied when the 95 % interval of the ratio of
-//! medians, bootstrap and Welch's t together, holds 1); the interval of a
+//! deviation, quartiles, outliers); whether two models differ, are
+//! equivalent within a margin or cannot be told apart yet, and the ranking
+//! that follows ([`compare`]: Student's t over paired rounds); the interval of a
 //! median and the `--runs auto` stopping rule ([`median`]); the slope of a
 //! least-squares line with its interval ([`slope`], memory per
 //! connection); the power-law fit of time against connections ([`fit`]);
@@ -12,6 +12,7 @@ pub mod compare;
 pub mod fairness;
 pub mod fit;
 pub mod median;
+pub mod rng;
 pub mod slope;
 pub mod student;
 

@@ -99,7 +99,7 @@ impl LinearFit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::compare::SplitMix64;
+    use crate::stats::rng::SplitMix64;
 
     /// Uniform noise in ±`amp`, the same on every run of the test.
     fn noise(rng: &mut SplitMix64, amp: f64) -> f64 {

@@ -1,0 +1,187 @@
+//! Runs disturbed from outside: a cell whose measured window saw CPU used
+//! by processes outside the run, or time stolen by the hypervisor
+//! ([`crate::client::limit`] flags it), measured the machine, not the
+//! model. Such a run is run again at once, up to the plan's
+//! `repeat_disturbed` times (`--repeat-disturbed`); the repeat's result
+//! replaces it in the figures ([`RunData::cells`]) and the disturbed one
+//! stays in `results.jsonl` and in [`RunData::superseded`]. What could not
+//! be repeated clean is kept, counted and marked. Costs a pass over the
+//! run's records.
+
+use std::collections::BTreeMap;
+
+use super::cell::{CellResult, Status};
+use super::results::RunData;
+
+/// Whether a measured cell was disturbed from outside the run.
+pub(crate) fn disturbed(c: &CellResult) -> bool {
+    c.status == Status::Ok && c.load.as_ref().is_some_and(|l| l.limits.interference)
+}
+
+/// Whether cell `id`, just recorded, should run again: it was disturbed
+/// and has been run at most the plan's `repeat_disturbed` times before.
+pub(crate) fn repeat(data: &RunData, id: &str) -> bool {
+    let last = data.cells.iter().find(|c| c.cell.id == id);
+    let before = data.superseded.iter().filter(|c| c.cell.id == id).count();
+    last.is_some_and(disturbed) && before < data.plan.repeat_disturbed
+}
+
+/// What disturbance did to one model at one count.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Tally {
+    /// Disturbed runs that were run again (superseded, not counted).
+    pub repeated: usize,
+    /// Runs that count although disturbed: their repeats ran out.
+    pub kept: usize,
+}
+
+/// The tally of every (model, connections) that had any.
+pub(crate) fn tallies(data: &RunData) -> BTreeMap<(String, usize), Tally> {
+    let mut out: BTreeMap<(String, usize), Tally> = BTreeMap::new();
+    let key = |c: &CellResult| (c.cell.model.clone(), c.cell.connections);
+    for c in data.superseded.iter().filter(|c| disturbed(c)) {
+        out.entry(key(c)).or_default().repeated += 1;
+    }
+    for c in data.cells.iter().filter(|c| disturbed(c)) {
+        out.entry(key(c)).or_default().kept += 1;
+    }
+    out
+}
+
+/// The line at the top of a run's tables when anything was disturbed:
+/// how many runs were repeated, and which are kept disturbed.
+pub(crate) fn headline(data: &RunData) -> Option<String> {
+    let t = tallies(data);
+    let repeated: usize = t.values().map(|x| x.repeated).sum();
+    let kept: Vec<String> = t
+        .iter()
+        .filter(|(_, x)| x.kept > 0)
+        .map(|((m, n), x)| {
+            format!(
+                "{m} at {}{}",
+                crate::present::units::format_count(*n as f64),
+                if x.kept > 1 {
+                    format!(" ({} runs)", x.kept)
+                } else {
+                    String::new()
+                }
+            )
+        })
+        .collect();
+    let kept_n: usize = t.values().map(|x| x.kept).sum();
+    if repeated == 0 && kept_n == 0 {
+        return None;
+    }
+    let mut s = format!(
+        "Disturbed from outside the run: {repeated} run{} repeated",
+        if repeated == 1 { "" } else { "s" }
+    );
+    if kept_n > 0 {
+        s += &format!(
+            "; {kept_n} still disturbed after {} repeat{} and counted, marked ⚠: {}",
+            data.plan.repeat_disturbed,
+            if data.plan.repeat_disturbed == 1 {
+                ""
+            } else {
+                "s"
+            },
+            kept.join(", ")
+        );
+    } else {
+        s += "; every figure below is from undisturbed runs";
+    }
+    Some(s + ".")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::matrix::RunPlan;
+
+    /// A measured cell of `plan`'s cell `i`, disturbed or not.
+    fn cell(plan: &RunPlan, i: usize, noisy: bool) -> CellResult {
+        let mut load = crate::client::report::example(2, 100, 6400);
+        load.limits.interference = noisy;
+        CellResult {
+            version: crate::runner::matrix::RESULTS_VERSION,
+            cell: plan.cells[i].clone(),
+            repeat: 0,
+            status: Status::Ok,
+            reason: None,
+            started_unix: 0.0,
+            wall_seconds: 0.1,
+            runner_cpu_seconds: None,
+            runner_traffic_cpu_seconds: None,
+            server: None,
+            kernel_before: None,
+            kernel_loaded: None,
+            load: Some(load),
+            per_connection_csv: None,
+            messages_per_connection: None,
+            bench: None,
+            plan: None,
+        }
+    }
+
+    /// `plan`'s results: each of `runs` is a cell index and whether each
+    /// of its records, in order, was disturbed.
+    fn data(plan: &RunPlan, runs: &[(usize, &[bool])]) -> RunData {
+        let mut d = RunData::example(plan.clone());
+        for &(i, records) in runs {
+            let (last, earlier) = records.split_last().expect("a record");
+            for (k, &noisy) in earlier.iter().enumerate() {
+                let mut c = cell(plan, i, noisy);
+                c.repeat = k;
+                d.superseded.push(c);
+            }
+            let mut c = cell(plan, i, *last);
+            c.repeat = earlier.len();
+            d.cells.push(c);
+        }
+        d
+    }
+
+    #[test]
+    fn a_disturbed_run_is_repeated_up_to_the_bound() {
+        let plan = RunPlan::example(&["a", "b"], &[2], 1);
+        let id = plan.cells[0].id.clone();
+        assert!(repeat(&data(&plan, &[(0, &[true])]), &id));
+        assert!(repeat(&data(&plan, &[(0, &[true, true])]), &id));
+        assert!(
+            !repeat(&data(&plan, &[(0, &[true, true, true])]), &id),
+            "two repeats, then kept"
+        );
+        assert!(!repeat(&data(&plan, &[(0, &[true, false])]), &id));
+        assert!(!repeat(&data(&plan, &[(0, &[false])]), &id));
+        let mut never = plan.clone();
+        never.repeat_disturbed = 0;
+        assert!(!repeat(&data(&never, &[(0, &[true])]), &id));
+    }
+
+    #[test]
+    fn the_tally_counts_repeats_and_what_was_kept() {
+        let plan = RunPlan::example(&["a", "b"], &[2], 1);
+        let d = data(&plan, &[(0, &[true, false]), (1, &[true, true, true])]);
+        let t = tallies(&d);
+        assert_eq!(
+            t[&("a".to_string(), 2)],
+            Tally {
+                repeated: 1,
+                kept: 0
+            }
+        );
+        assert_eq!(
+            t[&("b".to_string(), 2)],
+            Tally {
+                repeated: 2,
+                kept: 1
+            }
+        );
+        let line = headline(&d).unwrap();
+        assert!(line.contains("3 runs repeated"), "{line}");
+        assert!(line.contains("b at 2"), "{line}");
+        let line = headline(&data(&plan, &[(0, &[true, false])])).unwrap();
+        assert!(line.contains("undisturbed"), "{line}");
+        assert_eq!(headline(&data(&plan, &[(0, &[false])])), None);
+    }
+}
