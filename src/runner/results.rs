@@ -49,8 +49,75 @@ pub struct RunData {
     pub superseded: Vec<CellResult>,
 }
 
+/// What one synthetic cell measured, for unit tests.
+#[cfg(test)]
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Figures {
+    pub throughput: f64,
+    pub p99_us: f64,
+    /// The server's CPU over the cell, seconds (0: not observed).
+    pub server_cpu_s: f64,
+    pub idle_cpus: Option<f64>,
+}
+
 #[cfg(test)]
 impl RunData {
+    /// A closed-loop run at 10 connections of each model with one cell per
+    /// round, measuring what its figures say, for unit tests.
+    pub(crate) fn example_of(models: &[(&str, Vec<Figures>)]) -> RunData {
+        let names: Vec<&str> = models.iter().map(|m| m.0).collect();
+        let runs = models.iter().map(|m| m.1.len()).max().unwrap_or(1);
+        let plan = RunPlan::example(&names, &[10], runs);
+        let mut data = RunData::example(plan.clone());
+        for spec in &plan.cells {
+            let figures = &models
+                .iter()
+                .find(|m| m.0 == spec.model)
+                .expect("a model")
+                .1;
+            let Some(f) = figures.get(spec.run - 1) else {
+                continue;
+            };
+            let mut load = crate::client::report::example(10, 10_000, 640_000);
+            load.throughput.messages_per_second = f.throughput;
+            load.latency_us.p99 = f.p99_us;
+            load.latency_us.count = u64::from(f.p99_us > 0.0);
+            let server =
+                (f.server_cpu_s > 0.0 || f.idle_cpus.is_some()).then(|| super::cell::ServerSide {
+                    instances: 1,
+                    args: Vec::new(),
+                    cpu_user_seconds: f.server_cpu_s,
+                    cpu_system_seconds: 0.0,
+                    max_rss_kib: 0,
+                    idle: Default::default(),
+                    loaded: Default::default(),
+                    end: Default::default(),
+                    summaries: Vec::new(),
+                    idle_cpus: f.idle_cpus,
+                });
+            data.cells.push(CellResult {
+                version: RESULTS_VERSION,
+                cell: spec.clone(),
+                repeat: 0,
+                status: super::cell::Status::Ok,
+                reason: None,
+                started_unix: 0.0,
+                wall_seconds: 0.1,
+                runner_cpu_seconds: None,
+                runner_traffic_cpu_seconds: None,
+                server,
+                kernel_before: None,
+                kernel_loaded: None,
+                load: Some(load),
+                per_connection_csv: None,
+                messages_per_connection: None,
+                bench: None,
+                plan: None,
+            });
+        }
+        data
+    }
+
     /// A run of `plan` with no results, for unit tests.
     pub(crate) fn example(plan: RunPlan) -> RunData {
         RunData {

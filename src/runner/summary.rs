@@ -459,43 +459,21 @@ pub fn ranking(data: &RunData) -> Vec<Table> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::matrix::RunPlan;
-
-    /// A run of `models` at one count whose throughputs per round are
-    /// given, model by model.
-    pub(crate) fn run_of(models: &[(&str, &[f64])]) -> RunData {
-        let names: Vec<&str> = models.iter().map(|m| m.0).collect();
-        let runs = models.iter().map(|m| m.1.len()).max().unwrap_or(1);
-        let plan = RunPlan::example(&names, &[10], runs);
-        let mut data = RunData::example(plan.clone());
-        for spec in &plan.cells {
-            let values = models.iter().find(|m| m.0 == spec.model).unwrap().1;
-            let Some(&v) = values.get(spec.run - 1) else {
-                continue;
-            };
-            let mut load = crate::client::report::example(10, 100, 6400);
-            load.throughput.messages_per_second = v;
-            data.cells.push(crate::runner::cell::CellResult {
-                version: crate::runner::matrix::RESULTS_VERSION,
-                cell: spec.clone(),
-                repeat: 0,
-                status: Status::Ok,
-                reason: None,
-                started_unix: 0.0,
-                wall_seconds: 0.1,
-                runner_cpu_seconds: None,
-                runner_traffic_cpu_seconds: None,
-                server: None,
-                kernel_before: None,
-                kernel_loaded: None,
-                load: Some(load),
-                per_connection_csv: None,
-                messages_per_connection: None,
-                bench: None,
-                plan: None,
-            });
-        }
-        data
+    fn run_of(models: &[(&str, &[f64])]) -> RunData {
+        let figures: Vec<(&str, Vec<crate::runner::results::Figures>)> = models
+            .iter()
+            .map(|(m, v)| {
+                let f = v
+                    .iter()
+                    .map(|&throughput| crate::runner::results::Figures {
+                        throughput,
+                        ..Default::default()
+                    })
+                    .collect();
+                (*m, f)
+            })
+            .collect();
+        RunData::example_of(&figures)
     }
 
     #[test]

@@ -586,4 +586,87 @@ mod tests {
             Some("mixed: client 1, server 1, both 1")
         );
     }
+
+    use crate::runner::results::Figures;
+
+    /// Three rounds of each figure, wobbling by ±1 %.
+    fn steady(throughput: f64, p99_us: f64, cpu_s: f64, idle: f64) -> Vec<Figures> {
+        [1.0, 1.01, 0.99]
+            .iter()
+            .map(|w| Figures {
+                throughput: throughput * w,
+                p99_us: p99_us * w,
+                server_cpu_s: cpu_s * w,
+                idle_cpus: Some(idle),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_models_not_dominated_are_named_with_why_each_other_is_out() {
+        let data = RunData::example_of(&[
+            ("epoll", steady(200_000.0, 10_000.0, 0.5, 0.0)),
+            // As fast, a tail ten times longer.
+            ("tokio", steady(200_500.0, 100_000.0, 0.5, 0.0)),
+            // As fast, a whole CPU when idle.
+            ("busy", steady(199_000.0, 10_000.0, 0.5, 1.0)),
+            // Slower, but the shortest tail: not dominated.
+            ("threads", steady(120_000.0, 5_000.0, 0.5, 0.0)),
+            // Slower and no better at anything.
+            ("hybrid", steady(70_000.0, 20_000.0, 0.9, 0.0)),
+        ]);
+        let order: Vec<String> = summary::standings(&data)[&10]
+            .iter()
+            .map(|r| r.model.clone())
+            .collect();
+        let (free, out) = dominance(&data, 10, &order);
+        assert_eq!(free, ["epoll", "threads"], "{out:?}");
+        let why = |m: &str| out.iter().find(|o| o.0 == m).map(|o| o.1.clone()).unwrap();
+        assert_eq!(why("tokio"), "p99 10× epoll's");
+        assert_eq!(why("busy"), "a full CPU when idle against epoll's 0 %");
+        assert!(why("hybrid").starts_with("2.86× slower than epoll, p99 2.00× epoll's"));
+        // The lines under the table say the same.
+        let lines = judgement(&data, 10, &summary::standings(&data)[&10]);
+        assert!(lines[0].starts_with("Best by round trips/s: "), "{lines:?}");
+        assert!(lines[0].contains("by p99: threads"), "{lines:?}");
+        assert!(
+            lines[0].contains("by idle CPU: every model but busy"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[1].starts_with("Not dominated: epoll and threads. Out: "),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn noise_dominates_nothing() {
+        // b's tail swings across a's: nothing is decided, nothing is out.
+        let mut b = steady(200_000.0, 10_000.0, 0.5, 0.0);
+        for (f, p) in b.iter_mut().zip([3_000.0, 30_000.0, 9_000.0]) {
+            f.p99_us = p;
+        }
+        let data = RunData::example_of(&[("a", steady(200_000.0, 10_000.0, 0.5, 0.0)), ("b", b)]);
+        let order = vec!["a".to_string(), "b".to_string()];
+        let (free, out) = dominance(&data, 10, &order);
+        assert_eq!(free, ["a", "b"]);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn one_run_dominates_nothing() {
+        let one = |t: f64| {
+            vec![Figures {
+                throughput: t,
+                p99_us: 10.0,
+                ..Default::default()
+            }]
+        };
+        let data = RunData::example_of(&[("a", one(200_000.0)), ("b", one(100_000.0))]);
+        let lines = judgement(&data, 10, &summary::standings(&data)[&10]);
+        assert_eq!(
+            lines,
+            ["One run each: no model is shown to beat another (untested)."]
+        );
+    }
 }

@@ -18,6 +18,10 @@ pub const TESTS: &[(&str, Test)] = &[
     ),
     ("a_running_target_is_driven_and_not_observed", target),
     ("every_peer_runs_or_says_what_to_install", peers),
+    (
+        "a_noisy_server_is_inconclusive_against_a_steady_one_never_tied",
+        noisy_is_inconclusive,
+    ),
 ];
 
 /// Runs `c10k run ARGS --no-report --out DIR/out` (with `env` set) and
@@ -283,6 +287,65 @@ while True:
         if c["status"] != "failed" || !reason.contains(want) {
             return Err(format!("{model}: {} ({reason:?}), expected {want:?}", c["status"]).into());
         }
+    }
+    let left = left_running(&dir);
+    if !left.is_empty() {
+        return Err(format!("left running: {left:?}").into());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// A server whose runs swing by 25× (tests/servers/sleepy_echo.py: fast,
+/// slow, fast) beside a steady one: their comparison is inconclusive, the
+/// ranking says so in its heading, its rank column and the row, and
+/// nothing reads as a tie.
+fn noisy_is_inconclusive() -> Result<(), Failed> {
+    let dir = scratch("foreign-noisy")?;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers/sleepy_echo.py");
+    let noisy = format!(
+        "noisy=python3 {} {{port}} {}",
+        script.display(),
+        dir.join("noisy.state").display()
+    );
+    let steady = format!(
+        "steady=python3 {} {{port}} {} 0.001",
+        script.display(),
+        dir.join("steady.state").display()
+    );
+    let o = Command::new(bin())
+        .args([
+            "run", "--models", "", "--server", &noisy, "--server", &steady,
+        ])
+        .args(["-c", "2", "--runs", "3", "-d", "300ms", "--warmup", "20ms"])
+        .args(["--repeat-disturbed", "0", "--no-report", "--out"])
+        .arg(dir.join("out"))
+        .output()?;
+    succeeded(&o, "")?;
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let ranking = stdout.split("Verdict").next().ok_or("no ranking")?;
+    let rows: Vec<&str> = ranking
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with("1 ") || l.starts_with("1? "))
+        .collect();
+    let heading = ranking
+        .lines()
+        .find(|l| l.starts_with("2 connections: "))
+        .ok_or_else(|| format!("no heading: {stdout}"))?;
+    // Fast, slow, fast: the noisy server's median is the fast one.
+    let fine = heading.contains("noisy is best; steady not told apart from it (inconclusive)")
+        && rows.len() == 2
+        && rows[0].starts_with("1 ")
+        && rows[0].contains("noisy")
+        && rows[0].ends_with("best")
+        && rows[1].starts_with("1? ")
+        && rows[1].contains("steady")
+        && rows[1].contains("inconclusive (")
+        && !stdout.contains("tied")
+        && !stdout.contains("equivalent (");
+    if !fine {
+        return Err(format!("the noisy server's ranking: {stdout}").into());
     }
     let left = left_running(&dir);
     if !left.is_empty() {
