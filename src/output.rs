@@ -134,6 +134,9 @@ fn markdown(data: &RunData, tables: &[Table]) -> String {
         p.pin
     );
     let _ = writeln!(out, "Rerun: `{}`\n", p.command);
+    if let Some(line) = crate::runner::disturbed::headline(data) {
+        let _ = writeln!(out, "**{line}**\n");
+    }
     for t in tables {
         out.push_str(&t.to_markdown());
         out.push('\n');

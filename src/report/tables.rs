@@ -47,6 +47,9 @@ impl RunTables {
 pub fn outro(data: &RunData) -> String {
     let t = RunTables::of(data);
     let mut s = String::new();
+    if let Some(line) = crate::runner::disturbed::headline(data) {
+        s += &format!("\n{line}\n");
+    }
     for table in t.ranking.iter().chain(&t.study).chain(&t.memory) {
         s += "\n";
         s += &table.to_text();

@@ -188,7 +188,7 @@ fn beats(data: &RunData, f: Figure, a: &Judged, b: &Judged) -> Option<String> {
         Figure::Idle => {
             let lo_b = b.idle.iter().copied().reduce(f64::min)?;
             let hi_a = a.idle.iter().copied().reduce(f64::max)?;
-            let pct = |v: f64| format!("{} %", sig3(v * 100.0));
+            let pct = cpu_pct;
             (lo_b - hi_a > IDLE_FLOOR_CPUS).then(|| {
                 format!(
                     "{} when idle against {}'s {}",
@@ -202,6 +202,18 @@ fn beats(data: &RunData, f: Figure, a: &Judged, b: &Judged) -> Option<String> {
                 )
             })
         }
+    }
+}
+
+/// A share of one CPU for people: `0 %`, `<1 %`, `96.9 %`.
+fn cpu_pct(v: f64) -> String {
+    let p = v * 100.0;
+    if p <= 0.0 {
+        "0 %".into()
+    } else if p < 1.0 {
+        "<1 %".into()
+    } else {
+        format!("{} %", sig3(p))
     }
 }
 
