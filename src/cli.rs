@@ -3,11 +3,12 @@
 //! the few enums a flag chooses from are spelled here and turned into the
 //! engine's by the plan layer.
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
 /// A clap error as one line: its first paragraph, which names what is
 /// wrong (a missing argument is on the lines after "were not provided:"),
-/// without clap's "error: " prefix, usage and tips.
+/// without clap's "error: " prefix and usage, and then clap's suggestion
+/// when it has one (`tip: a similar argument exists: '--models'`).
 pub fn one_line(e: &clap::Error) -> String {
     let text = e.to_string();
     let first = text
@@ -16,7 +17,151 @@ pub fn one_line(e: &clap::Error) -> String {
         .map(str::trim)
         .collect::<Vec<_>>()
         .join(" ");
-    first.trim_start_matches("error: ").to_string()
+    let tips = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("tip: a similar") || l.starts_with("tip: some similar"));
+    std::iter::once(first.trim_start_matches("error: "))
+        .chain(tips)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The command line, with every help text shown as written. Clap reads
+/// `{n}` in a help text as a line break (a template variable kept from
+/// clap 2, with no escape), and `{n}` is one of the `--agent` template's
+/// placeholders: an ANSI reset after its `{` keeps clap from seeing it and
+/// prints as nothing (it is stripped when the help is not in colour).
+pub fn command() -> clap::Command {
+    literal_braces(Cli::command())
+}
+
+/// Parses the process's arguments as [`command`] defines them.
+pub fn try_parse() -> Result<Cli, clap::Error> {
+    try_parse_from(std::env::args_os())
+}
+
+/// Parses `args` (the program's name first) as [`command`] defines them.
+/// A mistyped subcommand gets clap's suggestion, and where clap has none,
+/// one of ours: clap's measure (Jaro) finds nothing close to a swap of two
+/// letters in a short word (`rnu`), which one edit of ours does (`run`).
+pub fn try_parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString>,
+{
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    let cmd = command();
+    match cmd.clone().try_get_matches_from(&args) {
+        Ok(m) => Cli::from_arg_matches(&m),
+        Err(mut e) => {
+            suggest_subcommand(&mut e, &cmd, &args);
+            Err(e)
+        }
+    }
+}
+
+/// Adds the subcommands one edit away from the one `e` did not know,
+/// among those of the command it was typed after, when clap suggested none.
+fn suggest_subcommand(e: &mut clap::Error, root: &clap::Command, args: &[std::ffi::OsString]) {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::InvalidSubcommand || e.get(ContextKind::SuggestedSubcommand).is_some()
+    {
+        return;
+    }
+    let Some(ContextValue::String(typed)) = e.get(ContextKind::InvalidSubcommand) else {
+        return;
+    };
+    let typed = typed.clone();
+    let mut cmd = root;
+    for a in args.iter().skip(1) {
+        let a = a.to_string_lossy();
+        if a == typed {
+            break;
+        }
+        if let Some(sub) = cmd.find_subcommand(a.as_ref()) {
+            cmd = sub;
+        }
+    }
+    let near: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name())
+        .filter(|n| edits(&typed, n) <= 1)
+        .map(String::from)
+        .collect();
+    let value = match near.len() {
+        0 => return,
+        1 => ContextValue::String(near[0].clone()),
+        _ => ContextValue::Strings(near),
+    };
+    e.insert(ContextKind::SuggestedSubcommand, value);
+}
+
+/// Clap's tip for a name one edit away from one of `names` (`tip: a
+/// similar experiment exists: 'tour'`), for the names clap does not check
+/// (an experiment, a model); `None` when none is that close.
+pub fn similar(what: &str, typed: &str, names: &[&str]) -> Option<String> {
+    let near: Vec<String> = names
+        .iter()
+        .filter(|n| edits(typed, n) <= 1)
+        .map(|n| format!("'{n}'"))
+        .collect();
+    match near.len() {
+        0 => None,
+        1 => Some(format!("tip: a similar {what} exists: {}", near[0])),
+        _ => Some(format!(
+            "tip: some similar {what}s exist: {}",
+            near.join(", ")
+        )),
+    }
+}
+
+/// Edits from `a` to `b`: characters inserted, deleted, replaced, or two
+/// neighbours swapped (the optimal string alignment distance).
+fn edits(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    // d[i][j]: edits from a[..i] to b[..j].
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    d[0] = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+fn literal_braces(mut cmd: clap::Command) -> clap::Command {
+    fn keep(text: &clap::builder::StyledStr) -> clap::builder::StyledStr {
+        text.ansi().to_string().replace("{n}", "{\x1b[0mn}").into()
+    }
+    if let Some(about) = cmd.get_about().map(keep) {
+        cmd = cmd.about(about);
+    }
+    if let Some(about) = cmd.get_long_about().map(keep) {
+        cmd = cmd.long_about(about);
+    }
+    cmd.mut_args(|mut a| {
+        if let Some(help) = a.get_help().map(keep) {
+            a = a.help(help);
+        }
+        if let Some(help) = a.get_long_help().map(keep) {
+            a = a.long_help(help);
+        }
+        a
+    })
+    .mut_subcommands(literal_braces)
 }
 
 /// c10k: which concurrency model should a network server use? Measured.
@@ -557,4 +702,61 @@ pub struct ConformArgs {
     /// Also write the results as JSON to this file.
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edits_count_a_swap_as_one() {
+        assert_eq!(edits("rnu", "run"), 1);
+        assert_eq!(edits("lod", "load"), 1);
+        assert_eq!(edits("run", "run"), 0);
+        assert_eq!(edits("serve", "load"), 5);
+        assert_eq!(edits("", "herd"), 4);
+    }
+
+    #[test]
+    fn mistyped_subcommands_and_flags_get_a_tip() {
+        let line = |args: &[&str]| {
+            try_parse_from(args)
+                .err()
+                .map(|e| one_line(&e))
+                .unwrap_or_default()
+        };
+        let e = line(&["c10k", "rnu"]);
+        assert!(e.contains("tip: a similar subcommand exists: 'run'"), "{e}");
+        let e = line(&["c10k", "micro", "spwan"]);
+        assert!(
+            e.contains("tip: a similar subcommand exists: 'spawn'"),
+            "{e}"
+        );
+        let e = line(&["c10k", "run", "--model", "epoll"]);
+        assert!(
+            e.contains("tip: a similar argument exists: '--models'"),
+            "{e}"
+        );
+        // Nothing near: no tip.
+        let e = line(&["c10k", "xyzzy"]);
+        assert!(
+            e.starts_with("unrecognized subcommand 'xyzzy'") && !e.contains("tip"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn help_shows_placeholders_as_written() {
+        let mut cmd = command();
+        for sub in ["load", "run"] {
+            let help = cmd
+                .find_subcommand_mut(sub)
+                .map(|c| c.render_long_help().to_string())
+                .unwrap_or_default();
+            assert!(
+                help.contains("{i}: the agent's index, {n}: the agent count"),
+                "{help}"
+            );
+        }
+    }
 }

@@ -7,14 +7,12 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use c10k::cli::{Cli, Command};
 use c10k::plan::ServePlan;
 use c10k::server::{self, run::ServeError};
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match c10k::cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind::*;
@@ -80,7 +78,7 @@ fn main() -> ExitCode {
 fn agent() -> ExitCode {
     let parse = |args: &[String]| -> Result<c10k::client::plan::LoadPlan, String> {
         let argv = std::iter::once("c10k".to_string()).chain(args.iter().cloned());
-        match Cli::try_parse_from(argv).map_err(|e| c10k::cli::one_line(&e))? {
+        match c10k::cli::try_parse_from(argv).map_err(|e| c10k::cli::one_line(&e))? {
             Cli {
                 command: Command::Load(a),
             } => c10k::plan::load::plan(&a, format!("c10k {}", args.join(" "))),

@@ -15,8 +15,10 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     let name = args.experiment.as_deref().unwrap_or("tour");
     let preset = presets::find(name).ok_or_else(|| {
         let names: Vec<_> = presets::all().iter().map(|p| p.name).collect();
+        let tip =
+            cli::similar("experiment", name, &names).map_or_else(String::new, |t| format!("; {t}"));
         format!(
-            "unknown experiment '{name}': expected one of {} (see --list)",
+            "unknown experiment '{name}': expected one of {} (see --list){tip}",
             names.join(", ")
         )
     })?;
@@ -95,8 +97,10 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
                 Some(_) => preset.models.to_vec(),
                 None => crate::server::names(),
             };
+            let tip =
+                cli::similar("model", m, &names).map_or_else(String::new, |t| format!("; {t}"));
             return Err(format!(
-                "unknown model '{m}': expected one of {}",
+                "unknown model '{m}': expected one of {}{tip}",
                 names.join(", ")
             ));
         }
@@ -450,5 +454,39 @@ fn parse_margin(text: &str) -> Result<f64, String> {
         _ => Err(format!(
             "--margin {text}: give a percentage from 0.1% to 50%, e.g. 5%"
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::Command;
+
+    /// The plan `c10k run ARGS` gives.
+    fn from_args(args: &[&str]) -> Result<RunPlan, String> {
+        let argv = ["c10k", "run"].iter().chain(args);
+        let cli = crate::cli::try_parse_from(argv).map_err(|e| crate::cli::one_line(&e))?;
+        match cli.command {
+            Command::Run(a) => plan(&a, String::new()),
+            _ => Err("not a run command".into()),
+        }
+    }
+
+    #[test]
+    fn a_mistyped_name_gets_a_tip() {
+        let e = from_args(&["toru"]).err().unwrap_or_default();
+        assert!(
+            e.contains("tip: a similar experiment exists: 'tour'"),
+            "{e}"
+        );
+        let e = from_args(&["--models", "epol", "--pin", "none"])
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("tip: a similar model exists: 'epoll'"), "{e}");
+        let e = from_args(&["nothing-like-it"]).err().unwrap_or_default();
+        assert!(
+            e.starts_with("unknown experiment") && !e.contains("tip"),
+            "{e}"
+        );
     }
 }

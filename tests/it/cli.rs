@@ -10,6 +10,8 @@ pub const TESTS: &[(&str, Test)] = &[
     ("unknown_model_is_one_line_exit_2", unknown_model),
     ("bad_sizes_are_refused", bad_sizes),
     ("models_lists_every_model", models_list),
+    ("help_shows_placeholders_in_braces", help_braces),
+    ("typos_get_a_suggestion", typos),
 ];
 
 fn serve(args: &[&str]) -> Result<(Option<i32>, String), Failed> {
@@ -53,6 +55,52 @@ fn models_list() -> Result<(), Failed> {
             .any(|l| l.split_whitespace().next() == Some(name))
         {
             return Err(format!("`c10k models` does not list {name}").into());
+        }
+    }
+    Ok(())
+}
+
+/// Clap reads `{n}` in a help text as a line break; the agent template's
+/// `{n}` (and every other placeholder) must show as written.
+fn help_braces() -> Result<(), Failed> {
+    for sub in ["load", "run"] {
+        let out = Command::new(bin()).args([sub, "--help"]).output()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        for want in ["{i}: the agent's index, {n}: the agent count", "{cmd_sh}"] {
+            if !out.status.success() || !text.contains(want) {
+                return Err(format!("`c10k {sub} --help` lacks {want:?}:\n{text}").into());
+            }
+        }
+        if text.contains('\u{1b}') {
+            return Err(format!("`c10k {sub} --help` prints an escape sequence").into());
+        }
+    }
+    let out = Command::new(bin()).args(["run", "--help"]).output()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !text.contains("{port}: a free port") {
+        return Err(format!("`c10k run --help`:\n{text}").into());
+    }
+    Ok(())
+}
+
+/// A mistyped flag or subcommand: exit 2, one line, and clap's tip.
+fn typos() -> Result<(), Failed> {
+    for (args, tip) in [
+        (
+            &["run", "--model", "epoll"][..],
+            "tip: a similar argument exists: '--models'",
+        ),
+        (&["rnu"], "tip: a similar subcommand exists: 'run'"),
+        (&["lod"], "tip: a similar subcommand exists: 'load'"),
+        (
+            &["load", "127.0.0.1:7", "--fial-on-error"],
+            "tip: a similar argument exists: '--fail-on-error'",
+        ),
+    ] {
+        let out = Command::new(bin()).args(args).output()?;
+        let err = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() != Some(2) || err.lines().count() != 1 || !err.contains(tip) {
+            return Err(format!("{args:?}: exit {:?}, stderr {err:?}", out.status.code()).into());
         }
     }
     Ok(())
