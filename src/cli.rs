@@ -27,6 +27,13 @@ pub fn one_line(e: &clap::Error) -> String {
         .join("; ")
 }
 
+/// The exit codes, for `--help` (the README says the same).
+const EXIT_CODES: &str = "Exit codes: 0 done; 1 a failure (the cause on stderr); 2 bad flags \
+or a request that cannot be done as given; 3 the kernel or a sandbox refuses the model (serve); \
+4 `load --fail-on-error` saw errors; 5 no result (load: every connection failed or no echo \
+came back; run: no cell was measured), the cause on stderr in one line, every output still \
+written; 130 interrupted (load, run).";
+
 /// The command line, with every help text shown as written. Clap reads
 /// `{n}` in a help text as a line break (a template variable kept from
 /// clap 2, with no escape), and `{n}` is one of the `--agent` template's
@@ -166,7 +173,7 @@ fn literal_braces(mut cmd: clap::Command) -> clap::Command {
 
 /// c10k: which concurrency model should a network server use? Measured.
 #[derive(Debug, Parser)]
-#[command(name = "c10k", version, about, long_about = None)]
+#[command(name = "c10k", version, about, long_about = None, after_help = EXIT_CODES)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -179,9 +186,11 @@ pub enum Command {
     /// List the concurrency models and how each waits.
     Models,
     /// Drive a TCP echo server with many connections and measure it.
+    #[command(after_help = EXIT_CODES)]
     Load(Box<LoadArgs>),
     /// Run an experiment (a preset reproducing a classic study, or your own
     /// matrix) and write results and a report.
+    #[command(after_help = EXIT_CODES)]
     Run(Box<RunArgs>),
     /// Write the exports and report.html of a results directory again.
     Report(ReportArgs),

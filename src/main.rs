@@ -1,6 +1,8 @@
 //! The c10k binary: parse flags, call the library, map errors to exit codes
 //! (1 failure, 2 bad usage, 3 model not supported here, 4 `load
-//! --fail-on-error` saw errors, 130 `run` interrupted with cells left).
+//! --fail-on-error` saw errors, 5 no result: `load` whose every connection
+//! failed or got no echo, `run` with no cell measured; 130 `load` or `run`
+//! interrupted).
 
 #![forbid(unsafe_code)]
 
@@ -169,11 +171,21 @@ fn load(args: &c10k::cli::LoadArgs) -> ExitCode {
         );
         return ExitCode::from(1);
     }
+    // No result, whatever --fail-on-error says: the cause, first and in
+    // one line, and a code a script can tell from errors (4).
+    if let Some(cause) = outcome.report.no_result() {
+        eprintln!("c10k load: {cause}");
+        return ExitCode::from(NO_RESULT);
+    }
     if plan.fail_on_error && outcome.report.failures() > 0 {
         return ExitCode::from(4);
     }
     ExitCode::SUCCESS
 }
+
+/// The exit code of a `load` or `run` with no result: every connection
+/// failed or none got an echo, or no cell was measured.
+const NO_RESULT: u8 = 5;
 
 /// `c10k run`: a preset or custom matrix, or `--resume DIR`.
 fn run(args: &c10k::cli::RunArgs) -> ExitCode {
@@ -253,7 +265,15 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
     let _ = write!(stdout, "{}", c10k::report::outro(&data));
     let mut code = ExitCode::SUCCESS;
     match finish {
-        Ok(Finish::Complete) => {}
+        Ok(Finish::Complete) => {
+            if let Some(cause) = data.no_result() {
+                eprintln!(
+                    "c10k run: {cause} (the reports are in {})",
+                    data.dir.display()
+                );
+                code = ExitCode::from(NO_RESULT);
+            }
+        }
         Ok(Finish::Interrupted { left }) => {
             eprintln!(
                 "c10k run: interrupted with {left} cells left; finish with: c10k run --resume {}",

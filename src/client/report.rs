@@ -383,10 +383,18 @@ impl Report {
     /// connection (so the figure is whichever connections happened to
     /// finish). Says, by Little's law, how long one round over every
     /// connection takes at the rate the whole run saw.
+    ///
+    /// `None` when every connection failed: the failures are the cause
+    /// ([`Report::no_result`]), and a longer window would not help.
     pub(crate) fn too_little(&self) -> Option<String> {
         let timed = matches!(self.workload.as_str(), "closed" | "open");
         let n = self.connections.requested as u64;
-        if !timed || self.interrupted || self.measured_seconds <= 0.0 || self.messages >= n {
+        if !timed
+            || self.interrupted
+            || self.measured_seconds <= 0.0
+            || self.messages >= n
+            || self.every_connection_failed()
+        {
             return None;
         }
         // Echoes over the whole run, warm-up included, over the warm-up and
@@ -396,18 +404,91 @@ impl Report {
         let echoed = self.bytes_received / self.message_bytes.max(1) as u64;
         let span = self.warmup_seconds + self.measured_seconds;
         let rate = echoed as f64 / span.max(1e-9);
-        let round = if rate > 0.0 {
-            format!(
-                "at the at most {rate:.0} round trips/s seen over the whole run, one round over {n} connections takes at least {:.1} s (N / rate, Little's law)",
-                n as f64 / rate
-            )
-        } else {
-            format!("no echo came back at all in {span:.1} s")
-        };
+        if rate <= 0.0 {
+            // Not a window too short: no round at all, however long.
+            return Some(format!(
+                "measured {} round trip(s) over {n} connections: no echo came back at all in {span:.1} s",
+                self.messages
+            ));
+        }
         Some(format!(
-            "measured {} round trip(s) over {n} connections in the {:.1} s window, fewer than one per connection: {round}; give a window longer than a round, or fewer connections",
-            self.messages, self.measured_seconds
+            "measured {} round trip(s) over {n} connections in the {:.1} s window, fewer than one per connection: at the at most {rate:.0} round trips/s seen over the whole run, one round over {n} connections takes at least {:.1} s (N / rate, Little's law); give a window longer than a round, or fewer connections",
+            self.messages,
+            self.measured_seconds,
+            n as f64 / rate
         ))
+    }
+
+    /// Whether every connection ended with an error: all of them (active
+    /// and idle), or for churn, which opens connection after connection,
+    /// every one that was tried (none came up).
+    fn every_connection_failed(&self) -> bool {
+        let failed = self.failures();
+        let c = &self.connections;
+        failed > 0
+            && if self.workload == "churn" {
+                c.established == 0
+            } else {
+                failed >= (c.requested + c.idle) as u64
+            }
+    }
+
+    /// Why the run has no result at all, as one line that starts with the
+    /// cause: every connection failed, or not one echo came back over the
+    /// whole run (warm-up included). `None` when something was measured,
+    /// and for a run cut short (which says so itself). Churn is judged by
+    /// its connections alone: it measures connects, echoed or not.
+    pub fn no_result(&self) -> Option<String> {
+        if self.interrupted {
+            return None;
+        }
+        let target = &self.target;
+        if self.every_connection_failed() {
+            let kinds: Vec<(&str, u64)> = self
+                .errors
+                .iter()
+                .filter(|(_, &n)| n > 0)
+                .map(|(k, &n)| (k.as_str(), n))
+                .collect();
+            let up = self.connections.established > 0;
+            return Some(match kinds[..] {
+                [("refused", _)] => {
+                    format!("every connection was refused: is anything listening on {target}?")
+                }
+                [("timeout", _)] if !up => format!(
+                    "no connection to {target} came up within the timeout: is it reachable, or is a firewall dropping the SYNs?"
+                ),
+                [("timeout", _)] => format!(
+                    "every connection timed out waiting for its connect or its echo: does {target} echo (RFC 862)?"
+                ),
+                [("reset", _)] => format!("{target} reset every connection"),
+                [("closed", _)] => format!(
+                    "{target} closed every connection with echoes owed: does it echo (RFC 862)?"
+                ),
+                [("mismatch", _)] => format!(
+                    "every connection got back bytes other than it sent: is {target} an echo server?"
+                ),
+                [("addr_not_avail", _)] => "every connection failed for want of a local port (EADDRNOTAVAIL): spread them over source addresses (--source) or open fewer".to_string(),
+                [("emfile", _)] => "every connection failed for want of a descriptor (EMFILE): raise the open-files limit (ulimit -n)".to_string(),
+                _ => format!(
+                    "every connection to {target} failed ({})",
+                    kinds
+                        .iter()
+                        .map(|(k, n)| format!("{k} {n}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
+        let echoes = self.workload != "churn";
+        let n = self.connections.requested;
+        if echoes && n > 0 && self.bytes_received == 0 {
+            return Some(format!(
+                "no echo came back from {target} on any of the {n} connection(s) in {:.1} s: does it echo (RFC 862)?",
+                self.warmup_seconds + self.measured_seconds
+            ));
+        }
+        None
     }
 
     /// The summary a person reads.
@@ -754,6 +835,66 @@ mod tests {
         let mut r = closed(10, 0, 0);
         r.workload = "burst".into();
         assert!(r.too_little().is_none());
+    }
+
+    /// `r` with `n` of its connections ended by `kind`.
+    fn failed(mut r: Report, kind: &str, n: u64) -> Report {
+        r.errors.insert(kind.into(), n);
+        r.connections.failed += n;
+        r
+    }
+
+    #[test]
+    fn a_run_whose_every_connection_failed_has_no_result() {
+        // Nothing listening: the cause first, and no advice on the window.
+        let mut refused = failed(closed(3, 0, 0), "refused", 3);
+        refused.connections.established = 0;
+        let why = refused.no_result().unwrap_or_default();
+        assert_eq!(
+            why,
+            "every connection was refused: is anything listening on 127.0.0.1:1?"
+        );
+        assert_eq!(refused.too_little(), None);
+        // Two causes are both named.
+        let mixed = failed(failed(closed(3, 0, 0), "refused", 1), "reset", 2);
+        let why = mixed.no_result().unwrap_or_default();
+        assert!(why.starts_with("every connection to 127.0.0.1:1 failed (refused 1, reset 2)"));
+        // Every connection failed, even after some echoes (a server that
+        // corrupts them all): no connection finished its work.
+        let corrupt = failed(closed(4, 16, 16 * 64), "mismatch", 4);
+        assert!(corrupt.no_result().is_some());
+        // Idle connections count: one of them standing is not all failed.
+        let mut idle = failed(closed(2, 0, 64), "timeout", 2);
+        idle.connections.idle = 1;
+        assert_eq!(idle.no_result(), None);
+        // Some failed, some measured: a result, with its errors.
+        assert_eq!(
+            failed(closed(4, 400, 400 * 64), "reset", 3).no_result(),
+            None
+        );
+        // A cut-short run says so itself.
+        let mut cut = refused.clone();
+        cut.interrupted = true;
+        assert_eq!(cut.no_result(), None);
+    }
+
+    #[test]
+    fn a_run_without_an_echo_has_no_result() {
+        let why = closed(10, 0, 0).no_result().unwrap_or_default();
+        assert!(
+            why.starts_with("no echo came back from 127.0.0.1:1 on any of the 10"),
+            "{why}"
+        );
+        // Echoes in the warm-up only: a window too short, not no result.
+        assert_eq!(closed(10, 0, 640).no_result(), None);
+        // Churn measures connects: no echo is not a failure of it...
+        let mut churn = closed(10, 0, 0);
+        churn.workload = "churn".into();
+        assert_eq!(churn.no_result(), None);
+        // ...but not one connection up is.
+        let mut churn = failed(churn, "refused", 50);
+        churn.connections.established = 0;
+        assert!(churn.no_result().is_some());
     }
 
     #[test]

@@ -329,7 +329,8 @@ fn assemble(
         agents: None,
         environment: serde_json::Value::Null,
     };
-    if let Some(why) = report.too_little() {
+    // Nothing measured at all: the cause, not advice on the window.
+    if let Some(why) = report.no_result().or_else(|| report.too_little()) {
         report.warnings.push(why);
     }
     Outcome {

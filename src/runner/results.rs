@@ -142,6 +142,46 @@ impl RunData {
             .cloned()
             .collect()
     }
+
+    /// Why the run has no result, when no cell of it was measured: one line
+    /// that starts with the cause (how many cells failed and were skipped),
+    /// then the first one's reason. `None` when a cell was measured, or
+    /// none has a result yet.
+    pub fn no_result(&self) -> Option<String> {
+        use super::cell::Status;
+        if self.cells.is_empty() || self.cells.iter().any(|c| c.status == Status::Ok) {
+            return None;
+        }
+        let count = |s: Status| self.cells.iter().filter(|c| c.status == s).count();
+        let counts = [
+            (count(Status::Failed), "failed"),
+            (count(Status::Skipped), "skipped"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+        let first = &self.cells[0];
+        let reason = first
+            .reason
+            .as_deref()
+            .unwrap_or("no reason recorded")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        Some(format!(
+            "no cell was measured ({counts} of {}): the first, {} at {} {}, {}: {reason}",
+            self.cells.len(),
+            first.cell.model,
+            crate::present::units::format_count(first.cell.connections as f64),
+            self.plan.size_label,
+            match first.status {
+                Status::Skipped => "skipped",
+                _ => "failed",
+            },
+        ))
+    }
 }
 
 /// A line of `results.jsonl` that is not a result of the plan.
@@ -491,6 +531,35 @@ impl Appender {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_without_a_measured_cell_says_why() {
+        let plan = plan();
+        let mut cells: Vec<CellResult> = (0..plan.cells.len()).map(|i| result(&plan, i)).collect();
+        for c in &mut cells {
+            c.status = Status::Failed;
+            c.reason = Some("2 of 2 connections\nfailed (refused 2)".into());
+        }
+        cells[3].status = Status::Skipped;
+        let mut data = RunData {
+            dir: PathBuf::from("results/x"),
+            plan,
+            environment: serde_json::Value::Null,
+            cells,
+            superseded: Vec::new(),
+        };
+        assert_eq!(
+            data.no_result().as_deref(),
+            Some(
+                "no cell was measured (3 failed, 1 skipped of 4): the first, epoll at 2 \
+                 connections, failed: 2 of 2 connections failed (refused 2)"
+            )
+        );
+        data.cells[2].status = Status::Ok;
+        assert_eq!(data.no_result(), None);
+        data.cells.clear();
+        assert_eq!(data.no_result(), None);
+    }
 
     /// [`super::load`] with the plan layer's check, as `main.rs` calls it.
     fn load(dir: &Path) -> anyhow::Result<(RunData, Vec<Problem>)> {

@@ -77,7 +77,7 @@ fn help_braces() -> Result<(), Failed> {
     }
     let out = Command::new(bin()).args(["run", "--help"]).output()?;
     let text = String::from_utf8_lossy(&out.stdout);
-    if !text.contains("{port}: a free port") {
+    if !text.contains("{port}: a free port") || !text.contains("Exit codes:") {
         return Err(format!("`c10k run --help`:\n{text}").into());
     }
     Ok(())

@@ -214,13 +214,17 @@ fn closed_loop_counts_are_exact() -> Result<(), Failed> {
     Ok(())
 }
 
-/// A server that flips bytes: every connection ends as a mismatch; exit 0
-/// unless --fail-on-error.
+/// A server that flips bytes: every connection ends as a mismatch, so the
+/// run has no result (exit 5, the cause first), with or without
+/// --fail-on-error; every output is still written.
 fn corrupted_echoes_are_mismatches() -> Result<(), Failed> {
     let bad = Misbehave::start(Fault::Corrupt { every: 300 });
     let out = Outputs::new("corrupt");
     let (code, err) = load(&bad.addr.to_string(), &["-c", "4", "-n", "50"], &out)?;
-    ensure(code == Some(0), || format!("exit {code:?}: {err}"))?;
+    let cause = "c10k load: every connection got back bytes other than it sent";
+    ensure(code == Some(5) && err.starts_with(cause), || {
+        format!("exit {code:?}: {err}")
+    })?;
     let j = out.json()?;
     ensure(error_count(&j, "mismatch") == 4, || {
         format!("errors {}", j["errors"])
@@ -234,17 +238,20 @@ fn corrupted_echoes_are_mismatches() -> Result<(), Failed> {
         &["-c", "4", "-n", "50", "--fail-on-error"],
         &out,
     )?;
-    ensure(code == Some(4), || format!("--fail-on-error exit {code:?}"))?;
+    ensure(code == Some(5), || format!("--fail-on-error exit {code:?}"))?;
     Ok(())
 }
 
 /// A server that resets after 640 bytes: exactly 10 echoes, then a reset,
-/// on every connection.
+/// on every connection (exit 5: no connection did its work).
 fn resets_are_counted_per_connection() -> Result<(), Failed> {
     let bad = Misbehave::start(Fault::ResetAfter { bytes: 640 });
     let out = Outputs::new("reset");
     let (code, err) = load(&bad.addr.to_string(), &["-c", "3", "-n", "100"], &out)?;
-    ensure(code == Some(0), || format!("exit {code:?}: {err}"))?;
+    let cause = format!("c10k load: {} reset every connection\n", bad.addr);
+    ensure(code == Some(5) && err == cause, || {
+        format!("exit {code:?}: {err}")
+    })?;
     let j = out.json()?;
     ensure(error_count(&j, "reset") == 3, || {
         format!("errors {}", j["errors"])
@@ -267,30 +274,49 @@ fn dropped_bytes_end_in_timeout_or_mismatch() -> Result<(), Failed> {
         &["-c", "2", "-n", "100", "--timeout", "300ms"],
         &out,
     )?;
-    ensure(code == Some(0), || format!("exit {code:?}: {err}"))?;
+    ensure(code == Some(5), || format!("exit {code:?}: {err}"))?;
     let j = out.json()?;
     let failed = error_count(&j, "timeout") + error_count(&j, "mismatch");
     ensure(failed == 2, || format!("errors {}", j["errors"]))?;
     Ok(())
 }
 
-/// Nothing listens: every connection refused, and still every output.
+/// Nothing listens: every connection refused, and still every output; the
+/// run has no result, so it exits 5 with the cause as the one line on
+/// stderr, and gives no advice on the window (a timed run gave "give a
+/// window longer than a round" and exit 0).
 fn refused_connections_keep_every_output() -> Result<(), Failed> {
     let bad = Misbehave::start(Fault::Refuse);
     let out = Outputs::new("refused");
-    let (code, err) = load(&bad.addr.to_string(), &["-c", "5", "-n", "1"], &out)?;
-    ensure(code == Some(0), || format!("exit {code:?}: {err}"))?;
-    let j = out.json()?;
-    ensure(error_count(&j, "refused") == 5, || {
-        format!("errors {}", j["errors"])
-    })?;
-    ensure(out.csv()?.len() == 5, || "CSV rows".into())?;
+    let cause = format!(
+        "c10k load: every connection was refused: is anything listening on {}?\n",
+        bad.addr
+    );
+    for args in [&["-c", "5", "-n", "1"][..], &["-c", "1", "-d", "1s"]] {
+        let _ = std::fs::remove_file(out.path("r.json"));
+        let (code, err) = load(&bad.addr.to_string(), args, &out)?;
+        ensure(code == Some(5) && err == cause, || {
+            format!("{args:?}: exit {code:?}: {err}")
+        })?;
+        let j = out.json()?;
+        let n = if args[1] == "5" { 5 } else { 1 };
+        ensure(error_count(&j, "refused") == n, || {
+            format!("errors {}", j["errors"])
+        })?;
+        ensure(out.csv()?.len() as u64 == n, || "CSV rows".into())?;
+        let warnings = j["warnings"].to_string();
+        ensure(
+            warnings.contains("every connection was refused") && !warnings.contains("window"),
+            || format!("{args:?}: warnings {warnings}"),
+        )?;
+    }
+    // No result is no result, --fail-on-error or not.
     let (code, _) = load(
         &bad.addr.to_string(),
         &["-c", "5", "-n", "1", "--fail-on-error"],
         &out,
     )?;
-    ensure(code == Some(4), || format!("--fail-on-error exit {code:?}"))?;
+    ensure(code == Some(5), || format!("--fail-on-error exit {code:?}"))?;
     Ok(())
 }
 
