@@ -325,14 +325,31 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
             &mut crate::runner::preflight::TaskCost::measure,
         )
     };
+    // No experiment named and a matrix of one's own (other models or
+    // counts, or servers of one's own): not the tour, and not named one.
+    let custom = args.experiment.is_none()
+        && (args.models.is_some()
+            || args.connections.is_some()
+            || !args.variants.is_empty()
+            || !args.servers.is_empty()
+            || !args.targets.is_empty());
+    let (experiment, title) = if custom {
+        (
+            CUSTOM.to_string(),
+            custom_title(&models, &connections, &workload),
+        )
+    } else if customised {
+        (
+            preset.name.to_string(),
+            format!("{} (customised)", preset.title),
+        )
+    } else {
+        (preset.name.to_string(), preset.title.to_string())
+    };
     Ok(RunPlan {
         version: RESULTS_VERSION,
-        experiment: preset.name.to_string(),
-        title: if customised {
-            format!("{} (customised)", preset.title)
-        } else {
-            preset.title.to_string()
-        },
+        experiment,
+        title,
         command,
         models,
         connections,
@@ -361,6 +378,39 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         refused,
         cells,
     })
+}
+
+/// What a run of one's own matrix is called (its results directory is
+/// `custom-TIME`): no preset is named.
+pub const CUSTOM: &str = "custom";
+
+/// The title of a custom matrix: `a custom matrix: epoll, poll at 10
+/// connections, closed loop`.
+fn custom_title(models: &[String], connections: &[usize], workload: &matrix::Workload) -> String {
+    let mut every = crate::server::names();
+    every.sort_unstable();
+    let mut given: Vec<&str> = models.iter().map(String::as_str).collect();
+    given.sort_unstable();
+    let models = if given == every {
+        "every model".to_string()
+    } else {
+        models.join(", ")
+    };
+    let counts: Vec<String> = connections
+        .iter()
+        .map(|&n| crate::present::units::format_count(n as f64))
+        .collect();
+    let how = match (workload.kind, workload.rate) {
+        (WorkloadKind::Closed, Some(rate)) => format!("open loop at {}", rate.text()),
+        (WorkloadKind::Closed, None) => "closed loop".to_string(),
+        (WorkloadKind::Burst, _) => "burst".to_string(),
+        (WorkloadKind::Churn, _) => "connection churn".to_string(),
+    };
+    format!(
+        "a custom matrix: {models} at {} connection{}, {how}",
+        counts.join(", "),
+        if connections == [1] { "" } else { "s" }
+    )
 }
 
 /// CPUs for the server and the client under `pin`, from the CPUs this
@@ -470,6 +520,43 @@ mod tests {
             Command::Run(a) => plan(&a, String::new()),
             _ => Err("not a run command".into()),
         }
+    }
+
+    #[test]
+    fn a_matrix_of_ones_own_is_custom_not_the_tour() {
+        let p = from_args(&["--models", "epoll,poll", "-c", "10", "--pin", "none"])
+            .expect("a custom plan");
+        assert_eq!(p.experiment, "custom");
+        assert_eq!(
+            p.title,
+            "a custom matrix: epoll, poll at 10 connections, closed loop"
+        );
+        assert!(!p.title.contains("tour"), "{}", p.title);
+        let p = from_args(&["-c", "2,1000", "-r", "500", "--pin", "none"]).expect("a plan");
+        assert_eq!(p.experiment, "custom");
+        assert_eq!(
+            p.title,
+            "a custom matrix: every model at 2, 1,000 connections, open loop at 500 messages/s in total"
+        );
+    }
+
+    #[test]
+    fn the_tour_stays_the_tour() {
+        let p = from_args(&["--pin", "none"]).expect("the tour");
+        let tour = presets::find("tour").expect("the tour preset");
+        assert_eq!(
+            (p.experiment.as_str(), p.title.as_str()),
+            ("tour", tour.title)
+        );
+        // Another number of runs is still the tour's matrix.
+        let p = from_args(&["--runs", "5", "--pin", "none"]).expect("the tour");
+        assert_eq!(p.experiment, "tour");
+        assert_eq!(p.title, format!("{} (customised)", tour.title));
+        // A preset named keeps its name, whatever the flags change.
+        let p = from_args(&["thesis", "--models", "select,epoll", "--pin", "none"])
+            .expect("the thesis");
+        assert_eq!(p.experiment, "thesis");
+        assert!(p.title.ends_with(" (customised)"), "{}", p.title);
     }
 
     #[test]
