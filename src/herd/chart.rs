@@ -7,7 +7,14 @@
 //!
 //! The report's chart code (`report::charts`) draws connections across; the
 //! herd's x axis is workers, so this is a small chart of its own with the
-//! same plotters SVG backend, colours (`present::look`) and number formats.
+//! same plotters SVG backend, colours (`present::look`), markers and number
+//! formats.
+//!
+//! Series often lie on each other: select, poll and epoll wake every worker
+//! alike, so their lines coincide. Each series therefore has a colour, a
+//! marker and a dash of its own (solid, dashed, dotted in turn, so a line
+//! drawn over another shows it through its gaps), and the series at one
+//! worker count are set a few pixels apart, as the report's charts do.
 
 use anyhow::Context as _;
 use plotters::coord::Shift;
@@ -16,14 +23,18 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::plan::Plan;
 use super::report::{series, Row};
-use crate::present::look::look;
+use crate::present::look::{looks, Look, DASHES, MARKERS};
 use crate::present::units::{self, Unit};
+use crate::report::charts::{legend_line, marker};
 use crate::stats::Summary;
 
 const WIDTH: u32 = 960;
 const PANEL_H: u32 = 380;
 const LEGEND_ROW: i32 = 22;
 const FONT: &str = "sans-serif";
+/// Sideways offset between series at one worker count, pixels: a marker's
+/// width, so that markers at one point sit side by side.
+const DODGE_PX: f64 = 8.0;
 
 /// One panel: a title, a y label and unit, and a figure of a row.
 struct Panel {
@@ -120,19 +131,33 @@ fn draw_panel(
         .bold_line_style(BLACK.mix(0.08))
         .axis_style(BLACK.mix(0.6))
         .draw()?;
-    let palette = colors(methods);
-    for (i, m) in methods.iter().enumerate() {
-        let color = palette[i];
+    // Spread the series at one x by a few pixels, centred on the true x.
+    let (plot_w, _) = chart.plotting_area().dim_in_pixel();
+    let step = DODGE_PX * (x_hi / x_lo).ln() / f64::from(plot_w.max(1));
+    let k = methods.len() as f64;
+    for (i, (m, look)) in methods.iter().zip(styles(methods)).enumerate() {
+        let shift = ((i as f64 - (k - 1.0) / 2.0) * step).exp();
+        let color = look.color;
         let points: Vec<(f64, Summary)> = rows
             .iter()
             .filter(|r| r.series() == *m)
-            .filter_map(|r| (panel.pick)(r).map(|s| (r.workers as f64, s)))
+            .filter_map(|r| (panel.pick)(r).map(|s| (r.workers as f64 * shift, s)))
             .filter(|(_, s)| s.median > 0.0 && s.median.is_finite())
             .collect();
-        chart.draw_series(LineSeries::new(
-            points.iter().map(|(x, s)| (*x, s.median)),
-            color.stroke_width(2),
-        ))?;
+        let line = points.iter().map(|(x, s)| (*x, s.median));
+        match look.dash.pattern() {
+            None => chart
+                .draw_series(LineSeries::new(line, color.stroke_width(2)))
+                .map(|_| ())?,
+            Some((dash, gap)) => chart
+                .draw_series(DashedLineSeries::new(
+                    line,
+                    dash,
+                    gap,
+                    color.stroke_width(2),
+                ))
+                .map(|_| ())?,
+        }
         let stroke = color.stroke_width(1);
         chart.draw_series(
             points
@@ -143,7 +168,7 @@ fn draw_panel(
         chart.draw_series(
             points
                 .iter()
-                .map(|(x, s)| Circle::new((*x, s.median), 4, color.filled())),
+                .map(|(x, s)| EmptyElement::at((*x, s.median)) + marker(look, 4)),
         )?;
     }
     Ok(())
@@ -151,16 +176,11 @@ fn draw_panel(
 
 fn draw_legend(area: &Area<'_>, methods: &[&str], columns: usize) -> anyhow::Result<()> {
     let col_w = (WIDTH as usize / columns) as i32;
-    let palette = colors(methods);
-    for (j, m) in methods.iter().enumerate() {
+    for (j, (m, look)) in methods.iter().zip(styles(methods)).enumerate() {
         let x = 24 + (j % columns) as i32 * col_w;
         let y = 10 + (j / columns) as i32 * LEGEND_ROW + LEGEND_ROW / 2;
-        let color = palette[j];
-        area.draw(&PathElement::new(
-            vec![(x, y), (x + 28, y)],
-            color.stroke_width(2),
-        ))?;
-        area.draw(&Circle::new((x + 14, y), 4, color.filled()))?;
+        legend_line(area, (x, y), look, look.color.stroke_width(2))?;
+        area.draw(&(EmptyElement::at((x + 14, y)) + marker(look, 4)))?;
         let style = TextStyle::from((FONT, 13).into_font())
             .color(&BLACK)
             .pos(Pos::new(HPos::Left, VPos::Center));
@@ -169,21 +189,20 @@ fn draw_legend(area: &Area<'_>, methods: &[&str], columns: usize) -> anyhow::Res
     Ok(())
 }
 
-/// A colour per series, each its method's own where it is free (a method
-/// that is also a model keeps the model's colour), else the first colour
-/// of the palette not taken yet: `select ×1019` beside `select` must not
-/// share its colour by chance.
-fn colors(series: &[&str]) -> Vec<RGBColor> {
-    let mut taken: Vec<RGBColor> = Vec::new();
-    for (i, s) in series.iter().enumerate() {
-        let own = look(s, i).color;
-        let pick = std::iter::once(own)
-            .chain((0..series.len() + 10).map(|k| look("", k).color))
-            .find(|c| !taken.contains(c))
-            .unwrap_or(own);
-        taken.push(pick);
-    }
-    taken
+/// Each series' look: its colour as `present::look` gives it (a method
+/// that is also a model keeps the model's colour, and no two series share
+/// one), a marker and a dash by its place in the chart, so that the first
+/// 15 series differ in both (three that coincide, in all three).
+fn styles(series: &[&str]) -> Vec<Look> {
+    looks(series)
+        .into_iter()
+        .enumerate()
+        .map(|(i, look)| Look {
+            marker: MARKERS[i % MARKERS.len()],
+            dash: DASHES[i % DASHES.len()],
+            ..look
+        })
+        .collect()
 }
 
 /// The range of the positive values, widened by `factor` each side; (0.5,
@@ -234,17 +253,114 @@ mod tests {
     }
 
     #[test]
-    fn every_series_has_a_colour_of_its_own() {
+    fn every_series_has_a_style_of_its_own() {
         let names = [
             "select",
             "select ×1019",
             "epoll-exclusive",
             "epoll-exclusive ×1019",
+            "poll",
+            "epoll",
         ];
-        let c = colors(&names);
-        for i in 0..c.len() {
-            assert!(!c[..i].contains(&c[i]), "{names:?}: {c:?}");
+        let s = styles(&names);
+        for i in 0..s.len() {
+            for j in 0..i {
+                assert_ne!(s[i].color, s[j].color, "{} and {}", names[i], names[j]);
+                assert_ne!(
+                    (s[i].marker, s[i].dash),
+                    (s[j].marker, s[j].dash),
+                    "{} and {}",
+                    names[i],
+                    names[j]
+                );
+            }
         }
+        // A method that is a model keeps the model's colour.
+        assert_eq!(s[5].color, looks(&["epoll"])[0].color);
+    }
+
+    /// A row of `method` at `workers` whose every figure is `v`.
+    fn row(method: &'static str, workers: usize, v: f64) -> Row {
+        let s = Summary::of(&[v]);
+        Row {
+            method,
+            dups: 1,
+            workers,
+            runs: 1,
+            connect_p50_us: s,
+            connect_p99_us: s,
+            connect_call_p50_us: s,
+            wakeups_per_connection: s,
+            returns_per_connection: s,
+            failed_accepts_per_connection: s,
+            accepts_min: s,
+            accepts_max: s,
+            jain: s,
+            setup_seconds: s,
+            teardown_seconds: s,
+        }
+    }
+
+    /// The `<polyline>` elements of `svg` 2 px wide in `colour` (upper
+    /// case hex, as plotters writes it): a series' line, in one piece when
+    /// solid and one a dash otherwise, and its legend sample.
+    fn lines<'a>(svg: &'a str, colour: &str) -> Vec<&'a str> {
+        svg.split('<')
+            .filter(|e| e.starts_with("polyline"))
+            .filter(|e| e.contains(&format!("stroke=\"{colour}\"")))
+            .filter(|e| e.contains("stroke-width=\"2\""))
+            .collect()
+    }
+
+    /// The `points` of a polyline element.
+    fn points(e: &str) -> &str {
+        e.split("points=\"")
+            .nth(1)
+            .and_then(|p| p.split('"').next())
+            .unwrap_or("")
+    }
+
+    #[test]
+    fn lines_lying_on_each_other_stay_visible() {
+        // select, poll and epoll with the very same figures.
+        let methods = ["select", "poll", "epoll"];
+        let rows: Vec<Row> = methods
+            .iter()
+            .flat_map(|&m| [row(m, 1, 10.0), row(m, 8, 40.0), row(m, 64, 300.0)])
+            .collect();
+        let svg = draw(&rows, &methods, &[1, 8, 64]).unwrap_or_default();
+        let hex = |c: RGBColor| format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2);
+        let s = styles(&methods);
+        let drawn: Vec<Vec<&str>> = s.iter().map(|l| lines(&svg, &hex(l.color))).collect();
+        // Solid: the line in each of the two panels and the legend's
+        // sample; dashed and dotted: many pieces, the dotted the most.
+        assert_eq!(drawn[0].len(), 3, "select: {:?}", drawn[0]);
+        assert!(drawn[1].len() > 10, "poll: {} pieces", drawn[1].len());
+        assert!(
+            drawn[2].len() > drawn[1].len(),
+            "epoll: {} pieces",
+            drawn[2].len()
+        );
+        // Set apart: no two series' first points are the same.
+        let first: Vec<&str> = drawn
+            .iter()
+            .map(|d| points(d[0]).split(' ').next().unwrap_or(""))
+            .collect();
+        assert!(first[0] != first[1] && first[1] != first[2] && first[0] != first[2]);
+        // Three markers: select's circles, poll's squares, epoll's triangles.
+        let fill = |c: RGBColor, el: &str| {
+            svg.split('<')
+                .filter(|e| e.starts_with(el) && e.contains(&format!("fill=\"{}\"", hex(c))))
+                .count()
+        };
+        assert_eq!(s.iter().map(|l| l.marker).collect::<Vec<_>>(), MARKERS[..3]);
+        assert_eq!(
+            fill(s[0].color, "circle"),
+            7,
+            "two panels of 3, one in the legend"
+        );
+        assert_eq!(fill(s[1].color, "rect"), 7);
+        assert_eq!(fill(s[2].color, "polygon"), 7);
     }
 
     #[test]

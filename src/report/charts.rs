@@ -181,10 +181,20 @@ fn draw_panel(area: &Area<'_>, panel: &Panel, figure: &Figure) -> anyhow::Result
                 look.color.mix(0.7).stroke_width(1),
             ))?;
         }
-        chart.draw_series(LineSeries::new(
-            points.iter().map(|p| (p.x, p.median)),
-            look.color.stroke_width(2),
-        ))?;
+        let line = points.iter().map(|p| (p.x, p.median));
+        match look.dash.pattern() {
+            None => chart
+                .draw_series(LineSeries::new(line, look.color.stroke_width(2)))
+                .map(|_| ())?,
+            Some((dash, gap)) => chart
+                .draw_series(DashedLineSeries::new(
+                    line,
+                    dash,
+                    gap,
+                    look.color.stroke_width(2),
+                ))
+                .map(|_| ())?,
+        }
         let whiskers: Vec<&Point> = points
             .iter()
             .filter(|p| p.max > p.min && p.min > 0.0)
@@ -223,7 +233,10 @@ fn fit_span(line: &Line) -> Option<(f64, f64)> {
 }
 
 /// A marker drawn around (0, 0) in pixels.
-fn marker<DB: DrawingBackend>(look: Look, r: i32) -> DynElement<'static, DB, (i32, i32)> {
+pub(crate) fn marker<DB: DrawingBackend>(
+    look: Look,
+    r: i32,
+) -> DynElement<'static, DB, (i32, i32)> {
     let fill = look.color.filled();
     match look.marker {
         Marker::Circle => Circle::new((0, 0), r, fill).into_dyn(),
@@ -247,15 +260,31 @@ fn draw_legend(area: &Area<'_>, entries: &[Entry], columns: usize) -> anyhow::Re
         } else {
             (e.look.color.mix(0.35), BLACK.mix(0.5))
         };
-        area.draw(&PathElement::new(
-            vec![(x, y), (x + 28, y)],
-            color.stroke_width(2),
-        ))?;
+        legend_line(area, (x, y), e.look, color.stroke_width(2))?;
         area.draw(&(EmptyElement::at((x + 14, y)) + marker(e.look, 4)))?;
         let style = TextStyle::from((FONT, 13).into_font())
             .color(&text_color)
             .pos(Pos::new(HPos::Left, VPos::Center));
         area.draw(&Text::new(e.text.clone(), (x + 36, y), style))?;
+    }
+    Ok(())
+}
+
+/// A legend's sample of a line: 28 pixels from `at`, solid or in the
+/// look's dash.
+pub(crate) fn legend_line(
+    area: &Area<'_>,
+    at: (i32, i32),
+    look: Look,
+    style: ShapeStyle,
+) -> anyhow::Result<()> {
+    let (x, y) = at;
+    let points = vec![(x, y), (x + 28, y)];
+    match look.dash.pattern() {
+        None => area.draw(&PathElement::new(points, style))?,
+        Some((dash, gap)) => area.draw(&plotters::element::DashedPathElement::new(
+            points, dash, gap, style,
+        ))?,
     }
     Ok(())
 }
@@ -319,7 +348,7 @@ fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::present::look::look;
+    use crate::present::look::looks;
 
     #[test]
     fn log_ticks_are_round_and_in_range() {
@@ -341,10 +370,78 @@ mod tests {
         assert_eq!(thin(&t[..3], 6), vec![1.0, 2.0, 3.0]);
     }
 
+    /// A figure of `n` series (the registry's models, then others), each
+    /// with one point at each of two counts.
+    fn figure(n: usize) -> Figure {
+        let mut names: Vec<String> = crate::server::names()
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        names.extend((0..n).map(|i| format!("peer-{i}")));
+        names.truncate(n);
+        let looks = looks(&names);
+        let point = |x: f64, y: f64| Point {
+            x,
+            median: y,
+            min: y,
+            max: y,
+        };
+        Figure {
+            panels: vec![Panel {
+                title: "t".into(),
+                y_label: "y".into(),
+                unit: Unit::Count,
+                lines: (0..n)
+                    .map(|i| Line {
+                        entry: i,
+                        points: vec![point(10.0, 1.0 + i as f64), point(100.0, 2.0 + i as f64)],
+                        fit: None,
+                        fit_span: None,
+                    })
+                    .collect(),
+            }],
+            legend: names
+                .iter()
+                .zip(looks)
+                .map(|(m, look)| Entry {
+                    look,
+                    text: m.clone(),
+                    has_data: true,
+                })
+                .collect(),
+            x_ticks: vec![10.0, 100.0],
+            x_label: "connections".into(),
+        }
+    }
+
+    /// The stroke colours of the lines 2 px wide in `svg` (a series' line
+    /// and its legend sample), each once.
+    fn line_colours(svg: &str) -> Vec<String> {
+        let mut out: Vec<String> = svg
+            .split('<')
+            .filter(|e| e.starts_with("polyline") && e.contains("stroke-width=\"2\""))
+            .filter_map(|e| e.split("stroke=\"").nth(1))
+            .filter_map(|rest| rest.split('"').next())
+            .map(str::to_string)
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
     #[test]
-    fn registry_models_keep_their_look() {
-        assert_eq!(look("threads", 7), look("threads", 0));
-        assert_ne!(look("threads", 0).color, look("fork", 0).color);
-        assert_ne!(look("unknown-a", 0), look("unknown-b", 1));
+    fn every_series_of_a_chart_has_a_colour_of_its_own() {
+        // The thesis and the tour draw 12 models, peers 10 series; 24 is
+        // what the palette guarantees.
+        for n in [10, 12, 24] {
+            let svg = svg(&figure(n)).unwrap_or_default();
+            let colours = line_colours(&svg);
+            assert_eq!(colours.len(), n, "{n} series drew {colours:?}");
+        }
+        // Past 24 a colour comes round again, dashed.
+        let f = figure(30);
+        assert_eq!(f.legend[24].look.color, f.legend[0].look.color);
+        assert_ne!(f.legend[24].look, f.legend[0].look);
+        assert!(svg(&f).is_ok());
     }
 }

@@ -448,11 +448,13 @@ pub(super) fn legend(
     has_data: &[bool],
     text: impl Fn(usize, &String) -> String,
 ) -> Vec<Entry> {
+    let looks = crate::present::look::looks(models);
     models
         .iter()
+        .zip(looks)
         .enumerate()
-        .map(|(i, model)| Entry {
-            look: crate::present::look::look(model, i),
+        .map(|(i, (model, look))| Entry {
+            look,
             text: text(i, model),
             has_data: has_data[i],
         })
