@@ -5,7 +5,9 @@
 //! nothing outside itself, keep every skipped and failed reason, and show
 //! the exponent of a series with a known power law. Then headless Chromium
 //! opens it: the screenshot must be a real image and the console silent
-//! (after a self-test that shows the console check does see an error).
+//! (after a self-test that shows the console check does see an error); and
+//! the thesis with every model, measured in the browser at 1280 px, must
+//! put the study's tables before the verdict and show its Table 2 whole.
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
@@ -62,6 +64,10 @@ pub const TESTS: &[(&str, Test)] = &[
         runs_auto_names_unsettled_cells,
     ),
     ("opens_in_chromium", opens_in_chromium),
+    (
+        "study_tables_first_and_readable_in_chromium",
+        study_tables_first_and_readable_in_chromium,
+    ),
 ];
 
 // ---------------------------------------------------------------- data
@@ -367,6 +373,49 @@ fn burst_run() -> RunData {
                 ("poll", 128, 2) => not_measured(s, Status::Failed, FAIL_REASON),
                 _ => ok(s, "burst", c, true),
             }
+        })
+        .collect();
+    RunData {
+        dir: PathBuf::from("results/thesis"),
+        plan: p,
+        environment: environment(),
+        cells,
+        superseded: Vec::new(),
+    }
+}
+
+/// The thesis as `c10k run thesis` runs it: every model of the registry,
+/// the study's twelve socket counts, each cell measured (its Table 2 is as
+/// wide as the study's tables get).
+fn full_thesis_run() -> RunData {
+    let models = c10k::server::names();
+    let p = plan(
+        "thesis",
+        WorkloadKind::Burst,
+        Primary::Time,
+        &models,
+        &[2, 4, 8, 16, 32, 64, 128, 200, 256, 300, 400, 512],
+    );
+    let cells = p
+        .cells
+        .iter()
+        .map(|s| {
+            let n = s.connections as f64;
+            let m = models.iter().position(|m| *m == s.model).unwrap_or(0) as f64;
+            let wobble = if s.run == 1 { 0.97 } else { 1.03 };
+            let t = (1.0 + 0.1 * m) * 9e-5 * n * wobble;
+            let c = Cell {
+                time_s: Some(t),
+                latency_us: t * 1e6 / 2.0,
+                throughput: n / t,
+                connects_per_second: 5000.0,
+                user_kib: 1.0 + m,
+                virtual_kib: 4.0 + m,
+                kernel_kib: 9.0,
+                server_cpu_s: t * 0.8,
+                client_cpu_s: t * 0.5,
+            };
+            ok(s, "burst", c, true)
         })
         .collect();
     RunData {
@@ -1348,6 +1397,82 @@ fn opens_in_chromium() -> Result<(), Failed> {
             "report screenshots: {}",
             target.join("report-screenshot*.png").display()
         );
+        Ok(())
+    })();
+    let _ = std::fs::remove_dir_all(&work);
+    result
+}
+
+/// What the page measures of itself in Chromium: the order of the study's
+/// tables and the verdict, and the widest study table (the thesis's Table
+/// 2, every model beside the published figures) against its box. Logged
+/// to the console, which the test reads.
+const MEASURE: &str = r#"<script>
+const study = document.getElementById("study");
+const verdict = document.getElementById("verdict");
+const order = !study || !verdict ? "missing"
+  : (study.compareDocumentPosition(verdict) & Node.DOCUMENT_POSITION_FOLLOWING) ? "study-first" : "verdict-first";
+const tables = study ? [...study.querySelectorAll("table")] : [];
+const t2 = tables.find(t => t.caption && t.caption.textContent.includes("Table 2"));
+const box = t2 ? t2.parentElement : null;
+const r = t2 ? t2.getBoundingClientRect() : null;
+console.log("C10K-MEASURE order=" + order + " tables=" + tables.length
+  + " table=" + (t2 ? t2.scrollWidth : -1) + " box=" + (box ? box.clientWidth : -1)
+  + " boxscroll=" + (box ? box.scrollWidth : -1)
+  + " left=" + (r ? Math.floor(r.left) : -1) + " right=" + (r ? Math.ceil(r.right) : -1)
+  + " page=" + document.documentElement.clientWidth
+  + " pagescroll=" + document.documentElement.scrollWidth);
+</script>
+"#;
+
+/// The thesis report, with every model, opened in Chromium at 1280 px:
+/// the study's own tables come before the verdict, and its Table 2, with
+/// the published figures in its last columns, fits its box (no sideways
+/// scrolling) and the window.
+fn study_tables_first_and_readable_in_chromium() -> Result<(), Failed> {
+    let browser = chromium()?;
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("report-study-{}", std::process::id()));
+    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    let result = (|| -> Result<(), Failed> {
+        let html = render(&full_thesis_run())?;
+        let page = work.join("thesis.html");
+        let measured = html.replacen("</body>", &format!("{MEASURE}</body>"), 1);
+        std::fs::write(&page, measured).map_err(|e| e.to_string())?;
+        let log = screenshot(
+            &browser,
+            &page,
+            &work.join("thesis.png"),
+            (1280, 2000),
+            &work,
+        )?;
+        let line = console_messages(&log)
+            .into_iter()
+            .find_map(|m| m.split("C10K-MEASURE ").nth(1))
+            .ok_or_else(|| format!("the page did not measure itself; chromium's log:\n{log}"))?;
+        let value = |key: &str| -> Option<&str> {
+            line.split([' ', '"'])
+                .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+        };
+        let number = |key: &str| value(key).and_then(|v| v.parse::<i64>().ok()).unwrap_or(-1);
+        if value("order") != Some("study-first") {
+            return Err(
+                format!("the study's tables do not come before the verdict: {line}").into(),
+            );
+        }
+        let (table, boxed, boxscroll) = (number("table"), number("box"), number("boxscroll"));
+        if table <= 0 || boxed <= 0 {
+            return Err(format!("no Table 2 in the study's tables: {line}").into());
+        }
+        if table > boxed || boxscroll > boxed {
+            return Err(
+                format!("Table 2 is wider than its box, behind a scrollbar: {line}").into(),
+            );
+        }
+        let (left, right, page) = (number("left"), number("right"), number("page"));
+        if left < 0 || right > page || number("pagescroll") > page {
+            return Err(format!("Table 2 runs off the window: {line}").into());
+        }
         Ok(())
     })();
     let _ = std::fs::remove_dir_all(&work);
