@@ -1,7 +1,9 @@
 //! Numbers as a person reads them on an axis or in a table: three
 //! significant digits, `k`/`M`/`G` for large counts, times in ns, µs, ms or s;
-//! counts with thousands separators ([`format_count`]); and the one parser of
-//! byte sizes ([`parse_size`]) every command and plan.json share.
+//! counts with thousands separators ([`format_count`]); one unit for a
+//! whole column of times or memory ([`Scale`]), so a column never mixes µs
+//! and ms; and the one parser of byte sizes ([`parse_size`]) every command
+//! and plan.json share.
 
 /// What a value measures, which decides how it is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +91,78 @@ pub fn seconds(v: f64) -> String {
     }
 }
 
+/// One unit for a set of values, so that a column of a table reads in one
+/// unit: picked for the largest magnitude of the set (which then reads
+/// below 1,000), every value written in it to three significant digits
+/// (`0.206 ms`, `38.5 ms`). Built from the values in their own unit
+/// (seconds, µs or KiB) with [`Scale::seconds`], [`Scale::micros`] or
+/// [`Scale::kib`]; non-finite values are left out of the choice.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scale {
+    /// Input units per output unit.
+    per: f64,
+    name: &'static str,
+}
+
+impl Scale {
+    /// Times given in seconds: ns, µs, ms or s.
+    pub fn seconds(values: impl IntoIterator<Item = f64>) -> Scale {
+        const UNITS: [(f64, &str); 4] = [(1e-9, "ns"), (1e-6, "µs"), (1e-3, "ms"), (1.0, "s")];
+        Scale::pick(values, &UNITS)
+    }
+
+    /// Times given in microseconds: ns, µs, ms or s.
+    pub fn micros(values: impl IntoIterator<Item = f64>) -> Scale {
+        const UNITS: [(f64, &str); 4] = [(1e-3, "ns"), (1.0, "µs"), (1e3, "ms"), (1e6, "s")];
+        Scale::pick(values, &UNITS)
+    }
+
+    /// Memory given in KiB: B, KiB, MiB or GiB.
+    pub fn kib(values: impl IntoIterator<Item = f64>) -> Scale {
+        const UNITS: [(f64, &str); 4] = [
+            (1.0 / 1024.0, "B"),
+            (1.0, "KiB"),
+            (1024.0, "MiB"),
+            (1024.0 * 1024.0, "GiB"),
+        ];
+        Scale::pick(values, &UNITS)
+    }
+
+    /// The largest unit in which the largest magnitude is at least 1; the
+    /// smallest unit when every value is below it (or there is none).
+    fn pick(values: impl IntoIterator<Item = f64>, units: &[(f64, &'static str)]) -> Scale {
+        let top = values
+            .into_iter()
+            .filter(|v| v.is_finite())
+            .map(f64::abs)
+            .fold(0.0, f64::max);
+        let (per, name) = units
+            .iter()
+            .rev()
+            .find(|(per, _)| top >= *per)
+            .unwrap_or(&units[0]);
+        Scale { per: *per, name }
+    }
+
+    /// The unit's name (`ms`).
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// `v` (in the input unit) as a number in this unit: `0.206`.
+    pub fn number(&self, v: f64) -> String {
+        sig3(v / self.per)
+    }
+
+    /// `v` (in the input unit) in this unit, with its name: `0.206 ms`.
+    pub fn format(&self, v: f64) -> String {
+        if !v.is_finite() {
+            return "–".into();
+        }
+        format!("{} {}", self.number(v), self.name)
+    }
+}
+
 /// A count or rate with thousands separators (`284,113`).
 pub(crate) fn format_count(v: f64) -> String {
     if !v.is_finite() {
@@ -150,5 +224,36 @@ mod tests {
         assert_eq!(Unit::Micros.format(1500.0), "1.5 ms");
         assert_eq!(Unit::Rate.format(25_000.0), "25k/s");
         assert_eq!(sig3(f64::NAN), "–");
+    }
+
+    #[test]
+    fn a_column_reads_in_one_unit() {
+        // The thesis's burst times: µs and ms in one column, all in ms.
+        let times = [206e-6, 1.2e-3, 38.5e-3];
+        let s = Scale::seconds(times);
+        assert_eq!(s.name(), "ms");
+        let text: Vec<String> = times.iter().map(|&t| s.format(t)).collect();
+        assert_eq!(text, ["0.206 ms", "1.2 ms", "38.5 ms"]);
+        assert!(text.iter().all(|t| t.ends_with(" ms")));
+        // The same in µs, and a set below a microsecond.
+        let s = Scale::micros([76.5, 54_600.0]);
+        assert_eq!(
+            (s.format(76.5).as_str(), s.format(54_600.0).as_str()),
+            ("0.0765 ms", "54.6 ms")
+        );
+        assert_eq!(Scale::micros([0.5, 0.25]).format(0.5), "500 ns");
+        assert_eq!(Scale::seconds([2.0, 0.5]).format(0.5), "0.5 s");
+        // Memory: bytes and KiB together read in KiB.
+        let s = Scale::kib([26.4, 0.0868, 105.0]);
+        assert_eq!(s.format(0.0868), "0.0868 KiB");
+        assert_eq!(s.number(105.0), "105");
+        assert_eq!(Scale::kib([8500.0, 20.0]).format(20.0), "0.0195 MiB");
+        assert_eq!(Scale::kib([0.08]).format(0.08), "81.9 B");
+        // Nothing, or nothing finite: the smallest unit; never a panic.
+        assert_eq!(Scale::seconds([]).name(), "ns");
+        assert_eq!(Scale::kib([f64::NAN, 2.0]).name(), "KiB");
+        assert_eq!(Scale::kib([2.0]).format(f64::INFINITY), "–");
+        // Negative values pick by magnitude.
+        assert_eq!(Scale::kib([-2048.0]).name(), "MiB");
     }
 }
