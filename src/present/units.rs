@@ -92,11 +92,12 @@ pub fn seconds(v: f64) -> String {
 }
 
 /// One unit for a set of values, so that a column of a table reads in one
-/// unit: picked for the largest magnitude of the set (which then reads
-/// below 1,000), every value written in it to three significant digits
-/// (`0.206 ms`, `38.5 ms`). Built from the values in their own unit
-/// (seconds, µs or KiB) with [`Scale::seconds`], [`Scale::micros`] or
-/// [`Scale::kib`]; non-finite values are left out of the choice.
+/// unit: of the units of its kind, the one in which the set's longest
+/// number is shortest (a tie goes to the larger unit), every value written
+/// in it to three significant digits, thousands separated (`0.206 ms`,
+/// `38.5 ms`; `8,407 KiB`, `0.0798 KiB`). Built from the values in their
+/// own unit (seconds, µs or KiB) with [`Scale::seconds`], [`Scale::micros`]
+/// or [`Scale::kib`]; non-finite values are left out of the choice.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Scale {
     /// Input units per output unit.
@@ -128,20 +129,34 @@ impl Scale {
         Scale::pick(values, &UNITS)
     }
 
-    /// The largest unit in which the largest magnitude is at least 1; the
-    /// smallest unit when every value is below it (or there is none).
+    /// The unit whose longest number is shortest; of those, the one in
+    /// which the largest value reads from 1 to 999, else the larger; the
+    /// smallest unit for an empty set.
     fn pick(values: impl IntoIterator<Item = f64>, units: &[(f64, &'static str)]) -> Scale {
-        let top = values
-            .into_iter()
-            .filter(|v| v.is_finite())
-            .map(f64::abs)
-            .fold(0.0, f64::max);
-        let (per, name) = units
-            .iter()
-            .rev()
-            .find(|(per, _)| top >= *per)
-            .unwrap_or(&units[0]);
-        Scale { per: *per, name }
+        let values: Vec<f64> = values.into_iter().filter(|v| v.is_finite()).collect();
+        let top = values.iter().map(|v| v.abs()).fold(0.0, f64::max);
+        let rank = |&(per, name): &(f64, &'static str)| {
+            let s = Scale { per, name };
+            let width = values
+                .iter()
+                .map(|&v| s.number(v).chars().count())
+                .max()
+                .unwrap_or(0);
+            let natural = (1.0..1000.0).contains(&(top / per));
+            (width, !natural)
+        };
+        let (per, name) = if values.is_empty() {
+            units[0]
+        } else {
+            // Later units are larger: `min_by_key` keeps the first of a
+            // tie, so go from the largest.
+            *units
+                .iter()
+                .rev()
+                .min_by_key(|u| rank(u))
+                .unwrap_or(&units[0])
+        };
+        Scale { per, name }
     }
 
     /// The unit's name (`ms`).
@@ -149,9 +164,10 @@ impl Scale {
         self.name
     }
 
-    /// `v` (in the input unit) as a number in this unit: `0.206`.
+    /// `v` (in the input unit) as a number in this unit: `0.206`,
+    /// `8,407`.
     pub fn number(&self, v: f64) -> String {
-        sig3(v / self.per)
+        amount(v / self.per)
     }
 
     /// `v` (in the input unit) in this unit, with its name: `0.206 ms`.
@@ -234,8 +250,7 @@ mod tests {
         assert_eq!(s.name(), "ms");
         let text: Vec<String> = times.iter().map(|&t| s.format(t)).collect();
         assert_eq!(text, ["0.206 ms", "1.2 ms", "38.5 ms"]);
-        assert!(text.iter().all(|t| t.ends_with(" ms")));
-        // The same in µs, and a set below a microsecond.
+        // The verdict's CPU column: as short in µs as in ms, so ms.
         let s = Scale::micros([76.5, 54_600.0]);
         assert_eq!(
             (s.format(76.5).as_str(), s.format(54_600.0).as_str()),
@@ -243,17 +258,24 @@ mod tests {
         );
         assert_eq!(Scale::micros([0.5, 0.25]).format(0.5), "500 ns");
         assert_eq!(Scale::seconds([2.0, 0.5]).format(0.5), "0.5 s");
+        assert_eq!(Scale::seconds([0.0]).format(0.0), "0 s");
         // Memory: bytes and KiB together read in KiB.
         let s = Scale::kib([26.4, 0.0868, 105.0]);
         assert_eq!(s.format(0.0868), "0.0868 KiB");
         assert_eq!(s.number(105.0), "105");
-        assert_eq!(Scale::kib([8500.0, 20.0]).format(20.0), "0.0195 MiB");
+        // MiB beside a few bytes: KiB, thousands separated, is shorter
+        // than 0.00000821 MiB.
+        let s = Scale::kib([8407.0, 0.00802]);
+        assert_eq!(s.name(), "KiB");
+        assert_eq!(s.format(8407.0), "8,407 KiB");
+        assert_eq!(s.format(0.00802), "0.00802 KiB");
         assert_eq!(Scale::kib([0.08]).format(0.08), "81.9 B");
+        assert_eq!(Scale::kib([8500.0, 9000.0]).format(8500.0), "8.3 MiB");
         // Nothing, or nothing finite: the smallest unit; never a panic.
         assert_eq!(Scale::seconds([]).name(), "ns");
         assert_eq!(Scale::kib([f64::NAN, 2.0]).name(), "KiB");
         assert_eq!(Scale::kib([2.0]).format(f64::INFINITY), "–");
-        // Negative values pick by magnitude.
+        // Negative values are written with their sign, in the same unit.
         assert_eq!(Scale::kib([-2048.0]).name(), "MiB");
     }
 }
