@@ -92,10 +92,10 @@ pub fn seconds(v: f64) -> String {
 }
 
 /// One unit for a set of values, so that a column of a table reads in one
-/// unit: of the units of its kind, the one in which the set's longest
-/// number is shortest (a tie goes to the larger unit), every value written
-/// in it to three significant digits, thousands separated (`0.206 ms`,
-/// `38.5 ms`; `8,407 KiB`, `0.0798 KiB`). Built from the values in their
+/// unit: the one the largest value reads from 1 to 999 in, or a smaller
+/// one where that would write a small value with too many zeros, every
+/// value written in it to three significant digits, thousands separated
+/// (`0.206 ms`, `38.5 ms`; `8,407 KiB`, `0.00841 KiB`). Built from the values in their
 /// own unit (seconds, µs or KiB) with [`Scale::seconds`], [`Scale::micros`]
 /// or [`Scale::kib`]; non-finite values are left out of the choice.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -129,35 +129,37 @@ impl Scale {
         Scale::pick(values, &UNITS)
     }
 
-    /// The unit whose longest number is shortest; of those, the one in
-    /// which the largest value reads from 1 to 999, else the larger; the
-    /// smallest unit for an empty set.
+    /// The unit the largest value reads from 1 to 999 in, unless a number
+    /// then takes more than [`Scale::WIDEST`] characters (`0.00000821`):
+    /// then the next smaller unit that fits, or the one whose longest
+    /// number is shortest. The smallest unit for an empty set.
     fn pick(values: impl IntoIterator<Item = f64>, units: &[(f64, &'static str)]) -> Scale {
         let values: Vec<f64> = values.into_iter().filter(|v| v.is_finite()).collect();
         let top = values.iter().map(|v| v.abs()).fold(0.0, f64::max);
-        let rank = |&(per, name): &(f64, &'static str)| {
-            let s = Scale { per, name };
-            let width = values
+        let width = |s: &Scale| {
+            values
                 .iter()
                 .map(|&v| s.number(v).chars().count())
                 .max()
-                .unwrap_or(0);
-            let natural = (1.0..1000.0).contains(&(top / per));
-            (width, !natural)
+                .unwrap_or(0)
         };
-        let (per, name) = if values.is_empty() {
-            units[0]
-        } else {
-            // Later units are larger: `min_by_key` keeps the first of a
-            // tie, so go from the largest.
-            *units
-                .iter()
-                .rev()
-                .min_by_key(|u| rank(u))
-                .unwrap_or(&units[0])
-        };
-        Scale { per, name }
+        let scales: Vec<Scale> = units
+            .iter()
+            .map(|&(per, name)| Scale { per, name })
+            .collect();
+        // The largest unit the largest value is at least 1 in.
+        let natural = scales.iter().rposition(|s| top >= s.per).unwrap_or(0);
+        scales[..=natural]
+            .iter()
+            .rev()
+            .find(|s| width(s) <= Scale::WIDEST)
+            .or_else(|| scales.iter().rev().min_by_key(|s| width(s)))
+            .copied()
+            .unwrap_or(scales[0])
     }
+
+    /// The longest number a column should need.
+    const WIDEST: usize = 7;
 
     /// The unit's name (`ms`).
     pub fn name(&self) -> &'static str {
@@ -258,7 +260,7 @@ mod tests {
         );
         assert_eq!(Scale::micros([0.5, 0.25]).format(0.5), "500 ns");
         assert_eq!(Scale::seconds([2.0, 0.5]).format(0.5), "0.5 s");
-        assert_eq!(Scale::seconds([0.0]).format(0.0), "0 s");
+        assert_eq!(Scale::seconds([0.0]).format(0.0), "0 ns");
         // Memory: bytes and KiB together read in KiB.
         let s = Scale::kib([26.4, 0.0868, 105.0]);
         assert_eq!(s.format(0.0868), "0.0868 KiB");
