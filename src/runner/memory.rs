@@ -328,13 +328,19 @@ impl CellsCost {
         }
     }
 
-    /// In `scale`: `1.1 KiB (cells)`, `no cost seen (cells: noise ±X)`,
-    /// `below resolution (≤ X)`.
-    pub fn text(&self, scale: &Scale) -> String {
+    /// In `scale`: `1.1 KiB`, `no cost seen (noise ±X)`, `below
+    /// resolution (≤ X)`; `tagged` (beside slopes) says they are cells':
+    /// `1.1 KiB (cells)`, `no cost seen (cells: noise ±X)`.
+    pub fn text(&self, scale: &Scale, tagged: bool) -> String {
+        let (tag, of) = if tagged {
+            (" (cells)", "cells: ")
+        } else {
+            ("", "")
+        };
         match *self {
-            CellsCost::Median(v) => format!("{} (cells)", scale.format(v)),
+            CellsCost::Median(v) => format!("{}{tag}", scale.format(v)),
             CellsCost::NoneSeen { noise } => {
-                format!("no cost seen (cells: noise ±{})", scale.format(noise))
+                format!("no cost seen ({of}noise ±{})", scale.format(noise))
             }
             CellsCost::Below(b) => format!("below resolution (≤ {})", scale.format(b)),
         }
@@ -381,7 +387,7 @@ impl PerConnection {
     pub fn text(&self, scale: &Scale, interval: bool) -> String {
         match self {
             PerConnection::Slope(c) => c.text(scale, interval),
-            PerConnection::Cells(c) => c.text(scale),
+            PerConnection::Cells(c) => c.text(scale, true),
         }
     }
 }
@@ -411,7 +417,7 @@ pub fn verdict_column(
 /// without cells. Kept for callers that format one figure alone; a column
 /// reads better through [`PerConnection`] and one [`Scale`].
 pub(crate) fn cells_text(cells: &[&CellDelta]) -> Option<String> {
-    CellsCost::of(cells).map(|c| c.text(&Scale::kib([c.magnitude()])))
+    CellsCost::of(cells).map(|c| c.text(&Scale::kib([c.magnitude()]), true))
 }
 
 /// The models that run c10k's readiness loop (`src/server/reactor.rs`) and
