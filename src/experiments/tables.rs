@@ -131,9 +131,14 @@ fn written(col: &Column, scale: impl Fn(Vec<f64>) -> Scale) -> Vec<String> {
         .collect()
 }
 
-/// A column of times in seconds, in one unit.
-fn seconds_column(col: &Column) -> Vec<String> {
-    written(col, Scale::seconds)
+/// Columns of times in seconds, all in one unit (a row compares them).
+fn seconds_columns(cols: &[&Column]) -> Vec<Vec<String>> {
+    let all: Vec<f64> = cols
+        .iter()
+        .flat_map(|c| c.iter().filter_map(|v| v.as_ref().ok().copied()))
+        .collect();
+    let scale = Scale::seconds(all);
+    cols.iter().map(|c| written(c, |_| scale)).collect()
 }
 
 /// A column of times in µs, in one unit.
@@ -216,13 +221,13 @@ fn thesis_times(data: &RunData) -> Table {
             .collect()
     };
     let (pub_th, pub_se) = (published(|r| r.1), published(|r| r.2));
-    let columns = [
-        seconds_column(&th),
-        seconds_column(&se),
-        seconds_column(&difference),
-    ];
-    let rest_columns: Vec<Vec<String>> = rest.iter().map(|m| seconds_column(&time(m))).collect();
-    let (pub_th_text, pub_se_text) = (seconds_column(&pub_th), seconds_column(&pub_se));
+    let rest_times: Vec<Column> = rest.iter().map(|m| time(m)).collect();
+    // Every time in the table in one unit, so a row compares at a glance.
+    let mut all: Vec<&Column> = vec![&th, &se, &difference, &pub_th, &pub_se];
+    all.extend(&rest_times);
+    let text = seconds_columns(&all);
+    let (columns, pub_th_text, pub_se_text) = (&text[..3], &text[3], &text[4]);
+    let rest_columns = &text[5..];
     for (i, &n) in ns.iter().enumerate() {
         let ok = |c: &Column| c[i].as_ref().ok().copied();
         let mut row = vec![
@@ -489,10 +494,10 @@ fn thesis_lock(data: &RunData) -> Table {
         .iter()
         .map(|b| (time(b), time(&format!("{b}+lock"))))
         .collect();
-    let written_base: Vec<(Vec<String>, Vec<String>)> = per_base
-        .iter()
-        .map(|(plain, with)| (seconds_column(plain), seconds_column(with)))
-        .collect();
+    let all: Vec<&Column> = per_base.iter().flat_map(|(p, w)| [p, w]).collect();
+    let text = seconds_columns(&all);
+    let written_base: Vec<(&Vec<String>, &Vec<String>)> =
+        text.chunks(2).map(|c| (&c[0], &c[1])).collect();
     let (th, se) = (time("threads"), time("select"));
     let (thl, sel) = (time("threads+lock"), time("select+lock"));
     for (i, &n) in ns.iter().enumerate() {
