@@ -36,7 +36,7 @@ pub(crate) fn drive(
     // CPU (this process, the machine, the server) is counted over the
     // measured window only: a snapshot at each end.
     let pids = &plan.server_pids;
-    let mut window_start = Snapshot::take(pids);
+    let mut window_start = Snapshot::start(pids, false);
     let mut schedule = None;
     let mut gate_error = None;
     let finished = std::sync::atomic::AtomicBool::new(false);
@@ -82,12 +82,23 @@ pub(crate) fn drive(
             };
             let _ = shared.schedule.set(s);
             schedule = Some(s);
+            // A timed window ends at `until` (the loops then drain what is
+            // owed, which is not measured); a burst's when its last round is
+            // in, with the loops parked at the rendezvous (a parked thread's
+            // CPU time is exact, and its wait for a CPU is still counted);
+            // any other when the loops end.
+            let mut window_end = None;
             if let Workload::Burst { rounds } = plan.workload {
                 shared.barrier.wait();
-                window_start = Snapshot::take(pids);
+                shared.barrier.others_waiting();
+                window_start = Snapshot::start(pids, true);
                 let mut r = 0;
                 loop {
                     let more = r < rounds && !shared.interrupted.load(Relaxed);
+                    if !more {
+                        shared.barrier.others_waiting();
+                        window_end = Some(Snapshot::end(pids, true));
+                    }
                     shared.more_rounds.store(more, Relaxed);
                     shared.barrier.wait();
                     if !more {
@@ -99,17 +110,14 @@ pub(crate) fn drive(
             } else {
                 shared.barrier.wait();
                 std::thread::sleep(measure_from.saturating_duration_since(Instant::now()));
-                window_start = Snapshot::take(pids);
+                window_start = Snapshot::start(pids, false);
             }
-            // A timed window ends at `until` (the loops then drain what is
-            // owed, which is not measured); a counted one when the loops end.
-            let mut window_end = None;
             if let Some(u) = until {
                 // Wakes once: at `until`, or when the loops end early (Ctrl-C,
                 // every connection done). Nothing is ever sent, so a message
                 // cannot cut the wait short.
                 let _ = ended_rx.recv_timeout(u.saturating_duration_since(Instant::now()));
-                window_end = Some(Snapshot::take(pids));
+                window_end = Some(Snapshot::end(pids, false));
             }
             let results = handles
                 .into_iter()
@@ -123,13 +131,12 @@ pub(crate) fn drive(
             // The run ends when its loops do, not when the progress thread next
             // wakes (it sleeps up to 100 ms, and the scope waits for it).
             let ended = Instant::now();
-            let window_end = window_end.unwrap_or_else(|| Snapshot::take(pids));
+            let window_end = window_end.unwrap_or_else(|| Snapshot::end(pids, false));
             finished.store(true, Relaxed);
             (results, ended, window_end)
         });
     let (results, ended, window_end) = results;
     let cpu_end = window_end.own;
-    let cpu_at_measure = window_start.own;
     if let Some(e) = gate_error {
         return Err(e).context("lost the parent process");
     }
@@ -145,14 +152,7 @@ pub(crate) fn drive(
         .map_or(ended, |u| u.min(ended))
         .saturating_duration_since(schedule.measure_from)
         .as_secs_f64();
-    m.cpu_user = cpu_end
-        .user
-        .saturating_sub(cpu_at_measure.user)
-        .as_secs_f64();
-    m.cpu_system = cpu_end
-        .system
-        .saturating_sub(cpu_at_measure.system)
-        .as_secs_f64();
+    (m.cpu_user, m.cpu_system) = window_end.own_cpu_since(&window_start);
     m.max_rss_kib = cpu_end.max_rss_kib;
     m.window = window_end.since(&window_start);
     m.interrupted |= shared.interrupted.load(Relaxed) || interrupted.load(Relaxed);

@@ -131,8 +131,23 @@ impl Rendezvous {
             self.all.notify_all();
             return;
         }
+        // A party in `others_waiting` counts the arrivals.
+        self.all.notify_all();
         let generation = s.0;
         while s.0 == generation {
+            s = self.all.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Returns once every other remaining party waits at this rendezvous,
+    /// without arriving: they stay parked until this party's [`wait`]
+    /// (Self::wait). The coordinator reads the CPU times of threads that
+    /// sleep, which the kernel has counted to the nanosecond.
+    pub fn others_waiting(&self) {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        // Bounded: each arrival or departure wakes this once, and the
+        // generation cannot pass without this party.
+        while s.1 + 1 < s.2 {
             s = self.all.wait(s).unwrap_or_else(|e| e.into_inner());
         }
     }
@@ -144,8 +159,9 @@ impl Rendezvous {
         if s.1 > 0 && s.1 >= s.2 {
             s.0 += 1;
             s.1 = 0;
-            self.all.notify_all();
         }
+        // The rest, and a party in `others_waiting`, see the change.
+        self.all.notify_all();
     }
 }
 
@@ -1102,6 +1118,29 @@ mod tests {
     use std::net::TcpListener;
 
     use super::*;
+
+    #[test]
+    fn the_coordinator_sees_the_others_parked_before_it_arrives() {
+        let r = Rendezvous::new(3);
+        let passed = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    r.wait();
+                    passed.fetch_add(1, Relaxed);
+                });
+            }
+            // Returns once both wait, and releases neither.
+            r.others_waiting();
+            assert_eq!(passed.load(Relaxed), 0);
+            r.wait();
+        });
+        assert_eq!(passed.load(Relaxed), 2);
+        // A party that leaves is not waited for.
+        let r = Rendezvous::new(2);
+        r.leave();
+        r.others_waiting();
+    }
 
     fn plan(target: std::net::SocketAddr, connections: usize, workload: Workload) -> LoadPlan {
         LoadPlan {

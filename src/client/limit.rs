@@ -14,27 +14,35 @@
 //!   with its CPU, or by waiting (sleeps, locks, wake-ups, the path between);
 //! - `neither`: an open loop kept its target rate: the offered load set the
 //!   figure;
-//! - `unknown`: the client had CPU to spare and the server was not observed.
+//! - `unknown`: the server was not observed, or a side's share could not be
+//!   resolved on the side of 90 % that decides (the `why` says which input
+//!   and why).
+//!
+//! Each input is read at its own resolution ([`crate::metrics::cpu`]): the
+//! client's and the server's CPU in microseconds or nanoseconds, off by a
+//! kernel tick for each thread that was on a CPU when read; the machine's
+//! in clock ticks. So a short window (a burst of a few milliseconds) still
+//! gets a verdict when both sides sleep at its ends, and a side is called
+//! saturated or not only when its share ± its error is on one side of 90 %.
 //!
 //! Interference is CPU used in the window by processes outside the run
 //! (the machine's busy time minus the client, the server and the kernel's
 //! softirq threads, which carry the run's own packets), plus steal time.
 //! Above 5 % of one CPU it is flagged: the figures may be low for a reason
-//! that is not in the run. Pure arithmetic on the window's figures.
+//! that is not in the run. It needs the machine's busy time, which a window
+//! under [`crate::metrics::cpu::MACHINE_MIN_TICKS`] clock ticks cannot
+//! resolve: such a window says so and flags nothing (nor does it take steal
+//! out of what a side could use). Pure arithmetic on the window's figures.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::metrics::cpu::WindowCpu;
+use crate::metrics::cpu::{self, WindowCpu};
 
 /// A side using this share of its CPUs or more was the limit.
 pub(crate) const SATURATED: f64 = 0.9;
 /// CPU from outside the run above this (in CPUs) is flagged.
 pub(crate) const INTERFERENCE: f64 = 0.05;
-/// The kernel counts process and machine time in clock ticks (10 ms here):
-/// a window shorter than this many ticks cannot resolve a share to a few
-/// per cent, and gets no verdict.
-pub(crate) const MIN_TICKS: f64 = 50.0;
 
 /// What limited the figures of one run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
@@ -68,6 +76,24 @@ pub struct Limits {
     pub steal_cpus: Option<f64>,
     /// Whether outside CPU or steal passed 5 % of one CPU.
     pub interference: bool,
+    /// The measured window, seconds (between the client's two reads of
+    /// its own CPU; `null` in reports written before it was kept).
+    #[serde(default)]
+    pub window_seconds: Option<f64>,
+    /// The server's CPU seconds over the window, whatever the verdict
+    /// (`null`: not observed).
+    #[serde(default)]
+    pub server_cpu_seconds: Option<f64>,
+    /// Wall seconds from the server's first read at the window's start to
+    /// its last at the end: no CPU outside them is in
+    /// `server_cpu_seconds`, which is at most this times
+    /// `server_capacity`.
+    #[serde(default)]
+    pub server_span_seconds: Option<f64>,
+    /// Seconds `server_cpu_seconds` may be off: the kernel counts a thread
+    /// that is on a CPU at its next tick, a process's `stat` in clock ticks.
+    #[serde(default)]
+    pub server_cpu_error_seconds: Option<f64>,
 }
 
 impl Default for Limits {
@@ -86,7 +112,23 @@ impl Default for Limits {
             softirq_cpus: None,
             steal_cpus: None,
             interference: false,
+            window_seconds: None,
+            server_cpu_seconds: None,
+            server_span_seconds: None,
+            server_cpu_error_seconds: None,
         }
+    }
+}
+
+/// Whether a side whose demand is `share` ± `error` (shares of its
+/// capacity) was saturated: `None` when the interval holds the threshold.
+fn saturated(share: f64, error: f64) -> Option<bool> {
+    if share - error >= SATURATED {
+        Some(true)
+    } else if share + error < SATURATED {
+        Some(false)
+    } else {
+        None
     }
 }
 
@@ -120,27 +162,37 @@ pub(crate) fn judge(x: &Inputs) -> Limits {
     let secs = w.seconds.max(1e-9);
     let client_cpus = x.client_seconds / secs;
     let client_capacity = x.client_capacity.max(1.0);
+    // The machine's busy, steal and softirq times are in clock ticks: over
+    // a short window they say nothing, and are left out.
+    let machine_ok = cpu::machine_resolves(w.seconds);
+    let machine = |v: Option<f64>| v.filter(|_| machine_ok);
     // Time the hypervisor stole is in neither a task's CPU time nor its
     // wait for a CPU, so a side running flat out on a CPU that lost 10 %
     // to steal read 90 %. Each side's capacity loses its CPUs' share of
     // the steal (the machine's, spread evenly over its CPUs).
     let kept = 1.0
-        - w.steal
+        - machine(w.steal)
             .map_or(0.0, |s| s / secs / x.machine_cpus.max(1.0))
             .clamp(0.0, 0.9);
     let client_demand = (x.client_seconds + w.client_waited) / secs / (client_capacity * kept);
-    let server_cpus = w.server_cpu.map(|c| c / secs);
+    let client_error = w.client_error / secs / (client_capacity * kept);
+    // The server's own window: its processes are read a little before and
+    // after the client's own CPU.
+    let server_secs = w.server_seconds.unwrap_or(secs).max(1e-9);
+    let server_cpus = w.server_cpu.map(|c| c / server_secs);
     let server_capacity = w.server_capacity.filter(|_| server_cpus.is_some());
+    let server_share = |v: f64| v / server_secs / (server_capacity.unwrap_or(1.0).max(1.0) * kept);
     let server_demand = w
         .server_cpu
         .zip(server_capacity)
-        .map(|(c, k)| (c + w.server_waited.unwrap_or(0.0)) / secs / (k.max(1.0) * kept));
-    let softirq_cpus = w.softirq.map(|s| s / secs);
-    let steal_cpus = w.steal.map(|s| s / secs);
+        .map(|(c, _)| server_share(c + w.server_waited.unwrap_or(0.0)));
+    let server_error = server_share(w.server_error.unwrap_or(0.0));
+    let softirq_cpus = machine(w.softirq).map(|s| s / secs);
+    let steal_cpus = machine(w.steal).map(|s| s / secs);
     // Outside the run: the machine less the run's own processes. A local
     // server that was not observed is somewhere in that remainder.
     let client_here = if x.client_local { client_cpus } else { 0.0 };
-    let others_cpus = match (w.machine_busy, server_cpus, x.server_local) {
+    let others_cpus = match (machine(w.machine_busy), server_cpus, x.server_local) {
         (Some(busy), Some(s), _) => Some(busy / secs - client_here - s),
         (Some(busy), None, false) => Some(busy / secs - client_here),
         _ => None,
@@ -148,16 +200,23 @@ pub(crate) fn judge(x: &Inputs) -> Limits {
     .map(|o| (o - softirq_cpus.unwrap_or(0.0)).max(0.0));
     let interference = others_cpus.is_some_and(|o| o > INTERFERENCE)
         || steal_cpus.is_some_and(|s| s > INTERFERENCE);
+    let tick_ms = cpu::kernel_tick() * 1e3;
     // Demand past 100 % is time spent waiting for a CPU (several
-    // processes on too few CPUs): said in CPUs' worth beside it.
-    let side = |name: &str, demand: f64, capacity: f64, ran: f64, waited: f64| {
+    // processes on too few CPUs): said in CPUs' worth beside it. A share
+    // known only roughly says how roughly.
+    let side = |name: &str, demand: f64, error: f64, capacity: f64, ran: f64, waited: f64| {
         let split = if waited >= INTERFERENCE {
             format!(" ({ran:.2} CPUs running, {waited:.2} waiting for one)")
         } else {
             String::new()
         };
+        let plus = if error >= 0.005 {
+            format!(" ± {:.0} %", error * 100.0)
+        } else {
+            String::new()
+        };
         format!(
-            "{name} {:.0} % of {capacity} CPU{}{split}",
+            "{name} {:.0} %{plus} of {capacity} CPU{}{split}",
             demand * 100.0,
             if capacity == 1.0 { "" } else { "s" }
         )
@@ -165,47 +224,68 @@ pub(crate) fn judge(x: &Inputs) -> Limits {
     let client_text = side(
         "client",
         client_demand,
+        client_error,
         client_capacity,
         client_cpus,
         w.client_waited / secs,
     );
-    let client_saturated = client_demand >= SATURATED;
+    let client_saturated = saturated(client_demand, client_error);
+    let unresolved = |who: &str| {
+        format!(
+            "{who}'s share is too close to {:.0} % for what a {:.1} ms window resolves (a thread on \
+             a CPU when its time is read is counted at its next tick, up to {tick_ms:.0} ms)",
+            SATURATED * 100.0,
+            w.seconds * 1e3
+        )
+    };
     // Both sides here with more CPUs between them than the machine has
     // (unpinned): they share its CPUs, and a machine kept busy is a limit
     // to both, however each side's share of it reads.
     let shared = x.client_local
         && x.server_local
         && client_capacity + server_capacity.unwrap_or(0.0) > x.machine_cpus;
-    let machine_share = w
-        .machine_busy
-        .map(|b| b / secs / (x.machine_cpus.max(1.0) * kept));
+    let machine_share =
+        machine(w.machine_busy).map(|b| b / secs / (x.machine_cpus.max(1.0) * kept));
     let machine_saturated = shared && machine_share.is_some_and(|m| m >= SATURATED);
     let (verdict, why) = match server_demand {
-        None if client_saturated => (
-            "unknown",
-            format!("{client_text}: the client was saturated and may be the limit; the server was not observed (give --server-pid)"),
-        ),
-        None => (
-            "unknown",
-            format!("{client_text}: the client had CPU to spare, so the server or the path to it set the pace; the server was not observed (give --server-pid)"),
-        ),
+        None => match client_saturated {
+            Some(true) => (
+                "unknown",
+                format!("{client_text}: the client was saturated and may be the limit; the server was not observed (give --server-pid)"),
+            ),
+            Some(false) => (
+                "unknown",
+                format!("{client_text}: the client had CPU to spare, so the server or the path to it set the pace; the server was not observed (give --server-pid)"),
+            ),
+            None => (
+                "unknown",
+                format!("{client_text}: the {}; the server was not observed (give --server-pid)", unresolved("client")),
+            ),
+        },
         Some(s) => {
             let both = format!(
                 "{client_text}, {}",
                 side(
                     "server",
                     s,
+                    server_error,
                     server_capacity.unwrap_or(1.0),
                     server_cpus.unwrap_or(0.0),
-                    w.server_waited.unwrap_or(0.0) / secs
+                    w.server_waited.unwrap_or(0.0) / server_secs
                 )
             );
-            match (client_saturated, s >= SATURATED) {
-                (true, false) => (
+            let server_saturated = saturated(s, server_error);
+            match (client_saturated, server_saturated) {
+                (None, _) => ("unknown", format!("{both}: the {}", unresolved("client"))),
+                (Some(true), None) => (
+                    "unknown",
+                    format!("{both}: the client was saturated; whether the server was too is unknown: the {}", unresolved("server")),
+                ),
+                (Some(true), Some(false)) => (
                     "client",
                     format!("{both}: the client was the limit, so the figure is a lower bound of the server"),
                 ),
-                (true, true) => ("both", format!("{both}: both sides were saturated")),
+                (Some(true), Some(true)) => ("both", format!("{both}: both sides were saturated")),
                 _ if machine_saturated => (
                     "both",
                     format!(
@@ -215,37 +295,46 @@ pub(crate) fn judge(x: &Inputs) -> Limits {
                         machine_share.unwrap_or(0.0) * 100.0
                     ),
                 ),
-                (false, _) if x.rate_kept => (
+                _ if shared && !machine_ok => (
+                    "unknown",
+                    format!(
+                        "{both}: they share the machine's {} CPUs, whose busy time a {:.1} ms \
+                         window cannot resolve (it is counted in clock ticks; {:.0} ms needed): \
+                         whether it was kept busy, a limit to both, is unknown",
+                        x.machine_cpus,
+                        w.seconds * 1e3,
+                        cpu::machine_min_seconds() * 1e3
+                    ),
+                ),
+                (Some(false), _) if x.rate_kept => (
                     "neither",
                     format!("{both}: the open loop kept its target rate; the offered load set the figure"),
                 ),
-                (false, true) => ("server", format!("{both}: the server's CPU was the limit")),
-                (false, false) => (
+                (Some(false), Some(true)) => ("server", format!("{both}: the server's CPU was the limit")),
+                (Some(false), Some(false)) => (
                     "server",
                     format!("{both}: the client had CPU to spare and the server did not use its own: the server's waits (sleeps, locks, wake-ups) or the path between set the pace"),
+                ),
+                (Some(false), None) => (
+                    "server",
+                    format!("{both}: the client had CPU to spare, so the server set the pace (with its CPU or its waits: the {})", unresolved("server")),
                 ),
             }
         }
     };
-    let ticks = rustix::param::clock_ticks_per_second() as f64;
-    if w.seconds * ticks < MIN_TICKS {
-        return Limits {
-            verdict: "unknown".into(),
-            why: format!(
-                "the measured window ({:.1} ms) is shorter than the {:.0} ms the kernel's CPU accounting needs to tell who was busy",
-                w.seconds * 1e3,
-                MIN_TICKS / ticks * 1e3
-            ),
-            interference: false,
-            ..Limits::default()
-        };
-    }
     let mut why = why;
     if interference {
         why += &format!(
             "; interference: {:.2} CPUs outside the run, {:.2} stolen",
             others_cpus.unwrap_or(0.0),
             steal_cpus.unwrap_or(0.0)
+        );
+    } else if !machine_ok {
+        why += &format!(
+            "; interference not known: the machine's CPU time is counted in clock ticks, which a \
+             {:.1} ms window cannot resolve ({:.0} ms needed)",
+            w.seconds * 1e3,
+            cpu::machine_min_seconds() * 1e3
         );
     }
     Limits {
@@ -261,6 +350,10 @@ pub(crate) fn judge(x: &Inputs) -> Limits {
         softirq_cpus,
         steal_cpus,
         interference,
+        window_seconds: Some(w.seconds),
+        server_cpu_seconds: w.server_cpu,
+        server_span_seconds: w.server_span.or(w.server_cpu.map(|_| w.seconds)),
+        server_cpu_error_seconds: w.server_error.or(w.server_cpu.map(|_| 0.0)),
     }
 }
 
@@ -281,6 +374,7 @@ mod tests {
                 server_waited: server.map(|_| 0.0),
                 client_waited: 0.0,
                 server_capacity: server.map(|_| 1.0),
+                ..WindowCpu::default()
             },
             client_seconds: client * 2.0,
             client_capacity: 1.0,
@@ -387,14 +481,75 @@ mod tests {
         assert!((l.others_cpus.unwrap_or(0.0) - 0.45).abs() < 1e-9);
     }
 
+    /// `inputs` over a window of `seconds` instead of 2 s, the same shares.
+    fn short(client: f64, server: Option<f64>, machine: f64, seconds: f64) -> Inputs {
+        let mut x = inputs(client, server, machine);
+        let k = seconds / 2.0;
+        let w = &mut x.window;
+        w.seconds = seconds;
+        w.machine_busy = w.machine_busy.map(|v| v * k);
+        w.server_cpu = w.server_cpu.map(|v| v * k);
+        x.client_seconds *= k;
+        x
+    }
+
     #[test]
-    fn a_window_too_short_to_resolve_has_no_verdict() {
-        let mut x = inputs(0.99, Some(0.4), 1.9);
-        x.window.seconds = 0.006;
-        let l = judge(&x);
-        assert_eq!(l.verdict, "unknown");
-        assert!(l.why.contains("shorter"), "{}", l.why);
+    fn a_short_window_is_judged_from_what_resolves_it() {
+        // A 6 ms burst: the client and the server asleep at both ends, so
+        // their times are exact; the machine's ticks say nothing.
+        let l = judge(&short(0.99, Some(0.4), 1.9, 0.006));
+        assert_eq!(l.verdict, "client", "{}", l.why);
+        assert!(l.why.contains("interference not known"), "{}", l.why);
         assert!(!l.interference);
+        assert_eq!(l.others_cpus, None);
+        // Even CPU from outside the run is not told apart in 6 ms.
+        assert!(!judge(&short(0.5, Some(0.5), 1.9, 0.006)).interference);
+        // The raw figures are kept whatever the verdict.
+        assert!((l.server_cpu_seconds.unwrap_or(0.0) - 0.4 * 0.006).abs() < 1e-12);
+        assert_eq!(l.window_seconds, Some(0.006));
+    }
+
+    #[test]
+    fn a_share_that_cannot_be_resolved_decides_nothing() {
+        // A server thread on a CPU at both ends of a 2 ms window: its time
+        // is known to two ticks (here 8 ms), far more than the window.
+        let mut x = short(0.3, Some(0.5), 0.8, 0.002);
+        x.window.server_error = Some(0.008);
+        let l = judge(&x);
+        // The client had CPU to spare: the server set the pace however
+        // busy it was.
+        assert_eq!(l.verdict, "server", "{}", l.why);
+        assert!(l.why.contains("too close"), "{}", l.why);
+        assert!(l.why.contains("server 50 % ± 400 %"), "{}", l.why);
+        // With a saturated client, client and both cannot be told apart.
+        let mut x = short(0.99, Some(0.5), 1.5, 0.002);
+        x.window.server_error = Some(0.008);
+        assert_eq!(judge(&x).verdict, "unknown");
+        // A client known only roughly decides nothing either.
+        let mut x = short(0.85, Some(0.5), 1.5, 0.002);
+        x.window.client_error = 0.0002;
+        let l = judge(&x);
+        assert_eq!(l.verdict, "unknown", "{}", l.why);
+        assert!(l.why.contains("client's share"), "{}", l.why);
+        // An error that leaves the share on one side of 90 % decides.
+        let mut x = short(0.5, Some(0.99), 1.5, 0.002);
+        x.window.server_error = Some(0.00001);
+        assert_eq!(judge(&x).verdict, "server");
+        assert_eq!(saturated(0.95, 0.04), Some(true));
+        assert_eq!(saturated(0.95, 0.06), None);
+        assert_eq!(saturated(0.5, 0.3), Some(false));
+    }
+
+    #[test]
+    fn sides_sharing_a_machine_need_its_time() {
+        // Unpinned and sharing the machine: a short window cannot tell
+        // whether the machine was kept busy, a limit to both.
+        let mut x = short(0.5, Some(0.4), 0.9, 0.006);
+        x.client_capacity = 2.0;
+        x.window.server_capacity = Some(2.0);
+        let l = judge(&x);
+        assert_eq!(l.verdict, "unknown", "{}", l.why);
+        assert!(l.why.contains("share the machine"), "{}", l.why);
     }
 
     #[test]

@@ -57,7 +57,7 @@ pub(super) fn table(data: &RunData) -> Table {
         (|m| m.kernel_kib_per_connection, kib),
         (|m| m.user_kib_per_connection, kib),
         (|m| m.client_kib_per_connection, kib),
-        (|m| m.server_window_cpu_per_message_us, us),
+        (|m| m.server_cpu_per_message_us, us),
         (|m| m.server_cpu_per_connection_second_us, us),
         (|m| m.runner_cpu_seconds, seconds),
         (|m| m.runner_traffic_cpu_seconds, seconds),

@@ -6,12 +6,37 @@
 //! run's own processes is the interference from outside the run.
 //!
 //! Cost: one read of `/proc/stat` and, per server process, one of its
-//! `stat` and `status` and one `schedstat` per thread, at each end of the
-//! window; nothing during it. A process's time is the larger of its
-//! threads' `schedstat` (nanoseconds) and its `stat` (clock ticks, 10 ms
-//! here, rounded down per process, which over a thousand forked children
-//! loses everything); the machine's and reaped children's times are in
-//! ticks, so a window under a second resolves a share to a few per cent.
+//! `stat` and `status` and one `schedstat` per thread (and one `stat` per
+//! thread of a process with several), at each end of the window; nothing
+//! during it. The window's start snapshot reads the machine and the server
+//! first and this process last; the end snapshot this process first: the
+//! reading is outside the client's own window, and the server's window is
+//! timed from its reads ([`WindowCpu::server_seconds`],
+//! [`WindowCpu::server_span`]).
+//!
+//! **Resolution**, input by input (what [`WindowCpu`]'s `*_error` fields
+//! add up):
+//!
+//! - a thread's `schedstat` is in nanoseconds and exact for a thread that
+//!   sleeps; for one on a CPU (or runnable) when read, the kernel adds its
+//!   current stretch only at its next tick or switch, so it may lag by a
+//!   tick ([`kernel_tick`]: `CONFIG_HZ`, or 10 ms, the longest Linux uses,
+//!   where the kernel's config cannot be read);
+//! - `getrusage` (this process) is in microseconds, exact for the calling
+//!   thread and for threads that sleep; its other threads on a CPU lag as
+//!   above;
+//! - a process's `stat` and reaped children's time are in clock ticks
+//!   (`USER_HZ`, 10 ms), rounded down: a process's time is the larger of
+//!   its threads' `schedstat` and its `stat` (which keeps threads that have
+//!   exited), and where `stat` is the larger, it is known to a clock tick;
+//! - the machine's `/proc/stat` is sampled at each kernel tick and printed
+//!   in clock ticks per field, so a window shorter than
+//!   [`MACHINE_MIN_TICKS`] clock ticks cannot resolve the machine's busy
+//!   share (nor the interference) to a few per cent.
+//!
+//! So a server asleep at both ends of a short window (an event loop
+//! between bursts) is measured to the nanosecond, while one spinning on a
+//! CPU (`busy`) is known only to a tick at each end.
 
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +65,14 @@ pub struct TreeCpu {
     pub threads: u64,
     /// CPUs the root may run on (`Cpus_allowed_list`).
     pub cpus_allowed: usize,
+    /// Of `seconds`, the reaped children's (clock ticks, rounded down).
+    #[serde(default)]
+    pub reaped: f64,
+    /// Seconds `seconds` and `waited` may lag the truth: a tick for each
+    /// thread on a CPU or runnable when read, a clock tick for each process
+    /// whose time came from `stat` ([`tree`]).
+    #[serde(default)]
+    pub error: f64,
 }
 
 impl TreeCpu {
@@ -50,31 +83,91 @@ impl TreeCpu {
     }
 }
 
-/// What used the CPUs at one moment: this process, the machine, and the
-/// server's tree when its processes are known.
+/// What used the CPUs at one end of a window: this process, the machine,
+/// and the server's tree when its processes are known.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Snapshot {
+    /// When this process's own usage was read: the client's edge of the
+    /// window.
     pub at: std::time::Instant,
     pub own: crate::sys::process::Usage,
     /// Seconds this process's threads waited, runnable, for a CPU.
     pub own_waited: f64,
+    /// Seconds `own` and `own_waited` may lag: a tick for each of this
+    /// process's other threads on a CPU or runnable when read.
+    pub own_error: f64,
     pub machine: Option<MachineCpu>,
     pub server: Option<TreeCpu>,
+    /// When the server's tree was read: from before its first read to
+    /// after its last.
+    pub server_read: (std::time::Instant, std::time::Instant),
+    /// CPU seconds of this thread's own in `own` that are not the
+    /// client's: settling before the end snapshot ([`settle`]).
+    pub excluded: f64,
 }
 
 impl Snapshot {
-    pub fn take(server: &[u32]) -> Snapshot {
+    /// The start of a window: the machine and the server are read first,
+    /// this process last, so what reading them costs is not in this
+    /// process's window. With `settled`, this process's other threads are
+    /// first let fall asleep ([`settle`]).
+    pub fn start(server: &[u32], settled: bool) -> Snapshot {
+        if settled {
+            settle();
+        }
+        let machine = machine();
+        let (server_read, tree) = read_server(server);
+        let (own, own_waited, own_error) = own(false);
         Snapshot {
             at: std::time::Instant::now(),
-            own: crate::sys::process::Usage::of_self(),
-            own_waited: run_delay(std::process::id()),
-            machine: machine(),
-            server: if server.is_empty() {
-                None
-            } else {
-                tree(server)
-            },
+            own,
+            own_waited,
+            own_error,
+            machine,
+            server: tree,
+            server_read,
+            excluded: 0.0,
         }
+    }
+
+    /// The end of a window: this process first, then the server and the
+    /// machine. With `settled`, this process's other threads are first
+    /// let fall asleep ([`settle`]), and what that costs this thread is
+    /// taken out of its CPU.
+    pub fn end(server: &[u32], settled: bool) -> Snapshot {
+        let at = std::time::Instant::now();
+        let mut excluded = 0.0;
+        if settled {
+            let before = thread_cpu();
+            settle();
+            excluded = (thread_cpu() - before).max(0.0);
+        }
+        let (own, own_waited, own_error) = own(true);
+        let (server_read, tree) = read_server(server);
+        Snapshot {
+            at,
+            own,
+            own_waited,
+            own_error,
+            machine: machine(),
+            server: tree,
+            server_read,
+            excluded,
+        }
+    }
+
+    /// This process's user and system CPU seconds from `start` to here,
+    /// less what settling cost (taken from its system time first).
+    pub(crate) fn own_cpu_since(&self, start: &Snapshot) -> (f64, f64) {
+        let user = self.own.user.saturating_sub(start.own.user).as_secs_f64();
+        let system = self
+            .own
+            .system
+            .saturating_sub(start.own.system)
+            .as_secs_f64();
+        let off = self.excluded + start.excluded;
+        let from_system = off.min(system);
+        ((user - (off - from_system)).max(0.0), system - from_system)
     }
 
     /// What the machine and the server used from `start` to this snapshot
@@ -86,8 +179,26 @@ impl Snapshot {
         };
         let server =
             |f: fn(&TreeCpu) -> f64| d(self.server.as_ref().map(f), start.server.as_ref().map(f));
+        let between = |a: std::time::Instant, b: std::time::Instant| {
+            b.saturating_duration_since(a).as_secs_f64()
+        };
+        let seconds = between(start.at, self.at);
+        let observed = self.server.is_some() && start.server.is_some();
+        // Each process is read at about the same point of both sweeps, so
+        // its own window runs from the middle of one to the middle of the
+        // other; no read lies outside the first read to the last.
+        let mid = |(a, b): (std::time::Instant, std::time::Instant)| a + (b - a) / 2;
+        let server_seconds =
+            observed.then(|| between(mid(start.server_read), mid(self.server_read)));
+        let server_span = observed.then(|| between(start.server_read.0, self.server_read.1));
+        // Reaped children's time is rounded down once per read: unchanged,
+        // it cancels; changed, it is known to a clock tick at each end.
+        let reaped_error = match (start.server, self.server) {
+            (Some(a), Some(b)) if a.reaped != b.reaped => 2.0 / ticks(),
+            _ => 0.0,
+        };
         WindowCpu {
-            seconds: self.at.saturating_duration_since(start.at).as_secs_f64(),
+            seconds,
             machine_busy: machine(|m| m.busy),
             steal: machine(|m| m.steal),
             softirq: machine(|m| m.softirq_threads),
@@ -95,8 +206,69 @@ impl Snapshot {
             server_waited: server(|s| s.waited),
             client_waited: (self.own_waited - start.own_waited).max(0.0),
             server_capacity: self.server.or(start.server).map(|s| s.capacity()),
+            server_seconds,
+            server_span,
+            server_error: match (start.server, self.server) {
+                (Some(a), Some(b)) => Some(a.error + b.error + reaped_error),
+                _ => None,
+            },
+            // getrusage's microseconds, at each end, and the threads that
+            // were on a CPU.
+            client_error: 2e-6 + start.own_error + self.own_error,
         }
     }
+}
+
+/// Yields the CPU until no other thread of this process is runnable, at
+/// most [`SETTLE_YIELDS`] times: a thread that has just parked (an event
+/// loop at a rendezvous) may not yet sleep, and until it does, its time is
+/// counted only at its next tick. Costs a few reads of /proc per yield.
+pub(crate) fn settle() {
+    let me = rustix::thread::gettid().as_raw_nonzero().get() as u32;
+    for _ in 0..SETTLE_YIELDS {
+        let busy = threads(std::process::id())
+            .iter()
+            .any(|t| t.tid != me && t.running);
+        if !busy {
+            return;
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// This thread's CPU seconds, to the nanosecond (the kernel adds the
+/// running stretch of the thread that asks).
+fn thread_cpu() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+}
+
+/// The most times [`settle`] yields.
+const SETTLE_YIELDS: usize = 100;
+
+/// This process's usage, its threads' wait for a CPU, and how much both
+/// may lag (its other threads on a CPU are counted at their next tick).
+/// The usage is read `first` (a window's end) or last (its start), so that
+/// reading the threads is outside the window.
+fn own(first: bool) -> (crate::sys::process::Usage, f64, f64) {
+    let usage = first.then(crate::sys::process::Usage::of_self);
+    let me = rustix::thread::gettid().as_raw_nonzero().get() as u32;
+    let threads = threads(std::process::id());
+    let usage = usage.unwrap_or_else(crate::sys::process::Usage::of_self);
+    let others_running = threads.iter().filter(|t| t.tid != me && t.running).count();
+    let waited = threads.iter().map(|t| t.waited).sum();
+    (usage, waited, others_running as f64 * kernel_tick())
+}
+
+/// The server's tree, with the moments just before and after reading it.
+fn read_server(server: &[u32]) -> ((std::time::Instant, std::time::Instant), Option<TreeCpu>) {
+    let before = std::time::Instant::now();
+    let tree = if server.is_empty() {
+        None
+    } else {
+        tree(server)
+    };
+    ((before, std::time::Instant::now()), tree)
 }
 
 /// CPU used over a measured window by the machine and by the server.
@@ -119,6 +291,24 @@ pub struct WindowCpu {
     pub client_waited: f64,
     /// CPUs the server could keep busy (its threads on its allowed CPUs).
     pub server_capacity: Option<f64>,
+    /// The server's own window: from the middle of its reads at the start
+    /// to the middle of its reads at the end (its processes are read one
+    /// after the other, in the same order each time).
+    #[serde(default)]
+    pub server_seconds: Option<f64>,
+    /// From before the server's first read at the start to after its last
+    /// read at the end: no CPU outside this is in `server_cpu`, so
+    /// `server_cpu` ≤ `server_span` × `server_capacity`.
+    #[serde(default)]
+    pub server_span: Option<f64>,
+    /// Seconds `server_cpu` and `server_waited` may be off
+    /// ([`TreeCpu::error`] at each end, and the reaped children's ticks).
+    #[serde(default)]
+    pub server_error: Option<f64>,
+    /// Seconds the client's CPU and wait may be off (summed over worker
+    /// processes when merged).
+    #[serde(default)]
+    pub client_error: f64,
 }
 
 impl WindowCpu {
@@ -137,11 +327,57 @@ impl WindowCpu {
         self.server_waited = max(self.server_waited, o.server_waited);
         self.client_waited += o.client_waited;
         self.server_capacity = max(self.server_capacity, o.server_capacity);
+        self.server_seconds = max(self.server_seconds, o.server_seconds);
+        self.server_span = max(self.server_span, o.server_span);
+        self.server_error = max(self.server_error, o.server_error);
+        self.client_error += o.client_error;
     }
 }
 
+/// Clock ticks per second (`USER_HZ`), the unit of `/proc/stat` and of a
+/// process's `stat`.
 fn ticks() -> f64 {
     rustix::param::clock_ticks_per_second() as f64
+}
+
+/// A window shorter than this many clock ticks cannot resolve the
+/// machine's busy share to a few per cent: `/proc/stat` charges each
+/// kernel tick whole to what ran at it, and prints each field rounded down
+/// to a clock tick.
+pub(crate) const MACHINE_MIN_TICKS: f64 = 50.0;
+
+/// The machine's CPU time resolves a share of it to a few per cent over
+/// `seconds` ([`MACHINE_MIN_TICKS`]).
+pub(crate) fn machine_resolves(seconds: f64) -> bool {
+    seconds * ticks() >= MACHINE_MIN_TICKS
+}
+
+/// The least window, in seconds, over which the machine's time resolves.
+pub(crate) fn machine_min_seconds() -> f64 {
+    MACHINE_MIN_TICKS / ticks()
+}
+
+/// Seconds of a kernel tick, the most a running thread's time may lag:
+/// `CONFIG_HZ` from the kernel's config in /boot, or where that cannot be
+/// read, a clock tick (`USER_HZ`, 10 ms): no Linux ticks slower.
+pub(crate) fn kernel_tick() -> f64 {
+    static TICK: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *TICK.get_or_init(|| {
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        std::fs::read_to_string(format!("/boot/config-{}", release.trim()))
+            .ok()
+            .and_then(|c| config_hz(&c))
+            .map_or(1.0 / ticks(), |hz| 1.0 / hz)
+    })
+}
+
+/// `CONFIG_HZ` of a kernel config.
+fn config_hz(config: &str) -> Option<f64> {
+    config
+        .lines()
+        .find_map(|l| l.strip_prefix("CONFIG_HZ="))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|hz| *hz >= 1.0)
 }
 
 /// The machine's CPU time now; `None` where `/proc/stat` cannot be read.
@@ -205,16 +441,34 @@ pub fn tree(roots: &[u32]) -> Option<TreeCpu> {
                 continue;
             };
             seen = true;
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok();
+            let nthreads = status
+                .as_deref()
+                .and_then(|s| super::tree::field(s, "Threads:"))
+                .unwrap_or(1);
             // `stat` rounds each process down to a clock tick: a thousand
             // forked children using a few ms each add up to nothing. Its
             // live threads' schedstat is in nanoseconds, but forgets the
             // threads that have exited. Each is monotonic, so the larger of
             // the two is too. Reaped children's time comes from `stat`.
-            let (ran, waited) = schedstat(pid);
-            out.seconds += ran.map_or(own, |ran| ran.max(own)) + reaped;
-            out.waited += waited;
-            if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
-                out.threads += super::tree::field(&status, "Threads:").unwrap_or(1);
+            let threads = threads(pid);
+            let read = !threads.is_empty();
+            let ran: f64 = threads.iter().map(|t| t.ran).sum();
+            // One thread: the process's own state is the thread's.
+            let running = if nthreads <= 1 {
+                usize::from(stat_state(&stat).is_some_and(|s| s == "R"))
+            } else {
+                threads.iter().filter(|t| t.running).count()
+            };
+            out.error += running as f64 * kernel_tick();
+            if !read || own > ran {
+                out.error += 1.0 / ticks();
+            }
+            out.seconds += if read { ran.max(own) } else { own } + reaped;
+            out.reaped += reaped;
+            out.waited += threads.iter().map(|t| t.waited).sum::<f64>();
+            if let Some(status) = &status {
+                out.threads += nthreads;
                 if pid == root {
                     let allowed = status
                         .lines()
@@ -228,31 +482,56 @@ pub fn tree(roots: &[u32]) -> Option<TreeCpu> {
     seen.then_some(out)
 }
 
-/// Seconds the threads of `pid` waited, runnable, for a CPU.
-pub(crate) fn run_delay(pid: u32) -> f64 {
-    schedstat(pid).1
+/// One thread's figures from `/proc/PID/task/TID/`.
+#[derive(Debug, Clone, Copy)]
+struct Thread {
+    tid: u32,
+    /// Seconds it ran (`schedstat`'s first field).
+    ran: f64,
+    /// Seconds it waited, runnable, for a CPU (the second).
+    waited: f64,
+    /// On a CPU or runnable when read (state `R` in its `stat`; read only
+    /// for a process with several threads: `running` is false otherwise).
+    running: bool,
 }
 
-/// Seconds the threads of `pid` ran (`None` when schedstat cannot be
-/// read) and waited, runnable, for a CPU: the first two fields of each
-/// thread's `schedstat`, in nanoseconds.
-fn schedstat(pid: u32) -> (Option<f64>, f64) {
+/// The threads of `pid` whose `schedstat` could be read (none when it
+/// cannot: gone, or schedstat not built into the kernel).
+fn threads(pid: u32) -> Vec<Thread> {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return (None, 0.0);
+        return Vec::new();
     };
-    let (mut ran, mut waited, mut read) = (0.0, 0.0, false);
-    for t in tasks.flatten() {
+    let tasks: Vec<_> = tasks.flatten().collect();
+    let several = tasks.len() > 1;
+    let mut out = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
         let Ok(s) = std::fs::read_to_string(t.path().join("schedstat")) else {
             continue;
         };
         let mut f = s.split_whitespace().map(|v| v.parse::<f64>().ok());
-        if let (Some(Some(r)), Some(Some(w))) = (f.next(), f.next()) {
-            ran += r;
-            waited += w;
-            read = true;
-        }
+        let (Some(Some(ran)), Some(Some(waited))) = (f.next(), f.next()) else {
+            continue;
+        };
+        let running = several
+            && std::fs::read_to_string(t.path().join("stat"))
+                .ok()
+                .is_some_and(|s| stat_state(&s) == Some("R"));
+        out.push(Thread {
+            tid,
+            ran: ran / 1e9,
+            waited: waited / 1e9,
+            running,
+        });
     }
-    (read.then_some(ran / 1e9), waited / 1e9)
+    out
+}
+
+/// The state letter of a `stat` line (`R`, `S`, …).
+fn stat_state(stat: &str) -> Option<&str> {
+    stat[stat.rfind(')')? + 1..].split_whitespace().next()
 }
 
 /// utime + stime + cutime + cstime of one `/proc/PID/stat` line, seconds.
@@ -304,6 +583,114 @@ mod tests {
         let t = ticks();
         let line = "42 (a (b) c) S 1 42 42 0 -1 4194560 100 0 0 0 30 20 5 4 20 0 1 0";
         assert!((parse_stat(line).unwrap() - 59.0 / t).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_kernel_tick_comes_from_its_config() {
+        assert_eq!(
+            config_hz("# x\nCONFIG_HZ_250=y\nCONFIG_HZ=250\n"),
+            Some(250.0)
+        );
+        assert_eq!(config_hz("CONFIG_HZ_1000=y\n"), None);
+        // No Linux ticks slower than a clock tick.
+        assert!(kernel_tick() > 0.0 && kernel_tick() <= 1.0 / ticks());
+    }
+
+    /// A snapshot of a server tree at `at` (µs after `t0`), read in
+    /// `read` µs, with `seconds` of CPU.
+    fn snap(t0: std::time::Instant, at: u64, read: u64, tree: Option<TreeCpu>) -> Snapshot {
+        let us = std::time::Duration::from_micros;
+        Snapshot {
+            at: t0 + us(at),
+            own: crate::sys::process::Usage::default(),
+            own_waited: 0.0,
+            own_error: 0.0,
+            machine: None,
+            server: tree,
+            server_read: (t0 + us(at), t0 + us(at + read)),
+            excluded: 0.0,
+        }
+    }
+
+    #[test]
+    fn a_window_times_the_server_from_its_reads() {
+        let t0 = std::time::Instant::now();
+        let tree = |seconds: f64, reaped: f64, error: f64| TreeCpu {
+            seconds,
+            reaped,
+            error,
+            threads: 1,
+            cpus_allowed: 1,
+            ..TreeCpu::default()
+        };
+        // Read for 100 µs at 0 and at 1,000 µs: the server's own window
+        // is 1 ms, and no read lies outside 1.1 ms.
+        let a = snap(t0, 0, 100, Some(tree(1.0, 0.5, 0.0)));
+        let b = snap(t0, 1000, 100, Some(tree(1.0004, 0.5, 0.004)));
+        let w = b.since(&a);
+        assert!((w.server_seconds.unwrap_or(0.0) - 1e-3).abs() < 1e-9);
+        assert!((w.server_span.unwrap_or(0.0) - 1.1e-3).abs() < 1e-9);
+        assert!((w.server_cpu.unwrap_or(0.0) - 0.0004).abs() < 1e-9);
+        // A thread on a CPU at the end: a tick of error; reaped time
+        // unchanged adds none.
+        assert!((w.server_error.unwrap_or(0.0) - 0.004).abs() < 1e-12);
+        assert!((w.client_error - 2e-6).abs() < 1e-12);
+        // Reaped children's time that moved is known to a clock tick at
+        // each end.
+        let c = snap(t0, 1000, 100, Some(tree(1.0104, 0.51, 0.0)));
+        assert!((c.since(&a).server_error.unwrap_or(0.0) - 2.0 / ticks()).abs() < 1e-12);
+        // A server not observed at one end has no window.
+        let d = snap(t0, 1000, 100, None);
+        let w = d.since(&a);
+        assert_eq!(
+            (w.server_cpu, w.server_span, w.server_error),
+            (None, None, None)
+        );
+    }
+
+    #[test]
+    fn settling_costs_are_not_the_clients() {
+        let t0 = std::time::Instant::now();
+        let mut a = snap(t0, 0, 0, None);
+        let mut b = snap(t0, 1000, 0, None);
+        a.own.user = std::time::Duration::from_micros(100);
+        a.own.system = std::time::Duration::from_micros(100);
+        b.own.user = std::time::Duration::from_micros(400);
+        b.own.system = std::time::Duration::from_micros(150);
+        b.excluded = 80e-6;
+        let (user, system) = b.own_cpu_since(&a);
+        // 50 µs of system time, then 30 µs of user time, are settling's.
+        assert!((system - 0.0).abs() < 1e-12, "{system}");
+        assert!((user - 270e-6).abs() < 1e-12, "{user}");
+    }
+
+    #[test]
+    fn a_sleeping_tree_is_exact_and_a_running_one_is_not() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("start sleep");
+        let pid = child.id();
+        // Bounded: until it sleeps, or 5 s.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while std::time::Instant::now() < deadline
+            && super::super::tree::state(pid).as_deref() != Some("S")
+        {
+            std::thread::yield_now();
+        }
+        let asleep = tree(&[pid]);
+        let _ = child.kill();
+        let _ = child.wait();
+        let asleep = asleep.expect("the child is ours to read");
+        let schedstat = std::path::Path::new("/proc/self/schedstat").exists();
+        if schedstat {
+            assert_eq!(asleep.error, 0.0, "{asleep:?}");
+        } else {
+            assert_eq!(asleep.error, 1.0 / ticks(), "{asleep:?}");
+        }
+        // This process: the thread reading it is on a CPU.
+        let me = tree(&[std::process::id()]).expect("this process");
+        assert!(me.error >= kernel_tick(), "{me:?}");
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Numbers as a person reads them on an axis or in a table: three
 //! significant digits, `k`/`M`/`G` for large counts, times in ns, µs, ms or s;
-//! counts with thousands separators ([`format_count`]); and the one parser of
-//! byte sizes ([`parse_size`]) every command and plan.json share.
+//! counts with thousands separators ([`format_count`]); one unit for a
+//! whole column of times or memory ([`Scale`]), so a column never mixes µs
+//! and ms; and the one parser of byte sizes ([`parse_size`]) every command
+//! and plan.json share.
 
 /// What a value measures, which decides how it is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +91,96 @@ pub fn seconds(v: f64) -> String {
     }
 }
 
+/// One unit for a set of values, so that a column of a table reads in one
+/// unit: the one the largest value reads from 1 to 999 in, or a smaller
+/// one where that would write a small value with too many zeros, every
+/// value written in it to three significant digits, thousands separated
+/// (`0.206 ms`, `38.5 ms`; `8,407 KiB`, `0.00841 KiB`). Built from the values in their
+/// own unit (seconds, µs or KiB) with [`Scale::seconds`], [`Scale::micros`]
+/// or [`Scale::kib`]; non-finite values are left out of the choice.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scale {
+    /// Input units per output unit.
+    per: f64,
+    name: &'static str,
+}
+
+impl Scale {
+    /// Times given in seconds: ns, µs, ms or s.
+    pub fn seconds(values: impl IntoIterator<Item = f64>) -> Scale {
+        const UNITS: [(f64, &str); 4] = [(1e-9, "ns"), (1e-6, "µs"), (1e-3, "ms"), (1.0, "s")];
+        Scale::pick(values, &UNITS)
+    }
+
+    /// Times given in microseconds: ns, µs, ms or s.
+    pub fn micros(values: impl IntoIterator<Item = f64>) -> Scale {
+        const UNITS: [(f64, &str); 4] = [(1e-3, "ns"), (1.0, "µs"), (1e3, "ms"), (1e6, "s")];
+        Scale::pick(values, &UNITS)
+    }
+
+    /// Memory given in KiB: B, KiB, MiB or GiB.
+    pub fn kib(values: impl IntoIterator<Item = f64>) -> Scale {
+        const UNITS: [(f64, &str); 4] = [
+            (1.0 / 1024.0, "B"),
+            (1.0, "KiB"),
+            (1024.0, "MiB"),
+            (1024.0 * 1024.0, "GiB"),
+        ];
+        Scale::pick(values, &UNITS)
+    }
+
+    /// The unit the largest value reads from 1 to 999 in, unless a number
+    /// then takes more than [`Scale::WIDEST`] characters (`0.00000821`):
+    /// then the next smaller unit that fits, or the one whose longest
+    /// number is shortest. The smallest unit for an empty set.
+    fn pick(values: impl IntoIterator<Item = f64>, units: &[(f64, &'static str)]) -> Scale {
+        let values: Vec<f64> = values.into_iter().filter(|v| v.is_finite()).collect();
+        let top = values.iter().map(|v| v.abs()).fold(0.0, f64::max);
+        let width = |s: &Scale| {
+            values
+                .iter()
+                .map(|&v| s.number(v).chars().count())
+                .max()
+                .unwrap_or(0)
+        };
+        let scales: Vec<Scale> = units
+            .iter()
+            .map(|&(per, name)| Scale { per, name })
+            .collect();
+        // The largest unit the largest value is at least 1 in.
+        let natural = scales.iter().rposition(|s| top >= s.per).unwrap_or(0);
+        scales[..=natural]
+            .iter()
+            .rev()
+            .find(|s| width(s) <= Scale::WIDEST)
+            .or_else(|| scales.iter().rev().min_by_key(|s| width(s)))
+            .copied()
+            .unwrap_or(scales[0])
+    }
+
+    /// The longest number a column should need.
+    const WIDEST: usize = 7;
+
+    /// The unit's name (`ms`).
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// `v` (in the input unit) as a number in this unit: `0.206`,
+    /// `8,407`.
+    pub fn number(&self, v: f64) -> String {
+        amount(v / self.per)
+    }
+
+    /// `v` (in the input unit) in this unit, with its name: `0.206 ms`.
+    pub fn format(&self, v: f64) -> String {
+        if !v.is_finite() {
+            return "–".into();
+        }
+        format!("{} {}", self.number(v), self.name)
+    }
+}
+
 /// A count or rate with thousands separators (`284,113`).
 pub(crate) fn format_count(v: f64) -> String {
     if !v.is_finite() {
@@ -150,5 +242,42 @@ mod tests {
         assert_eq!(Unit::Micros.format(1500.0), "1.5 ms");
         assert_eq!(Unit::Rate.format(25_000.0), "25k/s");
         assert_eq!(sig3(f64::NAN), "–");
+    }
+
+    #[test]
+    fn a_column_reads_in_one_unit() {
+        // The thesis's burst times: µs and ms in one column, all in ms.
+        let times = [206e-6, 1.2e-3, 38.5e-3];
+        let s = Scale::seconds(times);
+        assert_eq!(s.name(), "ms");
+        let text: Vec<String> = times.iter().map(|&t| s.format(t)).collect();
+        assert_eq!(text, ["0.206 ms", "1.2 ms", "38.5 ms"]);
+        // The verdict's CPU column: as short in µs as in ms, so ms.
+        let s = Scale::micros([76.5, 54_600.0]);
+        assert_eq!(
+            (s.format(76.5).as_str(), s.format(54_600.0).as_str()),
+            ("0.0765 ms", "54.6 ms")
+        );
+        assert_eq!(Scale::micros([0.5, 0.25]).format(0.5), "500 ns");
+        assert_eq!(Scale::seconds([2.0, 0.5]).format(0.5), "0.5 s");
+        assert_eq!(Scale::seconds([0.0]).format(0.0), "0 ns");
+        // Memory: bytes and KiB together read in KiB.
+        let s = Scale::kib([26.4, 0.0868, 105.0]);
+        assert_eq!(s.format(0.0868), "0.0868 KiB");
+        assert_eq!(s.number(105.0), "105");
+        // MiB beside a few bytes: KiB, thousands separated, is shorter
+        // than 0.00000821 MiB.
+        let s = Scale::kib([8407.0, 0.00802]);
+        assert_eq!(s.name(), "KiB");
+        assert_eq!(s.format(8407.0), "8,407 KiB");
+        assert_eq!(s.format(0.00802), "0.00802 KiB");
+        assert_eq!(Scale::kib([0.08]).format(0.08), "81.9 B");
+        assert_eq!(Scale::kib([8500.0, 9000.0]).format(8500.0), "8.3 MiB");
+        // Nothing, or nothing finite: the smallest unit; never a panic.
+        assert_eq!(Scale::seconds([]).name(), "ns");
+        assert_eq!(Scale::kib([f64::NAN, 2.0]).name(), "KiB");
+        assert_eq!(Scale::kib([2.0]).format(f64::INFINITY), "–");
+        // Negative values are written with their sign, in the same unit.
+        assert_eq!(Scale::kib([-2048.0]).name(), "MiB");
     }
 }

@@ -84,10 +84,11 @@ pub fn charts(data: &RunData) -> Vec<Chart> {
     specs.push(Spec {
         id: "cpu",
         title: "CPU per message".into(),
-        about: "CPU time (user plus system) per measured message. The server's is its whole \
-                process tree over the whole cell, connection setup included, so it is an upper \
-                bound; the client's covers the measured window and shows when the load \
-                generator, not the server, was the limit."
+        about: "CPU time (user plus system) per measured message over the measured window \
+                (for a burst, its rounds). The server's is its whole process tree, drawn where \
+                it is within what bounds it (the window's wall time on its CPUs, the whole \
+                cell's CPU) and the kernel's accounting resolves it; the client's shows when \
+                the load generator, not the server, was the limit."
             .into(),
         panels: vec![
             panel("server", "CPU per message", Unit::Micros, |m| {

@@ -3,7 +3,12 @@
 //! result too, with its cause, so a run never hides what it could not do.
 //!
 //! [`Metrics`] flattens a result into the figures that tables, charts and
-//! the ranking use, each derived in one place.
+//! the ranking use, each derived in one place. A derived figure is checked
+//! against what bounds it before it is a number ([`Unmeasurable`] says why
+//! one is not): the server's CPU over the measured window can be no more
+//! than the window's wall time on the CPUs the server may use, nor than
+//! the whole cell's CPU, and must be resolved by the kernel's accounting
+//! ([`CellResult::server_cpu_per_message`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -11,6 +16,7 @@ use super::matrix::CellSpec;
 use crate::client::report::Report;
 use crate::metrics::kernel::KernelMemory;
 use crate::metrics::tree::TreeMemory;
+use crate::present::units::Scale;
 
 /// How a cell ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -156,8 +162,6 @@ pub struct Metrics {
     /// sockets then less its sockets idle); the client's count for a
     /// server c10k did not start.
     pub held: Option<f64>,
-    /// Server CPU over the measured window per measured message, µs.
-    pub server_window_cpu_per_message_us: Option<f64>,
     /// Server CPU over the measured window per connection held, per second
     /// of the window, µs: with few messages, what holding a connection
     /// costs (an event loop waiting on epoll pays nothing, one scanning
@@ -179,9 +183,17 @@ pub struct Metrics {
     pub connects_per_second: Option<f64>,
     pub connect_p50_us: Option<f64>,
     pub connect_p99_us: Option<f64>,
-    /// Server CPU (user + system, whole tree, whole cell) per measured
-    /// message, µs. Includes connection setup, so it is an upper bound.
+    /// Server CPU (whole tree) over the measured window per measured
+    /// message, µs: for a burst, the CPU of the rounds (the window is
+    /// taken with the client's loops parked on either side of them).
+    /// `None` where it does not apply or is not measurable within its
+    /// bounds ([`CellResult::server_cpu_per_message`] says why).
     pub server_cpu_per_message_us: Option<f64>,
+    /// Server CPU (user + system, whole tree, whole cell: start, connects,
+    /// idle time) per measured message, µs: what bounds the window's
+    /// figure, not a cost per message (a burst's few messages carry the
+    /// whole cell).
+    pub server_cell_cpu_per_message_us: Option<f64>,
     /// Client CPU per measured message over the measured window, µs.
     pub client_cpu_per_message_us: Option<f64>,
     /// Churn: server CPU (whole tree, whole cell) per connection, µs.
@@ -228,7 +240,204 @@ impl Metrics {
     }
 }
 
+/// Of a figure, this share may be unresolved by the kernel's accounting
+/// and the figure still be given.
+pub(crate) const RESOLVED_SHARE: f64 = 0.1;
+
+/// Why a derived figure is not a number: it fails what bounds it, or the
+/// kernel's accounting cannot resolve it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Unmeasurable {
+    /// The kernel counts a thread that is on a CPU when read at its next
+    /// tick: the figure is known only to ± `error` seconds of CPU, in a
+    /// window of `window` seconds.
+    Unresolved { error: f64, window: f64 },
+    /// More CPU than the window holds: `cpu` seconds in `span` seconds of
+    /// wall time on `cpus` CPUs.
+    OverWindow { cpu: f64, span: f64, cpus: f64 },
+    /// More CPU in the window than the whole cell used (`wait4`).
+    OverCell { cpu: f64, cell: f64 },
+    /// The server's CPU over the window was not recorded (results written
+    /// before it was kept, or a server not observed).
+    NotRecorded,
+}
+
+impl Unmeasurable {
+    /// A table cell: short, and never a number that could pass for the
+    /// figure.
+    pub fn short(&self) -> String {
+        match self {
+            Unmeasurable::Unresolved { error, .. } => {
+                format!(
+                    "unresolved (± {} CPU)",
+                    crate::present::units::seconds(*error)
+                )
+            }
+            Unmeasurable::OverWindow { .. } => "not measurable (over its window)".into(),
+            Unmeasurable::OverCell { .. } => "not measurable (over its cell)".into(),
+            Unmeasurable::NotRecorded => "not recorded".into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Unmeasurable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let t = crate::present::units::seconds;
+        match *self {
+            Unmeasurable::Unresolved { error, window } => write!(
+                f,
+                "the server's CPU over the {} window is known only to ± {}: the kernel counts a \
+                 thread on a CPU (or waiting for one) when read at its next tick",
+                t(window),
+                t(error)
+            ),
+            Unmeasurable::OverWindow { cpu, span, cpus } => write!(
+                f,
+                "the server's CPU over the window read {}, more than {} of wall time on {cpus} \
+                 CPU{} holds",
+                t(cpu),
+                t(span),
+                if cpus == 1.0 { "" } else { "s" }
+            ),
+            Unmeasurable::OverCell { cpu, cell } => write!(
+                f,
+                "the server's CPU over the window read {}, more than the {} of the whole cell",
+                t(cpu),
+                t(cell)
+            ),
+            Unmeasurable::NotRecorded => write!(
+                f,
+                "the server's CPU over the measured window was not recorded"
+            ),
+        }
+    }
+}
+
+/// Server CPU seconds over a window, checked against its bounds: at most
+/// `span` × `cpus` (no CPU outside the span is counted) and the whole
+/// cell's `cell`, each less the `error` the accounting allows, and resolved
+/// to [`RESOLVED_SHARE`] of itself. Pure arithmetic, for the tests.
+pub(crate) fn check_window_cpu(
+    cpu: f64,
+    error: f64,
+    span: f64,
+    cpus: f64,
+    cell: f64,
+    window: f64,
+) -> Result<f64, Unmeasurable> {
+    // Rounding of the inputs (getrusage's µs, f64 sums).
+    const SLACK: f64 = 2e-6;
+    let cpus = cpus.max(1.0);
+    if cpu - error > span * cpus + SLACK {
+        return Err(Unmeasurable::OverWindow { cpu, span, cpus });
+    }
+    if cpu - error > cell + SLACK {
+        return Err(Unmeasurable::OverCell { cpu, cell });
+    }
+    if error > RESOLVED_SHARE * cpu {
+        return Err(Unmeasurable::Unresolved { error, window });
+    }
+    Ok(cpu)
+}
+
+/// What a model's runs at one count say of a checked figure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunsFigure {
+    /// The median of the runs whose figure is within its bounds.
+    pub median: Option<f64>,
+    /// Runs with a figure within its bounds.
+    pub measured: usize,
+    /// Runs with a figure or a reason.
+    pub runs: usize,
+    /// Why the others have none (the first such run's reason).
+    pub unmeasurable: Option<Unmeasurable>,
+}
+
+impl RunsFigure {
+    /// The median of the runs' figures within their bounds; `None` when
+    /// no run has the figure or a reason.
+    pub fn of(
+        cells: &[&CellResult],
+        figure: impl Fn(&CellResult) -> Option<Result<f64, Unmeasurable>>,
+    ) -> Option<RunsFigure> {
+        let all: Vec<Result<f64, Unmeasurable>> = cells.iter().filter_map(|c| figure(c)).collect();
+        if all.is_empty() {
+            return None;
+        }
+        let values: Vec<f64> = all
+            .iter()
+            .filter_map(|r| r.as_ref().ok().copied())
+            .collect();
+        Some(RunsFigure {
+            median: crate::stats::Summary::of(&values).map(|s| s.median),
+            measured: values.len(),
+            runs: all.len(),
+            unmeasurable: all.into_iter().find_map(Result::err),
+        })
+    }
+
+    /// The median when most runs have the figure, else `None`.
+    pub fn value(&self) -> Option<f64> {
+        self.median.filter(|_| self.measured * 2 > self.runs)
+    }
+
+    /// For a table column in `scale`: the median when most runs have the
+    /// figure (with how many when not all do), or why most have none.
+    pub fn text(&self, scale: &Scale) -> String {
+        match (self.value(), &self.unmeasurable) {
+            (Some(v), _) if self.measured == self.runs => scale.format(v),
+            (Some(v), _) => format!(
+                "{} ({} of {} runs)",
+                scale.format(v),
+                self.measured,
+                self.runs
+            ),
+            (None, Some(u)) => u.short(),
+            (None, None) => "–".into(),
+        }
+    }
+}
+
 impl CellResult {
+    /// The server's CPU (its whole tree) over the measured window per
+    /// measured message, µs, checked against what bounds it
+    /// ([`check_window_cpu`]): the window's wall time on the server's CPUs,
+    /// the whole cell's CPU, and the kernel's resolution. `None` where it
+    /// does not apply: a cell not measured, churn (no messages to carry
+    /// it), a server c10k did not start, no message echoed.
+    pub fn server_cpu_per_message(&self) -> Option<Result<f64, Unmeasurable>> {
+        let load = self.load.as_ref().filter(|_| self.status == Status::Ok)?;
+        let server = self.server.as_ref()?;
+        if load.workload == "churn" || load.messages == 0 {
+            return None;
+        }
+        let l = &load.limits;
+        let cell = server.cpu_user_seconds + server.cpu_system_seconds;
+        let (cpu, span, error, window) = match (l.server_cpu_seconds, l.server_cpus) {
+            (Some(cpu), _) => {
+                let window = l.window_seconds.unwrap_or(load.measured_seconds);
+                (
+                    cpu,
+                    l.server_span_seconds.unwrap_or(window),
+                    l.server_cpu_error_seconds.unwrap_or(0.0),
+                    window,
+                )
+            }
+            // Written before the window's CPU was kept: the share the
+            // verdict was given with, over the measured seconds.
+            (None, Some(cpus)) => {
+                let w = load.measured_seconds;
+                (cpus * w, w, 0.0, w)
+            }
+            (None, None) => return Some(Err(Unmeasurable::NotRecorded)),
+        };
+        let cpus = l.server_capacity.unwrap_or(1.0);
+        Some(
+            check_window_cpu(cpu, error, span, cpus, cell, window)
+                .map(|cpu| cpu * 1e6 / load.messages as f64),
+        )
+    }
+
     /// The figures of this cell (all `None` unless it was measured).
     pub fn metrics(&self) -> Metrics {
         if let (Some(b), Status::Ok) = (&self.bench, self.status) {
@@ -314,7 +523,8 @@ impl CellResult {
                 m.held = Some(s.loaded.sockets.saturating_sub(s.idle.sockets) as f64);
             }
             let cpu = s.cpu_user_seconds + s.cpu_system_seconds;
-            m.server_cpu_per_message_us = per_message(cpu);
+            m.server_cell_cpu_per_message_us = per_message(cpu);
+            m.server_cpu_per_message_us = self.server_cpu_per_message().and_then(Result::ok);
             let opened = load.connections.established as f64;
             if churn && opened > 0.0 {
                 m.server_cpu_per_connection_us = Some(cpu * 1e6 / opened);
@@ -339,8 +549,9 @@ impl CellResult {
                 m.overflows = Some(waits("overflows") as f64);
             }
         }
-        if let (Some(cpus), false) = (load.limits.server_cpus, churn) {
-            m.server_window_cpu_per_message_us = per_message(cpus * load.measured_seconds);
+        // Holding a connection: the window's CPU, where it is measurable.
+        let measurable = !matches!(self.server_cpu_per_message(), Some(Err(_)));
+        if let (Some(cpus), false, true) = (load.limits.server_cpus, churn, measurable) {
             let held = m.held.filter(|&h| h > 0.0).unwrap_or(n);
             m.server_cpu_per_connection_second_us = Some(cpus * 1e6 / held);
         }
@@ -349,5 +560,155 @@ impl CellResult {
             m.kernel_kib_per_connection = Some((total(b) - total(a)) / n);
         }
         m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A measured burst cell of `messages` messages: the server's CPU over
+    /// the window `cpu` ± `error`, in `span` seconds on one CPU, `cell`
+    /// over the whole cell.
+    fn burst(messages: u64, cpu: f64, error: f64, span: f64, cell: f64) -> CellResult {
+        let mut c: CellResult = serde_json::from_value(serde_json::json!({
+            "version": 1, "id": "m/c2/r1", "index": 0, "model": "m", "connections": 2,
+            "run": 1, "status": "ok", "reason": null, "started_unix": 0.0,
+            "wall_seconds": 0.1, "server": null, "kernel_before": null,
+            "kernel_loaded": null, "load": null, "per_connection_csv": null,
+            "messages_per_connection": null
+        }))
+        .expect("a cell");
+        let mut load = crate::client::report::example(2, messages, 64 * messages);
+        load.workload = "burst".into();
+        load.measured_seconds = span;
+        load.limits.window_seconds = Some(span * 0.9);
+        load.limits.server_cpu_seconds = Some(cpu);
+        load.limits.server_span_seconds = Some(span);
+        load.limits.server_cpu_error_seconds = Some(error);
+        load.limits.server_capacity = Some(1.0);
+        load.limits.server_cpus = Some(cpu / span);
+        c.load = Some(load);
+        c.server = Some(ServerSide {
+            instances: 1,
+            args: Vec::new(),
+            cpu_user_seconds: cell / 2.0,
+            cpu_system_seconds: cell / 2.0,
+            max_rss_kib: 0,
+            idle: TreeMemory::default(),
+            loaded: TreeMemory::default(),
+            end: TreeMemory::default(),
+            summaries: Vec::new(),
+        });
+        c
+    }
+
+    #[test]
+    fn window_cpu_within_its_bounds_is_the_figure() {
+        // 150 µs of server CPU over a 200 µs window, two messages: 75 µs
+        // each, at most the window's 100 µs each on one CPU.
+        let c = burst(2, 150e-6, 0.0, 200e-6, 3e-3);
+        let v = c
+            .server_cpu_per_message()
+            .expect("applies")
+            .expect("within bounds");
+        assert!((v - 75.0).abs() < 1e-9, "{v}");
+        assert!(v <= 200e-6 * 1e6 / 2.0);
+        let m = c.metrics();
+        assert_eq!(m.server_cpu_per_message_us, Some(v));
+        // The whole cell over the two messages is kept apart, as the bound.
+        assert!((m.server_cell_cpu_per_message_us.unwrap_or(0.0) - 1500.0).abs() < 1e-6);
+        assert!(m.server_cpu_per_connection_second_us.is_some());
+    }
+
+    #[test]
+    fn more_cpu_than_the_window_holds_is_not_a_figure() {
+        // 300 µs of CPU in a 200 µs window on one CPU cannot be.
+        let c = burst(2, 300e-6, 0.0, 200e-6, 3e-3);
+        let e = c.server_cpu_per_message().expect("applies").unwrap_err();
+        assert!(matches!(e, Unmeasurable::OverWindow { .. }), "{e}");
+        assert!(
+            e.to_string()
+                .contains("more than 200 µs of wall time on 1 CPU"),
+            "{e}"
+        );
+        assert_eq!(c.metrics().server_cpu_per_message_us, None);
+        assert_eq!(c.metrics().server_cpu_per_connection_second_us, None);
+        // On two CPUs it could.
+        assert!(check_window_cpu(300e-6, 0.0, 200e-6, 2.0, 1.0, 200e-6).is_ok());
+        // Within what the accounting allows, it still could.
+        assert!(check_window_cpu(210e-6, 20e-6, 200e-6, 1.0, 1.0, 200e-6).is_ok());
+    }
+
+    #[test]
+    fn more_cpu_than_the_whole_cell_is_not_a_figure() {
+        let c = burst(2, 150e-6, 0.0, 200e-6, 100e-6);
+        let e = c.server_cpu_per_message().expect("applies").unwrap_err();
+        assert!(matches!(e, Unmeasurable::OverCell { .. }), "{e}");
+        assert!(e.short().starts_with("not measurable"));
+    }
+
+    #[test]
+    fn cpu_the_kernel_did_not_resolve_is_not_a_figure() {
+        // A server spinning on its CPU at both ends of a 10 ms window:
+        // its time is known to two 10 ms ticks.
+        let c = burst(2, 3e-3, 20e-3, 10e-3, 40e-3);
+        let e = c.server_cpu_per_message().expect("applies").unwrap_err();
+        assert!(matches!(e, Unmeasurable::Unresolved { .. }), "{e}");
+        assert_eq!(e.short(), "unresolved (± 20 ms CPU)");
+        // An error of a tenth of the figure is resolved; more is not.
+        assert!(check_window_cpu(1.0, 0.1, 2.0, 1.0, 2.0, 2.0).is_ok());
+        assert!(check_window_cpu(1.0, 0.11, 2.0, 1.0, 2.0, 2.0).is_err());
+        // Nothing used, nothing unresolved: zero is a figure.
+        assert_eq!(check_window_cpu(0.0, 0.0, 2.0, 1.0, 2.0, 2.0), Ok(0.0));
+    }
+
+    #[test]
+    fn a_window_never_recorded_says_so() {
+        let mut c = burst(2, 150e-6, 0.0, 200e-6, 3e-3);
+        if let Some(l) = c.load.as_mut() {
+            l.limits.server_cpu_seconds = None;
+            l.limits.server_cpus = None;
+        }
+        assert_eq!(
+            c.server_cpu_per_message(),
+            Some(Err(Unmeasurable::NotRecorded))
+        );
+        // Written before the raw window was kept: the verdict's share over
+        // the measured seconds, checked the same way.
+        if let Some(l) = c.load.as_mut() {
+            l.limits.server_cpus = Some(0.75);
+        }
+        let v = c
+            .server_cpu_per_message()
+            .expect("applies")
+            .expect("within bounds");
+        assert!((v - 75.0).abs() < 1e-9, "{v}");
+    }
+
+    #[test]
+    fn runs_give_the_median_of_those_within_bounds() {
+        let ok = [
+            burst(2, 100e-6, 0.0, 200e-6, 3e-3),
+            burst(2, 150e-6, 0.0, 200e-6, 3e-3),
+            burst(2, 120e-6, 0.0, 200e-6, 3e-3),
+        ];
+        let bad = burst(2, 3e-3, 20e-3, 10e-3, 40e-3);
+        let of = |cells: &[&CellResult]| {
+            RunsFigure::of(cells, CellResult::server_cpu_per_message).expect("figures")
+        };
+        let all = of(&[&ok[0], &ok[1], &ok[2]]);
+        assert_eq!(all.value(), Some(60.0));
+        let scale = Scale::micros([60.0]);
+        assert_eq!(all.text(&scale), "60 µs");
+        let most = of(&[&ok[0], &ok[1], &bad]);
+        assert_eq!(most.text(&scale), "62.5 µs (2 of 3 runs)");
+        let few = of(&[&ok[0], &bad, &bad]);
+        assert_eq!(few.value(), None);
+        assert_eq!(few.text(&scale), "unresolved (± 20 ms CPU)");
+        assert_eq!(
+            RunsFigure::of(&[], CellResult::server_cpu_per_message),
+            None
+        );
     }
 }

@@ -30,12 +30,31 @@
 //! these steps could move it ([`LinearFit::fit_rounded`]), so a model whose
 //! every delta reads 0 gets "at most X", not "exactly 0". (The page size of
 //! the machine that ran the cells is not recorded; 4 KiB is that of x86-64
-//! and most arm64 Linux.) Cost: one pass over the results.
+//! and most arm64 Linux.)
+//!
+//! **Never a negative cost.** A cost is what its interval allows
+//! ([`Cost`]): a slope whose interval is above zero is a cost; one whose
+//! interval holds zero shows none, at most its upper end ("≤ X"); one
+//! whose whole interval is below zero (memory the rest of the system gave
+//! back while the connections came up: the kernel's slab is system-wide)
+//! shows "no cost seen", with the size of that noise. The same for a
+//! single count's cells. Each column of the table reads in one unit.
+//!
+//! **Identical slopes are real.** c10k's readiness loops (busy, select,
+//! poll, sigio, epoll, hybrid) share one connection table
+//! (`src/server/table.rs`: a slot per descriptor in a vector that doubles),
+//! so their cells add the same whole pages at each count (none at 10 or
+//! 100 connections, 19 at 1,000 in the tour), and what each one's way of
+//! waiting adds (select's bitmap is sized at start, poll's array is 8 bytes
+//! a connection) stays under a page: at page resolution their deltas are
+//! the same up to a constant, and so are their slopes and intervals. The
+//! table says so whenever two models' slopes above zero coincide
+//! ([`identical`]). Cost: one pass over the results.
 
 use super::cell::{CellResult, Status};
 use super::results::RunData;
 use crate::export::table::Table;
-use crate::present::units::sig3;
+use crate::present::units::{sig3, Scale};
 use crate::stats::slope::LinearFit;
 
 /// A page, KiB: the step in which a process's memory changes.
@@ -213,43 +232,226 @@ pub fn kib(v: f64) -> String {
     format!("{} {name}", sig3(v / per))
 }
 
-/// `1.1 KiB [0.9, 1.3]`: a slope with its interval in the slope's unit.
-pub(crate) fn slope_text(f: &LinearFit) -> String {
-    let (per, name) = unit(f.slope.abs().max(f.slope_hi.abs()));
-    format!(
-        "{} {name} [{}, {}]",
-        sig3(f.slope / per),
-        sig3(f.slope_lo / per),
-        sig3(f.slope_hi / per)
-    )
+/// What a slope says of the cost per connection, KiB: never a negative
+/// cost.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Cost {
+    /// The interval is above zero: a cost, with its interval.
+    Per { slope: f64, lo: f64, hi: f64 },
+    /// The interval holds zero: no cost shown, at most `hi`.
+    AtMost { hi: f64 },
+    /// The whole interval is below zero: no cost seen; memory fell as
+    /// connections rose, by as much as `noise` a connection (what else the
+    /// system freed meanwhile).
+    NoneSeen { noise: f64 },
 }
 
-/// What a model's slope says in a table cell; without a slope (one
-/// connection count, or fewer than three cells), what its cells say.
-pub(crate) fn slope_cell(s: &Slope, deltas: &[CellDelta]) -> String {
-    if let Some(f) = &s.fit {
-        return slope_text(f);
+impl Cost {
+    /// The cost a fitted slope shows.
+    pub fn of(f: &LinearFit) -> Cost {
+        if f.slope_lo > 0.0 {
+            Cost::Per {
+                slope: f.slope,
+                lo: f.slope_lo,
+                hi: f.slope_hi,
+            }
+        } else if f.slope_hi >= 0.0 {
+            Cost::AtMost { hi: f.slope_hi }
+        } else {
+            Cost::NoneSeen {
+                noise: f.slope_lo.abs(),
+            }
+        }
     }
-    let mine: Vec<&CellDelta> = deltas.iter().filter(|d| d.model == s.model).collect();
-    cells_text(&mine).unwrap_or_else(|| "–".into())
+
+    /// The size the column's unit is picked by.
+    pub fn magnitude(&self) -> f64 {
+        match *self {
+            Cost::Per { slope, .. } => slope,
+            Cost::AtMost { hi } => hi,
+            Cost::NoneSeen { noise } => noise,
+        }
+    }
+
+    /// In `scale`: `1.1 KiB [0.9, 1.3]` (with `interval`) or `1.1 KiB`;
+    /// `≤ 0.34 KiB`; `no cost seen (noise ±40 KiB)`.
+    pub fn text(&self, scale: &Scale, interval: bool) -> String {
+        match *self {
+            Cost::Per { slope, lo, hi } if interval => format!(
+                "{} [{}, {}]",
+                scale.format(slope),
+                scale.number(lo),
+                scale.number(hi)
+            ),
+            Cost::Per { slope, .. } => scale.format(slope),
+            Cost::AtMost { hi } => format!("≤ {}", scale.format(hi)),
+            Cost::NoneSeen { noise } => format!("no cost seen (noise ±{})", scale.format(noise)),
+        }
+    }
 }
 
-/// Per connection from cells alone: the median of those that resolve a
-/// cost, or "below resolution (≤ X)" when none does; `None` without cells.
-pub(crate) fn cells_text(cells: &[&CellDelta]) -> Option<String> {
-    let resolved: Vec<f64> = cells
-        .iter()
-        .filter(|d| d.resolved())
-        .map(|d| d.per_connection_kib())
-        .collect();
-    match crate::stats::Summary::of(&resolved) {
-        Some(m) => Some(format!("{} (cells)", kib(m.median))),
-        None => cells
+/// What one count's cells say per connection, without a slope.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum CellsCost {
+    /// The median of the cells that resolve a cost, above zero.
+    Median(f64),
+    /// Cells resolve only a fall (noise), at most this much.
+    NoneSeen { noise: f64 },
+    /// No cell resolves anything: each is below this.
+    Below(f64),
+}
+
+impl CellsCost {
+    /// The median of the cells that resolve a cost, or what else they say;
+    /// `None` without cells.
+    pub(crate) fn of(cells: &[&CellDelta]) -> Option<CellsCost> {
+        let resolved: Vec<f64> = cells
             .iter()
-            .map(|d| d.bound_kib())
-            .reduce(f64::max)
-            .map(|b| format!("below resolution (≤ {})", kib(b))),
+            .filter(|d| d.resolved())
+            .map(|d| d.per_connection_kib())
+            .collect();
+        match crate::stats::Summary::of(&resolved) {
+            Some(m) if m.median > 0.0 => Some(CellsCost::Median(m.median)),
+            Some(m) => Some(CellsCost::NoneSeen { noise: m.min.abs() }),
+            None => cells
+                .iter()
+                .map(|d| d.bound_kib())
+                .reduce(f64::max)
+                .map(CellsCost::Below),
+        }
     }
+
+    pub fn magnitude(&self) -> f64 {
+        match *self {
+            CellsCost::Median(v) | CellsCost::Below(v) => v,
+            CellsCost::NoneSeen { noise } => noise,
+        }
+    }
+
+    /// In `scale`: `1.1 KiB`, `no cost seen (noise ±X)`, `below
+    /// resolution (≤ X)`; `tagged` (beside slopes) says they are cells':
+    /// `1.1 KiB (cells)`, `no cost seen (cells: noise ±X)`.
+    pub fn text(&self, scale: &Scale, tagged: bool) -> String {
+        let (tag, of) = if tagged {
+            (" (cells)", "cells: ")
+        } else {
+            ("", "")
+        };
+        match *self {
+            CellsCost::Median(v) => format!("{}{tag}", scale.format(v)),
+            CellsCost::NoneSeen { noise } => {
+                format!("no cost seen ({of}noise ±{})", scale.format(noise))
+            }
+            CellsCost::Below(b) => format!("below resolution (≤ {})", scale.format(b)),
+        }
+    }
+}
+
+/// A model's memory per connection, as a table shows it: its slope's cost
+/// over the run, or without a slope, what its cells say.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PerConnection {
+    Slope(Cost),
+    Cells(CellsCost),
+}
+
+impl PerConnection {
+    /// `model`'s: its slope among `slopes`, or without one, its cells in
+    /// `deltas` (at `n` connections only, when given).
+    pub(crate) fn of(
+        slopes: &[Slope],
+        deltas: &[CellDelta],
+        model: &str,
+        n: Option<usize>,
+    ) -> Option<PerConnection> {
+        let slope = slopes.iter().find(|s| s.model == model)?;
+        if let Some(f) = &slope.fit {
+            return Some(PerConnection::Slope(Cost::of(f)));
+        }
+        let mine: Vec<&CellDelta> = deltas
+            .iter()
+            .filter(|d| d.model == model && n.is_none_or(|n| d.connections == n))
+            .collect();
+        CellsCost::of(&mine).map(PerConnection::Cells)
+    }
+
+    /// The size a column's unit is picked by ([`Scale::kib`]).
+    pub fn magnitude(&self) -> f64 {
+        match self {
+            PerConnection::Slope(c) => c.magnitude(),
+            PerConnection::Cells(c) => c.magnitude(),
+        }
+    }
+
+    /// In `scale`, a slope with its interval when `interval`.
+    pub fn text(&self, scale: &Scale, interval: bool) -> String {
+        match self {
+            PerConnection::Slope(c) => c.text(scale, interval),
+            PerConnection::Cells(c) => c.text(scale, true),
+        }
+    }
+}
+
+/// What a model's memory per connection reads in the verdict, at `n`
+/// connections: one string per model of `models`, `None` where it has no
+/// figure, all in one unit. `user` is [`slopes`] of [`Kind::User`].
+pub fn verdict_column(
+    data: &RunData,
+    user: &[Slope],
+    models: &[&str],
+    n: usize,
+) -> Vec<Option<String>> {
+    let deltas = deltas(data, Kind::User);
+    let figures: Vec<Option<PerConnection>> = models
+        .iter()
+        .map(|m| PerConnection::of(user, &deltas, m, Some(n)))
+        .collect();
+    let scale = Scale::kib(figures.iter().flatten().map(PerConnection::magnitude));
+    figures
+        .iter()
+        .map(|f| f.map(|f| f.text(&scale, false)))
+        .collect()
+}
+
+/// What one count's cells say, in their own unit ([`CellsCost`]); `None`
+/// without cells. Kept for callers that format one figure alone; a column
+/// reads better through [`PerConnection`] and one [`Scale`].
+pub(crate) fn cells_text(cells: &[&CellDelta]) -> Option<String> {
+    CellsCost::of(cells).map(|c| c.text(&Scale::kib([c.magnitude()]), true))
+}
+
+/// The models that run c10k's readiness loop (`src/server/reactor.rs`) and
+/// its connection table.
+const READINESS: [&str; 7] = [
+    "busy",
+    "select",
+    "poll",
+    "sigio",
+    "epoll",
+    "epoll-workers",
+    "hybrid",
+];
+
+/// Groups of models whose slopes above zero read the same (slope and
+/// interval to three digits): each group of two or more, in plan order.
+pub(crate) fn identical(slopes: &[Slope]) -> Vec<Vec<String>> {
+    let key = |f: &LinearFit| [f.slope, f.slope_lo, f.slope_hi].map(sig3);
+    let mut groups: Vec<([String; 3], Vec<String>)> = Vec::new();
+    for s in slopes {
+        let Some(f) = s.fit.filter(|f| f.slope_lo > 0.0) else {
+            continue;
+        };
+        let k = key(&f);
+        match groups.iter_mut().find(|(g, _)| *g == k) {
+            Some((_, models)) => models.push(s.model.clone()),
+            None => groups.push((k, vec![s.model.clone()])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(_, m)| m)
+        .filter(|m| m.len() > 1)
+        .collect()
 }
 
 /// The smallest and largest connection count with memory figures.
@@ -283,20 +485,37 @@ pub fn table(data: &RunData) -> Option<Table> {
         },
         &["model", "user (PSS)", "virtual", "kernel", "cells"],
     );
-    for model in crate::runner::series::models(data) {
-        let cells: Vec<Option<&Slope>> = per_kind
+    let models = crate::runner::series::models(data);
+    // Each kind's column in one unit.
+    let columns: Vec<Vec<Option<PerConnection>>> = per_kind
+        .iter()
+        .zip(&all)
+        .map(|(slopes, deltas)| {
+            models
+                .iter()
+                .map(|m| PerConnection::of(slopes, deltas, m, None))
+                .collect()
+        })
+        .collect();
+    let scales: Vec<Scale> = columns
+        .iter()
+        .map(|c| Scale::kib(c.iter().flatten().map(PerConnection::magnitude)))
+        .collect();
+    for (i, model) in models.iter().enumerate() {
+        let Some(count) = per_kind
             .iter()
-            .map(|s| s.iter().find(|s| s.model == model))
-            .collect();
-        let Some(count) = cells.iter().flatten().map(|s| s.cells).max() else {
+            .filter_map(|s| s.iter().find(|s| s.model == *model))
+            .map(|s| s.cells)
+            .max()
+        else {
             continue;
         };
         let mut row = vec![model.clone()];
         row.extend(
-            cells
+            columns
                 .iter()
-                .zip(&all)
-                .map(|(s, d)| s.map_or_else(|| "–".to_string(), |s| slope_cell(s, d))),
+                .zip(&scales)
+                .map(|(c, scale)| c[i].map_or_else(|| "–".to_string(), |f| f.text(scale, true))),
         );
         row.push(count.to_string());
         t.rows.push(row);
@@ -313,7 +532,40 @@ pub fn table(data: &RunData) -> Option<Table> {
         kib(PAGE_KIB),
         kib(kernel_resolution_kib(cpus_online(data)))
     ));
+    t.notes.push(
+        "Never a negative cost: an interval holding 0 reads \"≤\" its upper end; one wholly \
+         below 0 (memory that fell as connections rose: what the rest of the system freed \
+         meanwhile, the kernel's slab above all) reads \"no cost seen\", with the size of that \
+         noise. Each column reads in one unit."
+            .to_string(),
+    );
+    for (kind, slopes) in Kind::ALL.iter().zip(&per_kind) {
+        for group in identical(slopes) {
+            let shared = if group.iter().all(|m| READINESS.contains(&m.as_str())) {
+                " (they share c10k's one connection table, a slot per descriptor in a vector \
+                 that doubles)"
+            } else {
+                ""
+            };
+            t.notes.push(format!(
+                "{} have the same {} slope, and it is real: their cells added the same whole \
+                 pages at each count, up to a constant{shared}, and what each one's way of \
+                 waiting adds per connection stays under the page one cell resolves.",
+                and_list(&group),
+                kind.label()
+            ));
+        }
+    }
     Some(t)
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 #[cfg(test)]
@@ -335,14 +587,87 @@ mod tests {
             x_min: 10.0,
             x_max: 1000.0,
         };
-        assert_eq!(slope_text(&f), "1.1 KiB [0.9, 1.3]");
-        let flat = LinearFit {
-            slope: 0.02,
-            slope_lo: -0.3,
-            slope_hi: 0.34,
-            ..f
+        let scale = Scale::kib([1.1]);
+        assert_eq!(Cost::of(&f).text(&scale, true), "1.1 KiB [0.9, 1.3]");
+        assert_eq!(Cost::of(&f).text(&scale, false), "1.1 KiB");
+    }
+
+    fn fit(slope: f64, lo: f64, hi: f64) -> LinearFit {
+        LinearFit {
+            slope,
+            intercept: 0.0,
+            slope_lo: lo,
+            slope_hi: hi,
+            points: 9,
+            x_min: 10.0,
+            x_max: 1000.0,
+        }
+    }
+
+    #[test]
+    fn a_cost_is_never_negative() {
+        // Above zero: a cost. Holding zero: at most its upper end, even
+        // with a negative slope. Wholly below: no cost seen, the noise's
+        // size said without a sign.
+        let kib = Scale::kib([40.0]);
+        assert_eq!(
+            Cost::of(&fit(-10.4, -26.1, 5.36)).text(&kib, true),
+            "≤ 5.36 KiB"
+        );
+        assert_eq!(
+            Cost::of(&fit(-22.6, -40.0, -5.22)),
+            Cost::NoneSeen { noise: 40.0 }
+        );
+        let text = Cost::of(&fit(-22.6, -40.0, -5.22)).text(&kib, true);
+        assert_eq!(text, "no cost seen (noise ±40 KiB)");
+        assert!(!text.contains('-'));
+        assert_eq!(Cost::of(&fit(0.0, -1.0, 1.0)), Cost::AtMost { hi: 1.0 });
+        assert_eq!(Cost::of(&fit(0.0, 0.0, 0.0)), Cost::AtMost { hi: 0.0 });
+        // The same for one count's cells: a resolved fall is no cost.
+        let d = |delta_kib: f64| CellDelta {
+            model: "m".into(),
+            connections: 10,
+            run: 1,
+            delta_kib,
+            resolution_kib: PAGE_KIB,
         };
-        assert_eq!(slope_text(&flat), "20.5 B [-307, 348]");
+        let (fell, grew, flat) = (d(-80.0), d(80.0), d(0.0));
+        assert_eq!(
+            CellsCost::of(&[&fell]),
+            Some(CellsCost::NoneSeen { noise: 8.0 })
+        );
+        assert_eq!(CellsCost::of(&[&grew]), Some(CellsCost::Median(8.0)));
+        assert_eq!(CellsCost::of(&[&flat]), Some(CellsCost::Below(0.4)));
+        assert_eq!(CellsCost::of(&[]), None);
+        assert_eq!(
+            cells_text(&[&fell]).as_deref(),
+            Some("no cost seen (cells: noise ±8 KiB)")
+        );
+    }
+
+    #[test]
+    fn identical_slopes_above_zero_are_grouped() {
+        let s = |model: &str, f: Option<LinearFit>| Slope {
+            model: model.into(),
+            kind: Kind::User,
+            fit: f,
+            cells: 9,
+        };
+        let same = fit(0.0799, 0.0656, 0.0942);
+        let slopes = [
+            s("busy", Some(same)),
+            s("select", Some(fit(0.07991, 0.06561, 0.09419))),
+            s("uring", Some(fit(0.189, 0.167, 0.212))),
+            s("poll", Some(same)),
+            // Holding zero: not a cost, not grouped however alike.
+            s("a", Some(fit(0.0, -0.1, 0.1))),
+            s("b", Some(fit(0.0, -0.1, 0.1))),
+            s("c", None),
+        ];
+        assert_eq!(
+            identical(&slopes),
+            vec![vec!["busy".to_string(), "select".into(), "poll".into()]]
+        );
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub const TESTS: &[(&str, Test)] = &[
     ("bad_input_is_one_line", bad_input),
     ("variants_run_beside_their_models", variants),
     ("micro_benchmarks_run_as_experiments", bench_presets),
+    ("burst_figures_stay_within_their_bounds", burst_bounds),
 ];
 
 fn run(args: &[&str]) -> Result<std::process::Output, Failed> {
@@ -135,8 +136,12 @@ fn tiny_matrix() -> Result<(), Failed> {
             .lines()
             .find(|l| l.trim_start().starts_with(m))
             .ok_or_else(|| format!("no memory row for {m}: {stdout}"))?;
-        // A slope with its interval for each kind, and the cell count.
-        if row.matches(" [").count() != 3 || !row.trim_end().ends_with('4') {
+        // For each kind a slope with its interval, or no cost shown
+        // ("≤ X", "no cost seen"), never a negative cost; and the cells.
+        let said = row.matches(" [").count()
+            + row.matches("≤ ").count()
+            + row.matches("no cost seen").count();
+        if said != 3 || !row.trim_end().ends_with('4') || row.contains(" -") {
             return Err(format!("memory row: {row}").into());
         }
     }
@@ -551,5 +556,170 @@ fn variants() -> Result<(), Failed> {
             _ => {}
         }
     }
+    Ok(())
+}
+
+/// `61.2 µs`, `0.0765 ms`: seconds.
+fn time_text(text: &str) -> Option<f64> {
+    let (number, unit) = text.trim().split_once(' ')?;
+    let v: f64 = number.replace(',', "").parse().ok()?;
+    let per = match unit {
+        "ns" => 1e-9,
+        "µs" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        _ => return None,
+    };
+    Some(v * per)
+}
+
+/// A small thesis run (the burst method): every cell gets a "limited by"
+/// verdict or says which share it could not resolve, never that its window
+/// was too short; and every server CPU per message it prints (the CSV, the
+/// verdict) is at most what its window holds: the window's wall time on
+/// the server's CPUs over the messages, and at most the whole cell's.
+fn burst_bounds() -> Result<(), Failed> {
+    let out = scratch("run-burst-bounds")?;
+    let o = run(&[
+        "thesis",
+        "--models",
+        "select,threads,busy",
+        "-c",
+        "2,32",
+        "--runs",
+        "2",
+        "--out",
+        out.to_str().unwrap_or("."),
+    ])?;
+    succeeded(&o, "")?;
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let dir = results_dir(&out)?;
+    // Per model and count: the most CPU per message a window could hold.
+    let mut most: BTreeMap<(String, u64), f64> = BTreeMap::new();
+    let mut per_cell: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    for c in lines(&dir)? {
+        let id = c["id"].as_str().unwrap_or("").to_string();
+        if c["status"] != "ok" {
+            return Err(format!("cell {id}: {} ({})", c["status"], c["reason"]).into());
+        }
+        let load = &c["load"];
+        let l = &load["limits"];
+        let why = l["why"].as_str().unwrap_or("");
+        if why.contains("shorter than") || why.is_empty() {
+            return Err(format!("cell {id}: no verdict for its window's length: {why}").into());
+        }
+        if l["verdict"] == "unknown" && !why.contains("too close") {
+            return Err(format!(
+                "cell {id}: unknown without the share it could not resolve: {why}"
+            )
+            .into());
+        }
+        let f = |v: &serde_json::Value| v.as_f64().ok_or_else(|| format!("cell {id}: {l}"));
+        let (span, capacity) = (f(&l["server_span_seconds"])?, f(&l["server_capacity"])?);
+        // The server's CPU over the window is kept whatever the verdict.
+        f(&l["server_cpu_seconds"])?;
+        let window = f(&l["window_seconds"])?;
+        let messages = load["messages"].as_f64().unwrap_or(0.0);
+        let makespan: f64 = load["burst"]["makespan_us"]
+            .as_array()
+            .map(|r| r.iter().filter_map(serde_json::Value::as_f64).sum())
+            .unwrap_or(0.0);
+        // The window holds the burst, and the server's span the window.
+        if window * 1e6 < makespan || span < window || messages <= 0.0 {
+            return Err(format!(
+                "cell {id}: makespan {makespan} µs, window {window} s, span {span} s, {messages} messages"
+            )
+            .into());
+        }
+        let s = &c["server"];
+        let cell = f(&s["cpu_user_seconds"])? + f(&s["cpu_system_seconds"])?;
+        let bound = (span * capacity).min(cell) * 1e6 / messages;
+        let key = (
+            c["model"].as_str().unwrap_or("").to_string(),
+            c["connections"].as_u64().unwrap_or(0),
+        );
+        let e = most.entry(key).or_insert(0.0);
+        *e = e.max(bound);
+        per_cell.insert(id, (bound, cell * 1e6 / messages));
+    }
+    // The CSV's figures.
+    let mut csv = csv::Reader::from_path(dir.join("results.csv"))?;
+    let header = csv.headers()?.clone();
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| format!("results.csv has no {name} column"))
+    };
+    let (id_col, cpu_col, cell_col) = (
+        col("id")?,
+        col("server_cpu_per_message_us")?,
+        col("server_cell_cpu_per_message_us")?,
+    );
+    for row in csv.records() {
+        let row = row?;
+        let id = row.get(id_col).unwrap_or("");
+        let Some(v) = row.get(cpu_col).and_then(|v| v.parse::<f64>().ok()) else {
+            continue; // not measurable: no number
+        };
+        let (bound, cell) = per_cell.get(id).copied().unwrap_or((0.0, 0.0));
+        let whole: f64 = row
+            .get(cell_col)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0);
+        if v > bound * (1.0 + 1e-9) + 0.01 || v > whole + 0.01 || (whole - cell).abs() > 0.01 {
+            return Err(format!(
+                "{id}: server CPU/msg {v} µs, bound {bound} µs, whole cell {whole} µs: {row:?}"
+            )
+            .into());
+        }
+    }
+    // The verdict's column: each figure within what its cells could hold.
+    let verdict = stdout
+        .split_once("\nVerdict\n")
+        .map(|(_, rest)| rest)
+        .ok_or_else(|| format!("no verdict: {stdout}"))?;
+    let split = |l: &str| -> Vec<String> {
+        l.trim()
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let mut n = 0u64;
+    let mut at = None;
+    let mut checked = 0;
+    for line in verdict.lines() {
+        let t = line.trim_start();
+        if let Some((count, _)) = t.split_once(" connections: ") {
+            n = count.replace(',', "").parse().unwrap_or(0);
+            continue;
+        }
+        let cells = split(line);
+        if let Some(i) = cells.iter().position(|c| c == "server CPU/msg") {
+            at = Some(i);
+            continue;
+        }
+        let (Some(i), Some(model)) = (at, cells.first()) else {
+            continue;
+        };
+        let Some(bound) = most.get(&(model.clone(), n)) else {
+            continue;
+        };
+        if let Some(v) = cells.get(i).and_then(|c| time_text(c)) {
+            checked += 1;
+            if v * 1e6 > bound * (1.0 + 1e-9) + 0.01 {
+                return Err(format!(
+                    "{model} at {n}: the verdict prints {v} s of server CPU a message, more than its window holds ({bound} µs): {line}"
+                )
+                .into());
+            }
+        }
+    }
+    if checked == 0 {
+        return Err(format!("no server CPU/msg figure checked in: {verdict}").into());
+    }
+    let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }
