@@ -627,6 +627,7 @@ mod tests {
             loaded: memory(loaded_kib),
             end: memory(loaded_kib),
             summaries: Vec::new(),
+            idle_cpus: None,
         });
         c
     }
@@ -639,6 +640,7 @@ mod tests {
             plan,
             environment: serde_json::Value::Null,
             cells,
+            superseded: Vec::new(),
         }
     }
 

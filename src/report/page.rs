@@ -46,10 +46,11 @@ th { background: #f5f5f5; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 div.scroll { overflow-x: auto; }
 div.wide { width: calc(100vw - 3em); margin-left: calc(50% - 50vw + 1.5em); }
-div.wide table { margin-left: auto; margin-right: auto; font-size: 0.8em; }
+div.wide table { margin-left: auto; margin-right: auto; font-size: 0.76em; }
 div.wide th, div.wide td { padding: 0.25em 0.35em; }
 div.wide p.note { max-width: 1000px; margin-left: auto; margin-right: auto; }
 p.note { font-size: 0.88em; color: #555; margin: 0.2em 0 1.2em 0; }
+p.disturbed { background: #fff4e5; border-left: 4px solid #e8a33d; padding: 0.4em 0.8em; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 0.2em 1.2em; }
 dl.facts dt { font-weight: 600; }
 dl.facts dd { margin: 0; }
@@ -90,6 +91,9 @@ pub fn render(data: &RunData) -> anyhow::Result<String> {
     }
     if !tables.verdict.is_empty() {
         out.push_str("<section id=\"verdict\">\n<h2>Verdict</h2>\n");
+        if let Some(line) = crate::runner::disturbed::headline(data) {
+            let _ = writeln!(out, "<p class=\"disturbed\">{}</p>", escape_html(&line));
+        }
         for t in &tables.verdict {
             out.push_str(&boxed(t));
         }

@@ -599,6 +599,7 @@ mod tests {
             loaded: TreeMemory::default(),
             end: TreeMemory::default(),
             summaries: Vec::new(),
+            idle_cpus: None,
         });
         c
     }

@@ -414,9 +414,10 @@ pub fn verdict_column(
 }
 
 /// What one count's cells say, in their own unit ([`CellsCost`]); `None`
-/// without cells. Kept for callers that format one figure alone; a column
-/// reads better through [`PerConnection`] and one [`Scale`].
-pub(crate) fn cells_text(cells: &[&CellDelta]) -> Option<String> {
+/// without cells. A column reads better through [`PerConnection`] and one
+/// [`Scale`].
+#[cfg(test)]
+fn cells_text(cells: &[&CellDelta]) -> Option<String> {
     CellsCost::of(cells).map(|c| c.text(&Scale::kib([c.magnitude()]), true))
 }
 

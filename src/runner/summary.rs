@@ -162,6 +162,26 @@ pub(crate) fn standings(data: &RunData) -> BTreeMap<usize, Vec<Ranked>> {
         .collect()
 }
 
+/// How a column of the experiment's figure is written: times in one unit
+/// for the whole column (`0.206 ms` beside `5.44 ms`), counts in full.
+pub(crate) fn primary_scale(
+    p: super::matrix::Primary,
+    values: impl IntoIterator<Item = f64>,
+) -> Box<dyn Fn(f64) -> String> {
+    use super::matrix::Primary;
+    match p {
+        Primary::Time => {
+            let s = crate::present::units::Scale::seconds(values);
+            Box::new(move |v| s.format(v))
+        }
+        Primary::Latency => {
+            let s = crate::present::units::Scale::micros(values);
+            Box::new(move |v| s.format(v))
+        }
+        Primary::Throughput | Primary::AcceptRate => Box::new(format_count),
+    }
+}
+
 /// `1.42`, `0.973`, `120`: a ratio to three significant digits, at least
 /// two decimals below 10.
 pub fn times(x: f64) -> String {
@@ -418,14 +438,18 @@ pub fn ranking(data: &RunData) -> Vec<Table> {
                 "vs best",
             ],
         );
+        let all = rows
+            .iter()
+            .flat_map(|r| [r.summary.median, r.summary.max, r.summary.stdev]);
+        let fmt = primary_scale(p, all.collect::<Vec<f64>>());
         for (i, row) in rows.iter().enumerate() {
             let s = row.summary;
             t.rows.push(vec![
                 rank_text(row),
                 row.model.clone(),
-                p.format(s.median),
-                p.format(s.stdev),
-                format!("{} … {}", p.format(s.min), p.format(s.max)),
+                fmt(s.median),
+                fmt(s.stdev),
+                format!("{} … {}", fmt(s.min), fmt(s.max)),
                 runs_text(row),
                 versus_text(higher, row, i == 0),
             ]);

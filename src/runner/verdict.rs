@@ -15,12 +15,12 @@
 //! ranks by corrected p99, so p99 is its first figure. Costs what the
 //! ranking costs, once per figure.
 
-use super::cell::{CellResult, Metrics, Status};
+use super::cell::{CellResult, Metrics, RunsFigure, Status};
 use super::memory::{self, Kind};
 use super::results::RunData;
 use super::summary::{self, and_list, Ranked};
 use crate::export::table::Table;
-use crate::present::units::{format_count, sig3, Unit};
+use crate::present::units::{format_count, sig3, Scale};
 use crate::stats::compare::{self, Comparison, Sample};
 use crate::stats::Summary;
 
@@ -420,14 +420,36 @@ pub fn tables(data: &RunData) -> Vec<Table> {
             "idle CPU".to_string(),
             "limited by".to_string(),
         ];
+        let cells: Vec<Vec<&CellResult>> = rows.iter().map(|r| cells_of(&r.model)).collect();
+        // Each column in one unit.
+        let p99: Vec<Option<f64>> = cells
+            .iter()
+            .map(|c| median(c, &|m| m.latency_p99_us))
+            .collect();
+        let p99_scale = Scale::micros(p99.iter().flatten().copied());
+        let cpu: Vec<Option<String>> = if churn {
+            let v: Vec<Option<f64>> = cells
+                .iter()
+                .map(|c| median(c, &|m| m.server_cpu_per_connection_us))
+                .collect();
+            let scale = Scale::micros(v.iter().flatten().copied());
+            v.iter().map(|x| x.map(|x| scale.format(x))).collect()
+        } else {
+            let v: Vec<Option<RunsFigure>> = cells
+                .iter()
+                .map(|c| RunsFigure::of(c, CellResult::server_cpu_per_message))
+                .collect();
+            let scale = Scale::micros(v.iter().flatten().filter_map(RunsFigure::value));
+            v.iter()
+                .map(|f| f.as_ref().map(|f| f.text(&scale)))
+                .collect()
+        };
+        let models: Vec<&str> = rows.iter().map(|r| r.model.as_str()).collect();
+        let mem = memory::verdict_column(data, &user, &models, n);
+        let primary = summary::primary_scale(p, rows.iter().map(|r| r.summary.median));
         let mut body: Vec<Vec<String>> = Vec::new();
         for (i, row) in rows.iter().enumerate() {
-            let cells = cells_of(&row.model);
-            let p99 = median(&cells, &|m| m.latency_p99_us).map(|v| Unit::Micros.format(v));
-            let cpu = median(&cells, &|m| cpu_pick(churn)(m)).map(|v| Unit::Micros.format(v));
-            let idle =
-                median(&cells, &|m| m.server_idle_cpus).map(|v| format!("{} %", sig3(v * 100.0)));
-            let mem = memory_cell(data, &user, &row.model, n);
+            let idle = median(&cells[i], &|m| m.server_idle_cpus).map(cpu_pct);
             let dash = || "–".to_string();
             // A --target's server runs outside c10k: nothing of it is seen.
             let unseen = || {
@@ -440,13 +462,13 @@ pub fn tables(data: &RunData) -> Vec<Table> {
             body.push(vec![
                 summary::rank_text(row),
                 row.model.clone(),
-                p.format(row.summary.median),
+                primary(row.summary.median),
                 summary::versus_text(p.higher_is_better(), row, i == 0),
-                p99.unwrap_or_else(dash),
-                cpu.unwrap_or_else(unseen),
-                mem.unwrap_or_else(unseen),
+                p99[i].map(|v| p99_scale.format(v)).unwrap_or_else(dash),
+                cpu[i].clone().unwrap_or_else(unseen),
+                mem[i].clone().unwrap_or_else(unseen),
                 idle.unwrap_or_else(dash),
-                limit_note(&cells).unwrap_or_else(dash),
+                limit_note(&cells[i]).unwrap_or_else(dash),
             ]);
         }
         // Leave out the cost columns (from the fifth) no row has, and
@@ -498,25 +520,6 @@ fn title(data: &RunData, n: usize, rows: &[Ranked]) -> String {
     )
 }
 
-/// A model's memory per connection: its slope over the run (`≤ X` when the
-/// interval holds 0: no cost shown, at most X), or without a slope, what
-/// this count's cells say ([`memory::cells_text`]).
-fn memory_cell(data: &RunData, slopes: &[memory::Slope], model: &str, n: usize) -> Option<String> {
-    let slope = slopes.iter().find(|s| s.model == model)?;
-    if let Some(f) = &slope.fit {
-        return Some(if f.includes_zero() {
-            format!("≤ {}", memory::kib(f.slope_hi.max(0.0)))
-        } else {
-            memory::kib(f.slope)
-        });
-    }
-    let here: Vec<memory::CellDelta> = memory::deltas(data, Kind::User)
-        .into_iter()
-        .filter(|d| d.model == model && d.connections == n)
-        .collect();
-    memory::cells_text(&here.iter().collect::<Vec<_>>())
-}
-
 /// The verdict for the terminal: a heading, one block per connection
 /// count, and what the columns mean.
 pub fn text(data: &RunData) -> String {
@@ -551,8 +554,12 @@ fn notes(data: &RunData) -> Vec<String> {
     ));
     notes.push(
         "Memory/conn: the slope of the server's anonymous PSS over the run's connection \
-         counts (≤: no cost shown, at most that). CPU/msg: the whole server tree over the \
-         whole cell. Idle CPU: the server with no connection, over 200 ms after it was ready."
+         counts (≤: no cost shown, at most that; no cost seen: the interval is wholly below \
+         zero). CPU/msg: the server's tree over the measured window (a burst's rounds) per \
+         message; 'unresolved' where the kernel's accounting cannot resolve it in the window; \
+         'not measurable' above the window's wall time on the server's CPUs or the whole \
+         cell's CPU. Idle CPU: the server with no connection, over 200 ms after it was ready \
+         (each count's first run)."
             .to_string(),
     );
     notes.extend(super::auto::unsettled_note(&data.plan, &data.cells));

@@ -91,6 +91,7 @@ impl LinearFit {
     }
 
     /// The interval of the slope holds 0: no cost per unit of `x` shown.
+    #[cfg(test)]
     pub(crate) fn includes_zero(&self) -> bool {
         self.slope_lo <= 0.0 && self.slope_hi >= 0.0
     }

@@ -31,6 +31,10 @@ use quick_xml::Reader;
 
 pub const TESTS: &[(&str, Test)] = &[
     ("parses_as_strict_xml", parses_as_strict_xml),
+    (
+        "a_run_kept_disturbed_is_said_at_the_top_and_marked_in_its_row",
+        disturbed_is_said,
+    ),
     ("one_svg_per_figure", one_svg_per_figure),
     ("references_nothing_outside", references_nothing_outside),
     (
@@ -1487,4 +1491,28 @@ fn study_tables_first_and_readable_in_chromium() -> Result<(), Failed> {
     })();
     let _ = std::fs::remove_dir_all(&work);
     result
+}
+
+/// A run whose repeats ran out while disturbed: the verdict opens with a
+/// line saying so, and the ranking marks the row.
+fn disturbed_is_said() -> Result<(), Failed> {
+    let mut data = tie_run(3);
+    let c = data
+        .cells
+        .iter_mut()
+        .find(|c| c.cell.model == "epoll" && c.cell.connections == 10)
+        .ok_or("no epoll cell")?;
+    c.load.as_mut().ok_or("no load")?.limits.interference = true;
+    let (html, _) = parsed(&data)?;
+    let verdict = section_text(&html, "verdict")?;
+    let want = "Disturbed from outside the run: 0 runs repeated; 1 still disturbed after 2 \
+                repeats and counted, marked ⚠: epoll at 10.";
+    if !verdict.starts_with(&format!("Verdict {want}")) {
+        return Err(format!("the verdict does not open with {want:?}: {verdict}").into());
+    }
+    let ranking = section_text(&html, "ranking")?;
+    if !ranking.contains("3 (1 disturbed ⚠)") {
+        return Err(format!("the row is not marked: {ranking}").into());
+    }
+    Ok(())
 }

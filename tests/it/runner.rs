@@ -698,10 +698,13 @@ fn burst_bounds() -> Result<(), Failed> {
         }
         let cells = split(line);
         if let Some(i) = cells.iter().position(|c| c == "server CPU/msg") {
-            at = Some(i);
+            at = Some((i, cells.iter().position(|c| c == "model").unwrap_or(0)));
             continue;
         }
-        let (Some(i), Some(model)) = (at, cells.first()) else {
+        let Some((i, m)) = at else {
+            continue;
+        };
+        let Some(model) = cells.get(m) else {
             continue;
         };
         let Some(bound) = most.get(&(model.clone(), n)) else {
