@@ -26,8 +26,11 @@
 //! saturated or not only when its share ± its error is on one side of 90 %.
 //!
 //! Interference is CPU used in the window by processes outside the run
-//! (the machine's busy time minus the client, the server and the kernel's
-//! softirq threads, which carry the run's own packets), plus steal time.
+//! (the machine's busy time minus the client, the server, the kernel's
+//! softirq threads, which carry the run's own packets, and the
+//! instrument's own reading of /proc at the window's ends), plus steal
+//! time; the machine's share is over its own span, which reading a server
+//! of a thousand tasks at each end makes longer than the client's window.
 //! Above 5 % of one CPU it is flagged: the figures may be low for a reason
 //! that is not in the run. It needs the machine's busy time, which a window
 //! under [`crate::metrics::cpu::MACHINE_MIN_TICKS`] clock ticks cannot
@@ -187,17 +190,23 @@ pub(crate) fn judge(x: &Inputs) -> Limits {
         .zip(server_capacity)
         .map(|(c, _)| server_share(c + w.server_waited.unwrap_or(0.0)));
     let server_error = server_share(w.server_error.unwrap_or(0.0));
-    let softirq_cpus = machine(w.softirq).map(|s| s / secs);
-    let steal_cpus = machine(w.steal).map(|s| s / secs);
+    // The machine's times are over its own span, from its first read to
+    // its last, which is longer than the client's window by the time the
+    // server's tree takes to read.
+    let machine_secs = w.machine_seconds.unwrap_or(secs).max(1e-9);
+    let softirq_cpus = machine(w.softirq).map(|s| s / machine_secs);
+    let steal_cpus = machine(w.steal).map(|s| s / machine_secs);
     // Outside the run: the machine less the run's own processes. A local
     // server that was not observed is somewhere in that remainder.
     let client_here = if x.client_local { client_cpus } else { 0.0 };
     let others_cpus = match (machine(w.machine_busy), server_cpus, x.server_local) {
-        (Some(busy), Some(s), _) => Some(busy / secs - client_here - s),
-        (Some(busy), None, false) => Some(busy / secs - client_here),
+        (Some(busy), Some(s), _) => Some(busy / machine_secs - client_here - s),
+        (Some(busy), None, false) => Some(busy / machine_secs - client_here),
         _ => None,
     }
-    .map(|o| (o - softirq_cpus.unwrap_or(0.0)).max(0.0));
+    // Reading the server and the machine at the window's ends is the
+    // instrument's own work, inside the machine's window.
+    .map(|o| (o - softirq_cpus.unwrap_or(0.0) - w.instrument / machine_secs).max(0.0));
     let interference = others_cpus.is_some_and(|o| o > INTERFERENCE)
         || steal_cpus.is_some_and(|s| s > INTERFERENCE);
     let tick_ms = cpu::kernel_tick() * 1e3;
@@ -245,7 +254,7 @@ pub(crate) fn judge(x: &Inputs) -> Limits {
         && x.server_local
         && client_capacity + server_capacity.unwrap_or(0.0) > x.machine_cpus;
     let machine_share =
-        machine(w.machine_busy).map(|b| b / secs / (x.machine_cpus.max(1.0) * kept));
+        machine(w.machine_busy).map(|b| b / machine_secs / (x.machine_cpus.max(1.0) * kept));
     let machine_saturated = shared && machine_share.is_some_and(|m| m >= SATURATED);
     let (verdict, why) = match server_demand {
         None => match client_saturated {
@@ -571,5 +580,26 @@ mod tests {
         let l = judge(&inputs(0.5, None, 1.3));
         assert_eq!(l.others_cpus, None);
         assert!(!l.interference);
+    }
+
+    #[test]
+    fn the_machine_is_read_over_its_own_span_and_the_instrument_is_not_interference() {
+        // A server of a thousand tasks took 0.25 s to read at each end: the
+        // machine was busy at 1.0 CPU over 2.5 s, the client's window 2 s.
+        let mut x = inputs(0.5, Some(0.5), 1.0);
+        x.window.machine_busy = Some(2.5);
+        assert!(
+            judge(&x).interference,
+            "over the client's window it reads 0.25"
+        );
+        x.window.machine_seconds = Some(2.5);
+        let l = judge(&x);
+        assert!(!l.interference, "{}", l.why);
+        assert!(l.others_cpus.unwrap_or(1.0) < 1e-9);
+        // What the instrument spent reading /proc at the ends is its own.
+        let mut x = inputs(0.5, Some(0.5), 1.1);
+        assert!(judge(&x).interference);
+        x.window.instrument = 0.2;
+        assert!(!judge(&x).interference);
     }
 }

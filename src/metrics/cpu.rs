@@ -104,6 +104,15 @@ pub(crate) struct Snapshot {
     /// CPU seconds of this thread's own in `own` that are not the
     /// client's: settling before the end snapshot ([`settle`]).
     pub excluded: f64,
+    /// CPU seconds this thread spent reading the machine and the server
+    /// outside its own window (before `own` at the start, after it at the
+    /// end), yet inside the machine's: the instrument's, not another
+    /// process's. Reading a thousand threads' schedstat costs tens of ms.
+    pub reading: f64,
+    /// When the machine was read. Reading a server of a thousand tasks
+    /// takes about 0.1 s at each end, so the machine's window is longer
+    /// than the client's, and its busy time is a share of its own span.
+    pub machine_at: std::time::Instant,
 }
 
 impl Snapshot {
@@ -115,8 +124,11 @@ impl Snapshot {
         if settled {
             settle();
         }
+        let before = thread_cpu();
+        let machine_at = std::time::Instant::now();
         let machine = machine();
         let (server_read, tree) = read_server(server);
+        let reading = (thread_cpu() - before).max(0.0);
         let (own, own_waited, own_error) = own(false);
         Snapshot {
             at: std::time::Instant::now(),
@@ -127,6 +139,8 @@ impl Snapshot {
             server: tree,
             server_read,
             excluded: 0.0,
+            reading,
+            machine_at,
         }
     }
 
@@ -143,16 +157,22 @@ impl Snapshot {
             excluded = (thread_cpu() - before).max(0.0);
         }
         let (own, own_waited, own_error) = own(true);
+        let before = thread_cpu();
         let (server_read, tree) = read_server(server);
+        let machine = machine();
+        let machine_at = std::time::Instant::now();
+        let reading = (thread_cpu() - before).max(0.0);
         Snapshot {
             at,
             own,
             own_waited,
             own_error,
-            machine: machine(),
+            machine,
             server: tree,
             server_read,
             excluded,
+            reading,
+            machine_at,
         }
     }
 
@@ -215,6 +235,8 @@ impl Snapshot {
             // getrusage's microseconds, at each end, and the threads that
             // were on a CPU.
             client_error: 2e-6 + start.own_error + self.own_error,
+            instrument: start.reading + self.reading,
+            machine_seconds: Some(between(start.machine_at, self.machine_at)),
         }
     }
 }
@@ -274,6 +296,15 @@ fn read_server(server: &[u32]) -> ((std::time::Instant, std::time::Instant), Opt
 /// CPU used over a measured window by the machine and by the server.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct WindowCpu {
+    /// CPU seconds the instrument spent reading the machine and the server
+    /// at the window's ends, inside the machine's window but outside the
+    /// client's: not interference ([`Snapshot::reading`]).
+    #[serde(default)]
+    pub instrument: f64,
+    /// From the first read of the machine to the last: the span its busy,
+    /// steal and softirq times are over (`None`: taken as `seconds`).
+    #[serde(default)]
+    pub machine_seconds: Option<f64>,
     /// Wall time between the two snapshots.
     pub seconds: f64,
     /// Busy CPU seconds of the whole machine, every process.
@@ -331,6 +362,10 @@ impl WindowCpu {
         self.server_span = max(self.server_span, o.server_span);
         self.server_error = max(self.server_error, o.server_error);
         self.client_error += o.client_error;
+        // Every process reads the server at each end, all inside the
+        // machine's window.
+        self.instrument += o.instrument;
+        self.machine_seconds = max(self.machine_seconds, o.machine_seconds);
     }
 }
 
@@ -609,6 +644,8 @@ mod tests {
             server: tree,
             server_read: (t0 + us(at), t0 + us(at + read)),
             excluded: 0.0,
+            reading: 0.0,
+            machine_at: t0 + us(at),
         }
     }
 
