@@ -98,52 +98,37 @@ mod tests {
     use super::*;
     use crate::runner::matrix::RunPlan;
 
-    /// A measured cell of `plan`'s cell `i`, disturbed or not.
-    fn cell(plan: &RunPlan, i: usize, noisy: bool) -> CellResult {
-        let mut load = crate::client::report::example(2, 100, 6400);
-        load.limits.interference = noisy;
-        CellResult {
-            version: crate::runner::matrix::RESULTS_VERSION,
-            cell: plan.cells[i].clone(),
-            repeat: 0,
-            status: Status::Ok,
-            reason: None,
-            started_unix: 0.0,
-            wall_seconds: 0.1,
-            runner_cpu_seconds: None,
-            runner_traffic_cpu_seconds: None,
-            server: None,
-            kernel_before: None,
-            kernel_loaded: None,
-            load: Some(load),
-            per_connection_csv: None,
-            messages_per_connection: None,
-            bench: None,
-            plan: None,
-        }
-    }
-
     /// `plan`'s results: each of `runs` is a cell index and whether each
     /// of its records, in order, was disturbed.
     fn data(plan: &RunPlan, runs: &[(usize, &[bool])]) -> RunData {
+        let measured = crate::runner::results::Figures {
+            throughput: 1000.0,
+            ..Default::default()
+        };
+        let names: Vec<&str> = plan.models.iter().map(String::as_str).collect();
+        let each: Vec<(&str, Vec<_>)> = names.iter().map(|m| (*m, vec![measured])).collect();
+        let cells = RunData::example_of(&each).cells;
         let mut d = RunData::example(plan.clone());
         for &(i, records) in runs {
-            let (last, earlier) = records.split_last().expect("a record");
-            for (k, &noisy) in earlier.iter().enumerate() {
-                let mut c = cell(plan, i, noisy);
+            for (k, &noisy) in records.iter().enumerate() {
+                let mut c = cells[i].clone();
                 c.repeat = k;
-                d.superseded.push(c);
+                if let Some(l) = c.load.as_mut() {
+                    l.limits.interference = noisy;
+                }
+                if k + 1 < records.len() {
+                    d.superseded.push(c);
+                } else {
+                    d.cells.push(c);
+                }
             }
-            let mut c = cell(plan, i, *last);
-            c.repeat = earlier.len();
-            d.cells.push(c);
         }
         d
     }
 
     #[test]
     fn a_disturbed_run_is_repeated_up_to_the_bound() {
-        let plan = RunPlan::example(&["a", "b"], &[2], 1);
+        let plan = RunPlan::example(&["a", "b"], &[10], 1);
         let id = plan.cells[0].id.clone();
         assert!(repeat(&data(&plan, &[(0, &[true])]), &id));
         assert!(repeat(&data(&plan, &[(0, &[true, true])]), &id));
@@ -160,18 +145,18 @@ mod tests {
 
     #[test]
     fn the_tally_counts_repeats_and_what_was_kept() {
-        let plan = RunPlan::example(&["a", "b"], &[2], 1);
+        let plan = RunPlan::example(&["a", "b"], &[10], 1);
         let d = data(&plan, &[(0, &[true, false]), (1, &[true, true, true])]);
         let t = tallies(&d);
         assert_eq!(
-            t[&("a".to_string(), 2)],
+            t[&("a".to_string(), 10)],
             Tally {
                 repeated: 1,
                 kept: 0
             }
         );
         assert_eq!(
-            t[&("b".to_string(), 2)],
+            t[&("b".to_string(), 10)],
             Tally {
                 repeated: 2,
                 kept: 1
@@ -179,7 +164,7 @@ mod tests {
         );
         let line = headline(&d).unwrap();
         assert!(line.contains("3 runs repeated"), "{line}");
-        assert!(line.contains("b at 2"), "{line}");
+        assert!(line.contains("b at 10"), "{line}");
         let line = headline(&data(&plan, &[(0, &[true, false])])).unwrap();
         assert!(line.contains("undisturbed"), "{line}");
         assert_eq!(headline(&data(&plan, &[(0, &[false])])), None);

@@ -331,6 +331,22 @@ pub(crate) fn and_list<S: AsRef<str>>(items: &[S]) -> String {
     }
 }
 
+/// The top group beside its first row: the models shown equivalent to it,
+/// and those not told apart from it (inconclusive).
+pub(crate) fn top_group(rows: &[Ranked]) -> (Vec<&str>, Vec<&str>) {
+    let group = rows.iter().filter(|r| r.rank == Some(1));
+    let equivalent = group
+        .clone()
+        .filter(|r| r.versus_leader.is_some() && !r.unsettled())
+        .map(|r| r.model.as_str())
+        .collect();
+    let open = group
+        .filter(|r| r.unsettled())
+        .map(|r| r.model.as_str())
+        .collect();
+    (equivalent, open)
+}
+
 /// Who leads, in words the rank column and the rows agree with: `uring is
 /// best; epoll equivalent to it (±5 %); poll and select not told apart
 /// from it (inconclusive)`.
@@ -349,17 +365,7 @@ pub(crate) fn leaders(rows: &[Ranked], margin: f64) -> String {
             }
         );
     }
-    let group: Vec<&Ranked> = rows.iter().filter(|r| r.rank == Some(1)).collect();
-    let equivalent: Vec<&str> = group
-        .iter()
-        .filter(|r| r.versus_leader.is_some() && !r.unsettled())
-        .map(|r| r.model.as_str())
-        .collect();
-    let open: Vec<&str> = group
-        .iter()
-        .filter(|r| r.unsettled())
-        .map(|r| r.model.as_str())
-        .collect();
+    let (equivalent, open) = top_group(rows);
     let mut s = format!("{} is best", top.model);
     if !equivalent.is_empty() {
         s += &format!(

@@ -281,17 +281,7 @@ fn best_by(data: &RunData, n: usize, pick: &dyn Fn(&Metrics) -> Option<f64>) -> 
     if top.rank.is_none() {
         return Some(format!("{} (untested)", top.model));
     }
-    let group: Vec<&Ranked> = rows.iter().filter(|r| r.rank == Some(1)).collect();
-    let equivalent: Vec<&str> = group
-        .iter()
-        .filter(|r| r.versus_leader.is_some() && !r.unsettled())
-        .map(|r| r.model.as_str())
-        .collect();
-    let open: Vec<&str> = group
-        .iter()
-        .filter(|r| r.unsettled())
-        .map(|r| r.model.as_str())
-        .collect();
+    let (equivalent, open) = summary::top_group(&rows);
     let mut more = Vec::new();
     if !equivalent.is_empty() {
         more.push(format!("{} equivalent", and_list(&equivalent)));
