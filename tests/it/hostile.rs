@@ -18,6 +18,7 @@ pub const TESTS: &[(&str, Test)] = &[
     ("cpus_this_machine_lacks", cpus_this_machine_lacks),
     ("missing_arguments_are_named", missing_arguments_are_named),
     ("rates_out_of_range", rates_out_of_range),
+    ("ranking_flags_out_of_range", ranking_flags_out_of_range),
     (
         "server_args_are_checked_with_the_plan",
         server_args_are_checked_with_the_plan,
@@ -133,6 +134,24 @@ fn missing_arguments_are_named() -> Result<(), Failed> {
         2,
         &["--burst"],
     )?;
+    Ok(())
+}
+
+/// The ranking's equivalence margin and the repeats of a disturbed run out
+/// of range are refused in one line, before anything runs.
+fn ranking_flags_out_of_range() -> Result<(), Failed> {
+    // The ranking's margin and the repeats of a disturbed run.
+    for (flag, value, words) in [
+        ("--margin", "80%", &["--margin 80%", "from 0.1% to 50%"][..]),
+        ("--margin", "five", &["--margin five"][..]),
+        (
+            "--repeat-disturbed",
+            "11",
+            &["--repeat-disturbed 11", "at most 10"][..],
+        ),
+    ] {
+        refused(&c10k(&["run", "--models", "epoll", flag, value])?, 2, words)?;
+    }
     Ok(())
 }
 
