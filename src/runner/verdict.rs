@@ -227,13 +227,11 @@ const FIGURES: [Figure; 5] = [
 
 /// The dominance verdict at one count: the models not dominated, then
 /// each other one with the model that dominates it and how.
-pub(crate) fn dominance(
+fn dominance(
     data: &RunData,
-    n: usize,
+    all: &[Judged],
     order: &[String],
 ) -> (Vec<String>, Vec<(String, String)>) {
-    let slopes = memory::slopes(data, Kind::User);
-    let all = judged(data, n, &slopes);
     let by_name = |m: &str| all.iter().find(|j| j.model == m);
     let ordered: Vec<&Judged> = order.iter().filter_map(|m| by_name(m)).collect();
     let dominates = |a: &Judged, b: &Judged| -> Vec<String> {
@@ -298,9 +296,7 @@ fn best_by(data: &RunData, n: usize, pick: &dyn Fn(&Metrics) -> Option<f64>) -> 
 
 /// The models no other one beats on a figure of its own (memory, idle
 /// CPU): `every model but busy`, or the list.
-fn least(data: &RunData, n: usize, f: Figure, order: &[String]) -> Option<String> {
-    let slopes = memory::slopes(data, Kind::User);
-    let all = judged(data, n, &slopes);
+fn least(data: &RunData, all: &[Judged], f: Figure, order: &[String]) -> Option<String> {
     let has = |j: &Judged| match f {
         Figure::Memory => j.memory.is_some(),
         _ => !j.idle.is_empty(),
@@ -328,11 +324,13 @@ fn least(data: &RunData, n: usize, f: Figure, order: &[String]) -> Option<String
 
 /// The lines under one count's table: the best by each figure, then who
 /// is not dominated and why each other model is out.
-fn judgement(data: &RunData, n: usize, rows: &[Ranked]) -> Vec<String> {
+/// `user`: every model's memory slope ([`memory::slopes`]).
+fn judgement(data: &RunData, n: usize, rows: &[Ranked], user: &[memory::Slope]) -> Vec<String> {
     let order: Vec<String> = rows.iter().map(|r| r.model.clone()).collect();
     if rows.iter().all(|r| r.rank.is_none()) {
         return vec!["One run each: no model is shown to beat another (untested).".into()];
     }
+    let all = judged(data, n, user);
     let churn = data.plan.workload.kind == super::matrix::WorkloadKind::Churn;
     let mut best = vec![format!(
         "{}: {}",
@@ -354,13 +352,13 @@ fn judgement(data: &RunData, n: usize, rows: &[Ranked]) -> Vec<String> {
             if churn { "connection" } else { "message" }
         ));
     }
-    if let Some(b) = least(data, n, Figure::Memory, &order) {
+    if let Some(b) = least(data, &all, Figure::Memory, &order) {
         best.push(format!("memory/connection: {b}"));
     }
-    if let Some(b) = least(data, n, Figure::Idle, &order) {
+    if let Some(b) = least(data, &all, Figure::Idle, &order) {
         best.push(format!("idle CPU: {b}"));
     }
-    let (free, out) = dominance(data, n, &order);
+    let (free, out) = dominance(data, &all, &order);
     let mut lines = vec![format!("Best by {}.", best.join(" · by "))];
     let mut line = format!("Not dominated: {}.", and_list(&free));
     if !out.is_empty() {
@@ -474,7 +472,7 @@ pub fn tables(data: &RunData) -> Vec<Table> {
             title: title(data, n, &rows),
             header,
             rows: body.into_iter().map(|r| only(r, &keep)).collect(),
-            notes: judgement(data, n, &rows),
+            notes: judgement(data, n, &rows, &user),
         });
     }
     if let Some(last) = out.last_mut() {
@@ -598,6 +596,10 @@ mod tests {
 
     use crate::runner::results::Figures;
 
+    fn judged_at_10(data: &RunData) -> Vec<Judged> {
+        judged(data, 10, &memory::slopes(data, Kind::User))
+    }
+
     /// Three rounds of each figure, wobbling by ±1 %.
     fn steady(throughput: f64, p99_us: f64, cpu_s: f64, idle: f64) -> Vec<Figures> {
         [1.0, 1.01, 0.99]
@@ -628,14 +630,19 @@ mod tests {
             .iter()
             .map(|r| r.model.clone())
             .collect();
-        let (free, out) = dominance(&data, 10, &order);
+        let (free, out) = dominance(&data, &judged_at_10(&data), &order);
         assert_eq!(free, ["epoll", "threads"], "{out:?}");
         let why = |m: &str| out.iter().find(|o| o.0 == m).map(|o| o.1.clone()).unwrap();
         assert_eq!(why("tokio"), "p99 10× epoll's");
         assert_eq!(why("busy"), "a full CPU when idle against epoll's 0 %");
         assert!(why("hybrid").starts_with("2.86× slower than epoll, p99 2.00× epoll's"));
         // The lines under the table say the same.
-        let lines = judgement(&data, 10, &summary::standings(&data)[&10]);
+        let lines = judgement(
+            &data,
+            10,
+            &summary::standings(&data)[&10],
+            &memory::slopes(&data, Kind::User),
+        );
         assert!(lines[0].starts_with("Best by round trips/s: "), "{lines:?}");
         assert!(lines[0].contains("by p99: threads"), "{lines:?}");
         assert!(
@@ -657,7 +664,7 @@ mod tests {
         }
         let data = RunData::example_of(&[("a", steady(200_000.0, 10_000.0, 0.5, 0.0)), ("b", b)]);
         let order = vec!["a".to_string(), "b".to_string()];
-        let (free, out) = dominance(&data, 10, &order);
+        let (free, out) = dominance(&data, &judged_at_10(&data), &order);
         assert_eq!(free, ["a", "b"]);
         assert!(out.is_empty());
     }
@@ -672,7 +679,12 @@ mod tests {
             }]
         };
         let data = RunData::example_of(&[("a", one(200_000.0)), ("b", one(100_000.0))]);
-        let lines = judgement(&data, 10, &summary::standings(&data)[&10]);
+        let lines = judgement(
+            &data,
+            10,
+            &summary::standings(&data)[&10],
+            &memory::slopes(&data, Kind::User),
+        );
         assert_eq!(
             lines,
             ["One run each: no model is shown to beat another (untested)."]

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 
 use libtest_mimic::Failed;
 
-use crate::support::{bin, lines, results_dir, scratch, succeeded, Test, PATIENCE};
+use crate::support::{bin, column, lines, results_dir, scratch, succeeded, Test, PATIENCE};
 
 pub const TESTS: &[(&str, Test)] = &[
     ("tiny_matrix_end_to_end", tiny_matrix),
@@ -645,12 +645,7 @@ fn burst_bounds() -> Result<(), Failed> {
     // The CSV's figures.
     let mut csv = csv::Reader::from_path(dir.join("results.csv"))?;
     let header = csv.headers()?.clone();
-    let col = |name: &str| {
-        header
-            .iter()
-            .position(|h| h == name)
-            .ok_or_else(|| format!("results.csv has no {name} column"))
-    };
+    let col = |name: &str| column(&header, name);
     let (id_col, cpu_col, cell_col) = (
         col("id")?,
         col("server_cpu_per_message_us")?,

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use libtest_mimic::Failed;
 
-use crate::support::{bin, lines, results_dir, scratch, succeeded, Test};
+use crate::support::{bin, column, lines, results_dir, scratch, succeeded, Test};
 
 pub const TESTS: &[(&str, Test)] = &[
     (
@@ -82,12 +82,7 @@ fn c1m_shaped() -> Result<(), Failed> {
     // The flattened figures: share 1, memory per connection present.
     let mut csv = csv::Reader::from_path(dir.join("results.csv"))?;
     let header = csv.headers()?.clone();
-    let col = |name: &str| {
-        header
-            .iter()
-            .position(|h| h == name)
-            .ok_or_else(|| format!("results.csv has no {name} column"))
-    };
+    let col = |name: &str| column(&header, name);
     let (share, kernel, user, client) = (
         col("echoed_share")?,
         col("kernel_kib_per_connection")?,

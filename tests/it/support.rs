@@ -164,6 +164,14 @@ pub fn results_dir(out: &Path) -> Result<PathBuf, Failed> {
     }
 }
 
+/// Where column `name` of results.csv is.
+pub fn column(header: &csv::StringRecord, name: &str) -> Result<usize, String> {
+    header
+        .iter()
+        .position(|h| h == name)
+        .ok_or_else(|| format!("results.csv has no {name} column"))
+}
+
 /// The records of results.jsonl that count, parsed: a repeated cell's last;
 /// fails on a line that does not parse.
 pub fn lines(dir: &Path) -> Result<Vec<serde_json::Value>, Failed> {
