@@ -610,6 +610,20 @@ pub struct ServeArgs {
     /// The lock of --shared-state (process-shared for every model).
     #[arg(long, value_enum, default_value = "mutex", requires = "shared_state")]
     pub lock: Lock,
+    /// What the handler does for each request before echoing it: none, or
+    /// parts joined by +, each cpu:D (on-CPU work), block:D (a blocking
+    /// call in the handling thread), wait:D (an asynchronous wait); D fixed
+    /// or exp:D (exponential with that mean), e.g. block:1ms,
+    /// cpu:20us+wait:exp:1ms.
+    #[arg(long, default_value = "none", value_name = "SPEC")]
+    pub work: String,
+    /// Bytes of one request under --work (c10k run passes its -m).
+    #[arg(long, default_value_t = 64, value_name = "BYTES")]
+    pub message_size: usize,
+    /// tokio: make block calls inside the connection's task (the common
+    /// mistake) instead of through spawn_blocking (the documented answer).
+    #[arg(long)]
+    pub block_inline: bool,
     /// Set the soft open-files limit before serving (to study EMFILE).
     #[arg(long)]
     pub nofile: Option<u64>,

@@ -22,11 +22,9 @@ use std::net::SocketAddr;
 
 use crate::cli::ServeArgs;
 use crate::present::units::parse_size;
-use crate::server::{self, run::Setup, Config, Model};
+use crate::server::{self, run::Setup, work::Work, Config, Model};
 use crate::sys::affinity::cpus_available;
 use crate::sys::lock::LockKind;
-
-use crate::client::plan::MAX_SECONDS;
 
 /// A validated `c10k serve`.
 pub struct ServePlan {
@@ -96,6 +94,7 @@ impl ServePlan {
             ));
         }
         let cpus = cpus_flag(a.cpus.as_deref())?;
+        let work = work_flags(model, a, buffer)?;
         Ok(ServePlan {
             model,
             config: Config {
@@ -114,6 +113,7 @@ impl ServePlan {
                     crate::cli::Lock::Spin => LockKind::Spin,
                     crate::cli::Lock::Rwlock => LockKind::RwLock,
                 }),
+                work,
             },
             setup: Setup {
                 nofile: a.nofile,
@@ -122,6 +122,33 @@ impl ServePlan {
             },
         })
     }
+}
+
+/// `--work`, `--message-size` and `--block-inline`, checked together: a
+/// request must fit in the echo buffer, and only tokio hands blocking
+/// calls off.
+fn work_flags(model: &dyn Model, a: &ServeArgs, buffer: usize) -> Result<Work, String> {
+    let mut work = Work::parse(&a.work, a.message_size).map_err(|e| format!("--work: {e}"))?;
+    if !work.is_none() && (a.message_size == 0 || a.message_size > buffer) {
+        return Err(format!(
+            "--message-size {}: a request must be from 1 B to the --buffer ({buffer} B)",
+            a.message_size
+        ));
+    }
+    if a.block_inline && !model.offloads_blocking() {
+        return Err(format!(
+            "--block-inline: {} makes blocking calls where its handler runs already; the flag is for {}",
+            model.name(),
+            server::MODELS
+                .iter()
+                .filter(|m| m.offloads_blocking())
+                .map(|m| m.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    work.offload_block = model.offloads_blocking() && !a.block_inline;
+    Ok(work)
 }
 
 impl From<crate::cli::AcceptMode> for server::AcceptMode {
@@ -194,34 +221,7 @@ fn cpus_flag(list: Option<&str>) -> Result<Option<Vec<usize>>, String> {
         .map_err(|e| format!("--cpus: {e}"))
 }
 
-/// Parses a duration: `10s`, `500ms`, `1.5s`, `2m`, `1h`, `250us`; a bare
-/// number is seconds.
-pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("'{text}' is not a duration (e.g. 10s, 500ms, 2m)"))?;
-    let secs = match unit.trim() {
-        "" | "s" => n,
-        "ms" => n / 1e3,
-        "us" | "µs" => n / 1e6,
-        "m" | "min" => n * 60.0,
-        "h" => n * 3600.0,
-        u => {
-            return Err(format!(
-                "'{text}': unknown unit '{u}' (use us, ms, s, m or h)"
-            ))
-        }
-    };
-    if !secs.is_finite() || !(0.0..=MAX_SECONDS).contains(&secs) {
-        return Err(format!("'{text}' is out of range"));
-    }
-    Ok(std::time::Duration::from_secs_f64(secs))
-}
+pub(crate) use crate::present::units::parse_duration;
 
 #[cfg(test)]
 mod tests {

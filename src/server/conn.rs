@@ -22,7 +22,9 @@
 
 use std::cell::RefCell;
 use std::io::{self, Read, Write};
+use std::net::TcpStream;
 
+use super::work::{Next, Requests, Work};
 use super::Stats;
 
 /// What a connection needs next.
@@ -35,6 +37,12 @@ pub enum Want {
     /// The read budget ran out while data may still be waiting: call again
     /// soon (an edge-triggered loop will not be told a second time).
     More,
+    /// The request in hand waits (`--work wait:`) until then: call again
+    /// after it, without watching the socket meanwhile.
+    Wait(std::time::Instant),
+    /// Make this blocking call elsewhere (`--work block:` with
+    /// [`Work::offload_block`]), then [`Conn::blocked`], then call again.
+    Block(std::time::Duration),
     /// The peer closed and everything owed was sent: close the socket.
     Done,
 }
@@ -83,6 +91,18 @@ pub struct Conn {
     eof: bool,
     /// Its number in the `--shared-state` table, from its first read.
     id: Option<u64>,
+    /// With `--work`: where its requests stand (boxed: a plain echo pays
+    /// 8 bytes for it, not its size).
+    framed: Option<Box<Framed>>,
+}
+
+/// A connection's requests under `--work`.
+#[derive(Debug, Default)]
+struct Framed {
+    /// Bytes `head..ready` of the buffer are done and may be echoed;
+    /// `ready..tail` are not yet (a request in progress, or a partial one).
+    ready: usize,
+    requests: Requests,
 }
 
 impl Conn {
@@ -95,6 +115,7 @@ impl Conn {
             tail: 0,
             eof: false,
             id: None,
+            framed: None,
         }
     }
 
@@ -121,8 +142,25 @@ impl Conn {
 
     /// Echoes as much as the socket allows: at most `budget` reads, stopping
     /// early when a read or write would block. On a blocking socket it runs
-    /// until the peer is done. Echoed bytes are added to `stats`.
+    /// until the peer is done (or a request waits). Echoed bytes are added
+    /// to `stats`. With `work`, each request is echoed once its work is
+    /// done ([`Conn::drive_framed`]).
     pub(crate) fn drive<S: Read + Write>(
+        &mut self,
+        sock: &mut S,
+        budget: usize,
+        stats: &Stats,
+        work: &Work,
+    ) -> io::Result<Want> {
+        if work.is_none() {
+            self.drive_plain(sock, budget, stats)
+        } else {
+            self.drive_framed(sock, budget, stats, work)
+        }
+    }
+
+    /// The plain echo: everything read is owed at once.
+    fn drive_plain<S: Read + Write>(
         &mut self,
         sock: &mut S,
         budget: usize,
@@ -130,7 +168,7 @@ impl Conn {
     ) -> io::Result<Want> {
         let mut reads = 0;
         loop {
-            if !self.flush(sock, stats)? {
+            if !self.flush(sock, stats, self.tail)? {
                 return Ok(Want::Write);
             }
             if self.eof {
@@ -163,16 +201,103 @@ impl Conn {
         }
     }
 
-    /// Writes what is owed, counting it in `stats` as it goes (a blocking
-    /// connection may live as long as the server); `Ok(false)` when the
-    /// socket would block first.
-    fn flush<S: Write>(&mut self, sock: &mut S, stats: &Stats) -> io::Result<bool> {
+    /// The echo of requests: every `work.request` bytes are one request,
+    /// done ([`Requests`]) before they are echoed, in order. Bytes of a
+    /// request not yet whole stay at the front of the buffer (moved there
+    /// before the next read, fewer than a request's bytes) and are read
+    /// after; the buffer holds at least one request (the plan checks
+    /// `--buffer` against `--message-size`). While a request waits, nothing
+    /// more is read: the peer's next requests queue in the kernel.
+    fn drive_framed<S: Read + Write>(
+        &mut self,
+        sock: &mut S,
+        budget: usize,
+        stats: &Stats,
+        work: &Work,
+    ) -> io::Result<Want> {
+        let mut f = self.framed.take().unwrap_or_default();
+        let want = self.frame(sock, budget, stats, work, &mut f);
+        self.framed = Some(f);
+        want
+    }
+
+    fn frame<S: Read + Write>(
+        &mut self,
+        sock: &mut S,
+        budget: usize,
+        stats: &Stats,
+        work: &Work,
+        f: &mut Framed,
+    ) -> io::Result<Want> {
+        let mut reads = 0;
+        loop {
+            let (done, next) = f.requests.run(work, self.tail - f.ready, self.eof, stats);
+            f.ready += done;
+            if !self.flush(sock, stats, f.ready)? {
+                return Ok(Want::Write);
+            }
+            if self.head == 0 && self.tail == 0 {
+                f.ready = 0;
+            }
+            match next {
+                Next::Wait(until) => return Ok(Want::Wait(until)),
+                Next::Block(d) => return Ok(Want::Block(d)),
+                Next::Idle => {}
+            }
+            if self.eof {
+                return Ok(Want::Done);
+            }
+            if reads == budget {
+                return Ok(Want::More);
+            }
+            let capacity = self.capacity;
+            let buf = self.buf.get_or_insert_with(|| take_buffer(capacity));
+            if self.head > 0 {
+                // Only part of a request is left: move it to the front.
+                buf.copy_within(self.head..self.tail, 0);
+                self.tail -= self.head;
+                f.ready -= self.head;
+                self.head = 0;
+            }
+            match sock.read(&mut buf[self.tail..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => {
+                    self.tail += n;
+                    reads += 1;
+                    stats.state.read(&mut self.id, n as u64);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if self.tail == 0 {
+                        if let Some(b) = self.buf.take() {
+                            give_buffer(b);
+                        }
+                    }
+                    return Ok(Want::Read);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The blocking call handed out with [`Want::Block`] returned.
+    pub(crate) fn blocked(&mut self) {
+        if let Some(f) = &mut self.framed {
+            f.requests.blocked();
+        }
+    }
+
+    /// Writes what is owed up to `end` of the buffer, counting it in
+    /// `stats` as it goes (a blocking connection may live as long as the
+    /// server); `Ok(false)` when the socket would block first. Once
+    /// everything read is written, the buffer starts over.
+    fn flush<S: Write>(&mut self, sock: &mut S, stats: &Stats, end: usize) -> io::Result<bool> {
         // Bytes are owed only while there is a buffer holding them.
         let Some(buf) = self.buf.as_deref() else {
             return Ok(true);
         };
-        while self.head < self.tail {
-            match sock.write(&buf[self.head..self.tail]) {
+        while self.head < end {
+            match sock.write(&buf[self.head..end]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => {
                     self.head += n;
@@ -183,10 +308,39 @@ impl Conn {
                 Err(e) => return Err(e),
             }
         }
-        self.head = 0;
-        self.tail = 0;
+        if self.head == self.tail {
+            self.head = 0;
+            self.tail = 0;
+        }
         Ok(true)
     }
+}
+
+/// The whole life of a connection on a blocking socket (`threads`, `fork`,
+/// `prefork`): echo until the peer is done, sleeping through a request's
+/// `wait` (a blocking model has nothing else to do meanwhile), and count
+/// how it ended; the close is counted before the socket closes, so a
+/// client that has seen EOF can rely on its slot being free.
+pub(crate) fn serve_blocking(stream: TcpStream, buffer: usize, stats: &Stats, work: &Work) {
+    let mut stream = stream;
+    let mut conn = Conn::new(buffer);
+    let ended = loop {
+        match conn.drive(&mut stream, usize::MAX, stats, work) {
+            Ok(Want::Wait(until)) => {
+                std::thread::sleep(until.saturating_duration_since(std::time::Instant::now()))
+            }
+            Ok(Want::Done) => break Ok(()),
+            // A blocking socket neither would block nor runs out of
+            // budget; none hands calls off.
+            Ok(_) => continue,
+            Err(e) => break Err(e),
+        }
+    };
+    if let Err(e) = ended {
+        stats.conn_failed(&e);
+    }
+    stats.closed();
+    drop(stream);
 }
 
 impl Drop for Conn {
@@ -257,13 +411,20 @@ mod tests {
         let mut c = Conn::new(4096);
         // The writer accepts 1000 bytes, then would block: the state machine
         // must stop reading (backpressure) and ask to write.
-        assert_eq!(c.drive(&mut s, usize::MAX, &stats).unwrap(), Want::Write);
+        assert_eq!(
+            c.drive(&mut s, usize::MAX, &stats, &Work::default())
+                .unwrap(),
+            Want::Write
+        );
         assert_eq!(s.output.len(), 1000);
         assert!(c.owed() > 0 && c.owed() <= 4096);
         let mut rounds = 0;
         loop {
             s.room = 1000;
-            match c.drive(&mut s, usize::MAX, &stats).unwrap() {
+            match c
+                .drive(&mut s, usize::MAX, &stats, &Work::default())
+                .unwrap()
+            {
                 Want::Done => break,
                 Want::Write => {}
                 other => panic!("unexpected {other:?}"),
@@ -286,13 +447,19 @@ mod tests {
         };
         let mut c = Conn::new(64);
         assert!(!c.holds_buffer());
-        assert_eq!(c.drive(&mut s, 100, &stats).unwrap(), Want::Read);
+        assert_eq!(
+            c.drive(&mut s, 100, &stats, &Work::default()).unwrap(),
+            Want::Read
+        );
         assert_eq!(s.output, vec![5; 100]);
         assert!(!c.holds_buffer(), "kept a buffer while idle");
         // Backpressure keeps it: bytes are owed.
         s.input.push_back(vec![6; 100]);
         s.room = 10;
-        assert_eq!(c.drive(&mut s, 100, &stats).unwrap(), Want::Write);
+        assert_eq!(
+            c.drive(&mut s, 100, &stats, &Work::default()).unwrap(),
+            Want::Write
+        );
         assert!(c.holds_buffer() && c.owed() > 0);
     }
 
@@ -306,9 +473,126 @@ mod tests {
             closed: false,
         };
         let mut c = Conn::new(10);
-        assert_eq!(c.drive(&mut s, 2, &stats).unwrap(), Want::More);
+        assert_eq!(
+            c.drive(&mut s, 2, &stats, &Work::default()).unwrap(),
+            Want::More
+        );
         assert_eq!(s.output.len(), 20);
-        assert_eq!(c.drive(&mut s, 100, &stats).unwrap(), Want::Read);
+        assert_eq!(
+            c.drive(&mut s, 100, &stats, &Work::default()).unwrap(),
+            Want::Read
+        );
         assert_eq!(s.output.len(), 50);
+    }
+
+    /// Requests split over reads and coalesced in one read each get their
+    /// work once, in order; a trailing partial request waits for its rest.
+    #[test]
+    fn requests_split_and_coalesced_get_their_work_once() {
+        let stats = Stats::default();
+        let work = Work::parse("cpu:1us", 8).unwrap();
+        let data: Vec<u8> = (0..40u8).collect();
+        // 3 bytes, then 21 (the rest of one, two whole, 5 of the fourth),
+        // then 13 (the rest of the fourth and 5 of the fifth).
+        let mut s = Fake {
+            input: vec![
+                data[..3].to_vec(),
+                data[3..24].to_vec(),
+                data[24..37].to_vec(),
+            ]
+            .into(),
+            output: Vec::new(),
+            room: usize::MAX,
+            closed: false,
+        };
+        let mut c = Conn::new(16);
+        assert_eq!(c.drive(&mut s, 100, &stats, &work).unwrap(), Want::Read);
+        assert_eq!(s.output, data[..32], "four whole requests echoed");
+        assert_eq!(stats.summary("t").requests, 4);
+        assert_eq!(c.owed(), 5, "a partial request waits for its rest");
+        // The rest of the fifth, then the peer half-closes with 2 bytes
+        // that are no request: echoed as they are, without work.
+        s.input.push_back(data[37..40].to_vec());
+        s.input.push_back(vec![99, 98]);
+        s.closed = true;
+        assert_eq!(c.drive(&mut s, 100, &stats, &work).unwrap(), Want::Done);
+        let mut all = data.clone();
+        all.extend([99, 98]);
+        assert_eq!(s.output, all);
+        assert_eq!(stats.summary("t").requests, 5);
+    }
+
+    /// A waiting request holds back its bytes and the next ones; the
+    /// requests before it are echoed at once.
+    #[test]
+    fn a_wait_holds_its_request_and_those_after() {
+        let stats = Stats::default();
+        let work = Work::parse("wait:2ms", 4).unwrap();
+        let mut s = Fake {
+            input: vec![vec![1, 1, 1, 1, 2, 2, 2, 2]].into(),
+            output: Vec::new(),
+            room: usize::MAX,
+            closed: false,
+        };
+        let mut c = Conn::new(64);
+        let Want::Wait(until) = c.drive(&mut s, 100, &stats, &work).unwrap() else {
+            panic!("the first request waits")
+        };
+        assert!(s.output.is_empty());
+        std::thread::sleep(until.saturating_duration_since(std::time::Instant::now()));
+        assert!(matches!(
+            c.drive(&mut s, 100, &stats, &work).unwrap(),
+            Want::Wait(_)
+        ));
+        assert_eq!(s.output, [1, 1, 1, 1], "the first, then the second waits");
+        // Offloaded blocking calls come back through `blocked`.
+        let offload = Work {
+            offload_block: true,
+            ..Work::parse("block:1ms", 4).unwrap()
+        };
+        let mut s = Fake {
+            input: vec![vec![7; 4]].into(),
+            output: Vec::new(),
+            room: usize::MAX,
+            closed: true,
+        };
+        let mut c = Conn::new(64);
+        assert_eq!(
+            c.drive(&mut s, 100, &stats, &offload).unwrap(),
+            Want::Block(std::time::Duration::from_millis(1))
+        );
+        c.blocked();
+        assert_eq!(c.drive(&mut s, 100, &stats, &offload).unwrap(), Want::Done);
+        assert_eq!(s.output, [7; 4]);
+    }
+
+    /// Backpressure holds with requests too: a peer that does not read
+    /// stops the reading, and the buffer never grows.
+    #[test]
+    fn framed_backpressure() {
+        let stats = Stats::default();
+        let work = Work::parse("cpu:1us", 10).unwrap();
+        let data: Vec<u8> = (0..1000u32).map(|i| i as u8).collect();
+        let mut s = Fake {
+            input: data.chunks(7).map(<[u8]>::to_vec).collect(),
+            output: Vec::new(),
+            room: 25,
+            closed: true,
+        };
+        let mut c = Conn::new(32);
+        let mut rounds = 0;
+        loop {
+            match c.drive(&mut s, 3, &stats, &work).unwrap() {
+                Want::Done => break,
+                Want::Write | Want::More => {}
+                other => panic!("unexpected {other:?}"),
+            }
+            assert!(c.owed() <= 32);
+            s.room = 25;
+            rounds += 1;
+            assert!(rounds < 1000, "did not finish");
+        }
+        assert_eq!(s.output, data);
+        assert_eq!(stats.summary("t").requests, 100);
     }
 }

@@ -38,6 +38,9 @@ impl Model for EpollWorkers {
     fn name(&self) -> &'static str {
         "epoll-workers"
     }
+    fn handlers(&self, config: &super::Config) -> Option<usize> {
+        Some(config.workers.max(1))
+    }
     fn about(&self) -> &'static str {
         "--workers threads each with its own epoll; --accept acceptor|shared|exclusive|reuseport"
     }

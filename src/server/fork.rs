@@ -40,7 +40,7 @@ use anyhow::Context as _;
 
 use super::accept::{accept, wait_for_listener, Accepted, Gate};
 use super::children::{run_child, Children};
-use super::conn::Conn;
+use super::conn::serve_blocking;
 use super::{Context, Model};
 use crate::sys::process::Forked;
 
@@ -57,6 +57,12 @@ impl Model for Fork {
         true
     }
     fn task_per_connection(&self) -> bool {
+        true
+    }
+    fn handlers(&self, _config: &super::Config) -> Option<usize> {
+        None
+    }
+    fn sleeps_through_waits(&self) -> bool {
         true
     }
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
@@ -129,9 +135,6 @@ impl Model for Fork {
 
 /// The child's whole job: echo on the blocking socket until the peer is
 /// done, and count the close before the socket closes.
-fn echo(mut stream: TcpStream, ctx: &Context) {
-    if let Err(e) = Conn::new(ctx.config.buffer).drive(&mut stream, usize::MAX, ctx.stats) {
-        ctx.stats.conn_failed(&e);
-    }
-    ctx.stats.closed();
+fn echo(stream: TcpStream, ctx: &Context) {
+    serve_blocking(stream, ctx.config.buffer, ctx.stats, &ctx.config.work);
 }

@@ -51,6 +51,7 @@ use rustix::event::{eventfd, EventfdFlags};
 use super::poll::PollWaiter;
 use super::reactor::{Core, Handler, Reactor, Waiter};
 use super::table::{service, Slot, Step};
+use super::work::Work;
 use super::{Context, Model, Stats, Variant};
 
 pub(crate) struct Hybrid;
@@ -62,6 +63,9 @@ impl Model for Hybrid {
     fn name(&self) -> &'static str {
         "hybrid"
     }
+    fn handlers(&self, config: &super::Config) -> Option<usize> {
+        Some(config.workers.max(1))
+    }
     fn about(&self) -> &'static str {
         "one poll loop hands ready sockets to --workers pool threads and takes them back: two hand-offs per event"
     }
@@ -72,7 +76,7 @@ impl Model for Hybrid {
         }]
     }
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
-        let pool = Pool::start(ctx.config.workers.max(1), ctx.stats)?;
+        let pool = Pool::start(ctx.config.workers.max(1), ctx.stats, &ctx.config.work)?;
         // Dropping the loop (also on an error) stops the pool: the job
         // channel closes and the workers are joined.
         Reactor::new(ctx, PollWaiter::default(), pool)?
@@ -93,7 +97,7 @@ struct Pool {
 impl Pool {
     /// Starts `n` workers that service the slots sent to them and return
     /// each with its next step, writing the eventfd after each.
-    fn start(n: usize, stats: &'static Stats) -> anyhow::Result<Pool> {
+    fn start(n: usize, stats: &'static Stats, work: &Work) -> anyhow::Result<Pool> {
         let wake = Arc::new(
             eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).context("eventfd")?,
         );
@@ -110,9 +114,10 @@ impl Pool {
             let rx = Arc::clone(&rx);
             let done = done_tx.clone();
             let wake = Arc::clone(&pool.wake);
+            let job = work.clone();
             let thread = std::thread::Builder::new()
                 .name(format!("c10k-pool-{i}"))
-                .spawn(move || work(&rx, &done, &wake, stats))
+                .spawn(move || serve(&rx, &done, &wake, stats, &job))
                 .context("starting a pool thread")?;
             // On an error above, dropping `pool` stops the threads started.
             pool.threads.push(thread);
@@ -166,8 +171,17 @@ impl Handler for Pool {
     }
 }
 
-/// A worker: take a slot, echo what the socket allows, give it back.
-fn work(jobs: &Mutex<Receiver<Slot>>, done: &Sender<(Slot, Step)>, wake: &OwnedFd, stats: &Stats) {
+/// A worker: take a slot, echo what the socket allows (doing the work of
+/// its requests, blocking calls included: the pool is where they may
+/// block), give it back (a request that waits goes back to the loop's
+/// timers).
+fn serve(
+    jobs: &Mutex<Receiver<Slot>>,
+    done: &Sender<(Slot, Step)>,
+    wake: &OwnedFd,
+    stats: &Stats,
+    work: &Work,
+) {
     loop {
         // The lock is held while waiting, so one idle worker waits in recv
         // and the others wait for the lock (the receiver cannot be shared).
@@ -176,7 +190,7 @@ fn work(jobs: &Mutex<Receiver<Slot>>, done: &Sender<(Slot, Step)>, wake: &OwnedF
         let Ok(mut slot) = job else {
             return; // Channel closed and drained: stopping.
         };
-        let step = service(&mut slot, stats);
+        let step = service(&mut slot, stats, work);
         if done.send((slot, step)).is_err() {
             return; // The loop is gone.
         }

@@ -17,6 +17,7 @@ pub mod run;
 pub mod shared_state;
 pub mod stats;
 pub mod table;
+pub mod work;
 
 mod busy;
 mod children;
@@ -80,6 +81,8 @@ pub struct Config {
     /// `--shared-state`: update a table shared by the whole server after
     /// every read, under a lock of this kind.
     pub shared_state: Option<LockKind>,
+    /// `--work`: what the handler does per request (none by default).
+    pub work: work::Work,
 }
 
 /// What a model gets to run with.
@@ -164,6 +167,22 @@ pub trait Model: Sync {
             label: "",
             flags: &[],
         }]
+    }
+    /// The threads or processes that run handlers at once (`None`: one per
+    /// connection): what bounds its throughput under `--work`. The
+    /// single-threaded loops have one.
+    fn handlers(&self, _config: &Config) -> Option<usize> {
+        Some(1)
+    }
+    /// Whether a handler sleeps through a `wait` (the blocking models have
+    /// nothing else to do) rather than serving others meanwhile.
+    fn sleeps_through_waits(&self) -> bool {
+        false
+    }
+    /// Whether the model's idiom hands blocking calls to a pool of their
+    /// own (tokio's `spawn_blocking`), unless told to block in place.
+    fn offloads_blocking(&self) -> bool {
+        false
     }
     /// Whether the model opens more listeners on the same port.
     fn needs_reuseport(&self, _config: &Config) -> bool {

@@ -38,7 +38,7 @@ use anyhow::Context as _;
 
 use super::accept::{accept, Accepted, Gate};
 use super::children::{run_child, Children};
-use super::conn::Conn;
+use super::conn::serve_blocking;
 use super::{Context, Model};
 use crate::sys::pollset::{self, POLLIN};
 use crate::sys::process::Forked;
@@ -56,6 +56,12 @@ impl Model for Prefork {
         true
     }
     fn worker_per_connection(&self) -> bool {
+        true
+    }
+    fn handlers(&self, config: &super::Config) -> Option<usize> {
+        Some(config.workers)
+    }
+    fn sleeps_through_waits(&self) -> bool {
         true
     }
     fn announces_ready(&self) -> bool {
@@ -113,15 +119,8 @@ fn fill(workers: &mut Children, listener: &TcpListener, ctx: &Context) -> std::i
 fn work(listener: &TcpListener, ctx: &Context) {
     loop {
         match accept(listener, ctx, false) {
-            Accepted::Conn(mut stream) => {
-                let conn = Conn::new(ctx.config.buffer).drive(&mut stream, usize::MAX, ctx.stats);
-                if let Err(e) = conn {
-                    ctx.stats.conn_failed(&e);
-                }
-                // Counted before the socket closes: a client that sees EOF
-                // can rely on the slot being free.
-                ctx.stats.closed();
-                drop(stream);
+            Accepted::Conn(stream) => {
+                serve_blocking(stream, ctx.config.buffer, ctx.stats, &ctx.config.work)
             }
             // Out of descriptors or memory. (Empty cannot happen on a
             // blocking listener; pausing keeps it from spinning if it did.)

@@ -8,8 +8,8 @@
 //! the connection [`Table`], interest changes, the list of connections to
 //! serve again without waiting (edge-triggered waiting), EINTR (a wait
 //! interrupted by a signal returns no events), interval control
-//! (`--interval`, [`Pace`]), the wait counts of the summary, and errors. A
-//! model brings two
+//! (`--interval`, [`Pace`]), the timers of requests that wait (`--work
+//! wait:`), the wait counts of the summary, and errors. A model brings two
 //! things:
 //!
 //! - a [`Waiter`]: how it waits. One small file per mechanism, each stating
@@ -24,11 +24,23 @@
 //! event. What the loop adds to the waiter's own system call is a copy of
 //! the ready descriptors into a reused vector (a few nanoseconds each), so a
 //! handler may change the watched set while the batch is being served.
+//!
+//! Timers (`--work wait:D`): a connection whose request waits is taken off
+//! the watched set (a level-triggered waiter would report its unread bytes
+//! again and again; an edge-triggered one keeps it) and put in a heap by
+//! the instant its wait ends; the wait's timeout is cut to the earliest,
+//! and due connections are handed to the handler as if ready. With no
+//! work the heap stays empty and costs one branch per wait. A timer is as
+//! precise as the waiter's timeout: nanoseconds for epoll
+//! (`epoll_pwait2`), microseconds for select, milliseconds (rounded up)
+//! for poll, plus the kernel's timer slack (50 µs by default).
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io;
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
@@ -140,6 +152,8 @@ pub(crate) struct Core<'a, W> {
     gate: Gate,
     /// Connections to serve again before the next wait blocks.
     again: Vec<RawFd>,
+    /// Connections whose request waits, by the instant it ends.
+    timers: BinaryHeap<Reverse<(Instant, RawFd)>>,
 }
 
 impl<W: Waiter> Core<'_, W> {
@@ -161,26 +175,59 @@ impl<W: Waiter> Core<'_, W> {
         }
     }
 
+    /// Whether a connection that wants `want` is in the waiter's set: not
+    /// while its request waits, unless the waiter is edge-triggered (it
+    /// stays registered for both directions and reports only changes).
+    fn watched(&self, want: Want) -> bool {
+        self.waiter.edge() || !matches!(want, Want::Wait(_))
+    }
+
     /// Echoes on a ready connection as far as the socket allows, then
-    /// watches it for what it wants next, or forgets it once closed.
+    /// watches it for what it wants next (or sets its timer), or forgets it
+    /// once closed.
     pub(crate) fn service(&mut self, fd: RawFd) -> anyhow::Result<()> {
-        let Some(before) = self.table.get(fd).map(|s| Interest::of(s.want)) else {
+        let Some(before) = self.table.get(fd).map(|s| s.want) else {
             return Ok(()); // Closed earlier in this batch.
         };
-        match self.table.service(fd, self.ctx.stats) {
+        let step = self.table.service(fd, self.ctx.stats);
+        self.follow(fd, before, step)
+    }
+
+    /// After a connection was served: what it waited for `before`, and
+    /// what became of it.
+    fn follow(&mut self, fd: RawFd, before: Want, step: Step) -> anyhow::Result<()> {
+        match step {
             Step::Closed => {
                 self.waiter.forget(fd);
                 self.gate.resume();
             }
             Step::Wait(Want::More) if self.waiter.edge() => self.again.push(fd),
             Step::Wait(want) => {
-                let now = Interest::of(want);
-                if now != before {
-                    if let Some(slot) = self.table.get(fd) {
-                        self.waiter
-                            .change(slot.stream.as_fd(), now)
-                            .context("changing a connection's interest")?;
+                if let Want::Wait(until) = want {
+                    // Told again of a connection already waiting (an
+                    // edge), it keeps its one timer.
+                    if before != want {
+                        self.timers.push(Reverse((until, fd)));
                     }
+                }
+                let Some(slot) = self.table.get(fd) else {
+                    return Ok(());
+                };
+                let now = Interest::of(want);
+                match (self.watched(before), self.watched(want)) {
+                    (true, true) if now != Interest::of(before) => self
+                        .waiter
+                        .change(slot.stream.as_fd(), now)
+                        .context("changing a connection's interest")?,
+                    (true, false) => self
+                        .waiter
+                        .unwatch(slot.stream.as_fd())
+                        .context("setting a connection aside while it waits")?,
+                    (false, true) => self
+                        .waiter
+                        .watch(slot.stream.as_fd(), now)
+                        .context("watching a connection after its wait")?,
+                    _ => {}
                 }
             }
         }
@@ -193,14 +240,17 @@ impl<W: Waiter> Core<'_, W> {
         let Some(slot) = self.table.take(fd) else {
             return Ok(None);
         };
-        self.waiter
-            .unwatch(slot.stream.as_fd())
-            .context("handing a connection over")?;
+        if self.watched(slot.want) {
+            self.waiter
+                .unwatch(slot.stream.as_fd())
+                .context("handing a connection over")?;
+        }
         Ok(Some(slot))
     }
 
     /// Takes back a connection served elsewhere: watched for what it wants
-    /// next, or closed (its close already counted) when it is finished.
+    /// next (or timed while its request waits), or closed (its close
+    /// already counted) when it is finished.
     pub(crate) fn put_back(&mut self, slot: Slot, step: Step) -> anyhow::Result<()> {
         match step {
             Step::Closed => {
@@ -208,13 +258,44 @@ impl<W: Waiter> Core<'_, W> {
                 self.gate.resume();
             }
             Step::Wait(want) => {
-                self.waiter
-                    .watch(slot.stream.as_fd(), Interest::of(want))
-                    .context("taking a connection back")?;
+                if let Want::Wait(until) = want {
+                    self.timers.push(Reverse((until, slot.stream.as_raw_fd())));
+                }
+                if self.watched(want) {
+                    self.waiter
+                        .watch(slot.stream.as_fd(), Interest::of(want))
+                        .context("taking a connection back")?;
+                }
                 self.table.put(slot);
             }
         }
         Ok(())
+    }
+
+    /// How long until the earliest timer is due (`None`: no timer).
+    fn next_timer(&self) -> Option<Duration> {
+        self.timers
+            .peek()
+            .map(|Reverse((t, _))| t.saturating_duration_since(Instant::now()))
+    }
+
+    /// The connections whose timers are due, in order, into `due`.
+    fn due(&mut self, due: &mut Vec<RawFd>) {
+        if self.timers.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        while let Some(&Reverse((t, fd))) = self.timers.peek() {
+            if t > now {
+                break;
+            }
+            self.timers.pop();
+            // Only a connection still waiting for this instant (one served
+            // since, or closed, has no business here).
+            if self.table.get(fd).is_some_and(|s| s.want == Want::Wait(t)) {
+                due.push(fd);
+            }
+        }
     }
 }
 
@@ -247,9 +328,10 @@ impl<'a, W: Waiter, H: Handler> Reactor<'a, W, H> {
             core: Core {
                 ctx,
                 waiter,
-                table: Table::new(ctx.config.buffer),
+                table: Table::new(ctx.config.buffer, &ctx.config.work),
                 gate: Gate::default(),
                 again: Vec::new(),
+                timers: BinaryHeap::new(),
             },
             handler,
             listener: None,
@@ -273,6 +355,7 @@ impl<'a, W: Waiter, H: Handler> Reactor<'a, W, H> {
         let wake = self.handler.wake().map(|fd| fd.as_raw_fd());
         let listen = self.listener.map(|(l, _)| l.as_raw_fd());
         let mut ready = Vec::new();
+        let mut due = Vec::new();
         let mut pace = Pace::new(ctx.config.interval);
         // Counted here and added to the shared counters once, when the
         // loop ends however it ends: no atomic per wait.
@@ -291,7 +374,10 @@ impl<'a, W: Waiter, H: Handler> Reactor<'a, W, H> {
             }
             pace.before_wait();
             let timeout = if self.core.again.is_empty() {
-                self.core.gate.timeout()
+                match (self.core.gate.timeout(), self.core.next_timer()) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
             } else {
                 Some(Duration::ZERO)
             };
@@ -324,6 +410,10 @@ impl<'a, W: Waiter, H: Handler> Reactor<'a, W, H> {
             }
             for fd in std::mem::take(&mut self.core.again) {
                 self.core.service(fd)?;
+            }
+            self.core.due(&mut due);
+            for fd in due.drain(..) {
+                self.handler.ready(&mut self.core, fd)?;
             }
         }
     }

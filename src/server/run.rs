@@ -102,7 +102,19 @@ pub fn serve(
         ctx.ready();
     }
     model.serve(listener, &ctx)?;
-    let summary = stats.summary(model.name());
+    let mut summary = stats.summary(model.name());
+    if !config.work.is_none() {
+        summary.work = Some(super::stats::WorkSummary {
+            spec: config.work.spec(),
+            request_bytes: config.work.request,
+            capacity: super::work::Capacity {
+                handlers: model.handlers(&config),
+                cores: sys::affinity::cpus_available(),
+                block_holds: !config.work.offload_block,
+                wait_holds: model.sleeps_through_waits(),
+            },
+        });
+    }
     let line = serde_json::to_string(&summary).map_err(anyhow::Error::from)?;
     say(&line).map_err(anyhow::Error::from)?;
     Ok(summary)

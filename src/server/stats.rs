@@ -26,6 +26,8 @@ pub struct Stats {
     waits: AtomicU64,
     events: AtomicU64,
     overflows: AtomicU64,
+    /// Requests whose work was done (`--work`).
+    requests: AtomicU64,
     /// `--shared-state`: off unless enabled.
     pub(crate) state: SharedState,
 }
@@ -49,6 +51,23 @@ pub struct Summary {
     /// `--shared-state`: what the shared table held.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared_state: Option<StateSummary>,
+    /// Requests whose work was done (`--work`; 0 without work).
+    #[serde(default)]
+    pub requests: u64,
+    /// `--work`: the work per request and what the model's handlers can
+    /// do at once (absent without work).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<WorkSummary>,
+}
+
+/// The work a server did per request, as its summary reports it.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct WorkSummary {
+    /// The spec, canonical (`block:1ms`).
+    pub spec: String,
+    /// Bytes per request.
+    pub request_bytes: usize,
+    pub capacity: super::work::Capacity,
 }
 
 /// What the readiness loops' waits returned, over the server's life.
@@ -120,6 +139,11 @@ impl Stats {
         self.events.fetch_add(events, Relaxed);
     }
 
+    /// A request's work was done.
+    pub(crate) fn requested(&self) {
+        self.requests.fetch_add(1, Relaxed);
+    }
+
     /// `sigio`'s signal queue overflowed.
     pub(crate) fn overflowed(&self) {
         self.overflows.fetch_add(1, Relaxed);
@@ -182,6 +206,8 @@ impl Stats {
                 overflows: self.overflows.load(Relaxed),
             },
             shared_state: self.state.summary(),
+            requests: self.requests.load(Relaxed),
+            work: None,
         }
     }
 }

@@ -6,6 +6,7 @@ use std::net::TcpStream;
 use std::os::fd::{AsRawFd, RawFd};
 
 use super::conn::{Conn, Want};
+use super::work::Work;
 use super::Stats;
 
 /// How many reads one connection may do per wake-up before others get a turn.
@@ -34,14 +35,17 @@ pub(crate) enum Step {
 pub struct Table {
     slots: Vec<Option<Slot>>,
     buffer: usize,
+    work: Work,
 }
 
 impl Table {
-    /// An empty table whose connections get `buffer`-byte buffers.
-    pub fn new(buffer: usize) -> Table {
+    /// An empty table whose connections get `buffer`-byte buffers and
+    /// do `work` per request.
+    pub fn new(buffer: usize, work: &Work) -> Table {
         Table {
             slots: Vec::new(),
             buffer,
+            work: work.clone(),
         }
     }
 
@@ -87,7 +91,7 @@ impl Table {
         let Some(slot) = self.slots.get_mut(fd as usize).and_then(Option::as_mut) else {
             return Step::Closed;
         };
-        match service(slot, stats) {
+        match service(slot, stats, &self.work) {
             Step::Closed => {
                 self.take(fd);
                 Step::Closed
@@ -99,8 +103,8 @@ impl Table {
 
 /// Services one connection; on `Closed` the caller drops the slot (closing
 /// the socket), and the close is already counted in `stats`.
-pub(crate) fn service(slot: &mut Slot, stats: &Stats) -> Step {
-    match slot.conn.drive(&mut slot.stream, READ_BUDGET, stats) {
+pub(crate) fn service(slot: &mut Slot, stats: &Stats, work: &Work) -> Step {
+    match slot.conn.drive(&mut slot.stream, READ_BUDGET, stats, work) {
         Ok(Want::Done) => {
             slot.conn.release();
             stats.closed();

@@ -17,7 +17,7 @@ use std::net::{TcpListener, TcpStream};
 use anyhow::Context as _;
 
 use super::accept::accept_loop;
-use super::conn::Conn;
+use super::conn::serve_blocking;
 use super::{Context, Model, Stats, Variant};
 use crate::sys::rlimit;
 
@@ -31,6 +31,12 @@ impl Model for Threads {
         "a thread per connection, blocking I/O; the scheduler is the event loop (--stack-size)"
     }
     fn task_per_connection(&self) -> bool {
+        true
+    }
+    fn handlers(&self, _config: &super::Config) -> Option<usize> {
+        None
+    }
+    fn sleeps_through_waits(&self) -> bool {
         true
     }
     fn variants(&self) -> &'static [Variant] {
@@ -61,14 +67,8 @@ fn spawn(stream: TcpStream, ctx: &Context, stats: &'static Stats) {
         .stack_size
         .unwrap_or_else(rlimit::platform_thread_stack);
     let builder = std::thread::Builder::new().stack_size(stack);
-    let spawned = builder.spawn(move || {
-        let mut stream = stream;
-        // A blocking socket: drive returns only when the peer is done.
-        if let Err(e) = Conn::new(buffer).drive(&mut stream, usize::MAX, stats) {
-            stats.conn_failed(&e);
-        }
-        stats.closed();
-    });
+    let work = ctx.config.work.clone();
+    let spawned = builder.spawn(move || serve_blocking(stream, buffer, stats, &work));
     if spawned.is_err() {
         stats.spawn_failed();
         stats.closed();

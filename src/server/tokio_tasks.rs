@@ -45,6 +45,7 @@ use tokio::sync::Notify;
 use super::accept::{accept, Accepted, Gate};
 use super::conn::{Conn, Want};
 use super::table::READ_BUDGET;
+use super::work::{block, Work};
 use super::{Context, Model, Stats, Variant};
 use crate::sys::async_fd;
 use crate::sys::signals::Shutdown;
@@ -57,6 +58,12 @@ impl Model for Tokio {
     }
     fn about(&self) -> &'static str {
         "a task per connection on tokio's multi-thread runtime (--workers threads, work-stealing, epoll inside)"
+    }
+    fn handlers(&self, config: &super::Config) -> Option<usize> {
+        Some(config.workers.max(1))
+    }
+    fn offloads_blocking(&self) -> bool {
+        true
     }
     fn variants(&self) -> &'static [Variant] {
         &[Variant {
@@ -88,6 +95,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 async fn accept_loop(listener: TcpListener, ctx: &Context<'_>) -> anyhow::Result<()> {
     let stats: &'static Stats = ctx.stats;
     let buffer = ctx.config.buffer;
+    let work = Arc::new(ctx.config.work.clone());
     // tokio only tells when the listener is readable; accepting is the
     // shared policy, as in every model.
     let listening = async_fd::watch(listener.as_fd(), Interest::READABLE)
@@ -117,8 +125,9 @@ async fn accept_loop(listener: TcpListener, ctx: &Context<'_>) -> anyhow::Result
                     }
                 };
                 let freed = Arc::clone(&freed);
+                let work = Arc::clone(&work);
                 tokio::spawn(async move {
-                    serve_conn(stream, buffer, stats).await;
+                    serve_conn(stream, buffer, stats, &work).await;
                     // The descriptor is closed by now: an accept paused on
                     // EMFILE can go on.
                     freed.notify_one();
@@ -152,13 +161,29 @@ async fn stopped(pipe: &AsyncFd<BorrowedFd<'_>>, shutdown: &Shutdown) -> anyhow:
 }
 
 /// Echoes on one connection until the peer is done or the socket fails.
-async fn serve_conn(stream: TcpStream, buffer: usize, stats: &'static Stats) {
+/// A request's `wait` is a `tokio::time::sleep` (the runtime's timer wheel
+/// has a millisecond's resolution); its `block` goes through
+/// `spawn_blocking` to the runtime's blocking pool (up to 512 threads),
+/// or, with `--block-inline`, is made inside the task: the worker thread
+/// then serves nobody else meanwhile.
+async fn serve_conn(stream: TcpStream, buffer: usize, stats: &'static Stats, work: &Work) {
     let mut conn = Conn::new(buffer);
     let result = loop {
-        let want = conn.drive(&mut Sock(&stream), READ_BUDGET, stats);
+        let want = conn.drive(&mut Sock(&stream), READ_BUDGET, stats, work);
         let waited = match want {
             Ok(Want::Read) => stream.readable().await,
             Ok(Want::Write) => stream.writable().await,
+            Ok(Want::Wait(until)) => {
+                tokio::time::sleep_until(until.into()).await;
+                Ok(())
+            }
+            Ok(Want::Block(d)) => match tokio::task::spawn_blocking(move || block(d)).await {
+                Ok(()) => {
+                    conn.blocked();
+                    Ok(())
+                }
+                Err(e) => Err(io::Error::other(e)),
+            },
             // Budget used up: let other tasks on this worker run first.
             Ok(Want::More) => {
                 tokio::task::yield_now().await;

@@ -77,6 +77,7 @@ use anyhow::Context as _;
 use rustix::event::{eventfd, EventfdFlags};
 
 use super::accept::{admit, Gate};
+use super::work::{Next, Requests, Work};
 use super::{run, Config, Context, Model, Variant};
 use crate::sys::uring::{self, Completion, OpId, Ring, Sizes};
 
@@ -85,6 +86,9 @@ pub(crate) struct Uring;
 impl Model for Uring {
     fn name(&self) -> &'static str {
         "uring"
+    }
+    fn handlers(&self, config: &super::Config) -> Option<usize> {
+        Some(config.workers.max(1))
     }
     fn about(&self) -> &'static str {
         "io_uring completions: multishot accept and recv into a shared buffer ring, one syscall per batch; --workers rings"
@@ -170,6 +174,8 @@ const ACCEPT: u64 = 2;
 const TIMER: u64 = 3;
 const RECV: u64 = 4;
 const SEND: u64 = 5;
+/// A request's `--work wait:` ended.
+const WAKE: u64 = 6;
 
 fn tag(slot: usize, kind: u64) -> u64 {
     (slot as u64) << 8 | kind
@@ -256,11 +262,31 @@ struct Conn {
     cancelled: bool,
     /// Its number in the `--shared-state` table, from its first read.
     id: Option<u64>,
+    /// With `--work`: the bytes at the front of `queued` whose requests
+    /// are done (the rest wait for their work or their last bytes).
+    ready: usize,
+    requests: Requests,
+    /// A timeout for a request's wait is in flight.
+    timer: bool,
 }
 
 impl Conn {
     fn owed(&self) -> usize {
         self.sending + self.queued.len()
+    }
+
+    /// Nothing to send and nothing in progress: receiving may resume. A
+    /// plain echo owes nothing; with `--work`, at most part of a request
+    /// is held, waiting for its rest.
+    fn drained(&self, work: &Work) -> bool {
+        if work.is_none() {
+            self.owed() == 0
+        } else {
+            self.sending == 0
+                && self.ready == 0
+                && !self.requests.busy()
+                && self.queued.len() < work.request
+        }
     }
 }
 
@@ -347,6 +373,12 @@ impl<'a> Worker<'a> {
             }
             RECV => self.on_recv(slot, c),
             SEND => self.on_send(slot, c),
+            WAKE => {
+                if let Some(Some(conn)) = self.conns.get_mut(slot) {
+                    conn.timer = false;
+                }
+                self.pump(slot);
+            }
             _ => {}
         }
         Ok(())
@@ -409,6 +441,9 @@ impl<'a> Worker<'a> {
             failed: false,
             cancelled: false,
             id: None,
+            ready: 0,
+            requests: Requests::default(),
+            timer: false,
         });
     }
 
@@ -480,7 +515,7 @@ impl<'a> Worker<'a> {
             return;
         };
         if conn.failed {
-            if conn.recv.is_none() && conn.sending == 0 {
+            if conn.recv.is_none() && conn.sending == 0 && !conn.timer {
                 self.close(slot);
             } else if !conn.cancelled {
                 // A send may wait forever on a peer that stopped reading.
@@ -489,19 +524,40 @@ impl<'a> Worker<'a> {
             }
             return;
         }
-        if conn.sending == 0 && !conn.queued.is_empty() {
-            let buf = std::mem::take(&mut conn.queued);
+        let ctx = self.ctx;
+        let work = &ctx.config.work;
+        if work.is_none() {
+            conn.ready = conn.queued.len();
+        } else {
+            // The requests' work runs here, on the ring's thread: a
+            // blocking call blocks the whole ring, as in any loop.
+            let unready = conn.queued.len() - conn.ready;
+            let (done, next) = conn.requests.run(work, unready, conn.eof, ctx.stats);
+            conn.ready += done;
+            if let Next::Wait(until) = next {
+                if !conn.timer {
+                    conn.timer = true;
+                    let after = until.saturating_duration_since(std::time::Instant::now());
+                    self.ring.timeout(after, tag(slot, WAKE));
+                }
+            }
+        }
+        if conn.sending == 0 && conn.ready > 0 {
+            let rest = conn.queued.split_off(conn.ready);
+            let buf = std::mem::replace(&mut conn.queued, rest);
+            conn.ready = 0;
             conn.sending = buf.len();
             self.ring.send(conn.stream.as_fd(), buf, 0, tag(slot, SEND));
         }
         let owed = conn.owed();
+        let drained = conn.drained(work);
         match conn.recv {
             Some(op) if owed > self.ctx.config.buffer && !conn.throttled && !conn.once => {
                 self.ring.cancel(op);
                 conn.throttled = true;
                 conn.careful = true;
             }
-            None if !conn.eof && owed == 0 => {
+            None if !conn.eof && drained => {
                 let (fd, user_data) = (conn.stream.as_fd(), tag(slot, RECV));
                 conn.once = conn.careful;
                 conn.recv = Some(if conn.careful {
@@ -510,7 +566,7 @@ impl<'a> Worker<'a> {
                     self.ring.recv_multi(fd, user_data)
                 });
             }
-            None if conn.eof && owed == 0 => self.close(slot),
+            None if conn.eof && owed == 0 && !conn.timer => self.close(slot),
             _ => {}
         }
     }

@@ -1,6 +1,6 @@
 //! splitmix64 (Steele, Lea and Flood, 2014): a 64-bit counter through a
 //! mixing function; small, fast, and good enough to shuffle a round's order
-//! and to draw test noise. The same seed gives the same stream on every
+//! and to draw test noise and `--work`'s exponential durations. The same seed gives the same stream on every
 //! machine. Costs a few multiplications per draw.
 
 /// The generator's state.
@@ -26,7 +26,6 @@ impl SplitMix64 {
     }
 
     /// A uniform float in `[0, 1)`.
-    #[cfg(test)]
     pub fn unit(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
