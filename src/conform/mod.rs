@@ -182,6 +182,11 @@ pub struct Suite {
     pub program: Option<PathBuf>,
     /// How long any one wait may take before the check fails.
     pub patience: Duration,
+    /// Bytes of one request the subject works on before echoing it (`c10k
+    /// serve --work` with its `--message-size`); 1 for a plain echo. Every
+    /// message whose echo a check waits for is padded to whole requests,
+    /// since a request's bytes come back only once it is whole.
+    pub request: usize,
 }
 
 impl Suite {
@@ -190,7 +195,20 @@ impl Suite {
             subject,
             program: None,
             patience: PATIENCE,
+            request: 1,
         }
+    }
+
+    /// `n` bytes rounded up to whole requests.
+    pub(crate) fn whole(&self, n: usize) -> usize {
+        n.div_ceil(self.request.max(1)) * self.request.max(1)
+    }
+
+    /// `bytes` padded with dots to whole requests.
+    pub(crate) fn message(&self, bytes: &[u8]) -> Vec<u8> {
+        let mut m = bytes.to_vec();
+        m.resize(self.whole(bytes.len()), b'.');
+        m
     }
 
     /// Runs one check.

@@ -31,8 +31,9 @@ pub(super) fn slow_reader_bounded_memory(suite: &Suite) -> Checked {
     })?;
     let stream = server.connect()?;
     // One round trip so per-connection state (a thread, a child) exists.
-    (&stream).write_all(b"warm-up")?;
-    wire::read_fully(&stream, &mut [0u8; 7])?;
+    let warm = suite.message(b"warm-up");
+    (&stream).write_all(&warm)?;
+    wire::read_fully(&stream, &mut vec![0u8; warm.len()])?;
     let base = server.rss_kib();
 
     // Send until the socket stays unwritable for 300 ms: the server has
@@ -170,7 +171,7 @@ pub(super) fn emfile(suite: &Suite) -> Checked {
         .collect();
     for (i, c) in clients.iter().enumerate() {
         if let Some(mut s) = c.as_ref() {
-            s.write_all(&[i as u8; 16])?;
+            s.write_all(&vec![i as u8; suite.whole(16)])?;
         }
     }
     let mut served = vec![false; CLIENTS];
@@ -183,7 +184,7 @@ pub(super) fn emfile(suite: &Suite) -> Checked {
     while quiet.is_none() && started.elapsed() < server.patience() {
         let cpu0 = server.cpu();
         let t0 = Instant::now();
-        let got = match read_echoes(&clients, &mut served, window) {
+        let got = match read_echoes(&clients, &mut served, window, suite.whole(16)) {
             Ok(n) => n,
             Err(e) => return Err(server.diagnose(e)),
         };
@@ -241,13 +242,12 @@ pub(super) fn emfile(suite: &Suite) -> Checked {
         let Some(mut s) = clients[i].as_ref() else {
             continue;
         };
-        s.write_all(b"still here")?;
-        let mut back = [0u8; 10];
+        let msg = suite.message(b"still here");
+        s.write_all(&msg)?;
+        let mut back = vec![0u8; msg.len()];
         wire::read_fully(s, &mut back)
             .map_err(|e| format!("client {i}, served before: {}", wire::words(&e)))?;
-        ensure(&back == b"still here", || {
-            format!("client {i} got other bytes")
-        })?;
+        ensure(back == msg, || format!("client {i} got other bytes"))?;
     }
     // Others leave; each newly served client leaves too, making room.
     for &i in &first {
@@ -258,7 +258,12 @@ pub(super) fn emfile(suite: &Suite) -> Checked {
     let started = Instant::now();
     while served.iter().any(|s| !s) && started.elapsed() < server.patience() {
         let before = served.clone();
-        if let Err(e) = read_echoes(&clients, &mut served, Duration::from_millis(200)) {
+        if let Err(e) = read_echoes(
+            &clients,
+            &mut served,
+            Duration::from_millis(200),
+            suite.whole(16),
+        ) {
             return Err(server.diagnose(e));
         }
         for i in 0..CLIENTS {
@@ -306,6 +311,7 @@ fn read_echoes(
     clients: &[Option<TcpStream>],
     served: &mut [bool],
     window: Duration,
+    message: usize,
 ) -> Result<usize, Stop> {
     use rustix::event::{poll, PollFd, PollFlags, Timespec};
     let waiting: Vec<usize> = (0..clients.len())
@@ -334,14 +340,14 @@ fn read_echoes(
         let Some(s) = clients[i].as_ref() else {
             continue;
         };
-        let mut back = [0u8; 16];
+        let mut back = vec![0u8; message];
         wire::read_fully(s, &mut back).map_err(|e| {
             format!(
                 "waiting client {i} was closed unserved ({}): the server dropped a queued connection instead of leaving it for later",
                 wire::words(&e)
             )
         })?;
-        ensure(back == [i as u8; 16], || {
+        ensure(back == vec![i as u8; back.len()], || {
             format!("client {i} got other bytes")
         })?;
         served[i] = true;
@@ -363,7 +369,7 @@ pub(super) fn idle_no_busy_loop(suite: &Suite) -> Checked {
         process: Some("CPU"),
         ..Needs::default()
     })?;
-    let streams = server.connect_echoed(CONNS)?;
+    let streams = server.connect_echoed(CONNS, &suite.message(b"ping"))?;
     let cpu0 = server.cpu();
     let t0 = Instant::now();
     // The measured window itself, not a wait for readiness.
@@ -404,7 +410,7 @@ pub(super) fn sigterm(suite: &Suite) -> Checked {
         process: Some("signals and process tree"),
         ..Needs::default()
     })?;
-    let streams = server.connect_echoed(CONNS)?;
+    let streams = server.connect_echoed(CONNS, &suite.message(b"ping"))?;
     let model = server.model().map(str::to_string);
     // A c10k model has the launcher's patience; another server the grace
     // period the runner gives it.
@@ -489,12 +495,11 @@ pub(super) fn max_conns_refuses_the_rest(suite: &Suite) -> Checked {
     })?;
     let mut served = server.connect_many(3)?;
     for (i, mut s) in served.iter().enumerate() {
-        s.write_all(&[i as u8; 8])?;
-        let mut back = [0u8; 8];
+        let msg = vec![i as u8; suite.whole(8)];
+        s.write_all(&msg)?;
+        let mut back = vec![0u8; msg.len()];
         wire::read_fully(s, &mut back)?;
-        ensure(back == [i as u8; 8], || {
-            format!("client {i} got other bytes")
-        })?;
+        ensure(back == msg, || format!("client {i} got other bytes"))?;
     }
     for k in 0..2 {
         let extra = server.connect()?;
@@ -512,12 +517,11 @@ pub(super) fn max_conns_refuses_the_rest(suite: &Suite) -> Checked {
     let gone = served.pop().ok_or("no client")?;
     finish(&gone)?;
     let late = server.connect()?;
-    (&late).write_all(b"my turn")?;
-    let mut back = [0u8; 7];
+    let msg = suite.message(b"my turn");
+    (&late).write_all(&msg)?;
+    let mut back = vec![0u8; msg.len()];
     wire::read_fully(&late, &mut back)?;
-    ensure(&back == b"my turn", || {
-        "the late client got other bytes".into()
-    })?;
+    ensure(back == msg, || "the late client got other bytes".into())?;
     drop((served, late));
     let summary = server.stop()?.ok_or("no summary")?;
     ensure(summary.refused.max_conns == 2, || {

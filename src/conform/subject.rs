@@ -171,13 +171,13 @@ impl Under {
             .collect()
     }
 
-    /// `n` connections, each of which has echoed one message (so the
+    /// `n` connections, each of which has echoed `message` (so the
     /// server holds every one of them).
-    pub fn connect_echoed(&self, n: usize) -> Result<Vec<TcpStream>, Stop> {
+    pub fn connect_echoed(&self, n: usize, message: &[u8]) -> Result<Vec<TcpStream>, Stop> {
         let streams = self.connect_many(n)?;
         for (i, mut s) in streams.iter().enumerate() {
-            s.write_all(b"ping")?;
-            wire::read_fully(s, &mut [0u8; 4])
+            s.write_all(message)?;
+            wire::read_fully(s, &mut vec![0u8; message.len()])
                 .map_err(|e| format!("connection {i}: {}", wire::words(&e)))?;
         }
         Ok(streams)

@@ -26,7 +26,7 @@ pub(super) fn echo_sizes_in_fragments(suite: &Suite) -> Checked {
             .map(|(i, stream)| {
                 s.spawn(move || -> Result<(), String> {
                     let mut rng = Rng::new(i as u64);
-                    for size in SIZES {
+                    for size in SIZES.map(|n| suite.whole(n)) {
                         let data = rng.bytes(size);
                         let back = echo_fragmented(stream, &data, &mut rng)
                             .map_err(|e| {
@@ -57,7 +57,7 @@ pub(super) fn echo_sizes_in_fragments(suite: &Suite) -> Checked {
     if let Some(Err(e)) = results.into_iter().find(Result::is_err) {
         return Err(server.diagnose(e.into()));
     }
-    let total = SIZES.iter().sum::<usize>() as u64 * CONNS as u64;
+    let total = SIZES.iter().map(|&n| suite.whole(n)).sum::<usize>() as u64 * CONNS as u64;
     let mut evidence = format!(
         "{CONNS} connections × 1 B, 100 B, 64 KiB and 1 MiB in random fragments: {} bytes came back equal",
         count(total)
@@ -99,17 +99,17 @@ pub(super) fn past_fd_setsize(suite: &Suite) -> Checked {
         ..Needs::default()
     })?;
     let mut streams = server.connect_many(N)?;
-    let message = |i: usize| format!("message {i:>24}\n");
+    let message = |i: usize| suite.message(format!("message {i:>24}\n").as_bytes());
     for (i, s) in streams.iter_mut().enumerate() {
-        s.write_all(message(i).as_bytes())
+        s.write_all(&message(i))
             .map_err(|e| format!("connection {i}: {e}"))?;
     }
     for (i, s) in streams.iter().enumerate() {
-        let mut back = [0u8; 33];
+        let mut back = vec![0u8; suite.whole(33)];
         if let Err(e) = wire::read_fully(s, &mut back) {
             return Err(server.diagnose(format!("connection {i}: {}", wire::words(&e)).into()));
         }
-        ensure(back == *message(i).as_bytes(), || {
+        ensure(back == message(i), || {
             format!("connection {i} got {:?}", String::from_utf8_lossy(&back))
         })?;
     }
@@ -128,9 +128,10 @@ pub(super) fn past_fd_setsize(suite: &Suite) -> Checked {
         format!("the client's descriptors stopped at {max_fd}, not past 1,024")
     })?;
     let mut evidence = format!(
-        "{} connections open at once (client descriptors up to {}): every one echoed its 33 B and saw EOF",
+        "{} connections open at once (client descriptors up to {}): every one echoed its {} B and saw EOF",
         count(N as u64),
-        count(max_fd as u64)
+        count(max_fd as u64),
+        count(suite.whole(33) as u64)
     );
     if let Some(summary) = server.stop()? {
         ensure(summary.peak_connections >= N as u64, || {
@@ -139,9 +140,10 @@ pub(super) fn past_fd_setsize(suite: &Suite) -> Checked {
                 summary.peak_connections
             )
         })?;
-        ensure(summary.bytes_echoed == 33 * N as u64, || {
-            format!("its summary says {} bytes echoed", summary.bytes_echoed)
-        })?;
+        ensure(
+            summary.bytes_echoed == suite.whole(33) as u64 * N as u64,
+            || format!("its summary says {} bytes echoed", summary.bytes_echoed),
+        )?;
         evidence += &format!("; its summary's peak: {}", count(summary.peak_connections));
     }
     Ok(evidence)
@@ -150,10 +152,10 @@ pub(super) fn past_fd_setsize(suite: &Suite) -> Checked {
 /// The client writes 200,000 bytes and shuts down its write side at once:
 /// every byte must still come back, then EOF.
 pub(super) fn half_close(suite: &Suite) -> Checked {
-    const SIZE: u64 = 200_000;
+    let size = suite.whole(200_000) as u64;
     let server = suite.start(Needs::default())?;
     let stream = server.connect()?;
-    let mut data = vec![0u8; SIZE as usize];
+    let mut data = vec![0u8; size as usize];
     wire::fill(&mut data, 0);
     let (back, read) = std::thread::scope(|s| {
         let w = s.spawn(|| -> std::io::Result<()> {
@@ -172,7 +174,7 @@ pub(super) fn half_close(suite: &Suite) -> Checked {
             format!(
                 "after {} of {} bytes: {}",
                 count(back.len() as u64),
-                count(SIZE),
+                count(size),
                 wire::words(&e)
             )
             .into(),
@@ -186,18 +188,18 @@ pub(super) fn half_close(suite: &Suite) -> Checked {
         )
         .into());
     }
-    ensure(back.len() as u64 == SIZE, || {
+    ensure(back.len() as u64 == size, || {
         format!(
             "EOF after {} of {} bytes: the rest was lost at the half-close",
             count(back.len() as u64),
-            count(SIZE)
+            count(size)
         )
     })?;
     server.stop()?;
     Ok(format!(
         "{} bytes written then shutdown(SHUT_WR): all {} came back, then EOF",
-        count(SIZE),
-        count(SIZE)
+        count(size),
+        count(size)
     ))
 }
 
@@ -212,7 +214,7 @@ pub(super) fn reset_mid_message(suite: &Suite) -> Checked {
     let mut rounds = 0;
     let mut round = |good: &mut Vec<TcpStream>, tag: u8| -> Result<(), Stop> {
         for (i, s) in good.iter_mut().enumerate() {
-            let msg = vec![tag ^ i as u8; 3000];
+            let msg = vec![tag ^ i as u8; suite.whole(3000)];
             s.write_all(&msg)?;
             let mut back = vec![0u8; msg.len()];
             wire::read_fully(s, &mut back)
@@ -282,15 +284,16 @@ pub(super) fn silent_connections(suite: &Suite) -> Checked {
     let silent = server.connect_many(SILENT)?;
     let half = server.connect_many(HALF)?;
     // Half of a 200-byte message each; the server may echo that half.
+    let whole = suite.whole(200);
     for (i, mut s) in half.iter().enumerate() {
-        s.write_all(&[i as u8; 100])?;
+        s.write_all(&vec![i as u8; whole / 2])?;
     }
     let mut good = server.connect_many(GOOD)?;
     for round in 0..3u8 {
         for (i, s) in good.iter_mut().enumerate() {
-            let msg = [round ^ i as u8; 500];
+            let msg = vec![round ^ i as u8; suite.whole(500)];
             s.write_all(&msg)?;
-            let mut back = [0u8; 500];
+            let mut back = vec![0u8; msg.len()];
             if let Err(e) = wire::read_fully(s, &mut back) {
                 return Err(server.diagnose(
                     format!(
@@ -307,18 +310,18 @@ pub(super) fn silent_connections(suite: &Suite) -> Checked {
     }
     // The quiet ones were kept, not dropped: each finishes now.
     for (i, mut s) in half.iter().enumerate() {
-        s.write_all(&[i as u8; 100])?;
-        let mut back = [0u8; 200];
+        s.write_all(&vec![i as u8; whole - whole / 2])?;
+        let mut back = vec![0u8; whole];
         wire::read_fully(s, &mut back)
             .map_err(|e| format!("half-message connection {i}: {}", wire::words(&e)))?;
-        ensure(back == [i as u8; 200], || {
+        ensure(back == vec![i as u8; whole], || {
             format!("half-message connection {i} got other bytes")
         })?;
     }
     for (i, mut s) in silent.iter().enumerate() {
-        let msg = [pattern(i as u64); 10];
+        let msg = vec![pattern(i as u64); suite.whole(10)];
         s.write_all(&msg)?;
-        let mut back = [0u8; 10];
+        let mut back = vec![0u8; msg.len()];
         wire::read_fully(s, &mut back).map_err(|e| {
             format!(
                 "silent connection {i}, at last speaking: {}",

@@ -40,6 +40,7 @@ pub fn plan(a: &ConformArgs) -> Result<ConformPlan, String> {
     if !a.server_args.is_empty() && a.model.is_none() {
         return Err("--server-arg goes to a c10k model's `c10k serve`: give --model".into());
     }
+    let mut request = 1;
     let subject = if let Some(text) = &a.address {
         let addr = text
             .to_socket_addrs()
@@ -56,6 +57,7 @@ pub fn plan(a: &ConformArgs) -> Result<ConformPlan, String> {
             )
         })?;
         super::check_server_args(&a.server_args)?;
+        request = super::request_bytes(m.name(), &a.server_args)?;
         Subject::Model {
             model: m.name().to_string(),
             flags: a.server_args.clone(),
@@ -85,6 +87,7 @@ pub fn plan(a: &ConformArgs) -> Result<ConformPlan, String> {
     }
     let mut suite = Suite::new(subject);
     suite.patience = patience;
+    suite.request = request;
     Ok(ConformPlan {
         suite,
         checks,

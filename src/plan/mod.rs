@@ -174,7 +174,16 @@ const CELL_OWNED: [&str; 5] = ["model", "port", "cpus", "bind", "reuseport"];
 /// itself. Returns the echo buffer the servers will have (`--buffer` among
 /// them, or serve's default).
 pub fn check_server_args(args: &[String]) -> Result<String, String> {
-    check_serve_flags("--server-arg", None, args)
+    check_serve_flags("--server-arg", None, args).map(|(buffer, _)| buffer)
+}
+
+/// The bytes of one request a `c10k serve` of `model` with `args` works on
+/// (`--work` with its `--message-size`); 1 for a plain echo, whose every
+/// byte may come back on its own.
+pub(crate) fn request_bytes(model: &str, args: &[String]) -> Result<usize, String> {
+    let (_, plan) = check_serve_flags("--server-arg", Some(model), args)?;
+    let work = &plan.config.work;
+    Ok(if work.is_none() { 1 } else { work.request })
 }
 
 /// Checks the flags of a `--variant` of `model` as [`check_server_args`]
@@ -184,8 +193,13 @@ pub(crate) fn check_variant_args(name: &str, model: &str, args: &[String]) -> Re
 }
 
 /// `args` as `c10k serve` flags of `model` (serve's default when `None`),
-/// none of them one a cell sets; errors start with `flag`.
-fn check_serve_flags(flag: &str, model: Option<&str>, args: &[String]) -> Result<String, String> {
+/// none of them one a cell sets; errors start with `flag`. Returns the
+/// echo buffer as written and the validated plan.
+fn check_serve_flags(
+    flag: &str,
+    model: Option<&str>,
+    args: &[String],
+) -> Result<(String, ServePlan), String> {
     use clap::{parser::ValueSource, Args, FromArgMatches};
     let parse = |args: &[String]| {
         ServeArgs::augment_args(clap::Command::new("serve").no_binary_name(true))
@@ -210,8 +224,8 @@ fn check_serve_flags(flag: &str, model: Option<&str>, args: &[String]) -> Result
         None => m,
     };
     let a = ServeArgs::from_arg_matches(&m).map_err(|e| format!("{flag}: {e}"))?;
-    ServePlan::from_args(&a).map_err(|e| format!("{flag}: {e}"))?;
-    Ok(a.buffer)
+    let plan = ServePlan::from_args(&a).map_err(|e| format!("{flag}: {e}"))?;
+    Ok((a.buffer, plan))
 }
 
 /// `--cpus LIST`: the CPUs named, each one this process may use.

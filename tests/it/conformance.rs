@@ -2,6 +2,11 @@
 //! ([`c10k::conform`], the same code `c10k conform` runs), each on every
 //! variant of every model as a real `c10k serve` child. A model that
 //! cannot run here is reported as ignored with the server's reason.
+//!
+//! Every model is checked again with work per request (`--work block:` and
+//! `--work wait:`, and tokio's `--block-inline`): requests of 16 KiB, so
+//! the checks' bulk traffic stays a few thousand requests, each padded to
+//! whole requests by the suite.
 
 use c10k::conform::{Check, Subject, Suite, Verdict};
 use libtest_mimic::{Completion, Failed};
@@ -13,29 +18,64 @@ use crate::support::{bin, PATIENCE};
 pub struct Case {
     pub label: String,
     pub model: &'static str,
-    pub flags: &'static [&'static str],
+    pub flags: Vec<String>,
+    /// Bytes per request under `--work` (1: a plain echo).
+    pub request: usize,
 }
+
+/// Bytes of a request in the cases with work.
+const REQUEST: usize = 16 << 10;
+
+/// The work of the cases with work: a label and the flags added.
+const WORK: &[(&str, &[&str])] = &[
+    ("block", &["--work", "block:50us"]),
+    ("wait", &["--work", "wait:50us"]),
+];
 
 /// Every variant of every model in the registry, so a new model cannot
 /// skip the suite.
 pub fn cases() -> Vec<Case> {
-    c10k::server::MODELS
-        .iter()
-        .flat_map(|m| {
-            m.variants().iter().map(|v| {
-                let name = m.name().replace('-', "_");
-                Case {
-                    label: if v.label.is_empty() {
-                        name
-                    } else {
-                        format!("{name}_{}", v.label)
-                    },
-                    model: m.name(),
-                    flags: v.flags,
-                }
-            })
-        })
-        .collect()
+    let mut cases = Vec::new();
+    for m in c10k::server::MODELS {
+        let name = m.name().replace('-', "_");
+        for v in m.variants() {
+            cases.push(Case {
+                label: if v.label.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{name}_{}", v.label)
+                },
+                model: m.name(),
+                flags: v.flags.iter().map(|f| f.to_string()).collect(),
+                request: 1,
+            });
+        }
+        // With work, on the model's first variant.
+        let base = m.variants().first().map_or(&[][..], |v| v.flags);
+        let mut work: Vec<(String, Vec<&str>)> = WORK
+            .iter()
+            .map(|(label, flags)| (label.to_string(), flags.to_vec()))
+            .collect();
+        if m.offloads_blocking() {
+            work.push((
+                "block_inline".into(),
+                vec!["--work", "block:50us", "--block-inline"],
+            ));
+        }
+        for (label, flags) in work {
+            let size = REQUEST.to_string();
+            let mut all: Vec<String> = base.iter().map(|f| f.to_string()).collect();
+            all.extend(flags.iter().map(|f| f.to_string()));
+            all.extend(["--message-size".to_string(), size]);
+            cases.push(Case {
+                label: format!("{name}_{label}"),
+                model: m.name(),
+                flags: all,
+                request: REQUEST,
+            });
+        }
+    }
+    cases
 }
 
 /// Runs `check` on `case`: a pass completes, a skip is ignored with its
@@ -44,10 +84,11 @@ pub fn run(case: &Case, check: &Check) -> Result<Completion, Failed> {
     let suite = Suite {
         subject: Subject::Model {
             model: case.model.to_string(),
-            flags: case.flags.iter().map(|f| f.to_string()).collect(),
+            flags: case.flags.clone(),
         },
         program: Some(bin().into()),
         patience: PATIENCE,
+        request: case.request,
     };
     let row = suite.run(check);
     match row.verdict {
