@@ -21,6 +21,7 @@ mod runner;
 mod scale;
 mod schema;
 mod support;
+mod work;
 
 use libtest_mimic::{Arguments, Trial};
 
@@ -44,7 +45,7 @@ fn main() {
         "agents::four_client_namespaces_drive_a_server_namespace",
         agents::netns_agents,
     ));
-    let groups: [(&str, &[(&str, support::Test)]); 15] = [
+    let groups: [(&str, &[(&str, support::Test)]); 16] = [
         ("agents", agents::TESTS),
         ("cli", cli::TESTS),
         ("conform", conform::TESTS),
@@ -60,6 +61,7 @@ fn main() {
         ("runner", runner::TESTS),
         ("scale", scale::TESTS),
         ("schema", schema::TESTS),
+        ("work", work::TESTS),
     ];
     for (group, tests) in groups {
         for &(name, test) in tests {
