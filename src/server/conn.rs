@@ -8,6 +8,12 @@
 //! is writable again. When the peer shuts down its write side (read returns
 //! 0), everything still owed is sent before the connection is closed.
 //!
+//! With `--work`, every `--message-size` bytes are a request: its bytes are
+//! echoed only once its work is done ([`super::work::Requests`]), in order;
+//! a request not yet whole stays at the front of the buffer for its rest,
+//! and a request that waits returns [`Want::Wait`] (the model times it its
+//! own way). Without work the path is the plain one above, unchanged.
+//!
 //! The same code serves blocking sockets (it simply returns when the peer is
 //! done) and non-blocking ones (it returns what to wait for next), so the
 //! thread, process, readiness and async models differ only in how they wait.

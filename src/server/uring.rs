@@ -44,6 +44,12 @@
 //!   `--buffer` plus that one-time overshoot.
 //! - Half-close: a recv of 0 bytes ends receiving; everything owed is sent,
 //!   then the socket is closed.
+//! - Requests (`--work`): the received bytes queue as they come; only the
+//!   front ones whose requests are done ([`Requests`], the same as every
+//!   other model's) are sent. `cpu` and `block` run on the ring's thread
+//!   (blocking it, as in any loop); a `wait` is an io_uring timeout, after
+//!   which the connection is pumped again. Receiving resumes once no more
+//!   than part of a request is held.
 //! - Errors end only their connection (counted); its other requests are
 //!   cancelled and the socket is closed once the kernel has let go of them.
 //! - An empty buffer ring ends a recv with ENOBUFS. Nothing is lost (the
