@@ -379,7 +379,7 @@ mod tests {
             .collect();
         names.extend((0..n).map(|i| format!("peer-{i}")));
         names.truncate(n);
-        let looks = looks(&names);
+        let looks = looks(&crate::server::names(), &names);
         let point = |x: f64, y: f64| Point {
             x,
             median: y,

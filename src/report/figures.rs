@@ -449,7 +449,7 @@ pub(super) fn legend(
     has_data: &[bool],
     text: impl Fn(usize, &String) -> String,
 ) -> Vec<Entry> {
-    let looks = crate::present::look::looks(models);
+    let looks = crate::present::look::looks(&crate::server::names(), models);
     models
         .iter()
         .zip(looks)
