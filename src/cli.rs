@@ -355,6 +355,12 @@ pub struct RunArgs {
     /// Connection counts, e.g. 2,4,8.
     #[arg(short, long, value_delimiter = ',')]
     pub connections: Option<Vec<usize>>,
+    /// Work profiles: every model at every count runs under each, with
+    /// its rankings and verdict per profile and each figure beside the
+    /// bound the work allows; none, or serve's --work SPEC, e.g.
+    /// none,cpu:20us,block:1ms (a request is one message, -m bytes).
+    #[arg(long, value_delimiter = ',', value_name = "SPECS")]
+    pub work: Option<Vec<String>>,
     /// Repeats of every cell, or `auto`: repeat each until its median is
     /// known to ±5 % (95 % interval), 3 to 10 runs.
     #[arg(long, value_name = "N|auto")]
@@ -432,7 +438,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "results")]
     pub out: std::path::PathBuf,
     /// Finish an interrupted run in DIR (its own plan is used).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "models", "connections", "runs", "margin", "repeat_disturbed", "workload", "messages", "duration", "warmup", "message_size", "rate", "rate_per_connection", "connect_rate", "timeout", "pin", "order", "per_connection_csv", "server_args", "variants", "servers", "targets", "ready_timeout", "agent", "agents_file", "agents", "bind"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "models", "connections", "work", "runs", "margin", "repeat_disturbed", "workload", "messages", "duration", "warmup", "message_size", "rate", "rate_per_connection", "connect_rate", "timeout", "pin", "order", "per_connection_csv", "server_args", "variants", "servers", "targets", "ready_timeout", "agent", "agents_file", "agents", "bind"])]
     pub resume: Option<std::path::PathBuf>,
     /// Do not write report.html (the exports are still written).
     #[arg(long)]

@@ -30,6 +30,8 @@ pub struct Preset {
     /// Where server and client run unless `--pin` says: split (each on its
     /// own CPUs) for every preset but c1m.
     pub pin: Pin,
+    /// The work axis unless `--work` says (empty: none).
+    pub work: &'static [&'static str],
 }
 
 /// `thesis-lock`: each model again with `--shared-state` (a mutex).
@@ -282,6 +284,7 @@ fn study(
         peers: &[],
         variants: &[],
         pin: Pin::Split,
+        work: &[],
     }
 }
 
