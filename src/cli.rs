@@ -327,9 +327,9 @@ pub struct HerdArgs {
 /// `c10k run [EXPERIMENT]`: a preset's matrix, changed by any flag given.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// tour (default), thesis, muller, comp8005, accept, c1m, peers or a
-    /// micro-benchmark (dispatch, spawn, micro-accept, herd); `--list` says
-    /// what each does.
+    /// tour (default), thesis, muller, comp8005, accept, c1m, peers,
+    /// handlers or a micro-benchmark (dispatch, spawn, micro-accept,
+    /// herd); `--list` says what each does.
     pub experiment: Option<String>,
     /// List the experiments and exit.
     #[arg(long)]
@@ -406,8 +406,9 @@ pub struct RunArgs {
     /// [default: 10s; comp8005: 120s].
     #[arg(long)]
     pub timeout: Option<String>,
-    /// Where server and client run: split (different CPUs), same, none
-    /// [default: split; c1m: none].
+    /// Where server and client run: split (different CPUs), same, all
+    /// (each on every CPU), none [default: split; c1m: none; handlers:
+    /// all].
     #[arg(long, value_enum)]
     pub pin: Option<Pin>,
     /// Repeat order: interleaved (run r of every cell, then r+1) or
@@ -673,6 +674,8 @@ pub enum Pin {
     Split,
     /// Server and client on the same CPUs.
     Same,
+    /// Server and client each on every CPU this process may use.
+    All,
     /// No pinning: the scheduler decides.
     None,
 }

@@ -482,7 +482,7 @@ fn refuse_work_flags(what: &str, args: &[String]) -> Result<(), String> {
 
 /// CPUs for the server and the client under `pin`, from the CPUs this
 /// process may use: split gives the server the first half and the client
-/// the rest; same gives both the first half.
+/// the rest; same gives both the first half; all gives both all of them.
 fn cpus_for(pin: Pin) -> Result<(Vec<usize>, Vec<usize>), String> {
     let cpus = crate::sys::affinity::current_cpus();
     let half = cpus.len().div_ceil(2).max(1);
@@ -493,8 +493,9 @@ fn cpus_for(pin: Pin) -> Result<(Vec<usize>, Vec<usize>), String> {
             cpus.len()
         )),
         Pin::Split => Ok((cpus[..half].to_vec(), cpus[half..].to_vec())),
-        Pin::Same if cpus.is_empty() => Err("cannot read this process's CPUs".into()),
+        Pin::Same | Pin::All if cpus.is_empty() => Err("cannot read this process's CPUs".into()),
         Pin::Same => Ok((cpus[..half].to_vec(), cpus[..half].to_vec())),
+        Pin::All => Ok((cpus.clone(), cpus)),
     }
 }
 
@@ -503,6 +504,7 @@ impl From<cli::Pin> for Pin {
         match p {
             cli::Pin::Split => Pin::Split,
             cli::Pin::Same => Pin::Same,
+            cli::Pin::All => Pin::All,
             cli::Pin::None => Pin::None,
         }
     }

@@ -22,6 +22,10 @@ pub enum Pin {
     Split,
     /// Server and client on the same CPUs.
     Same,
+    /// Server and client each on every CPU this process may use: a server
+    /// that can use every core shows it, and the client competes with it
+    /// for them.
+    All,
     /// No pinning: the scheduler decides.
     None,
 }
