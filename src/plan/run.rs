@@ -629,6 +629,40 @@ mod tests {
     }
 
     #[test]
+    fn the_handlers_preset_has_its_work_axis_and_every_cpu() {
+        let p = from_args(&["handlers"]).expect("the handlers preset");
+        assert_eq!(
+            p.work,
+            ["none", "cpu:10us", "cpu:100us", "block:1ms", "wait:1ms"]
+        );
+        assert_eq!(p.pin, Pin::All);
+        assert_eq!(p.server_cpus, crate::sys::affinity::current_cpus());
+        assert_eq!(p.server_cpus, p.client_cpus);
+        assert!(p.models.iter().any(|m| m == "tokio-inline"));
+        assert_eq!(p.cells.len(), 13 * 3 * 5 * 3);
+        // Flags give the axis canonically; a bad spec is one line.
+        let p = from_args(&[
+            "--models",
+            "epoll",
+            "--work",
+            " none , block:1000us",
+            "--pin",
+            "none",
+        ])
+        .expect("a plan");
+        assert_eq!(p.work, ["none", "block:1ms"]);
+        assert!(
+            p.title.ends_with(", under work none, block:1ms"),
+            "{}",
+            p.title
+        );
+        let e = from_args(&["--work", "block:1ms", "--variant", "x=epoll --work cpu:1ms"])
+            .err()
+            .unwrap_or_default();
+        assert!(e.starts_with("--variant x: --work is set per cell"), "{e}");
+    }
+
+    #[test]
     fn a_mistyped_name_gets_a_tip() {
         let e = from_args(&["toru"]).err().unwrap_or_default();
         assert!(
