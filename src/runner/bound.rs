@@ -91,44 +91,38 @@ pub(crate) struct Share {
 /// The bound of `model` at count `n` in `data` and its share of it, over
 /// the measured runs; `None` where no run recorded a bound.
 pub(crate) fn share(data: &RunData, model: &str, n: usize) -> Option<Share> {
-    let runs: Vec<(usize, f64, &Bound, Option<f64>)> = data
+    // Each measured run: its round, its bound, and its throughput where a
+    // share of the bound applies to it (a timed loop).
+    let runs: Vec<(usize, &Bound, Option<f64>)> = data
         .cells
         .iter()
         .filter(|c| c.cell.model == model && c.cell.connections == n && c.status == Status::Ok)
         .filter_map(|c| {
             let b = c.work_done.as_ref()?.bound.as_ref()?;
-            // The throughput, where a share of the bound applies to it.
             let m = c.metrics();
-            Some((
-                c.cell.run,
-                b.per_second,
-                b,
-                m.work_bound_share.and(m.throughput),
-            ))
+            Some((c.cell.run, b, m.work_bound_share.and(m.throughput)))
         })
         .collect();
-    let first = runs.first()?;
-    let bounds: Vec<f64> = runs.iter().map(|r| r.1).collect();
-    let bound = Bound {
-        per_second: crate::stats::Summary::of(&bounds)?.median,
-        why: first.2.why.clone(),
-    };
-    let measured: Vec<(usize, f64)> = runs.iter().filter_map(|r| Some((r.0, r.3?))).collect();
+    let (_, first, _) = runs.first()?;
+    let limit: Vec<(usize, f64)> = runs.iter().map(|r| (r.0, r.1.per_second)).collect();
+    let measured: Vec<(usize, f64)> = runs.iter().filter_map(|r| Some((r.0, r.2?))).collect();
     let shares: Vec<f64> = runs
         .iter()
-        .filter_map(|r| Some(r.3? / r.1))
+        .filter_map(|r| Some(r.2? / r.1.per_second))
         .filter(|s| s.is_finite())
         .collect();
-    let share = crate::stats::Summary::of(&shares).map(|s| s.median);
-    let limit: Vec<(usize, f64)> = runs.iter().map(|r| (r.0, r.1)).collect();
+    let median = |v: &[f64]| crate::stats::Summary::of(v).map(|s| s.median);
     let above = match (Sample::new(&measured), Sample::new(&limit)) {
         (Some(m), Some(b)) => Some(compare::compare(&m, &b, data.plan.margin)),
         _ => None,
     }
     .filter(Comparison::larger);
     Some(Share {
-        bound,
-        share,
+        bound: Bound {
+            per_second: median(&limit.iter().map(|l| l.1).collect::<Vec<_>>())?,
+            why: first.why.clone(),
+        },
+        share: median(&shares),
         above,
     })
 }
