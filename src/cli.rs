@@ -327,9 +327,9 @@ pub struct HerdArgs {
 /// `c10k run [EXPERIMENT]`: a preset's matrix, changed by any flag given.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// tour (default), thesis, muller, comp8005, accept, c1m, peers or a
-    /// micro-benchmark (dispatch, spawn, micro-accept, herd); `--list` says
-    /// what each does.
+    /// tour (default), thesis, muller, comp8005, accept, c1m, peers,
+    /// handlers or a micro-benchmark (dispatch, spawn, micro-accept,
+    /// herd); `--list` says what each does.
     pub experiment: Option<String>,
     /// List the experiments and exit.
     #[arg(long)]
@@ -355,6 +355,12 @@ pub struct RunArgs {
     /// Connection counts, e.g. 2,4,8.
     #[arg(short, long, value_delimiter = ',')]
     pub connections: Option<Vec<usize>>,
+    /// Work profiles: every model at every count runs under each, with
+    /// its rankings and verdict per profile and each figure beside the
+    /// bound the work allows; none, or serve's --work SPEC, e.g.
+    /// none,cpu:20us,block:1ms (a request is one message, -m bytes).
+    #[arg(long, value_delimiter = ',', value_name = "SPECS")]
+    pub work: Option<Vec<String>>,
     /// Repeats of every cell, or `auto`: repeat each until its median is
     /// known to ±5 % (95 % interval), 3 to 10 runs.
     #[arg(long, value_name = "N|auto")]
@@ -400,8 +406,9 @@ pub struct RunArgs {
     /// [default: 10s; comp8005: 120s].
     #[arg(long)]
     pub timeout: Option<String>,
-    /// Where server and client run: split (different CPUs), same, none
-    /// [default: split; c1m: none].
+    /// Where server and client run: split (different CPUs), same, all
+    /// (each on every CPU), none [default: split; c1m: none; handlers:
+    /// all].
     #[arg(long, value_enum)]
     pub pin: Option<Pin>,
     /// Repeat order: interleaved (run r of every cell, then r+1) or
@@ -432,7 +439,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "results")]
     pub out: std::path::PathBuf,
     /// Finish an interrupted run in DIR (its own plan is used).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "models", "connections", "runs", "margin", "repeat_disturbed", "workload", "messages", "duration", "warmup", "message_size", "rate", "rate_per_connection", "connect_rate", "timeout", "pin", "order", "per_connection_csv", "server_args", "variants", "servers", "targets", "ready_timeout", "agent", "agents_file", "agents", "bind"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "models", "connections", "work", "runs", "margin", "repeat_disturbed", "workload", "messages", "duration", "warmup", "message_size", "rate", "rate_per_connection", "connect_rate", "timeout", "pin", "order", "per_connection_csv", "server_args", "variants", "servers", "targets", "ready_timeout", "agent", "agents_file", "agents", "bind"])]
     pub resume: Option<std::path::PathBuf>,
     /// Do not write report.html (the exports are still written).
     #[arg(long)]
@@ -667,6 +674,8 @@ pub enum Pin {
     Split,
     /// Server and client on the same CPUs.
     Same,
+    /// Server and client each on every CPU this process may use.
+    All,
     /// No pinning: the scheduler decides.
     None,
 }

@@ -254,11 +254,7 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
     eprint!("{}", runner::intro(&data));
     let finish = runner::execute(&mut data, &mut appender);
     // Whatever happened, what was measured is written out.
-    let written = c10k::output::write_all(
-        &data,
-        &c10k::report::RunTables::of(&data).all(),
-        !args.no_report,
-    );
+    let written = c10k::output::write_all(&data, &c10k::report::sections(&data), !args.no_report);
     // Written with errors ignored: `c10k run | head` must not turn a
     // finished run into a panic.
     let mut stdout = std::io::stdout();
@@ -324,7 +320,7 @@ fn report(dir: &std::path::Path) -> ExitCode {
     } else {
         ExitCode::from(1)
     };
-    match c10k::output::write_all(&data, &c10k::report::RunTables::of(&data).all(), true) {
+    match c10k::output::write_all(&data, &c10k::report::sections(&data), true) {
         Ok(paths) => {
             for p in paths {
                 println!("wrote {}", p.display());

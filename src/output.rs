@@ -11,12 +11,17 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 
-use crate::export::table::Table;
+use crate::report::Section;
 use crate::runner::results::RunData;
 
 /// Writes every export (and the report unless `report` is false); returns
-/// the paths written.
-pub fn write_all(data: &RunData, tables: &[Table], report: bool) -> anyhow::Result<Vec<PathBuf>> {
+/// the paths written. `sections`: the run's tables per work profile
+/// ([`crate::report::sections`]).
+pub fn write_all(
+    data: &RunData,
+    sections: &[Section],
+    report: bool,
+) -> anyhow::Result<Vec<PathBuf>> {
     let dir = &data.dir;
     let mut written = Vec::new();
     let csv = dir.join("results.csv");
@@ -24,11 +29,12 @@ pub fn write_all(data: &RunData, tables: &[Table], report: bool) -> anyhow::Resu
         .with_context(|| format!("cannot write {}", csv.display()))?;
     written.push(csv);
     let json = dir.join("results.json");
-    let summary: Vec<serde_json::Value> = crate::runner::summary::standings(data)
-        .into_iter()
-        .flat_map(|(n, rows)| {
-            rows.into_iter().map(move |r| {
-                serde_json::json!({
+    let mut summary: Vec<serde_json::Value> = Vec::new();
+    for part in crate::runner::axis::parts(data) {
+        let part_data = &part.data;
+        for (n, rows) in crate::runner::summary::standings(part_data) {
+            for r in rows {
+                let mut row = serde_json::json!({
                     "model": r.model,
                     "connections": n,
                     "primary": r.summary,
@@ -39,10 +45,21 @@ pub fn write_all(data: &RunData, tables: &[Table], report: bool) -> anyhow::Resu
                     "placed_by": r.placed_by,
                     "repeated": r.repeated,
                     "disturbed": r.disturbed,
-                })
-            })
-        })
-        .collect();
+                });
+                // With a work axis: the row's profile, its bound and the
+                // share of it (above_bound: beyond noise and margin).
+                if let Some(w) = part.work {
+                    row["work"] = w.into();
+                }
+                if let Some(b) = crate::runner::bound::share(part_data, &r.model, n) {
+                    row["bound"] = serde_json::to_value(&b.bound)?;
+                    row["bound_share"] = serde_json::to_value(b.share)?;
+                    row["above_bound"] = b.above.is_some().into();
+                }
+                summary.push(row);
+            }
+        }
+    }
     crate::export::write_json(
         &json,
         &serde_json::json!({
@@ -56,7 +73,7 @@ pub fn write_all(data: &RunData, tables: &[Table], report: bool) -> anyhow::Resu
     .with_context(|| format!("cannot write {}", json.display()))?;
     written.push(json);
     let md = dir.join("results.md");
-    crate::export::target::write(&md, markdown(data, tables).as_bytes())
+    crate::export::target::write(&md, markdown(data, sections).as_bytes())
         .with_context(|| format!("cannot write {}", md.display()))?;
     written.push(md);
     if report {
@@ -66,7 +83,8 @@ pub fn write_all(data: &RunData, tables: &[Table], report: bool) -> anyhow::Resu
 }
 
 /// One row per cell: its identity and outcome, then every metric (empty
-/// where it does not apply).
+/// where it does not apply). `work` is the cell's profile (`none` without
+/// work), `work_bound` the term that set its bound (empty without work).
 fn csv_bytes(data: &RunData) -> anyhow::Result<Vec<u8>> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let fixed = [
@@ -78,6 +96,8 @@ fn csv_bytes(data: &RunData) -> anyhow::Result<Vec<u8>> {
         "reason",
         "wall_seconds",
         "server_instances",
+        "work",
+        "work_bound",
     ];
     let metric_names: Vec<String> =
         match serde_json::to_value(crate::runner::cell::Metrics::default())? {
@@ -103,6 +123,11 @@ fn csv_bytes(data: &RunData) -> anyhow::Result<Vec<u8>> {
             c.server
                 .as_ref()
                 .map_or(String::new(), |s| s.instances.to_string()),
+            c.cell.profile().to_string(),
+            c.work_done
+                .as_ref()
+                .and_then(|w| w.bound.as_ref())
+                .map_or(String::new(), |b| b.why.clone()),
         ];
         for name in &metric_names {
             row.push(match metrics.get(name) {
@@ -115,8 +140,9 @@ fn csv_bytes(data: &RunData) -> anyhow::Result<Vec<u8>> {
     w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-/// The Markdown summary: what ran, where, and every table.
-fn markdown(data: &RunData, tables: &[Table]) -> String {
+/// The Markdown summary: what ran, where, and every table (per work
+/// profile, each under its heading).
+fn markdown(data: &RunData, sections: &[Section]) -> String {
     let p = &data.plan;
     let mut out = format!("# c10k run {}\n\n{}\n\n", p.experiment, p.title);
     let ok = data
@@ -134,12 +160,17 @@ fn markdown(data: &RunData, tables: &[Table]) -> String {
         p.pin
     );
     let _ = writeln!(out, "Rerun: `{}`\n", p.command);
-    if let Some(line) = crate::runner::disturbed::headline(data) {
-        let _ = writeln!(out, "**{line}**\n");
-    }
-    for t in tables {
-        out.push_str(&t.to_markdown());
-        out.push('\n');
+    for section in sections {
+        if let Some(h) = &section.heading {
+            let _ = writeln!(out, "## {h}\n");
+        }
+        if let Some(line) = &section.disturbed {
+            let _ = writeln!(out, "**{line}**\n");
+        }
+        for t in &section.tables {
+            out.push_str(&t.to_markdown());
+            out.push('\n');
+        }
     }
     out
 }

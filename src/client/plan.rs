@@ -31,8 +31,8 @@ pub(crate) const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The longest duration any flag (or plan.json) may give, in seconds: a
-/// year.
-pub(crate) const MAX_SECONDS: f64 = 86_400.0 * 365.0;
+/// year (kept with the parser of durations, below every engine).
+pub(crate) use crate::present::units::MAX_SECONDS;
 
 /// The least rate any flag accepts: one event per 1,000 s. Below it a
 /// pacing interval is no longer a duration a run could wait out.

@@ -28,8 +28,10 @@ pub struct Preset {
     /// `--variant NAME='MODEL FLAGS'`).
     pub variants: &'static [(&'static str, &'static str)],
     /// Where server and client run unless `--pin` says: split (each on its
-    /// own CPUs) for every preset but c1m.
+    /// own CPUs) for every preset but c1m and handlers.
     pub pin: Pin,
+    /// The work axis unless `--work` says (empty: none).
+    pub work: &'static [&'static str],
 }
 
 /// `thesis-lock`: each model again with `--shared-state` (a mutex).
@@ -60,6 +62,28 @@ const INTERVALS: &[(&str, &str)] = &[
     ("epoll@1ms", "epoll --interval 1ms"),
     ("epoll@10ms", "epoll --interval 10ms"),
 ];
+
+/// `handlers`: every model, then tokio making its blocking calls inside
+/// the task. Prefork runs with a worker per connection (and 8 spare, as
+/// every run gives it), so it holds 1,000 connections; its bound is then
+/// one per connection, as threads' and fork's.
+const HANDLERS_MODELS: &[&str] = &[
+    "threads",
+    "fork",
+    "prefork",
+    "busy",
+    "select",
+    "poll",
+    "sigio",
+    "epoll",
+    "epoll-workers",
+    "uring",
+    "tokio",
+    "tokio-inline",
+    "hybrid",
+];
+
+const HANDLERS_VARIANTS: &[(&str, &str)] = &[("tokio-inline", "tokio --block-inline")];
 
 /// Every preset, the default first.
 pub fn all() -> Vec<Preset> {
@@ -187,6 +211,39 @@ pub fn all() -> Vec<Preset> {
                 },
             )
         },
+        Preset {
+            // Server and client each on both CPUs of this machine (all the
+            // CPUs the run may use), recorded in the plan: pinned apart,
+            // the server would have one core and cpu:100us would cap every
+            // model at 10,000/s, so the models that run handlers on
+            // several cores (threads, fork, prefork, epoll-workers, uring,
+            // tokio, hybrid's pool) could not show it. The client then
+            // competes for those cores: a CPU-bound model's share of its
+            // bound (cores / CPU per request) is what the client leaves it.
+            pin: Pin::All,
+            variants: HANDLERS_VARIANTS,
+            work: &["none", "cpu:10us", "cpu:100us", "block:1ms", "wait:1ms"],
+            ..study(
+                "handlers",
+                "handlers that cost something: every model (and tokio-inline, tokio blocking inside its tasks: the common mistake) at 10, 100 and 1,000 connections under no work, cpu:10us, cpu:100us, block:1ms and wait:1ms per request, each figure beside the bound the work allows; server and client each on every CPU, so a model that can use both cores shows it",
+                HANDLERS_MODELS,
+                &[10, 100, 1000],
+                3,
+                // 585 cells (13 models × 3 counts × 5 profiles × 3 runs)
+                // of a 1 s window after 0.25 s of warm-up, about 20
+                // minutes here with starting, sampling and stopping each
+                // server. A round trip counts when it is sent and answered
+                // within the window: a model with one handler blocking
+                // 1 ms per request serves 1,000 connections one round a
+                // second, longer than the window, and those cells fail
+                // saying so (that is the lesson); with two handlers a
+                // round is half the window and the figure reads about
+                // half (--duration 3s measures both, in about 40
+                // minutes). Where a round is a tenth of the window (one
+                // handler at 100 connections), it reads a tenth low.
+                Workload::closed(1.0, 0.25),
+            )
+        },
         study(
             "accept",
             "accept rate (select(2) done right, 2017): connection churn against each model",
@@ -282,6 +339,7 @@ fn study(
         peers: &[],
         variants: &[],
         pin: Pin::Split,
+        work: &[],
     }
 }
 

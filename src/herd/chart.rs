@@ -194,7 +194,7 @@ fn draw_legend(area: &Area<'_>, methods: &[&str], columns: usize) -> anyhow::Res
 /// one), a marker and a dash by its place in the chart, so that the first
 /// 15 series differ in both (three that coincide, in all three).
 fn styles(series: &[&str]) -> Vec<Look> {
-    looks(series)
+    looks(&crate::server::names(), series)
         .into_iter()
         .enumerate()
         .map(|(i, look)| Look {
@@ -276,7 +276,10 @@ mod tests {
             }
         }
         // A method that is a model keeps the model's colour.
-        assert_eq!(s[5].color, looks(&["epoll"])[0].color);
+        assert_eq!(
+            s[5].color,
+            looks(&crate::server::names(), &["epoll"])[0].color
+        );
     }
 
     /// A row of `method` at `workers` whose every figure is `v`.

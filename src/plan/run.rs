@@ -268,6 +268,17 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         WorkloadKind::Closed if workload.messages_for(1).is_some() => matrix::Primary::Time,
         WorkloadKind::Closed => matrix::Primary::Throughput,
     };
+    let work = match &args.work {
+        Some(list) => list.clone(),
+        None => preset.work.iter().map(|w| w.to_string()).collect(),
+    };
+    let work = work_axis(&work, &workload)?;
+    if !work.is_empty() {
+        refuse_work_flags("--server-arg", &args.server_args)?;
+        for v in &variants {
+            refuse_work_flags(&format!("--variant {}", v.name), &v.args)?;
+        }
+    }
     let pin = args.pin.map_or(preset.pin, Pin::from);
     // A micro-benchmark places its own threads; the runner pins nothing.
     let (server_cpus, client_cpus) = if preset.bench.is_some() {
@@ -278,6 +289,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     let order = args.order.map_or(Order::Interleaved, Order::from);
     let customised = args.models.is_some()
         || args.connections.is_some()
+        || args.work.is_some()
         || args.runs.is_some()
         || args.workload.is_some()
         || args.messages.is_some()
@@ -313,7 +325,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     {
         return Err("--server-arg=--bind: use --bind, which the client connects to as well".into());
     }
-    let cells = matrix::expand(&models, &connections, runs, order);
+    let cells = matrix::expand(&models, &connections, &work, runs, order);
     let refused = if preset.bench.is_some() {
         Vec::new()
     } else {
@@ -330,13 +342,14 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     let custom = args.experiment.is_none()
         && (args.models.is_some()
             || args.connections.is_some()
+            || args.work.is_some()
             || !args.variants.is_empty()
             || !args.servers.is_empty()
             || !args.targets.is_empty());
     let (experiment, title) = if custom {
         (
             CUSTOM.to_string(),
-            custom_title(&models, &connections, &workload),
+            custom_title(&models, &connections, &work, &workload),
         )
     } else if customised {
         (
@@ -346,13 +359,14 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     } else {
         (preset.name.to_string(), preset.title.to_string())
     };
-    Ok(RunPlan {
+    let plan = RunPlan {
         version: RESULTS_VERSION,
         experiment,
         title,
         command,
         models,
         connections,
+        work,
         runs,
         auto_runs,
         order,
@@ -377,7 +391,10 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         size_label: preset.size_label.to_string(),
         refused,
         cells,
-    })
+    };
+    // Its errors name the plan's field, `work`: here, the flag.
+    plan.check_work().map_err(|e| format!("--{e}"))?;
+    Ok(plan)
 }
 
 /// What a run of one's own matrix is called (its results directory is
@@ -385,8 +402,14 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
 pub const CUSTOM: &str = "custom";
 
 /// The title of a custom matrix: `a custom matrix: epoll, poll at 10
-/// connections, closed loop`.
-fn custom_title(models: &[String], connections: &[usize], workload: &matrix::Workload) -> String {
+/// connections, closed loop` (`…, under work none, block:1ms` with the
+/// axis).
+fn custom_title(
+    models: &[String],
+    connections: &[usize],
+    work: &[String],
+    workload: &matrix::Workload,
+) -> String {
     let mut every = crate::server::names();
     every.sort_unstable();
     let mut given: Vec<&str> = models.iter().map(String::as_str).collect();
@@ -406,16 +429,60 @@ fn custom_title(models: &[String], connections: &[usize], workload: &matrix::Wor
         (WorkloadKind::Burst, _) => "burst".to_string(),
         (WorkloadKind::Churn, _) => "connection churn".to_string(),
     };
+    let under = if work.is_empty() {
+        String::new()
+    } else {
+        format!(", under work {}", work.join(", "))
+    };
     format!(
-        "a custom matrix: {models} at {} connection{}, {how}",
+        "a custom matrix: {models} at {} connection{}, {how}{under}",
         counts.join(", "),
         if connections == [1] { "" } else { "s" }
     )
 }
 
+/// `--work`: the profiles, each checked as `c10k serve --work` checks it
+/// for requests of one message, and written canonically; the rest (named
+/// once, a request that fits the echo buffer, no micro-benchmark) is
+/// [`RunPlan::check_work`], as for a plan read back.
+fn work_axis(list: &[String], workload: &matrix::Workload) -> Result<Vec<String>, String> {
+    let given: Vec<&str> = list
+        .iter()
+        .map(|w| w.trim())
+        .filter(|w| !w.is_empty())
+        .collect();
+    if given.is_empty() && !list.is_empty() {
+        return Err("--work names no profile: give none or specs, e.g. none,block:1ms".into());
+    }
+    given
+        .into_iter()
+        .map(|w| {
+            matrix::work_profile(w, workload.message_size()).map_err(|e| format!("--work: {e}"))
+        })
+        .collect()
+}
+
+/// With a work axis, c10k gives each cell's server its `--work` and
+/// `--message-size`: flags of `what` (`--server-arg`, a `--variant`) may
+/// not set them too.
+fn refuse_work_flags(what: &str, args: &[String]) -> Result<(), String> {
+    let sets = |a: &String, flag: &str| a == flag || a.starts_with(&format!("{flag}="));
+    match args
+        .iter()
+        .find(|a| sets(a, "--work") || sets(a, "--message-size"))
+    {
+        Some(a) => Err(format!(
+            "{what}: {} is set per cell by --work (each cell's work, a request of one \
+             message); give the profiles to --work",
+            a.split('=').next().unwrap_or(a)
+        )),
+        None => Ok(()),
+    }
+}
+
 /// CPUs for the server and the client under `pin`, from the CPUs this
 /// process may use: split gives the server the first half and the client
-/// the rest; same gives both the first half.
+/// the rest; same gives both the first half; all gives both all of them.
 fn cpus_for(pin: Pin) -> Result<(Vec<usize>, Vec<usize>), String> {
     let cpus = crate::sys::affinity::current_cpus();
     let half = cpus.len().div_ceil(2).max(1);
@@ -426,8 +493,9 @@ fn cpus_for(pin: Pin) -> Result<(Vec<usize>, Vec<usize>), String> {
             cpus.len()
         )),
         Pin::Split => Ok((cpus[..half].to_vec(), cpus[half..].to_vec())),
-        Pin::Same if cpus.is_empty() => Err("cannot read this process's CPUs".into()),
+        Pin::Same | Pin::All if cpus.is_empty() => Err("cannot read this process's CPUs".into()),
         Pin::Same => Ok((cpus[..half].to_vec(), cpus[..half].to_vec())),
+        Pin::All => Ok((cpus.clone(), cpus)),
     }
 }
 
@@ -436,6 +504,7 @@ impl From<cli::Pin> for Pin {
         match p {
             cli::Pin::Split => Pin::Split,
             cli::Pin::Same => Pin::Same,
+            cli::Pin::All => Pin::All,
             cli::Pin::None => Pin::None,
         }
     }
@@ -557,6 +626,40 @@ mod tests {
             .expect("the thesis");
         assert_eq!(p.experiment, "thesis");
         assert!(p.title.ends_with(" (customised)"), "{}", p.title);
+    }
+
+    #[test]
+    fn the_handlers_preset_has_its_work_axis_and_every_cpu() {
+        let p = from_args(&["handlers"]).expect("the handlers preset");
+        assert_eq!(
+            p.work,
+            ["none", "cpu:10us", "cpu:100us", "block:1ms", "wait:1ms"]
+        );
+        assert_eq!(p.pin, Pin::All);
+        assert_eq!(p.server_cpus, crate::sys::affinity::current_cpus());
+        assert_eq!(p.server_cpus, p.client_cpus);
+        assert!(p.models.iter().any(|m| m == "tokio-inline"));
+        assert_eq!(p.cells.len(), 13 * 3 * 5 * 3);
+        // Flags give the axis canonically; a bad spec is one line.
+        let p = from_args(&[
+            "--models",
+            "epoll",
+            "--work",
+            " none , block:1000us",
+            "--pin",
+            "none",
+        ])
+        .expect("a plan");
+        assert_eq!(p.work, ["none", "block:1ms"]);
+        assert!(
+            p.title.ends_with(", under work none, block:1ms"),
+            "{}",
+            p.title
+        );
+        let e = from_args(&["--work", "block:1ms", "--variant", "x=epoll --work cpu:1ms"])
+            .err()
+            .unwrap_or_default();
+        assert!(e.starts_with("--variant x: --work is set per cell"), "{e}");
     }
 
     #[test]

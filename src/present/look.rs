@@ -99,13 +99,13 @@ fn slot(k: usize) -> Look {
 }
 
 /// The look of each of `series`, drawn together in one chart: a model of
-/// the registry has its own (by its place there, so it does not change
-/// with the plan); every other series takes the first look that no series
-/// of the chart has, after the registry's (so it does not take a model's
-/// colour while free ones remain). No two series share a colour until
-/// there are more than 24, nor a look at all.
-pub fn looks<S: AsRef<str>>(series: &[S]) -> Vec<Look> {
-    let names = crate::server::names();
+/// the registry (`names`, the server models in their order) has its own
+/// (by its place there, so it does not change with the plan); every other
+/// series takes the first look that no series of the chart has, after the
+/// registry's (so it does not take a model's colour while free ones
+/// remain). No two series share a colour until there are more than 24, nor
+/// a look at all.
+pub fn looks<S: AsRef<str>>(names: &[&str], series: &[S]) -> Vec<Look> {
     let own: Vec<Option<usize>> = series
         .iter()
         .map(|s| names.iter().position(|n| *n == s.as_ref()))
@@ -126,13 +126,13 @@ mod tests {
 
     #[test]
     fn registry_models_keep_their_look() {
-        let alone = looks(&["threads"]);
-        let among = looks(&["epoll", "go", "threads"]);
+        let alone = looks(&crate::server::names(), &["threads"]);
+        let among = looks(&crate::server::names(), &["epoll", "go", "threads"]);
         assert_eq!(alone[0], among[2]);
         assert_ne!(among[0].color, among[2].color);
         // The registry's order decides, not the chart's.
-        assert_eq!(looks(&["fork", "threads"]), {
-            let mut v = looks(&["threads", "fork"]);
+        assert_eq!(looks(&crate::server::names(), &["fork", "threads"]), {
+            let mut v = looks(&crate::server::names(), &["threads", "fork"]);
             v.reverse();
             v
         });
@@ -149,7 +149,7 @@ mod tests {
         assert_eq!(series.len(), 24);
         for take in [10, 12, 13, 24] {
             let mixed: Vec<&String> = series.iter().rev().take(take).collect();
-            let l = looks(&mixed);
+            let l = looks(&crate::server::names(), &mixed);
             for i in 0..l.len() {
                 for j in 0..i {
                     assert_ne!(l[i].color, l[j].color, "{} and {}", mixed[i], mixed[j]);
@@ -161,7 +161,7 @@ mod tests {
     #[test]
     fn past_24_series_every_look_is_its_own() {
         let series: Vec<String> = (0..100).map(|i| format!("s{i}")).collect();
-        let l = looks(&series);
+        let l = looks(&crate::server::names(), &series);
         for i in 0..l.len() {
             for j in 0..i {
                 assert_ne!(l[i], l[j], "series {i} and {j}");

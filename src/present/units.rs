@@ -222,8 +222,12 @@ pub(crate) fn parse_size(text: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("'{text}' is too large"))
 }
 
+/// The longest duration any flag (or plan.json) may give, in seconds: a
+/// year.
+pub(crate) const MAX_SECONDS: f64 = 86_400.0 * 365.0;
+
 /// Parses a duration: `10s`, `500ms`, `1.5s`, `2m`, `1h`, `250us`; a bare
-/// number is seconds.
+/// number is seconds, at most [`MAX_SECONDS`].
 pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     let t = text.trim();
     let split = t
@@ -245,7 +249,7 @@ pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> 
             ))
         }
     };
-    if !secs.is_finite() || !(0.0..=crate::client::plan::MAX_SECONDS).contains(&secs) {
+    if !secs.is_finite() || !(0.0..=MAX_SECONDS).contains(&secs) {
         return Err(format!("'{text}' is out of range"));
     }
     Ok(std::time::Duration::from_secs_f64(secs))

@@ -2,7 +2,8 @@
 //! side by side (connections across, one figure up), one line per model
 //! through the medians of its repeats, min–max whiskers, an optional fitted
 //! power law per model drawn dashed (a level when its exponent is 0, over a
-//! span of its own when given), and a legend under the panels.
+//! span of its own when given), an optional bound per model drawn thin and
+//! finely dashed, and a legend under the panels.
 //!
 //! Text is written as SVG `<text>` for the browser to set: plotters is built
 //! without a font feature, so it only estimates text widths for layout and
@@ -45,6 +46,9 @@ pub struct Line {
     pub fit: Option<PowerLaw>,
     /// The x range to draw the fit over; `None`: the points' range.
     pub fit_span: Option<(f64, f64)>,
+    /// What bounds the figure at each x (under `--work`, the throughput
+    /// the work alone allows): drawn thin and dashed in the line's colour.
+    pub bound: Vec<(f64, f64)>,
 }
 
 /// One chart of a figure.
@@ -118,6 +122,7 @@ fn draw_panel(area: &Area<'_>, panel: &Panel, figure: &Figure) -> anyhow::Result
         if let (Some(f), Some((a, b))) = (line.fit, fit_span(line)) {
             ys.extend([f.at(a), f.at(b)]);
         }
+        ys.extend(line.bound.iter().map(|b| b.1));
     }
     ys.retain(|v| v.is_finite() && *v > 0.0);
     let (y_lo, y_hi) = padded(&ys, 1.4);
@@ -179,6 +184,20 @@ fn draw_panel(area: &Area<'_>, panel: &Panel, figure: &Figure) -> anyhow::Result
                 6,
                 4,
                 look.color.mix(0.7).stroke_width(1),
+            ))?;
+        }
+        if !line.bound.is_empty() {
+            let bound: Vec<(f64, f64)> = line
+                .bound
+                .iter()
+                .filter(|(_, y)| y.is_finite() && *y > 0.0)
+                .map(|&(x, y)| (x * shift, y))
+                .collect();
+            chart.draw_series(DashedLineSeries::new(
+                bound,
+                4,
+                3,
+                look.color.stroke_width(1),
             ))?;
         }
         let line = points.iter().map(|p| (p.x, p.median));
@@ -379,7 +398,7 @@ mod tests {
             .collect();
         names.extend((0..n).map(|i| format!("peer-{i}")));
         names.truncate(n);
-        let looks = looks(&names);
+        let looks = looks(&crate::server::names(), &names);
         let point = |x: f64, y: f64| Point {
             x,
             median: y,
@@ -397,6 +416,7 @@ mod tests {
                         points: vec![point(10.0, 1.0 + i as f64), point(100.0, 2.0 + i as f64)],
                         fit: None,
                         fit_span: None,
+                        bound: Vec::new(),
                     })
                     .collect(),
             }],

@@ -183,6 +183,7 @@ fn pinning(plan: &RunPlan) -> String {
     let mode = match plan.pin {
         Pin::Split => "split (server and client on different CPUs)",
         Pin::Same => "same (server and client share CPUs)",
+        Pin::All => "all (server and client each on every CPU, competing for them)",
         Pin::None => "none (the scheduler decides)",
     };
     let side = |c: &[usize]| {

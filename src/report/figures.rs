@@ -39,6 +39,9 @@ struct PanelSpec {
     y_label: &'static str,
     unit: Unit,
     pick: Pick,
+    /// What bounds the figure, drawn beside each model's line (the
+    /// throughput the work allows, under `--work`).
+    bound: Option<Pick>,
 }
 
 struct Spec {
@@ -73,12 +76,15 @@ pub fn charts(data: &RunData) -> Vec<Chart> {
         about: "Measured round trips per second (echoes back and checked) over the measured \
                 window."
             .into(),
-        panels: vec![panel(
-            "round trips per second",
-            "round trips per second",
-            Unit::Count,
-            |m| m.throughput,
-        )],
+        panels: vec![PanelSpec {
+            bound: Some(|m| m.work_bound_per_second),
+            ..panel(
+                "round trips per second",
+                "round trips per second",
+                Unit::Count,
+                |m| m.throughput,
+            )
+        }],
         fit: None,
     });
     specs.push(Spec {
@@ -213,6 +219,7 @@ fn panel(title: &'static str, y_label: &'static str, unit: Unit, pick: Pick) -> 
         y_label,
         unit,
         pick,
+        bound: None,
     }
 }
 
@@ -282,6 +289,7 @@ fn build(data: &RunData, spec: &Spec) -> Chart {
     let mut dropped: Vec<(&str, &str, usize)> = Vec::new();
     let mut panels = Vec::new();
     let mut empty_panels = Vec::new();
+    let mut bounded = false;
     for ps in &spec.panels {
         let mut lines = Vec::new();
         for (i, model) in models.iter().enumerate() {
@@ -312,11 +320,20 @@ fn build(data: &RunData, spec: &Spec) -> Chart {
                 PowerLaw::fit(&medians)
             });
             fits[i] = fit;
+            // The bound at each count: the median of its runs'.
+            let bound: Vec<(f64, f64)> = ps.bound.map_or_else(Vec::new, |pick| {
+                series::values(data, model, pick)
+                    .into_iter()
+                    .filter_map(|(n, v)| Some((n as f64, Summary::of(&v)?.median)))
+                    .collect()
+            });
+            bounded |= !bound.is_empty();
             lines.push(Line {
                 entry: i,
                 points,
                 fit,
                 fit_span: None,
+                bound,
             });
         }
         if lines.is_empty() {
@@ -357,6 +374,14 @@ fn build(data: &RunData, spec: &Spec) -> Chart {
                 fitted.join("; ")
             ));
         }
+    }
+    if bounded {
+        caption.push(
+            "Thin, finely dashed, in each model's colour: its bound, the throughput the work \
+             alone allows it at each count (see the bound in the ranking); a point above its \
+             bound beyond noise is a defect, flagged in the tables."
+                .to_string(),
+        );
     }
     for t in empty_panels {
         caption.push(format!("No {t} panel: no measured cell has it."));
@@ -449,7 +474,7 @@ pub(super) fn legend(
     has_data: &[bool],
     text: impl Fn(usize, &String) -> String,
 ) -> Vec<Entry> {
-    let looks = crate::present::look::looks(models);
+    let looks = crate::present::look::looks(&crate::server::names(), models);
     models
         .iter()
         .zip(looks)

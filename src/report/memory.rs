@@ -98,6 +98,7 @@ pub fn chart(data: &RunData) -> Chart {
                     points: f.points,
                 }),
                 fit_span: level.map(|f| (f.x_min, f.x_max)),
+                bound: Vec::new(),
             });
         }
         if !below_here.is_empty() {

@@ -40,7 +40,7 @@ use anyhow::Context as _;
 use crate::runner::results::RunData;
 
 pub use summary::summary_table;
-pub use tables::{outro, RunTables};
+pub use tables::{outro, sections, RunTables, Section};
 
 /// The report of a run as one HTML page.
 pub fn render(data: &RunData) -> anyhow::Result<String> {

@@ -13,6 +13,7 @@ use super::summary;
 use super::{charts, environment};
 use crate::export::table::escape_html;
 use crate::present::units;
+use crate::runner::axis;
 use crate::runner::matrix::{Order, RunPlan, WorkloadKind};
 use crate::runner::results::RunData;
 use crate::runner::series;
@@ -78,24 +79,44 @@ pub fn render(data: &RunData) -> anyhow::Result<String> {
         escape_html(&plan.title)
     );
 
-    let tables = super::tables::RunTables::of(data);
+    // Every section per work profile, under its heading (a run without a
+    // work axis is one part, unheaded).
+    let parts = axis::parts(data);
+    let tables: Vec<super::tables::RunTables> = parts
+        .iter()
+        .map(|p| super::tables::RunTables::of(&p.data))
+        .collect();
+    let heading = |out: &mut String, part: &axis::Part| {
+        if let Some(h) = part.heading() {
+            let _ = writeln!(out, "<h3>{}</h3>", escape_html(&h));
+        }
+    };
     // The answer first: a study's own tables (its question, answered with
     // this machine's numbers beside the published ones), else the verdict
     // at each connection count.
-    if !tables.study.is_empty() {
+    if tables.iter().any(|t| !t.study.is_empty()) {
         out.push_str("<section id=\"study\">\n<h2>The study's tables, measured here</h2>\n");
-        for t in &tables.study {
-            out.push_str(&boxed(t));
+        for (part, t) in parts.iter().zip(&tables) {
+            heading(&mut out, part);
+            for t in &t.study {
+                out.push_str(&boxed(t));
+            }
         }
         out.push_str("</section>\n");
     }
-    if !tables.verdict.is_empty() {
+    if tables.iter().any(|t| !t.verdict.is_empty()) {
         out.push_str("<section id=\"verdict\">\n<h2>Verdict</h2>\n");
-        if let Some(line) = crate::runner::disturbed::headline(data) {
-            let _ = writeln!(out, "<p class=\"disturbed\">{}</p>", escape_html(&line));
-        }
-        for t in &tables.verdict {
-            out.push_str(&boxed(t));
+        for (part, t) in parts.iter().zip(&tables) {
+            if t.verdict.is_empty() {
+                continue;
+            }
+            heading(&mut out, part);
+            if let Some(line) = crate::runner::disturbed::headline(&part.data) {
+                let _ = writeln!(out, "<p class=\"disturbed\">{}</p>", escape_html(&line));
+            }
+            for t in &t.verdict {
+                out.push_str(&boxed(t));
+            }
         }
         out.push_str("</section>\n");
     }
@@ -106,8 +127,11 @@ pub fn render(data: &RunData) -> anyhow::Result<String> {
     out.push_str("</section>\n");
 
     out.push_str("<section id=\"ranking\">\n<h2>Ranking</h2>\n");
-    for t in &tables.ranking {
-        out.push_str(&boxed(t));
+    for (part, t) in parts.iter().zip(&tables) {
+        heading(&mut out, part);
+        for t in &t.ranking {
+            out.push_str(&boxed(t));
+        }
     }
     out.push_str("</section>\n");
 
@@ -127,13 +151,23 @@ pub fn render(data: &RunData) -> anyhow::Result<String> {
          apart so their whiskers stay visible. A model keeps its colour and marker in every \
          chart.</p>\n",
     );
-    for chart in figures::charts(data) {
-        out.push_str(&chart_html(&chart)?);
+    for (i, part) in parts.iter().enumerate() {
+        heading(&mut out, part);
+        // Ids stay unique across the profiles: `fig-throughput-w2`.
+        let suffix = part
+            .work
+            .map_or_else(String::new, |_| format!("-w{}", i + 1));
+        for chart in figures::charts(&part.data) {
+            out.push_str(&chart_html(&chart, &suffix)?);
+        }
     }
     out.push_str("</section>\n");
 
     out.push_str("<section id=\"tables\">\n<h2>Tables</h2>\n");
-    out.push_str(&boxed(&tables.summary));
+    for (part, t) in parts.iter().zip(&tables) {
+        heading(&mut out, part);
+        out.push_str(&boxed(&t.summary));
+    }
     out.push_str("</section>\n");
 
     out.push_str("<section id=\"environment\">\n<h2>Environment</h2>\n");
@@ -166,7 +200,8 @@ fn boxed(table: &crate::export::table::Table) -> String {
     format!("<div class=\"{class}\">\n{}</div>\n", table.to_html())
 }
 
-fn chart_html(chart: &Chart) -> anyhow::Result<String> {
+/// A chart as a `<figure>` whose id is `fig-` its own, then `suffix`.
+fn chart_html(chart: &Chart, suffix: &str) -> anyhow::Result<String> {
     match chart {
         Chart::Skipped { title, why } => Ok(format!(
             "<p class=\"skipped-chart\">{}: no chart, {}.</p>\n",
@@ -186,7 +221,7 @@ fn chart_html(chart: &Chart) -> anyhow::Result<String> {
                 &format!("<svg role=\"img\" aria-label=\"{}\" ", escape_html(title)),
                 1,
             );
-            let mut out = format!("<figure id=\"fig-{id}\">\n{svg}<figcaption><strong>");
+            let mut out = format!("<figure id=\"fig-{id}{suffix}\">\n{svg}<figcaption><strong>");
             let _ = write!(out, "{}.</strong>", escape_html(title));
             for sentence in caption {
                 let _ = write!(out, " {}", escape_html(sentence));
@@ -220,15 +255,38 @@ fn about(plan: &RunPlan) -> String {
         );
     }
     format!(
-        "c10k ran each server model ({models}) as its own process at {} connection{}, {} \
+        "c10k ran each server model ({models}) as its own process at {} connection{}{}, {} \
          ({order}), and measured it from outside with its load generator: {}. \
          Charts show the median of the repeats with their range; the tables give the \
          numbers. Every server runs the same echo state machine, so a difference is how \
-         the model waits and who runs the handler.",
+         the model waits and who runs the handler.{}",
         conns.join(", "),
         if plan.connections == [1] { "" } else { "s" },
+        under_work(plan),
         times(plan),
         workload(plan),
+        if plan.work.is_empty() {
+            ""
+        } else {
+            " Each work profile is ranked and judged on its own, each figure beside the bound \
+             the work alone allows the model (drawn thin and dashed in its colour in the \
+             throughput chart); a server that is not c10k's cannot be given work and runs \
+             under none only."
+        }
+    )
+}
+
+/// `, under each of the work profiles none, block:1ms (a request is one
+/// message: the server does its work, then echoes it)`; empty without the
+/// axis.
+fn under_work(plan: &RunPlan) -> String {
+    if plan.work.is_empty() {
+        return String::new();
+    }
+    format!(
+        ", under each of the work profiles {} (a request is one message: the server does its \
+         work, then echoes it)",
+        plan.work.join(", ")
     )
 }
 

@@ -1,12 +1,38 @@
 //! The run's tables, built in one place for every front end: the exports
-//! (JSON, CSV and Markdown, [`RunTables::all`]), the terminal's closing
-//! lines ([`outro`]) and the HTML page each take them from here, in their
-//! own order. Cost: each table is computed from the results once per call.
+//! (JSON, CSV and Markdown, [`sections`]), the terminal's closing lines
+//! ([`outro`]) and the HTML page each take them from here, in their own
+//! order. A run with a work axis has them once per work profile, under a
+//! heading naming it ([`crate::runner::axis`]); a run without it, once and
+//! unheaded. Cost: each table is computed from the results once per call.
 
 use crate::export::table::Table;
+use crate::runner::axis;
 use crate::runner::results::RunData;
 
-/// Every table of a run, by what it answers.
+/// The tables of one work profile, under its heading (`Work: block:1ms`;
+/// none without a work axis).
+pub struct Section {
+    pub heading: Option<String>,
+    /// What was disturbed from outside the run among its cells
+    /// ([`crate::runner::disturbed::headline`]).
+    pub disturbed: Option<String>,
+    pub tables: Vec<Table>,
+}
+
+/// Every table of the run, per work profile, in the order the exports
+/// list them.
+pub fn sections(data: &RunData) -> Vec<Section> {
+    axis::parts(data)
+        .iter()
+        .map(|p| Section {
+            heading: p.heading(),
+            disturbed: crate::runner::disturbed::headline(&p.data),
+            tables: RunTables::of(&p.data).all(),
+        })
+        .collect()
+}
+
+/// Every table of a run (of one work profile), by what it answers.
 pub struct RunTables {
     /// What limited the leader at each size, and the answer.
     pub verdict: Vec<Table>,
@@ -43,8 +69,21 @@ impl RunTables {
 }
 
 /// For the terminal: the ranking, the study's tables, memory per
-/// connection, and last, where the eye lands, the verdict.
+/// connection, and last, where the eye lands, the verdict; with a work
+/// axis, all of that per profile under its heading.
 pub fn outro(data: &RunData) -> String {
+    let mut s = String::new();
+    for part in axis::parts(data) {
+        if let Some(h) = part.heading() {
+            s += &format!("\n== {h} ==\n");
+        }
+        s += &outro_of(&part.data);
+    }
+    s
+}
+
+/// [`outro`] of one work profile.
+fn outro_of(data: &RunData) -> String {
     let t = RunTables::of(data);
     let mut s = String::new();
     if let Some(line) = crate::runner::disturbed::headline(data) {

@@ -1,4 +1,5 @@
-//! `--runs auto`: a model at a connection count (a *group* of cells) is
+//! `--runs auto`: a model at a connection count under a work profile (a
+//! *group* of cells) is
 //! repeated until the 95 % interval of its median lies within ±5 % of the
 //! median ([`crate::stats::median::settled`]), at least 3 and at most 10
 //! runs.
@@ -41,8 +42,11 @@ pub enum Group {
     Stopped,
 }
 
-/// The state of every group of the plan, keyed by (model, connections).
-pub fn groups(plan: &RunPlan, cells: &[CellResult]) -> BTreeMap<(String, usize), Group> {
+/// A group: a model, a work profile's work (`None` for none) and a count.
+pub type Key = (String, Option<String>, usize);
+
+/// The state of every group of the plan.
+pub fn groups(plan: &RunPlan, cells: &[CellResult]) -> BTreeMap<Key, Group> {
     let auto = plan.auto_runs.unwrap_or_default();
     let mut results: BTreeMap<&str, &CellResult> = BTreeMap::new();
     for c in cells {
@@ -50,26 +54,28 @@ pub fn groups(plan: &RunPlan, cells: &[CellResult]) -> BTreeMap<(String, usize),
     }
     let mut out = BTreeMap::new();
     for model in &plan.models {
-        for &n in &plan.connections {
-            let planned: Vec<&CellSpec> = plan
-                .cells
-                .iter()
-                .filter(|c| c.model == *model && c.connections == n)
-                .collect();
-            let done: Vec<&CellResult> = planned
-                .iter()
-                .filter_map(|c| results.get(c.id.as_str()).copied())
-                .collect();
-            out.insert(
-                (model.clone(), n),
-                state(
-                    plan,
-                    auto,
-                    planned.len(),
-                    &done,
-                    planned.iter().map(|c| c.run),
-                ),
-            );
+        for work in super::matrix::profiles(&plan.work) {
+            for &n in &plan.connections {
+                let planned: Vec<&CellSpec> = plan
+                    .cells
+                    .iter()
+                    .filter(|c| c.model == *model && c.work == work && c.connections == n)
+                    .collect();
+                let done: Vec<&CellResult> = planned
+                    .iter()
+                    .filter_map(|c| results.get(c.id.as_str()).copied())
+                    .collect();
+                out.insert(
+                    (model.clone(), work.clone(), n),
+                    state(
+                        plan,
+                        auto,
+                        planned.len(),
+                        &done,
+                        planned.iter().map(|c| c.run),
+                    ),
+                );
+            }
         }
     }
     out
@@ -119,27 +125,37 @@ pub fn extend(plan: &mut RunPlan, cells: &[CellResult]) -> usize {
         return 0;
     }
     let states = groups(plan, cells);
-    // Interleaved rounds go by connection count, then model, as `expand`.
-    let mut wanted: Vec<(String, usize, usize)> = Vec::new();
+    let profiles = super::matrix::profiles(&plan.work);
+    // Interleaved rounds go by connection count, then work profile, then
+    // model, as `expand`.
+    let mut wanted: Vec<(String, Option<String>, usize, usize)> = Vec::new();
     for &n in &plan.connections {
-        for m in &plan.models {
-            if let Some(Group::NeedsMore { next }) = states.get(&(m.clone(), n)) {
-                wanted.push((m.clone(), n, *next));
+        for w in &profiles {
+            for m in &plan.models {
+                if let Some(Group::NeedsMore { next }) = states.get(&(m.clone(), w.clone(), n)) {
+                    wanted.push((m.clone(), w.clone(), n, *next));
+                }
             }
         }
     }
-    // Within a round and count, in that round's shuffled order.
-    wanted.sort_by_key(|(m, n, run)| {
+    // Within a round, count and profile, in that round's shuffled order.
+    wanted.sort_by_key(|(m, w, n, run)| {
         let place = super::matrix::round_order(&plan.models, *run)
             .iter()
             .position(|x| *x == m);
-        (*run, plan.connections.iter().position(|c| c == n), place)
+        (
+            *run,
+            plan.connections.iter().position(|c| c == n),
+            profiles.iter().position(|p| p == w),
+            place,
+        )
     });
-    for (model, n, run) in &wanted {
+    for (model, work, n, run) in &wanted {
         let spec = CellSpec {
-            id: format!("{model}/c{n}/r{run}"),
+            id: CellSpec::id_of(model, work.as_deref(), *n, *run),
             index: 0,
             model: model.clone(),
+            work: work.clone(),
             connections: *n,
             run: *run,
         };
@@ -148,7 +164,7 @@ pub fn extend(plan: &mut RunPlan, cells: &[CellResult]) -> usize {
             Order::Sequential => plan
                 .cells
                 .iter()
-                .rposition(|c| c.model == *model && c.connections == *n)
+                .rposition(|c| c.model == *model && c.work == *work && c.connections == *n)
                 .map_or(plan.cells.len(), |i| i + 1),
         };
         plan.cells.insert(at, spec);
@@ -159,19 +175,22 @@ pub fn extend(plan: &mut RunPlan, cells: &[CellResult]) -> usize {
     wanted.len()
 }
 
-/// Groups that reached the maximum of runs without settling: model,
-/// connections, runs, and the interval's half-width as a fraction of the
-/// median; in plan order.
-pub(crate) fn unsettled(plan: &RunPlan, cells: &[CellResult]) -> Vec<(String, usize, usize, f64)> {
+/// Groups that reached the maximum of runs without settling: the group,
+/// its runs, and the interval's half-width as a fraction of the median; in
+/// plan order.
+pub(crate) fn unsettled(plan: &RunPlan, cells: &[CellResult]) -> Vec<(Key, usize, f64)> {
     if plan.auto_runs.is_none() {
         return Vec::new();
     }
     let states = groups(plan, cells);
     let mut out = Vec::new();
     for &n in &plan.connections {
-        for m in &plan.models {
-            if let Some(Group::Exhausted { runs, half_width }) = states.get(&(m.clone(), n)) {
-                out.push((m.clone(), n, *runs, *half_width));
+        for w in super::matrix::profiles(&plan.work) {
+            for m in &plan.models {
+                let key = (m.clone(), w.clone(), n);
+                if let Some(Group::Exhausted { runs, half_width }) = states.get(&key) {
+                    out.push((key, *runs, *half_width));
+                }
             }
         }
     }
@@ -188,16 +207,18 @@ pub(crate) fn unsettled_note(plan: &RunPlan, cells: &[CellResult]) -> Option<Str
     }
     let which: Vec<String> = list
         .iter()
-        .map(|(m, n, _, w)| {
+        .map(|((m, work, n), _, w)| {
             format!(
-                "{m} at {} {} (±{} %)",
+                "{m}{} at {} {} (±{} %)",
+                work.as_ref()
+                    .map_or_else(String::new, |work| format!(" under {work}")),
                 crate::present::units::format_count(*n as f64),
                 plan.size_label,
                 crate::present::units::sig3(w * 100.0)
             )
         })
         .collect();
-    let groups = plan.models.len() * plan.connections.len();
+    let groups = plan.models.len() * plan.connections.len() * plan.work.len().max(1);
     let settled = groups_settled(plan, cells);
     Some(format!(
         "--runs auto: {} stopped at {} runs without {} median known to ±{} % (95 % interval); {} of {groups} settled.",
@@ -226,7 +247,7 @@ mod tests {
         let auto = AutoRuns::default();
         let mut p = RunPlan::example(&["a", "b"], &[10, 100], auto.min);
         p.command = "c10k run --runs auto".into();
-        p.cells = matrix::expand(&p.models, &p.connections, auto.min, order);
+        p.cells = matrix::expand(&p.models, &p.connections, &[], auto.min, order);
         p.auto_runs = Some(auto);
         p.order = order;
         p.workload = Workload {
@@ -261,6 +282,7 @@ mod tests {
                 time_seconds: t,
                 ..Default::default()
             }),
+            work_done: None,
             plan: None,
         }
     }
@@ -324,7 +346,8 @@ mod tests {
             assert!(p.cells.iter().enumerate().all(|(i, c)| c.index == i));
             let left = unsettled(&p, &cells);
             assert_eq!(left.len(), 1);
-            assert_eq!((left[0].0.as_str(), left[0].1, left[0].2), ("a", 10, 10));
+            assert_eq!(left[0].0, ("a".to_string(), None, 10));
+            assert_eq!(left[0].1, 10);
             let note = unsettled_note(&p, &cells).unwrap();
             assert!(
                 note.contains("a at 10 connections (±33.3 %) stopped at 10 runs"),
@@ -405,14 +428,36 @@ mod tests {
             })
             .collect();
         let states = groups(&p, &cells);
-        assert_eq!(states[&("a".to_string(), 10)], Group::Stopped);
-        assert_eq!(states[&("b".to_string(), 100)], Group::Stopped);
+        assert_eq!(states[&("a".to_string(), None, 10)], Group::Stopped);
+        assert_eq!(states[&("b".to_string(), None, 100)], Group::Stopped);
         assert_eq!(
-            states[&("a".to_string(), 100)],
+            states[&("a".to_string(), None, 100)],
             Group::NeedsMore { next: 4 }
         );
         assert_eq!(extend(&mut p, &cells), 1);
         assert!(unsettled(&p, &cells).is_empty());
+    }
+
+    #[test]
+    fn each_work_profile_is_a_group_of_its_own() {
+        let mut p = plan(Order::Interleaved);
+        p.bench = None;
+        p.work = vec!["none".into(), "block:1ms".into()];
+        p.cells = matrix::expand(&p.models, &p.connections, &p.work, 3, Order::Interleaved);
+        // Only a/block:1ms at 10 varies: only it gets a fourth run.
+        let cells: Vec<CellResult> = p
+            .cells
+            .iter()
+            .map(|s| {
+                let noisy = s.model == "a" && s.work.is_some() && s.connections == 10;
+                result(s, Some(if noisy { s.run as f64 } else { 1.0 }), Status::Ok)
+            })
+            .collect();
+        assert_eq!(extend(&mut p, &cells), 1);
+        let last = p.cells.last().expect("a cell");
+        assert_eq!(last.id, "a/block:1ms/c10/r4");
+        assert_eq!(last.work.as_deref(), Some("block:1ms"));
+        assert_eq!(groups(&p, &cells).len(), 8);
     }
 
     #[test]

@@ -108,6 +108,10 @@ pub struct CellResult {
     /// A micro-benchmark cell's figures (no server, no load).
     #[serde(default)]
     pub bench: Option<BenchFigures>,
+    /// A cell with work (`--work`): the requests its servers did, their
+    /// capacity and the bound the work allows ([`super::bound`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_done: Option<super::bound::WorkDone>,
     /// The plan's settings the cell was measured under
     /// ([`super::identity::settings`]), so that no other plan takes it
     /// for one of its own; absent in records written before they carried
@@ -225,6 +229,15 @@ pub struct Metrics {
     /// Jain's fairness index: of the accepts over the workers (herd), or
     /// of the round trips over the connections (closed and open loop).
     pub jain: Option<f64>,
+    /// `--work`: requests whose work the server did over the whole cell
+    /// (its summaries).
+    pub work_requests: Option<f64>,
+    /// `--work`: the throughput the work alone allows, per second
+    /// ([`super::bound`]).
+    pub work_bound_per_second: Option<f64>,
+    /// `--work`, closed and open loops: the measured throughput over that
+    /// bound (1.0: all of it; clearly above 1 is a defect).
+    pub work_bound_share: Option<f64>,
 }
 
 impl Metrics {
@@ -558,6 +571,17 @@ impl CellResult {
         if let (Some(a), Some(b), false) = (self.kernel_before, self.kernel_loaded, churn) {
             let total = |k: KernelMemory| (k.slab_kib + k.tcp_buffers_kib) as f64;
             m.kernel_kib_per_connection = Some((total(b) - total(a)) / n);
+        }
+        if let Some(w) = &self.work_done {
+            m.work_requests = Some(w.requests as f64);
+            m.work_bound_per_second = w.bound.as_ref().map(|b| b.per_second);
+            // A throughput is requests per second in a timed loop only (a
+            // burst's few messages or churn's connections are not).
+            let looped = matches!(load.workload.as_str(), "closed" | "open");
+            m.work_bound_share = match (&w.bound, m.throughput) {
+                (Some(b), Some(t)) if looped && b.per_second > 0.0 => Some(t / b.per_second),
+                _ => None,
+            };
         }
         m
     }

@@ -89,6 +89,7 @@ pub(crate) fn run_cell(plan: &RunPlan, spec: &CellSpec, dir: &Path) -> Ended {
             None
         },
         bench: None,
+        work_done: None,
         plan: Some(super::identity::settings(plan)),
     };
     let outcome = match plan.bench {
@@ -144,8 +145,12 @@ fn measure(
         .then(|| idle_cpu(&pids))
         .flatten();
     let csv = plan.per_connection_csv.then(|| {
+        let work = spec
+            .work
+            .as_ref()
+            .map_or_else(String::new, |w| format!("-{w}"));
         format!(
-            "cells/{}-c{}-r{}.csv",
+            "cells/{}{work}-c{}-r{}.csv",
             spec.model, spec.connections, spec.run
         )
     });
@@ -216,6 +221,9 @@ fn measure(
         summaries: stopped.iter().filter_map(|s| s.summary.clone()).collect(),
         idle_cpus,
     });
+    if let Some(s) = &result.server {
+        result.work_done = super::bound::of_cell(plan, spec, &s.summaries);
+    }
     let server_trouble = match died {
         Some(i) => stopped[i]
             .trouble()
@@ -316,6 +324,15 @@ struct Started {
 /// serve` in as many instances (sharing the port) as the connections need
 /// under the open-files hard limit `hard`.
 fn start_servers(plan: &RunPlan, spec: &CellSpec, hard: Option<u64>) -> Result<Started, Trouble> {
+    let foreign = plan.servers.iter().any(|f| f.name == spec.model)
+        || plan.targets.iter().any(|t| t.name == spec.model);
+    if let (true, Some(work)) = (foreign, &spec.work) {
+        return Err(Trouble::Skipped(format!(
+            "{} is not a c10k model: --work {work} is a c10k serve flag its server cannot take \
+             (its handler does what its own code does), so it runs under the none profile only",
+            spec.model
+        )));
+    }
     if let Some(f) = plan.servers.iter().find(|f| f.name == spec.model) {
         return start_foreign(plan, spec, f, hard);
     }
@@ -353,14 +370,7 @@ fn start_servers(plan: &RunPlan, spec: &CellSpec, hard: Option<u64>) -> Result<S
     let mut args_used = Vec::new();
     for i in 0..instances {
         let port = servers.first().map_or(0, |s| s.addr.port());
-        let args = server_args(
-            plan,
-            (model, variant_args),
-            spec.connections,
-            instances,
-            port,
-            hard,
-        );
+        let args = server_args(plan, (model, variant_args), spec, instances, port, hard);
         match ServerChild::start(&args) {
             Ok(s) => servers.push(s),
             Err(e) => {
@@ -443,15 +453,17 @@ fn start_foreign(
 }
 
 /// The `c10k serve` arguments of one instance of `model` with its
-/// variant's flags.
+/// variant's flags, for cell `spec` (its work, when it has some: a
+/// request is one of the workload's messages).
 fn server_args(
     plan: &RunPlan,
     (model, variant_args): (&dyn crate::server::Model, &[String]),
-    connections: usize,
+    spec: &CellSpec,
     instances: usize,
     port: u16,
     hard: Option<u64>,
 ) -> Vec<String> {
+    let connections = spec.connections;
     let mut a: Vec<String> = vec![
         "--model".into(),
         model.name().into(),
@@ -483,6 +495,14 @@ fn server_args(
     }
     if instances > 1 {
         a.push("--reuseport".into());
+    }
+    if let Some(work) = &spec.work {
+        a.extend([
+            "--work".into(),
+            work.clone(),
+            "--message-size".into(),
+            plan.workload.message_size().to_string(),
+        ]);
     }
     // Last, so a variant's flag wins over a default above, and a user's
     // over both.
@@ -542,7 +562,7 @@ fn load_plan(
         threads: client_threads(plan, n),
         stop,
         warmup,
-        message_size: w.payload.as_ref().map_or(w.message_bytes, String::len),
+        message_size: w.message_size(),
         payload: w.payload.as_ref().map(|p| p.as_bytes().to_vec()),
         timeout: Duration::from_secs_f64(w.timeout_seconds),
         connect_rate: w.connect_rate,

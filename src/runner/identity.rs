@@ -1,6 +1,6 @@
 //! Whether a record of `results.jsonl` is a result of the plan in
-//! `plan.json`: its cell is the plan's cell of that id (model, connections,
-//! run), it was measured with the plan's workload, and under the plan's
+//! `plan.json`: its cell is the plan's cell of that id (model, work,
+//! connections, run), it was measured with the plan's workload, and under the plan's
 //! settings, which every record carries ([`settings`]). A record of another
 //! plan is never counted: `--resume` refuses the directory and `c10k report`
 //! names the line, so two experiments never mix and "N of M cells" never
@@ -66,6 +66,13 @@ impl<'a> Identity<'a> {
             return Some(format!(
                 "cell {id} is {} at {} {}, run {} here, but {} at {}, run {} in plan.json",
                 r.model, r.connections, self.size_label, r.run, p.model, p.connections, p.run
+            ));
+        }
+        if r.work != p.work {
+            return Some(format!(
+                "cell {id} was measured under work {}, plan.json's is {}",
+                r.profile(),
+                p.profile()
             ));
         }
         if let Some(load) = &record.load {

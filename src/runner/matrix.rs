@@ -1,6 +1,6 @@
 //! What an experiment runs: the matrix of models × connection counts ×
-//! repeats, the workload every cell applies, the pinning, and the cells in
-//! the order they run. Written to `plan.json` in the results directory
+//! work profiles (`--work`, [`RunPlan::work`]) × repeats, the workload
+//! every cell applies, the pinning, and the cells in the order they run. Written to `plan.json` in the results directory
 //! before the first cell, so `--resume` finishes exactly the run that was
 //! started. With `--runs auto` ([`AutoRuns`]) the plan starts with the
 //! minimum of runs and grows: each cell added is written to `plan.json`
@@ -22,6 +22,10 @@ pub enum Pin {
     Split,
     /// Server and client on the same CPUs.
     Same,
+    /// Server and client each on every CPU this process may use: a server
+    /// that can use every core shows it, and the client competes with it
+    /// for them.
+    All,
     /// No pinning: the scheduler decides.
     None,
 }
@@ -269,6 +273,14 @@ fn default_size_label() -> String {
 }
 
 impl Workload {
+    /// Bytes of each message on the wire: the payload's when one is given.
+    /// A request under `--work` is one message.
+    pub(crate) fn message_size(&self) -> usize {
+        self.payload
+            .as_ref()
+            .map_or(self.message_bytes, String::len)
+    }
+
     /// Messages each connection sends in a cell with `connections`.
     pub(crate) fn messages_for(&self, connections: usize) -> Option<u64> {
         match self.total_messages {
@@ -300,17 +312,60 @@ impl Default for AutoRuns {
     }
 }
 
-/// One cell: one server model at one connection count, one repeat.
+/// One cell: one server model at one connection count under one work
+/// profile, one repeat.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CellSpec {
-    /// Stable name, unique in the run: `MODEL/cN/rR`.
+    /// Stable name, unique in the run: `MODEL/cN/rR`, or `MODEL/WORK/cN/rR`
+    /// for a cell with work ([`CellSpec::id_of`]).
     pub id: String,
     /// Position in the run order, from 0.
     pub index: usize,
     pub model: String,
+    /// The work per request its server does (`--work`), canonical
+    /// (`block:1ms`); absent for none, so a cell without work has the id
+    /// and the record it always had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<String>,
     pub connections: usize,
     /// Repeat number, from 1.
     pub run: usize,
+}
+
+impl CellSpec {
+    /// The id of `model` under `work` at `connections`, run `run`.
+    pub fn id_of(model: &str, work: Option<&str>, connections: usize, run: usize) -> String {
+        match work {
+            Some(w) => format!("{model}/{w}/c{connections}/r{run}"),
+            None => format!("{model}/c{connections}/r{run}"),
+        }
+    }
+
+    /// The cell's work profile as the axis names it (`none` without work).
+    pub fn profile(&self) -> &str {
+        self.work.as_deref().unwrap_or(NO_WORK)
+    }
+}
+
+/// The profile of the cells without work.
+pub const NO_WORK: &str = "none";
+
+/// A `--work` profile checked as `c10k serve --work` checks it, for
+/// requests of `request_bytes`: its canonical spec (`none` for no work).
+/// The one check of the axis, for flags and for a `plan.json` read back.
+pub fn work_profile(spec: &str, request_bytes: usize) -> Result<String, String> {
+    crate::server::work::Work::parse(spec.trim(), request_bytes).map(|w| w.spec())
+}
+
+/// The work of each profile's cells, in the axis's order: `None` for
+/// `none`; no axis is one profile, none.
+pub fn profiles(work: &[String]) -> Vec<Option<String>> {
+    if work.is_empty() {
+        return vec![None];
+    }
+    work.iter()
+        .map(|w| (w != NO_WORK).then(|| w.clone()))
+        .collect()
 }
 
 /// A whole experiment, as `plan.json` holds it.
@@ -325,6 +380,11 @@ pub struct RunPlan {
     pub command: String,
     pub models: Vec<String>,
     pub connections: Vec<usize>,
+    /// The work axis (`--work`): every model at every count runs under
+    /// each of these profiles (canonical specs, `none` for no work); empty:
+    /// no axis, every cell without work.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub work: Vec<String>,
     /// Repeats of every cell; with `auto_runs`, the minimum.
     pub runs: usize,
     /// `--runs auto`: the plan's cells are the minimum of runs so far, and
@@ -442,6 +502,48 @@ impl RunPlan {
             Some(a) => format!("{}–{}", a.min, a.max),
         }
     }
+
+    /// Checks the work axis of a plan read back (anyone may edit
+    /// `plan.json`) as the flags were checked: every profile a spec
+    /// `c10k serve --work` takes, written canonically, named once, a
+    /// request that fits the servers' echo buffer, no work in a
+    /// micro-benchmark; and every cell's work one of the profiles.
+    pub fn check_work(&self) -> Result<(), String> {
+        let bytes = self.workload.message_size();
+        let mut seen = std::collections::BTreeSet::new();
+        for w in &self.work {
+            let canonical = work_profile(w, bytes).map_err(|e| format!("work: {e}"))?;
+            if canonical != *w {
+                return Err(format!("work: '{w}' is written '{canonical}' (canonical)"));
+            }
+            if !seen.insert(w.as_str()) {
+                return Err(format!("work names '{w}' twice"));
+            }
+        }
+        let any = self.work.iter().any(|w| w != NO_WORK);
+        if any && self.bench.is_some() {
+            return Err("work: a micro-benchmark has no handler to give work".into());
+        }
+        if any {
+            let buffer = crate::present::units::parse_size(&self.buffer)
+                .map_err(|e| format!("buffer: {e}"))?;
+            if bytes > buffer {
+                return Err(format!(
+                    "work: a request is one message ({bytes} B), more than the servers' echo \
+                     buffer ({buffer} B); give a smaller message or --server-arg=--buffer=SIZE"
+                ));
+            }
+        }
+        let profiles = profiles(&self.work);
+        if let Some(c) = self.cells.iter().find(|c| !profiles.contains(&c.work)) {
+            return Err(format!(
+                "cell {}: work '{}' is not one of the plan's profiles",
+                c.id,
+                c.profile()
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -455,9 +557,10 @@ impl RunPlan {
             experiment: "custom".into(),
             title: "t".into(),
             command: "c10k run".into(),
-            cells: expand(&models, connections, runs, Order::Interleaved),
+            cells: expand(&models, connections, &[], runs, Order::Interleaved),
             models,
             connections: connections.to_vec(),
+            work: Vec::new(),
             runs,
             auto_runs: None,
             order: Order::Interleaved,
@@ -500,41 +603,51 @@ pub(crate) fn round_order(models: &[String], run: usize) -> Vec<&String> {
     order
 }
 
-/// The cells of `models` × `connections` × `runs` in the order asked for.
+/// The cells of `models` × `connections` × `work` profiles × `runs` in the
+/// order asked for (`work` empty: no axis). Interleaved, each round runs
+/// every model once at each count under each profile, so the models of
+/// one profile at one count pair within the round.
 pub fn expand(
     models: &[String],
     connections: &[usize],
+    work: &[String],
     runs: usize,
     order: Order,
 ) -> Vec<CellSpec> {
-    let mut triples = Vec::with_capacity(models.len() * connections.len() * runs);
+    let profiles = profiles(work);
+    let mut cells = Vec::with_capacity(models.len() * connections.len() * profiles.len() * runs);
     match order {
         Order::Interleaved => {
             for run in 1..=runs {
                 for &c in connections {
-                    for m in round_order(models, run) {
-                        triples.push((m.clone(), c, run));
+                    for w in &profiles {
+                        for m in round_order(models, run) {
+                            cells.push((m.clone(), w.clone(), c, run));
+                        }
                     }
                 }
             }
         }
         Order::Sequential => {
             for m in models {
-                for &c in connections {
-                    for run in 1..=runs {
-                        triples.push((m.clone(), c, run));
+                for w in &profiles {
+                    for &c in connections {
+                        for run in 1..=runs {
+                            cells.push((m.clone(), w.clone(), c, run));
+                        }
                     }
                 }
             }
         }
     }
-    triples
+    cells
         .into_iter()
         .enumerate()
-        .map(|(index, (model, connections, run))| CellSpec {
-            id: format!("{model}/c{connections}/r{run}"),
+        .map(|(index, (model, work, connections, run))| CellSpec {
+            id: CellSpec::id_of(&model, work.as_deref(), connections, run),
             index,
             model,
+            work,
             connections,
             run,
         })
@@ -548,7 +661,7 @@ mod tests {
     #[test]
     fn interleaved_runs_every_cell_once_before_repeating() {
         let models = vec!["a".to_string(), "b".to_string()];
-        let cells = expand(&models, &[2, 4], 3, Order::Interleaved);
+        let cells = expand(&models, &[2, 4], &[], 3, Order::Interleaved);
         assert_eq!(cells.len(), 12);
         assert_eq!(cells[0].id, "a/c2/r1");
         assert_eq!(cells[1].id, "b/c2/r1");
@@ -573,9 +686,66 @@ mod tests {
         assert_eq!(round_order(&twelve, 1), twelve.iter().collect::<Vec<_>>());
         let ids: std::collections::BTreeSet<_> = cells.iter().map(|c| &c.id).collect();
         assert_eq!(ids.len(), 12);
-        let seq = expand(&models, &[2, 4], 3, Order::Sequential);
+        let seq = expand(&models, &[2, 4], &[], 3, Order::Sequential);
         assert_eq!(seq[1].id, "a/c2/r2");
         assert!(cells.iter().enumerate().all(|(i, c)| c.index == i));
+    }
+
+    #[test]
+    fn a_work_axis_pairs_models_within_each_round_count_and_profile() {
+        let models = vec!["a".to_string(), "b".to_string()];
+        let work = vec!["none".to_string(), "block:1ms".to_string()];
+        let cells = expand(&models, &[2, 4], &work, 2, Order::Interleaved);
+        assert_eq!(cells.len(), 16);
+        // The none profile keeps the ids of a run without the axis.
+        assert_eq!(cells[0].id, "a/c2/r1");
+        assert_eq!(cells[0].work, None);
+        assert_eq!(cells[2].id, "a/block:1ms/c2/r1");
+        assert_eq!(cells[2].profile(), "block:1ms");
+        for chunk in cells.chunks(2) {
+            assert_eq!(chunk[0].work, chunk[1].work);
+            assert_eq!(
+                (chunk[0].run, chunk[0].connections),
+                (chunk[1].run, chunk[1].connections)
+            );
+            assert_ne!(chunk[0].model, chunk[1].model);
+        }
+        let ids: std::collections::BTreeSet<_> = cells.iter().map(|c| &c.id).collect();
+        assert_eq!(ids.len(), 16);
+        let seq = expand(&models, &[2], &work, 2, Order::Sequential);
+        let order: Vec<&str> = seq.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(
+            order[..4],
+            [
+                "a/c2/r1",
+                "a/c2/r2",
+                "a/block:1ms/c2/r1",
+                "a/block:1ms/c2/r2"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_plan_read_back_has_its_work_checked() {
+        let mut p = RunPlan::example(&["a"], &[2], 1);
+        p.work = vec!["none".into(), "block:1ms".into()];
+        p.cells = expand(&p.models, &p.connections, &p.work, 1, Order::Interleaved);
+        assert_eq!(p.check_work(), Ok(()));
+        let mut bad = p.clone();
+        bad.work[1] = "block:1zz".into();
+        let e = bad.check_work().unwrap_err();
+        assert!(e.starts_with("work: 'block:1zz'"), "{e}");
+        let mut loose = p.clone();
+        loose.work[1] = "block:1000us".into();
+        assert!(loose.check_work().unwrap_err().contains("canonical"));
+        let mut stray = p.clone();
+        stray.cells[1].work = Some("cpu:5us".into());
+        assert!(stray.check_work().unwrap_err().contains("not one of"));
+        let mut big = p.clone();
+        big.workload.message_bytes = 1 << 20;
+        assert!(big.check_work().unwrap_err().contains("echo buffer"));
+        // A plan without the axis has cells without work.
+        assert_eq!(RunPlan::example(&["a"], &[2], 1).check_work(), Ok(()));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! `c10k run`: experiments. A run is a matrix of cells (a model at a
-//! connection count, one repeat each); every cell starts the server as its
+//! connection count, under a work profile with `--work` ([`axis`]), one
+//! repeat each); every cell starts the server as its
 //! own process, waits for READY, measures it with the load generator, stops
 //! and reaps it, and appends one line to `results.jsonl` at once
 //! ([`mod@execute`], [`results`]). Ctrl-C ends the run between cells, the cell
@@ -8,10 +9,13 @@
 //! only the results of the plan it finishes ([`identity`]). With `--runs
 //! auto` the plan grows as cells settle or not ([`auto`]). At the end:
 //! the ranking with ties ([`summary`]), memory per connection as slopes
-//! ([`memory`]) and the verdict ([`verdict`]).
+//! ([`memory`]) and the verdict ([`verdict`]), each per work profile, with
+//! the bound the work allows beside the figure ([`bound`]).
 
 pub mod auto;
+pub mod axis;
 pub mod bench;
+pub mod bound;
 pub mod cell;
 pub mod disturbed;
 pub mod execute;
@@ -187,8 +191,12 @@ pub fn intro(data: &RunData) -> String {
             cpus(&p.client_cpus)
         )
     };
+    let profiles = match p.work.len() {
+        0 => String::new(),
+        k => format!(" x {k} work profile{}", if k == 1 { "" } else { "s" }),
+    };
     let mut s = format!(
-        "c10k run {}: {}\n  {} cells: {} models x {} {} x {} runs{} ({:?} order); {placement}\n  results in {}\n",
+        "c10k run {}: {}\n  {} cells: {} models x {} {}{profiles} x {} runs{} ({:?} order); {placement}\n  results in {}\n",
         p.experiment,
         p.title,
         if p.auto_runs.is_some() {

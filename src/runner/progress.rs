@@ -46,8 +46,12 @@ impl Progress {
     /// `3–10`).
     pub fn starting(&self, spec: &CellSpec, runs: &str) {
         if let Some(bar) = &self.bar {
+            let work = spec
+                .work
+                .as_ref()
+                .map_or_else(String::new, |w| format!(" under {w}"));
             bar.set_message(format!(
-                "{} at {} connections (run {} of {runs})",
+                "{}{work} at {} connections (run {} of {runs})",
                 spec.model, spec.connections, spec.run
             ));
         }

@@ -112,6 +112,7 @@ impl RunData {
                 per_connection_csv: None,
                 messages_per_connection: None,
                 bench: None,
+                work_done: None,
                 plan: None,
             });
         }
@@ -171,9 +172,14 @@ impl RunData {
             .collect::<Vec<_>>()
             .join(" ");
         Some(format!(
-            "no cell was measured ({counts} of {}): the first, {} at {} {}, {}: {reason}",
+            "no cell was measured ({counts} of {}): the first, {}{} at {} {}, {}: {reason}",
             self.cells.len(),
             first.cell.model,
+            first
+                .cell
+                .work
+                .as_ref()
+                .map_or_else(String::new, |w| format!(" under {w}")),
             crate::present::units::format_count(first.cell.connections as f64),
             self.plan.size_label,
             match first.status {
@@ -422,6 +428,7 @@ pub fn load(
     plan.workload
         .check()
         .and_then(|()| check_server_args(&plan.server_args))
+        .and_then(|_| plan.check_work())
         .and_then(|_| {
             // Every server of a resumed run is given this buffer.
             crate::present::units::parse_size(&plan.buffer)
@@ -593,6 +600,7 @@ mod tests {
             per_connection_csv: None,
             messages_per_connection: None,
             bench: None,
+            work_done: None,
             plan: Some(settings(plan)),
         }
     }

@@ -448,9 +448,19 @@ pub fn ranking(data: &RunData) -> Vec<Table> {
             .iter()
             .flat_map(|r| [r.summary.median, r.summary.max, r.summary.stdev]);
         let fmt = primary_scale(p, all.collect::<Vec<f64>>());
+        // Under work: the bound beside each figure, and its share.
+        let shares: Vec<Option<super::bound::Share>> = rows
+            .iter()
+            .map(|r| super::bound::share(data, &r.model, n))
+            .collect();
+        let bounded = shares.iter().any(Option::is_some);
+        if bounded {
+            t.header
+                .extend(["bound".to_string(), "of bound".to_string()]);
+        }
         for (i, row) in rows.iter().enumerate() {
             let s = row.summary;
-            t.rows.push(vec![
+            let mut cells = vec![
                 rank_text(row),
                 row.model.clone(),
                 fmt(s.median),
@@ -458,9 +468,18 @@ pub fn ranking(data: &RunData) -> Vec<Table> {
                 format!("{} … {}", fmt(s.min), fmt(s.max)),
                 runs_text(row),
                 versus_text(higher, row, i == 0),
-            ]);
+            ];
+            if bounded {
+                let share = shares[i].as_ref();
+                cells.push(share.map_or("–".into(), |s| super::bound::bound_text(&s.bound)));
+                cells.push(share.map_or("–".into(), super::bound::share_text));
+            }
+            t.rows.push(cells);
         }
         t.notes.push(rule(data.plan.margin));
+        if bounded {
+            t.notes.push(super::bound::NOTE.to_string());
+        }
         let missing: Vec<String> = data
             .plan
             .models

@@ -366,6 +366,8 @@ fn judgement(data: &RunData, n: usize, rows: &[Ranked], user: &[memory::Slope]) 
         line += &format!(" Out: {}.", each.join("; "));
     }
     lines.push(line);
+    let models: Vec<&str> = order.iter().map(String::as_str).collect();
+    lines.extend(super::bound::above_text(data, n, &models));
     lines
 }
 
@@ -406,6 +408,7 @@ pub fn tables(data: &RunData) -> Vec<Table> {
             },
             "memory/conn".to_string(),
             "idle CPU".to_string(),
+            "of bound".to_string(),
             "limited by".to_string(),
         ];
         let cells: Vec<Vec<&CellResult>> = rows.iter().map(|r| cells_of(&r.model)).collect();
@@ -456,6 +459,9 @@ pub fn tables(data: &RunData) -> Vec<Table> {
                 cpu[i].clone().unwrap_or_else(unseen),
                 mem[i].clone().unwrap_or_else(unseen),
                 idle.unwrap_or_else(dash),
+                super::bound::share(data, &row.model, n)
+                    .map(|s| super::bound::of_bound_text(&s))
+                    .unwrap_or_else(dash),
                 limit_note(&cells[i]).unwrap_or_else(dash),
             ]);
         }
@@ -550,6 +556,9 @@ fn notes(data: &RunData) -> Vec<String> {
          (each count's first run)."
             .to_string(),
     );
+    if data.cells.iter().any(|c| c.work_done.is_some()) {
+        notes.push(super::bound::NOTE.to_string());
+    }
     notes.extend(super::auto::unsettled_note(&data.plan, &data.cells));
     notes
 }

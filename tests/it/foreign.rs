@@ -22,6 +22,10 @@ pub const TESTS: &[(&str, Test)] = &[
         "a_noisy_server_is_inconclusive_against_a_steady_one_never_tied",
         noisy_is_inconclusive,
     ),
+    (
+        "a_foreign_server_runs_under_none_and_is_skipped_under_work",
+        foreign_under_work,
+    ),
 ];
 
 /// Runs `c10k run ARGS --no-report --out DIR/out` (with `env` set) and
@@ -142,6 +146,63 @@ fn asyncio_measured() -> Result<(), Failed> {
             .unwrap_or_default();
         if args.len() != 4 || args[2].parse::<u16>().is_err() || args[3] != "127.0.0.1" {
             return Err(format!("cell {id}: command {args:?}").into());
+        }
+    }
+    let left = left_running(&dir);
+    if !left.is_empty() {
+        return Err(format!("left running: {left:?}").into());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// `--work`: a server that is not c10k's cannot be given work: its cells
+/// with work are skipped with that reason (never a number), its none cells
+/// measured; a c10k model beside it runs under both.
+fn foreign_under_work() -> Result<(), Failed> {
+    let dir = scratch("foreign-work")?;
+    let script = dir.join("asyncio_echo.py");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/asyncio_echo.py"),
+        &script,
+    )?;
+    let spec = format!("asyncio=python3 {} {{port}} {{addr}}", script.display());
+    let cells = run(
+        &dir,
+        &[
+            "--models",
+            "epoll",
+            "--server",
+            &spec,
+            "--work",
+            "none,block:1ms",
+            "--connections",
+            "2",
+            "--runs",
+            "1",
+            "--duration",
+            "100ms",
+            "--warmup",
+            "0ms",
+        ],
+    )?;
+    if cells.len() != 4 {
+        return Err(format!("{} cells recorded, expected 4: {cells:?}", cells.len()).into());
+    }
+    for c in &cells {
+        let id = c["id"].as_str().unwrap_or("");
+        let reason = c["reason"].as_str().unwrap_or("");
+        let fine = match (c["model"].as_str(), c["work"].as_str()) {
+            (Some("asyncio"), Some("block:1ms")) => {
+                c["status"] == "skipped"
+                    && c["load"].is_null()
+                    && c["server"].is_null()
+                    && reason.contains("asyncio is not a c10k model: --work block:1ms")
+            }
+            _ => c["status"] == "ok" && c["load"]["messages"].as_u64().unwrap_or(0) > 0,
+        };
+        if !fine {
+            return Err(format!("cell {id}: {} ({reason})", c["status"]).into());
         }
     }
     let left = left_running(&dir);

@@ -235,6 +235,7 @@ fn ok(spec: &matrix::CellSpec, kind: &str, c: Cell, fixed: bool) -> CellResult {
         per_connection_csv: None,
         messages_per_connection: fixed.then_some(1),
         bench: None,
+        work_done: None,
         plan: None,
     }
 }
@@ -257,6 +258,7 @@ fn not_measured(spec: &matrix::CellSpec, status: Status, reason: &str) -> CellRe
         per_connection_csv: None,
         messages_per_connection: None,
         bench: None,
+        work_done: None,
         plan: None,
     }
 }
@@ -274,9 +276,10 @@ fn plan(
         experiment: experiment.into(),
         title: format!("synthetic {experiment} run <for tests> & checks"),
         command: format!("c10k run {experiment} --runs 2 --out 'results/{experiment}'"),
-        cells: matrix::expand(&models, connections, 2, Order::Interleaved),
+        cells: matrix::expand(&models, connections, &[], 2, Order::Interleaved),
         models,
         connections: connections.to_vec(),
+        work: Vec::new(),
         runs: 2,
         auto_runs: None,
         order: Order::Interleaved,
@@ -527,7 +530,7 @@ fn churn_run() -> RunData {
 
 /// `plan`'s matrix with `runs` repeats of every cell.
 fn with_runs(mut p: RunPlan, runs: usize) -> RunPlan {
-    p.cells = matrix::expand(&p.models, &p.connections, runs, Order::Interleaved);
+    p.cells = matrix::expand(&p.models, &p.connections, &[], runs, Order::Interleaved);
     p.runs = runs;
     p
 }
@@ -1154,13 +1157,14 @@ fn runs_auto_names_unsettled_cells() -> Result<(), Failed> {
     );
     p.auto_runs = Some(matrix::AutoRuns::default());
     p.runs = 3;
-    p.cells = matrix::expand(&p.models, &p.connections, 3, Order::Interleaved);
+    p.cells = matrix::expand(&p.models, &p.connections, &[], 3, Order::Interleaved);
     for run in 4..=10 {
         let index = p.cells.len();
         p.cells.push(matrix::CellSpec {
             id: format!("epoll/c10/r{run}"),
             index,
             model: "epoll".into(),
+            work: None,
             connections: 10,
             run,
         });

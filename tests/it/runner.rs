@@ -22,6 +22,11 @@ pub const TESTS: &[(&str, Test)] = &[
     ("variants_run_beside_their_models", variants),
     ("micro_benchmarks_run_as_experiments", bench_presets),
     ("burst_figures_stay_within_their_bounds", burst_bounds),
+    ("work_axis_records_work_requests_and_bounds", work_axis),
+    (
+        "a_resumed_plan_with_a_damaged_work_spec_is_refused",
+        damaged_work,
+    ),
 ];
 
 fn run(args: &[&str]) -> Result<std::process::Output, Failed> {
@@ -483,6 +488,27 @@ fn bad_input() -> Result<(), Failed> {
         (&["run", "--variant", "x=select --port 80"], "set by c10k"),
         (&["run", "--variant", "x select"], "expected NAME="),
         (
+            &["run", "--work", "none,disk:1ms"],
+            "--work: 'disk:1ms' is not a part of the work",
+        ),
+        (
+            &["run", "--work", "block:1ms,block:1000us"],
+            "--work names 'block:1ms' twice",
+        ),
+        (&["run", "--work", ","], "--work names no profile"),
+        (
+            &["run", "dispatch", "--work", "cpu:10us"],
+            "a micro-benchmark has no handler",
+        ),
+        (
+            &["run", "--work", "block:1ms", "-m", "1MiB"],
+            "more than the servers' echo buffer",
+        ),
+        (
+            &["run", "--work", "block:1ms", "--server-arg=--work=cpu:1ms"],
+            "--server-arg: --work is set per cell by --work",
+        ),
+        (
             &["run", "--resume", "/nonexistent/c10k"],
             "not a c10k results directory",
         ),
@@ -717,6 +743,239 @@ fn burst_bounds() -> Result<(), Failed> {
     }
     if checked == 0 {
         return Err(format!("no server CPU/msg figure checked in: {verdict}").into());
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
+
+/// The server's `args` of a record, as strings.
+fn server_args(c: &serde_json::Value) -> Vec<String> {
+    c["server"]["args"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str())
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `--work none,block:5ms`: every model at the count under each profile;
+/// a cell with work passes it to its server, records the server's
+/// requests and the bound its capacity gives, and never does more than
+/// physics allows (one epoll thread sleeping 5 ms per request completes at
+/// most one request per 5 ms of its life); the tables, the exports and
+/// the report come per profile, the bound beside each figure; the none
+/// profile's cells keep the ids and records of a run without the axis.
+fn work_axis() -> Result<(), Failed> {
+    let out = scratch("run-work")?;
+    let o = run(&[
+        "--models",
+        "epoll,threads",
+        "--connections",
+        "4",
+        "--work",
+        "none,block:5ms",
+        "--runs",
+        "2",
+        "--duration",
+        "300ms",
+        "--warmup",
+        "20ms",
+        "--out",
+        out.to_str().unwrap_or("."),
+    ])?;
+    succeeded(&o, "")?;
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let dir = results_dir(&out)?;
+    let cells = lines(&dir)?;
+    let mut ids: Vec<&str> = cells.iter().filter_map(|c| c["id"].as_str()).collect();
+    ids.sort_unstable();
+    let want = [
+        "epoll/block:5ms/c4/r1",
+        "epoll/block:5ms/c4/r2",
+        "epoll/c4/r1",
+        "epoll/c4/r2",
+        "threads/block:5ms/c4/r1",
+        "threads/block:5ms/c4/r2",
+        "threads/c4/r1",
+        "threads/c4/r2",
+    ];
+    if ids != want {
+        return Err(format!("cells {ids:?}").into());
+    }
+    for c in &cells {
+        let id = c["id"].as_str().unwrap_or("");
+        if c["status"] != "ok" {
+            return Err(format!("cell {id}: {} ({})", c["status"], c["reason"]).into());
+        }
+        let args = server_args(c);
+        let given = |flag: &str| {
+            args.iter()
+                .position(|a| a == flag)
+                .and_then(|i| args.get(i + 1))
+                .map(String::as_str)
+        };
+        if c["work"].is_null() {
+            // The none profile: a cell as a run without the axis makes.
+            if !c["work_done"].is_null() || given("--work").is_some() {
+                return Err(format!("cell {id} has work: {args:?} {}", c["work_done"]).into());
+            }
+            continue;
+        }
+        if c["work"] != "block:5ms"
+            || given("--work") != Some("block:5ms")
+            || given("--message-size") != Some("64")
+        {
+            return Err(format!("cell {id}: work {} with {args:?}", c["work"]).into());
+        }
+        let done = &c["work_done"];
+        let requests = done["requests"].as_u64().unwrap_or(0);
+        let messages = c["load"]["messages"].as_u64().unwrap_or(0);
+        // Every echo measured was a request whose work was done.
+        if messages == 0 || requests < messages {
+            return Err(format!("cell {id}: {requests} requests, {messages} messages").into());
+        }
+        let bound = done["bound"]["per_second"].as_f64().unwrap_or(0.0);
+        let why = done["bound"]["why"].as_str().unwrap_or("");
+        let wall = c["wall_seconds"].as_f64().unwrap_or(0.0);
+        match c["model"].as_str() {
+            // One thread: 1 / 5 ms, and no more requests than 5 ms each of
+            // the server's life (within the cell) holds.
+            Some("epoll") => {
+                if (bound - 200.0).abs() > 1e-6 || !why.starts_with("1 thread") {
+                    return Err(format!("cell {id}: bound {bound} ({why})").into());
+                }
+                if requests as f64 * 0.005 > wall + 0.005 {
+                    return Err(format!(
+                        "cell {id}: {requests} requests of 5 ms on one thread in {wall} s"
+                    )
+                    .into());
+                }
+            }
+            // A thread per connection: the 4 in flight over 5 ms.
+            _ if (bound - 800.0).abs() > 1e-6 => {
+                return Err(format!("cell {id}: bound {bound} ({why})").into());
+            }
+            _ => {}
+        }
+    }
+    // The terminal: each profile under its heading, the bound beside the
+    // figure in the ranking and the verdict of the profile with work.
+    let (none, block) = stdout
+        .split_once("== Work: block:5ms ==")
+        .ok_or_else(|| format!("no block:5ms heading: {stdout}"))?;
+    if !none.contains("== Work: none ==") || none.contains("of bound") {
+        return Err(format!("the none profile: {none}").into());
+    }
+    for want in [
+        "bound",
+        "of bound",
+        "200/s: 1 thread / 5 ms each",
+        "800/s: 4 in flight / 5 ms",
+        "\nVerdict\n",
+    ] {
+        if !block.contains(want) {
+            return Err(format!("the block:5ms profile lacks {want:?}: {block}").into());
+        }
+    }
+    let mut csv = csv::Reader::from_path(dir.join("results.csv"))?;
+    let header = csv.headers()?.clone();
+    let (id_col, work_col, bound_col) = (
+        column(&header, "id")?,
+        column(&header, "work")?,
+        column(&header, "work_bound_per_second")?,
+    );
+    for row in csv.records() {
+        let row = row?;
+        let id = row.get(id_col).unwrap_or("");
+        let (work, bound) = (row.get(work_col), row.get(bound_col));
+        let fine = if id.contains("/block:5ms/") {
+            work == Some("block:5ms") && bound.is_some_and(|b| !b.is_empty())
+        } else {
+            work == Some("none") && bound == Some("")
+        };
+        if !fine {
+            return Err(format!("results.csv row {row:?}").into());
+        }
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json"))?)?;
+    let rows = json["summary"].as_array().ok_or("no summary")?;
+    if rows.len() != 4
+        || !rows
+            .iter()
+            .any(|r| r["work"] == "block:5ms" && r["bound"]["per_second"].as_f64() == Some(200.0))
+    {
+        return Err(format!("results.json summary: {rows:?}").into());
+    }
+    let md = std::fs::read_to_string(dir.join("results.md"))?;
+    let html = std::fs::read_to_string(dir.join("report.html"))?;
+    if !md.contains("## Work: none") || !md.contains("## Work: block:5ms") {
+        return Err(format!("results.md: {md}").into());
+    }
+    for want in [
+        "<h3>Work: block:5ms</h3>",
+        "id=\"fig-throughput-w2\"",
+        "its bound, the throughput the work",
+    ] {
+        if !html.contains(want) {
+            return Err(format!("report.html lacks {want:?}").into());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
+
+/// A `plan.json` read back on `--resume` has its work axis checked as the
+/// flags were: a damaged spec refuses the resume in one line (exit 2), and
+/// nothing is run or appended.
+fn damaged_work() -> Result<(), Failed> {
+    let out = scratch("run-work-resume")?;
+    let o = run(&[
+        "--models",
+        "epoll",
+        "--connections",
+        "2",
+        "--work",
+        "none,wait:1ms",
+        "--runs",
+        "1",
+        "--duration",
+        "50ms",
+        "--warmup",
+        "0ms",
+        "--no-report",
+        "--out",
+        out.to_str().unwrap_or("."),
+    ])?;
+    succeeded(&o, "")?;
+    let dir = results_dir(&out)?;
+    let results = std::fs::read(dir.join("results.jsonl"))?;
+    let plan_path = dir.join("plan.json");
+    let plan = std::fs::read_to_string(&plan_path)?;
+    if !plan.contains("\"wait:1ms\"") {
+        return Err(format!("plan.json lacks the profile: {plan}").into());
+    }
+    for (damaged, want) in [
+        ("\"wait:1zz\"", "plan.json: work: 'wait:1zz'"),
+        ("\"wait:1000us\"", "canonical"),
+    ] {
+        std::fs::write(&plan_path, plan.replacen("\"wait:1ms\"", damaged, 1))?;
+        let o = Command::new(bin())
+            .arg("run")
+            .arg("--resume")
+            .arg(&dir)
+            .arg("--no-report")
+            .output()?;
+        let err = String::from_utf8_lossy(&o.stderr);
+        if o.status.code() != Some(2) || err.lines().count() != 1 || !err.contains(want) {
+            return Err(format!("{damaged}: exit {:?}, stderr {err:?}", o.status.code()).into());
+        }
+        if std::fs::read(dir.join("results.jsonl"))? != results {
+            return Err(format!("{damaged}: results.jsonl changed").into());
+        }
     }
     let _ = std::fs::remove_dir_all(&out);
     Ok(())

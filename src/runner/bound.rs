@@ -1,0 +1,283 @@
+//! The bound beside the figure: under `--work`, the throughput the work
+//! alone allows a cell ([`WorkDone`], recorded with each cell from its
+//! servers' summaries: the model's own capacity, the cell's connections
+//! and depth, an open loop's offered rate; [`Work::bound`] says how), and
+//! the share of it a model reached at one count ([`Share`]). A model far
+//! below its bound shows its own overhead; one above it beyond noise and
+//! margin is a defect (the work was not done as asked, or the bound is
+//! wrong), flagged in every table that shows it and never a win. Costs a
+//! comparison per model and count.
+
+use serde::{Deserialize, Serialize};
+
+use super::cell::Status;
+use super::matrix::{CellSpec, RunPlan, WorkloadKind};
+use super::results::RunData;
+use crate::present::units::{format_count, sig3};
+use crate::server::stats::WorkSummary;
+use crate::server::work::{Bound, Capacity, Work};
+use crate::stats::compare::{self, Comparison, Sample};
+
+/// What a cell's servers did under its work, and what the work allows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkDone {
+    /// Requests whose work the servers did over the whole cell
+    /// (connections coming up, the warm-up, the window and the drain),
+    /// summed over its instances.
+    pub requests: u64,
+    /// Bytes of one request: the workload's message.
+    pub request_bytes: usize,
+    /// What the model's handlers can do at once, as its server reported
+    /// it (handlers summed over the instances sharing the port).
+    pub capacity: Capacity,
+    /// The throughput the work alone allows at the cell's connections and
+    /// depth (for an open loop, at most its offered rate).
+    pub bound: Option<Bound>,
+}
+
+/// The work record of a cell of `plan` under `spec`'s work, from the JSON
+/// summaries its servers printed; `None` for a cell without work or
+/// without a summary that reports it (a server that died).
+pub(crate) fn of_cell(
+    plan: &RunPlan,
+    spec: &CellSpec,
+    summaries: &[serde_json::Value],
+) -> Option<WorkDone> {
+    let text = spec.work.as_deref()?;
+    let reported: Vec<(u64, WorkSummary)> = summaries
+        .iter()
+        .filter_map(|s| {
+            let w = serde_json::from_value(s.get("work")?.clone()).ok()?;
+            Some((s["requests"].as_u64().unwrap_or(0), w))
+        })
+        .collect();
+    let (_, first) = reported.first()?;
+    let mut capacity = first.capacity;
+    capacity.handlers = capacity.handlers.map(|h| h * reported.len());
+    let work = Work::parse(text, first.request_bytes).ok()?;
+    let w = &plan.workload;
+    let mut bound = work.bound(&capacity, spec.connections, w.depth);
+    if let (WorkloadKind::Closed, Some(rate)) = (w.kind, w.rate) {
+        let offered = rate.total(spec.connections);
+        if bound.as_ref().is_none_or(|b| offered < b.per_second) {
+            bound = Some(Bound {
+                per_second: offered,
+                why: "the open loop's offered rate".into(),
+            });
+        }
+    }
+    Some(WorkDone {
+        requests: reported.iter().map(|r| r.0).sum(),
+        request_bytes: first.request_bytes,
+        capacity,
+        bound,
+    })
+}
+
+/// A model's bound at one count and the share of it its runs reached.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Share {
+    /// The bound, the median of its runs' (they agree unless the model's
+    /// capacity changed between them), with the first run's term.
+    pub bound: Bound,
+    /// The median over the runs of throughput ÷ bound; `None` when no run
+    /// has a throughput to set against it (a burst, churn).
+    pub share: Option<f64>,
+    /// Above the bound beyond noise and margin (the paired comparison of
+    /// throughput with bound, [`compare`]): how many times above.
+    pub above: Option<Comparison>,
+}
+
+/// The bound of `model` at count `n` in `data` and its share of it, over
+/// the measured runs; `None` where no run recorded a bound.
+pub(crate) fn share(data: &RunData, model: &str, n: usize) -> Option<Share> {
+    // Each measured run: its round, its bound, and its throughput where a
+    // share of the bound applies to it (a timed loop).
+    let runs: Vec<(usize, &Bound, Option<f64>)> = data
+        .cells
+        .iter()
+        .filter(|c| c.cell.model == model && c.cell.connections == n && c.status == Status::Ok)
+        .filter_map(|c| {
+            let b = c.work_done.as_ref()?.bound.as_ref()?;
+            let m = c.metrics();
+            Some((c.cell.run, b, m.work_bound_share.and(m.throughput)))
+        })
+        .collect();
+    let (_, first, _) = runs.first()?;
+    let limit: Vec<(usize, f64)> = runs.iter().map(|r| (r.0, r.1.per_second)).collect();
+    let measured: Vec<(usize, f64)> = runs.iter().filter_map(|r| Some((r.0, r.2?))).collect();
+    let shares: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| Some(r.2? / r.1.per_second))
+        .filter(|s| s.is_finite())
+        .collect();
+    let median = |v: &[f64]| crate::stats::Summary::of(v).map(|s| s.median);
+    let above = match (Sample::new(&measured), Sample::new(&limit)) {
+        (Some(m), Some(b)) => Some(compare::compare(&m, &b, data.plan.margin)),
+        _ => None,
+    }
+    .filter(Comparison::larger);
+    Some(Share {
+        bound: Bound {
+            per_second: median(&limit.iter().map(|l| l.1).collect::<Vec<_>>())?,
+            why: first.why.clone(),
+        },
+        share: median(&shares),
+        above,
+    })
+}
+
+/// What the bound columns mean, under a table that has them.
+pub(crate) const NOTE: &str = "Bound: the throughput the work alone allows the model \
+     (its handlers over the time a request holds one, its cores over the CPU a request takes, \
+     the closed loop's requests in flight over the work's whole time, an open loop's offered \
+     rate: the least), with the term that set it; of bound: the median over the runs of the \
+     measured throughput over it. Far below: the model's own overhead, or a client that could \
+     not keep up (see limited by); a closed loop counts the round trips sent and answered \
+     within the window, so where a round trip is a sizeable part of the window (one handler \
+     blocking for every connection in turn) the figure and its share read low by about that \
+     part. Above it beyond noise and margin: a defect, flagged ⚠.";
+
+/// `1,000/s: 1 thread / 1 ms each`.
+pub(crate) fn bound_text(b: &Bound) -> String {
+    format!("{}/s: {}", format_count(b.per_second), b.why)
+}
+
+/// `97.2 %`; above the bound beyond noise, `112 % ⚠ above its bound: a
+/// defect`; `–` with no throughput to set against it.
+pub(crate) fn share_text(s: &Share) -> String {
+    match (s.share, s.above) {
+        (Some(v), Some(_)) => format!("{} % ⚠ above its bound: a defect", sig3(v * 100.0)),
+        (Some(v), None) => format!("{} %", sig3(v * 100.0)),
+        (None, _) => "–".into(),
+    }
+}
+
+/// The share with its bound, for the verdict's column: `97 % of
+/// 1,000/s`, `130 % of 1,000/s ⚠ a defect`; `–` with no throughput.
+pub(crate) fn of_bound_text(s: &Share) -> String {
+    match (s.share, s.above) {
+        (Some(v), above) => format!(
+            "{} % of {}/s{}",
+            sig3(v * 100.0),
+            format_count(s.bound.per_second),
+            if above.is_some() { " ⚠ a defect" } else { "" }
+        ),
+        (None, _) => "–".into(),
+    }
+}
+
+/// The models above their bound beyond noise, for the line under a
+/// verdict: `select (112 %)`.
+pub(crate) fn above_text(data: &RunData, n: usize, models: &[&str]) -> Option<String> {
+    let above: Vec<String> = models
+        .iter()
+        .filter_map(|m| {
+            let s = share(data, m, n)?;
+            s.above?;
+            Some(format!("{m} ({} %)", sig3(s.share? * 100.0)))
+        })
+        .collect();
+    (!above.is_empty()).then(|| {
+        format!(
+            "Above the bound the work allows, beyond noise and margin (a defect to find, not a \
+             win): {}.",
+            super::summary::and_list(&above)
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::results::Figures;
+
+    /// A run of `model` under block:1ms on one loop (bound 1,000/s) whose
+    /// rounds measured `throughputs`.
+    fn run(throughputs: &[f64]) -> RunData {
+        let figures: Vec<Figures> = throughputs
+            .iter()
+            .map(|&throughput| Figures {
+                throughput,
+                ..Default::default()
+            })
+            .collect();
+        let mut data = RunData::example_of(&[("select", figures)]);
+        for c in &mut data.cells {
+            c.cell.work = Some("block:1ms".into());
+            c.work_done = Some(WorkDone {
+                requests: 1000,
+                request_bytes: 64,
+                capacity: Capacity {
+                    handlers: Some(1),
+                    cores: 2,
+                    block_holds: true,
+                    wait_holds: false,
+                },
+                bound: Some(Bound {
+                    per_second: 1000.0,
+                    why: "1 thread / 1 ms each".into(),
+                }),
+            });
+        }
+        data
+    }
+
+    #[test]
+    fn a_share_below_or_within_noise_of_the_bound_is_no_defect() {
+        let data = run(&[970.0, 975.0, 965.0]);
+        let s = share(&data, "select", 10).expect("a bound");
+        assert_eq!(bound_text(&s.bound), "1,000/s: 1 thread / 1 ms each");
+        assert_eq!(share_text(&s), "97 %");
+        assert!(s.above.is_none());
+        let data = run(&[1010.0, 990.0, 1020.0]);
+        assert!(share(&data, "select", 10).expect("a bound").above.is_none());
+        assert_eq!(above_text(&data, 10, &["select"]), None);
+    }
+
+    #[test]
+    fn a_share_clearly_above_the_bound_is_flagged() {
+        let data = run(&[1300.0, 1310.0, 1290.0]);
+        let s = share(&data, "select", 10).expect("a bound");
+        assert!(s.above.is_some(), "{s:?}");
+        assert_eq!(share_text(&s), "130 % ⚠ above its bound: a defect");
+        let line = above_text(&data, 10, &["select"]).unwrap_or_default();
+        assert!(line.contains("select (130 %)"), "{line}");
+        // One run tests nothing: shown, not flagged.
+        let one = run(&[1300.0]);
+        let s = share(&one, "select", 10).expect("a bound");
+        assert_eq!(share_text(&s), "130 %");
+    }
+
+    #[test]
+    fn the_record_adds_instances_and_the_offered_rate() {
+        let mut plan = RunPlan::example(&["epoll"], &[100], 1);
+        plan.work = vec!["block:1ms".into()];
+        let spec = CellSpec {
+            id: "epoll/block:1ms/c100/r1".into(),
+            index: 0,
+            model: "epoll".into(),
+            work: Some("block:1ms".into()),
+            connections: 100,
+            run: 1,
+        };
+        let summary = serde_json::json!({
+            "requests": 700,
+            "work": {"spec": "block:1ms", "request_bytes": 64, "capacity":
+                {"handlers": 1, "cores": 2, "block_holds": true, "wait_holds": false}}
+        });
+        let w = of_cell(&plan, &spec, &[summary.clone(), summary.clone()]).expect("work");
+        assert_eq!((w.requests, w.capacity.handlers), (1400, Some(2)));
+        let b = w.bound.expect("a bound");
+        assert!((b.per_second - 2000.0).abs() < 1e-6, "{b:?}");
+        plan.workload.rate = Some(crate::runner::matrix::Rate::Total(500.0));
+        let b = of_cell(&plan, &spec, &[summary]).and_then(|w| w.bound);
+        assert_eq!(
+            b.map(|b| b.why),
+            Some("the open loop's offered rate".into())
+        );
+        let mut none = spec.clone();
+        none.work = None;
+        assert_eq!(of_cell(&plan, &none, &[]), None);
+    }
+}
