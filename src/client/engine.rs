@@ -692,9 +692,21 @@ impl<'a> Engine<'a> {
     /// exists in open loop (closed loop writes when it intends to) and the
     /// live one only when a progress line shows it. The whole batch is
     /// recorded before refilling, so the `-n` count sees every completion.
+    ///
+    /// A timed window counts the echoes that come back inside it, those
+    /// sent during the warm-up included, as wrk does. Counting only those
+    /// also sent inside it would miss the last round trip of every
+    /// connection: a share of the figure as large as the round trip is
+    /// against the window (a loop that blocks 1 ms for each of 1,000
+    /// connections answers each once a second). A fixed count (`-n`) and a
+    /// burst count the messages they sent after the warm-up.
     fn completed(&mut self, i: usize, k: usize, now: Instant) {
         let now_ns = self.since_epoch(now);
         let mut measured = 0;
+        let in_window = match (self.plan.stop, self.shared.schedule.get()) {
+            (Stop::Duration(_), Some(s)) if s.until.is_some() => Some(s.measures(now)),
+            _ => None,
+        };
         // Messages written together complete together with one latency:
         // a run of equal stamps is one record of `count` (the histogram is
         // the same as recording each; closed loop at depth D makes runs of
@@ -704,7 +716,7 @@ impl<'a> Engine<'a> {
             let Some(f) = self.conns[i].in_flight.pop_front() else {
                 break;
             };
-            if !f.measured {
+            if !in_window.unwrap_or(f.measured) {
                 continue;
             }
             measured += 1;

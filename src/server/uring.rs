@@ -549,8 +549,12 @@ impl<'a> Worker<'a> {
             }
         }
         if conn.sending == 0 && conn.ready > 0 {
-            let rest = conn.queued.split_off(conn.ready);
-            let buf = std::mem::replace(&mut conn.queued, rest);
+            let buf = if conn.ready == conn.queued.len() {
+                std::mem::take(&mut conn.queued)
+            } else {
+                let rest = conn.queued.split_off(conn.ready);
+                std::mem::replace(&mut conn.queued, rest)
+            };
             conn.ready = 0;
             conn.sending = buf.len();
             self.ring.send(conn.stream.as_fd(), buf, 0, tag(slot, SEND));
