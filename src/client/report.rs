@@ -379,10 +379,12 @@ impl Report {
     }
 
     /// Why a timed closed- or open-loop run measured too little to be a
-    /// result: no round trip in the window, or fewer than one per
-    /// connection (so the figure is whichever connections happened to
-    /// finish). Says, by Little's law, how long one round over every
-    /// connection takes at the rate the whole run saw.
+    /// result: no round trip in the window, or a run (warm-up and window)
+    /// shorter than one round over every connection at the rate measured
+    /// (N / rate, Little's law), so that the figure is the first turns of
+    /// whichever connections happened to come first, not a steady state.
+    /// A round as long as the window is fine once the warm-up has gone
+    /// round: the window counts the echoes that come back in it.
     ///
     /// `None` when every connection failed: the failures are the cause
     /// ([`Report::no_result`]), and a longer window would not help.
@@ -392,17 +394,26 @@ impl Report {
         if !timed
             || self.interrupted
             || self.measured_seconds <= 0.0
-            || self.messages >= n
             || self.every_connection_failed()
         {
             return None;
+        }
+        let span = self.warmup_seconds + self.measured_seconds;
+        if self.messages > 0 {
+            let round = n as f64 * self.measured_seconds / self.messages as f64;
+            if round <= span {
+                return None;
+            }
+            return Some(format!(
+                "measured {} round trip(s) over {n} connections in the {:.1} s window: at that rate one round over every connection takes {round:.1} s (N / rate, Little's law), longer than the warm-up and the window together ({span:.1} s), so the figure is the first turns of some connections; give a longer warm-up or window, or fewer connections",
+                self.messages, self.measured_seconds
+            ));
         }
         // Echoes over the whole run, warm-up included, over the warm-up and
         // the window. The echoes drained after the window are in the count
         // but their time is not, so the rate is an upper bound and the
         // round a lower one.
         let echoed = self.bytes_received / self.message_bytes.max(1) as u64;
-        let span = self.warmup_seconds + self.measured_seconds;
         let rate = echoed as f64 / span.max(1e-9);
         if rate <= 0.0 {
             // Not a window too short: no round at all, however long.
@@ -412,7 +423,7 @@ impl Report {
             ));
         }
         Some(format!(
-            "measured {} round trip(s) over {n} connections in the {:.1} s window, fewer than one per connection: at the at most {rate:.0} round trips/s seen over the whole run, one round over {n} connections takes at least {:.1} s (N / rate, Little's law); give a window longer than a round, or fewer connections",
+            "measured {} round trip(s) over {n} connections in the {:.1} s window: at the at most {rate:.0} round trips/s seen over the whole run, one round over {n} connections takes at least {:.1} s (N / rate, Little's law); give a window longer than a round, or fewer connections",
             self.messages,
             self.measured_seconds,
             n as f64 / rate
@@ -827,10 +838,17 @@ mod tests {
         // Nothing came back at all.
         let why = closed(10, 0, 0).too_little().unwrap_or_default();
         assert!(why.contains("no echo came back"), "{why}");
-        // Fewer than one per connection is not a result either.
-        assert!(closed(1000, 999, 999 * 64).too_little().is_some());
-        // One per connection or more is.
+        // A round longer than the whole run (10 s here) is not a result
+        // either: 1,000 connections at 99.9 round trips/s take 10.01 s.
+        let why = closed(1000, 999, 999 * 64).too_little().unwrap_or_default();
+        assert!(why.contains("takes 10.0 s"), "{why}");
+        // A round of the whole run, or less, is: each connection had its
+        // turns.
         assert!(closed(1000, 1000, 1000 * 64).too_little().is_none());
+        assert!(closed(10_000, 1000, 1000 * 64).too_little().is_some());
+        let mut warmed = closed(10_000, 1000, 1000 * 64);
+        warmed.warmup_seconds = 90.0;
+        assert!(warmed.too_little().is_none());
         // Burst and churn do fixed work per connection: not judged here.
         let mut r = closed(10, 0, 0);
         r.workload = "burst".into();

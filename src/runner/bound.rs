@@ -133,10 +133,9 @@ pub(crate) const NOTE: &str = "Bound: the throughput the work alone allows the m
      the closed loop's requests in flight over the work's whole time, an open loop's offered \
      rate: the least), with the term that set it; of bound: the median over the runs of the \
      measured throughput over it. Far below: the model's own overhead, or a client that could \
-     not keep up (see limited by); a closed loop counts the round trips sent and answered \
-     within the window, so where a round trip is a sizeable part of the window (one handler \
-     blocking for every connection in turn) the figure and its share read low by about that \
-     part. Above it beyond noise and margin: a defect, flagged ⚠.";
+     not keep up (see limited by). The round trip itself is not in the bound: a closed loop \
+     waiting 1 ms per request also spends a loopback round trip (tens of µs) and the timer's \
+     slack on each. Above it beyond noise and margin: a defect, flagged ⚠.";
 
 /// `1,000/s: 1 thread / 1 ms each`.
 pub(crate) fn bound_text(b: &Bound) -> String {
