@@ -7,9 +7,8 @@
 
 use c10k::server::{Summary, MODELS};
 use libtest_mimic::Failed;
-use serde_json::Value;
 
-use crate::support::{bin, scratch, succeeded, Server, Started, Test};
+use crate::support::{load_json as load, Server, Started, Test};
 
 pub const TESTS: &[(&str, Test)] = &[
     (
@@ -34,21 +33,6 @@ fn serve(model: &str, flags: &[&str]) -> Result<Server, Failed> {
         Started::Running(s) => Ok(s),
         Started::Unsupported(why) => Err(format!("{model} cannot run here: {why}").into()),
     }
-}
-
-/// Drives `server` with `c10k load -n`, returning its JSON.
-fn load(server: &Server, name: &str, args: &[&str]) -> Result<Value, Failed> {
-    let dir = scratch(name)?;
-    let json = dir.join("load.json");
-    let o = std::process::Command::new(bin())
-        .arg("load")
-        .arg(server.addr.to_string())
-        .args(args)
-        .arg("--json")
-        .arg(&json)
-        .output()?;
-    succeeded(&o, "c10k load: ")?;
-    Ok(serde_json::from_slice(&std::fs::read(&json)?)?)
 }
 
 fn sigio_overflow() -> Result<(), Failed> {

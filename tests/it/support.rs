@@ -209,3 +209,19 @@ pub fn succeeded(o: &std::process::Output, what: &str) -> Result<(), Failed> {
     )
     .into())
 }
+
+/// Drives `server` with `c10k load ARGS --json` (in a scratch directory
+/// named `name`), returning its JSON.
+pub fn load_json(server: &Server, name: &str, args: &[&str]) -> Result<serde_json::Value, Failed> {
+    let dir = scratch(name)?;
+    let json = dir.join("load.json");
+    let o = Command::new(bin())
+        .arg("load")
+        .arg(server.addr.to_string())
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .output()?;
+    succeeded(&o, "c10k load: ")?;
+    Ok(serde_json::from_slice(&std::fs::read(&json)?)?)
+}

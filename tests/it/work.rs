@@ -9,7 +9,7 @@ use c10k::server::MODELS;
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::support::{bin, scratch, succeeded, Server, Started, Test};
+use crate::support::{bin, load_json as load, Server, Started, Test};
 
 pub const TESTS: &[(&str, Test)] = &[
     (
@@ -36,21 +36,6 @@ fn serve(model: &str, flags: &[&str]) -> Result<Option<Server>, Failed> {
         Started::Running(s) => Ok(Some(s)),
         Started::Unsupported(_) => Ok(None),
     }
-}
-
-/// Drives `server` with `c10k load ARGS --json`, returning its JSON.
-fn load(server: &Server, name: &str, args: &[&str]) -> Result<Value, Failed> {
-    let dir = scratch(name)?;
-    let json = dir.join("load.json");
-    let o = std::process::Command::new(bin())
-        .arg("load")
-        .arg(server.addr.to_string())
-        .args(args)
-        .arg("--json")
-        .arg(&json)
-        .output()?;
-    succeeded(&o, "c10k load: ")?;
-    Ok(serde_json::from_slice(&std::fs::read(&json)?)?)
 }
 
 fn number(j: &Value, key: &str) -> Result<f64, Failed> {
