@@ -88,6 +88,11 @@ pub(crate) fn wait_for_listener(
     ctx: &Context,
     gate: &mut Gate,
 ) -> io::Result<Option<bool>> {
+    // A stop whose byte a caller drained from the pipe (fork drains it to
+    // hear SIGCHLD) is seen here, not lost in a poll that nothing wakes.
+    if ctx.shutdown.requested() {
+        return Ok(None);
+    }
     let open = gate.is_open();
     let mut fds = vec![pollset::pollfd(ctx.shutdown.fd().as_raw_fd(), POLLIN)];
     if open {

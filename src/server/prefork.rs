@@ -83,11 +83,17 @@ impl Model for Prefork {
         // Set when a replacement could not be forked: try again this soon.
         let mut retry: Option<Duration> = None;
         loop {
-            let mut fds = [pollset::pollfd(ctx.shutdown.fd().as_raw_fd(), POLLIN)];
-            match pollset::poll(&mut fds, retry) {
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e).context("poll"),
+            // A SIGTERM that came after the last check has its byte in the
+            // pipe, or was drained with a SIGCHLD's below: then its flag is
+            // set already, and this check sees it before a poll that nothing
+            // would wake.
+            if !ctx.shutdown.requested() {
+                let mut fds = [pollset::pollfd(ctx.shutdown.fd().as_raw_fd(), POLLIN)];
+                match pollset::poll(&mut fds, retry) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e).context("poll"),
+                }
             }
             if ctx.shutdown.requested() {
                 workers.stop(|_| {}).context("stopping the workers")?;
