@@ -32,7 +32,9 @@ const EXIT_CODES: &str = "Exit codes: 0 done; 1 a failure (the cause on stderr);
 or a request that cannot be done as given; 3 the kernel or a sandbox refuses the model (serve); \
 4 `load --fail-on-error` saw errors; 5 no result (load: every connection failed or no echo \
 came back; run: no cell was measured), the cause on stderr in one line, every output still \
-written; 130 interrupted (load, run).";
+written; 130 interrupted (load, run). compare: 0 compared, 1 `--fail-if-slower` found a cell \
+slower (or an output could not be written), 2 an input that cannot be read or compared, 5 no \
+cell measured on both sides.";
 
 /// The command line, with every help text shown as written. Clap reads
 /// `{n}` in a help text as a line break (a template variable kept from
@@ -194,6 +196,11 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Write the exports and report.html of a results directory again.
     Report(ReportArgs),
+    /// Did it get faster? Two results directories of `c10k run` (or two
+    /// `c10k load --json` files, or directories of them, one per repeat)
+    /// cell by cell, with a 95 % interval and a verdict per cell.
+    #[command(after_help = EXIT_CODES)]
+    Compare(Box<CompareArgs>),
     /// Micro-benchmarks of the mechanisms under the models.
     #[command(subcommand)]
     Micro(MicroCommand),
@@ -444,6 +451,54 @@ pub struct RunArgs {
     /// Do not write report.html (the exports are still written).
     #[arg(long)]
     pub no_report: bool,
+    /// Compare this run with a results directory at the end (compare.txt,
+    /// .json, .md, .html beside the results); with no matrix flags, run
+    /// DIR's plan again (with --resume, the resumed run's own plan).
+    #[arg(long, value_name = "DIR")]
+    pub baseline: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub gate: GateArgs,
+}
+
+/// What turns a comparison into a pass or a fail (`compare`, `run
+/// --baseline`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct GateArgs {
+    /// Exit 1 when a cell is slower than the baseline by more than PCT
+    /// with 95 % confidence (the whole interval beyond it), e.g. 5%.
+    #[arg(long, value_name = "PCT")]
+    pub fail_if_slower: Option<String>,
+    /// A model you did not change, run on both sides: every figure is
+    /// taken as a ratio to it within its own round, so drift of the
+    /// machine between the two sessions cancels.
+    #[arg(long, value_name = "MODEL")]
+    pub reference: Option<String>,
+}
+
+/// `c10k compare BASE NEW`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline: a results directory of `c10k run`, a `c10k load
+    /// --json` file, or a directory of such files (one per repeat).
+    pub base: std::path::PathBuf,
+    /// What changed, of the same kind as BASE.
+    pub new: std::path::PathBuf,
+    /// Equivalent when the 95 % interval of NEW/BASE lies within ± this
+    /// margin; slower or faster only when it lies wholly beyond it
+    /// [default: 5%].
+    #[arg(long, value_name = "PCT")]
+    pub margin: Option<String>,
+    #[command(flatten)]
+    pub gate: GateArgs,
+    /// Also write the comparison as JSON (schema/compare-report.v1).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
+    /// Also write it as Markdown, for a pull-request comment.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<std::path::PathBuf>,
+    /// Also write a self-contained HTML page with before/after charts.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
 }
 
 /// `c10k report DIR`.

@@ -14,6 +14,8 @@
 //!                                     │
 //!             results (runner/results.rs: results.jsonl + plan.json)
 //!                                     │
+//!                compare/ (c10k compare, run --baseline: two results, cell by cell)
+//!                                     │
 //!      output.rs (every export of a run: JSON, CSV, Markdown) ── report/ (HTML, SVG)
 //!
 //!  Under the engines: export/ (writing a file safely, tables), present/
@@ -68,6 +70,7 @@
 //! | limits checked before a run | `client/preflight.rs` |
 //! | what limited a figure | `client/limit.rs`, `runner/verdict.rs` |
 //! | results, resume, locking, which plan a record belongs to | `runner/results.rs`, `lock.rs`, `identity.rs` |
+//! | comparing two runs (matching cells, the test, the verdict) | `compare/cells.rs` |
 //! | writing an output file safely | `export/target.rs` |
 //! | `unsafe` (select past FD_SETSIZE, fork, wait4, shared memory, process-shared locks, O_ASYNC signals, pinning) | `sys/` |
 //!
@@ -90,6 +93,7 @@
 
 pub mod cli;
 pub mod client;
+pub mod compare;
 pub mod conform;
 pub mod env;
 pub mod experiments;

@@ -54,6 +54,7 @@ fn main() -> ExitCode {
         Command::Load(args) => load(&args),
         Command::Run(args) => run(&args),
         Command::Report(args) => report(&args.dir),
+        Command::Compare(args) => compare(&args),
         Command::Micro(cmd) => match c10k::plan::micro::plan(&cmd) {
             Ok((b, json)) => bench("micro", c10k::micro::run(&b), json),
             Err(e) => {
@@ -197,6 +198,25 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let command = std::env::args().collect::<Vec<_>>().join(" ");
+    // The baseline is read before anything runs: a long run is never
+    // started against one that cannot be compared.
+    let baseline = match &args.baseline {
+        Some(dir) => match c10k::compare::input::open(dir, c10k::plan::check_server_args) {
+            Ok(side) if side.kind == c10k::compare::input::Kind::Run => Some(side),
+            Ok(_) => {
+                eprintln!(
+                    "c10k run: --baseline {}: not a results directory of c10k run",
+                    dir.display()
+                );
+                return ExitCode::from(2);
+            }
+            Err(e) => {
+                eprintln!("c10k run: --baseline: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
     // Taken before anything is read or run, the appender holds the
     // directory's lock until this function returns: a second run on the
     // same directory is refused (exit 2: nothing ran, as for any request
@@ -221,7 +241,12 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
             }
         },
         None => {
-            let plan = match c10k::plan::run::plan(args, command) {
+            let planned = match &baseline {
+                Some(b) => c10k::plan::run::from_baseline(&b.data.plan, args, command.clone())
+                    .and_then(|p| p.map_or_else(|| c10k::plan::run::plan(args, command), Ok)),
+                None => c10k::plan::run::plan(args, command),
+            };
+            let plan = match planned {
                 Ok(p) => p,
                 Err(e) => {
                     eprintln!("c10k run: {e}");
@@ -296,7 +321,133 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
             code = ExitCode::from(1);
         }
     }
+    if let Some(base) = baseline {
+        let gate = against_baseline(args, &data, &base);
+        if code == ExitCode::SUCCESS {
+            code = gate;
+        }
+    }
     code
+}
+
+/// `c10k run --baseline DIR`, at the end: the run compared with DIR,
+/// printed, and written beside the results (compare.json, .md, .html);
+/// the exit code of the gate (or 1 when an output could not be written).
+fn against_baseline(
+    args: &c10k::cli::RunArgs,
+    data: &c10k::runner::results::RunData,
+    base: &c10k::compare::input::Side,
+) -> ExitCode {
+    let settings = match c10k::plan::compare::settings(
+        &args.gate,
+        data.plan.margin,
+        std::env::args().collect::<Vec<_>>().join(" "),
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("c10k run: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let new = c10k::compare::input::Side {
+        path: data.dir.clone(),
+        kind: c10k::compare::input::Kind::Run,
+        data: data.clone(),
+        histograms: Default::default(),
+        warnings: Vec::new(),
+    };
+    let dir = &data.dir;
+    let (json, md, html) = (
+        dir.join("compare.json"),
+        dir.join("compare.md"),
+        dir.join("compare.html"),
+    );
+    compared(
+        "c10k run",
+        &settings,
+        base,
+        &new,
+        [
+            Some(json.as_path()),
+            Some(md.as_path()),
+            Some(html.as_path()),
+        ],
+    )
+}
+
+/// Compares, prints the text (and on stderr what the reader must know
+/// of the inputs), writes the outputs asked for, and says how it ended:
+/// 0, 1 (the gate failed, or an output could not be written), 2 (the two
+/// cannot be compared) or 5 (nothing measured on both sides).
+fn compared(
+    name: &str,
+    settings: &c10k::compare::Settings,
+    base: &c10k::compare::input::Side,
+    new: &c10k::compare::input::Side,
+    outputs: [Option<&std::path::Path>; 3],
+) -> ExitCode {
+    use c10k::compare::Refusal;
+    let c = match c10k::compare::compare(settings, base, new) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            return ExitCode::from(match e {
+                Refusal::Apart(_) => 2,
+                Refusal::NothingMeasured(_) => NO_RESULT,
+            });
+        }
+    };
+    for w in &c.warnings {
+        eprintln!("{name}: {w}");
+    }
+    let mut stdout = std::io::stdout();
+    let _ = write!(stdout, "{}", c10k::compare::text::text(&c));
+    let _ = stdout.flush();
+    let [json, md, html] = outputs;
+    let (written, errors) = c10k::output::write_comparison(&c, json, md, html);
+    for p in written {
+        let _ = writeln!(stdout, "wrote {}", p.display());
+    }
+    for e in &errors {
+        eprintln!("{name}: {e}");
+    }
+    let gate_failed = c.gate.as_ref().is_some_and(|g| !g.failed.is_empty());
+    if gate_failed || !errors.is_empty() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `c10k compare BASE NEW`.
+fn compare(args: &c10k::cli::CompareArgs) -> ExitCode {
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let plan = match c10k::plan::compare::plan(args, command) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("c10k compare: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let open = |p: &std::path::Path| c10k::compare::input::open(p, c10k::plan::check_server_args);
+    let (base, new) = match (open(&plan.base), open(&plan.new)) {
+        (Ok(b), Ok(n)) => (b, n),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("c10k compare: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    compared(
+        "c10k compare",
+        &plan.settings,
+        &base,
+        &new,
+        [
+            plan.json.as_deref(),
+            plan.markdown.as_deref(),
+            plan.html.as_deref(),
+        ],
+    )
 }
 
 /// `c10k report DIR`: the exports and report.html again, from the results

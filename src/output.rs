@@ -174,3 +174,41 @@ fn markdown(data: &RunData, sections: &[Section]) -> String {
     }
     out
 }
+
+/// Writes a comparison where asked: its JSON, its Markdown and its page.
+/// Each is tried whatever happened to the others; returns the paths
+/// written and one line per file that could not be.
+pub fn write_comparison(
+    c: &crate::compare::report::Comparison,
+    json: Option<&std::path::Path>,
+    markdown: Option<&std::path::Path>,
+    html: Option<&std::path::Path>,
+) -> (Vec<PathBuf>, Vec<String>) {
+    let mut written = Vec::new();
+    let mut errors = Vec::new();
+    let mut put = |path: Option<&std::path::Path>, bytes: anyhow::Result<Vec<u8>>| {
+        let Some(path) = path else { return };
+        match bytes.and_then(|b| {
+            crate::export::target::write(path, &b)
+                .with_context(|| format!("cannot write {}", path.display()))
+        }) {
+            Ok(()) => written.push(path.to_path_buf()),
+            Err(e) => errors.push(format!("{e:#}")),
+        }
+    };
+    put(
+        json,
+        serde_json::to_vec_pretty(c)
+            .map(|mut b| {
+                b.push(b'\n');
+                b
+            })
+            .map_err(Into::into),
+    );
+    put(markdown, Ok(crate::compare::text::markdown(c).into_bytes()));
+    put(
+        html,
+        crate::report::compare::render(c).map(String::into_bytes),
+    );
+    (written, errors)
+}

@@ -9,9 +9,11 @@
 //!   parsers of sizes and durations every command shares;
 //! - [`load`]: `c10k load` into a [`crate::client::plan::LoadPlan`];
 //! - [`run`]: `c10k run` into a [`crate::runner::matrix::RunPlan`];
+//! - [`compare`]: `c10k compare` (and `run --baseline`'s comparison);
 //! - [`micro`], [`herd`]: the micro-benchmarks and the herd;
 //! - [`conform`]: `c10k conform` into a suite and its checks.
 
+pub mod compare;
 pub mod conform;
 pub mod herd;
 pub mod load;

@@ -158,7 +158,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     };
     let margin = match args.margin.as_deref() {
         None => crate::stats::compare::DEFAULT_MARGIN,
-        Some(text) => parse_margin(text)?,
+        Some(text) => parse_percent("--margin", text)?,
     };
     let repeat_disturbed = match args.repeat_disturbed {
         None => matrix::DEFAULT_REPEAT_DISTURBED,
@@ -564,14 +564,99 @@ fn variant(text: &str) -> Result<matrix::Variant, String> {
     })
 }
 
-/// `--margin 5%` (or `5`, `0.5%`): a share from 0.1 % to 50 %.
-fn parse_margin(text: &str) -> Result<f64, String> {
+/// Whether the command line shapes the plan: an experiment or any flag
+/// that a plan records. `c10k run --baseline DIR` without one runs DIR's
+/// plan again.
+fn shapes_the_plan(args: &RunArgs) -> bool {
+    args.experiment.is_some()
+        || args.models.is_some()
+        || args.connections.is_some()
+        || args.work.is_some()
+        || args.runs.is_some()
+        || args.margin.is_some()
+        || args.repeat_disturbed.is_some()
+        || args.workload.is_some()
+        || args.messages.is_some()
+        || args.duration.is_some()
+        || args.warmup.is_some()
+        || args.message_size.is_some()
+        || args.rate.is_some()
+        || args.rate_per_connection.is_some()
+        || args.connect_rate.is_some()
+        || args.timeout.is_some()
+        || args.pin.is_some()
+        || args.order.is_some()
+        || args.per_connection_csv
+        || !args.server_args.is_empty()
+        || !args.variants.is_empty()
+        || !args.servers.is_empty()
+        || !args.targets.is_empty()
+        || args.ready_timeout.is_some()
+        || !args.agents.agent.is_empty()
+        || args.agents.agents_file.is_some()
+        || args.agents.agents.is_some()
+        || args.bind.is_some()
+}
+
+/// `c10k run --baseline DIR` with no flag that shapes a plan: DIR's plan
+/// again, made for this machine (its cells afresh, the CPUs to pin and
+/// the models refused from a count on measured here), under this command.
+/// `None` when the flags shape the plan themselves ([`plan`]).
+pub fn from_baseline(
+    base: &RunPlan,
+    args: &RunArgs,
+    command: String,
+) -> Result<Option<RunPlan>, String> {
+    if shapes_the_plan(args) {
+        return Ok(None);
+    }
+    let mut plan = base.clone();
+    plan.command = command;
+    let runs = plan.auto_runs.map_or(plan.runs, |a| a.min);
+    plan.runs = runs;
+    plan.cells = matrix::expand(
+        &plan.models,
+        &plan.connections,
+        &plan.work,
+        runs,
+        plan.order,
+    );
+    (plan.server_cpus, plan.client_cpus) = if plan.bench.is_some() {
+        (Vec::new(), Vec::new())
+    } else {
+        cpus_for(plan.pin)?
+    };
+    plan.refused = if plan.bench.is_some() {
+        Vec::new()
+    } else {
+        crate::runner::preflight::refusals(
+            &plan.models,
+            &plan.variants,
+            &plan.connections,
+            &crate::client::preflight::System::read(),
+            &mut crate::runner::preflight::TaskCost::measure,
+        )
+    };
+    if let Some(ip) = plan.bind {
+        if std::net::TcpListener::bind((ip, 0)).is_err() {
+            return Err(format!(
+                "the baseline's --bind {ip} is not an address of this host"
+            ));
+        }
+    }
+    plan.check_work()?;
+    Ok(Some(plan))
+}
+
+/// `--margin 5%` (or `5`, `0.5%`; `--fail-if-slower` alike): a share from
+/// 0.1 % to 50 %.
+pub(super) fn parse_percent(flag: &str, text: &str) -> Result<f64, String> {
     let t = text.trim();
     let number = t.strip_suffix('%').unwrap_or(t).trim();
     match number.parse::<f64>() {
         Ok(v) if (0.1..=50.0).contains(&v) => Ok(v / 100.0),
         _ => Err(format!(
-            "--margin {text}: give a percentage from 0.1% to 50%, e.g. 5%"
+            "{flag} {text}: give a percentage from 0.1% to 50%, e.g. 5%"
         )),
     }
 }

@@ -23,9 +23,11 @@
 //! - [`environment`]: where the run took place;
 //! - [`tables`]: every table of the run, for the page, the exports and the
 //!   terminal;
-//! - [`page`]: the HTML around them; [`crate::present::units`]: numbers for people.
+//! - [`page`]: the HTML around them; [`crate::present::units`]: numbers for people;
+//! - [`compare`]: the page of `c10k compare`.
 
 pub mod charts;
+pub mod compare;
 pub mod environment;
 pub mod figures;
 pub mod memory;

@@ -20,7 +20,7 @@ use crate::runner::series;
 
 /// The namespace attribute plotters writes on its `<svg>`; inline SVG in
 /// HTML does not need it, and without it the page holds no URL at all.
-const SVG_XMLNS: &str = " xmlns=\"http://www.w3.org/2000/svg\"";
+pub(super) const SVG_XMLNS: &str = " xmlns=\"http://www.w3.org/2000/svg\"";
 
 const STYLE: &str = "
 :root { color-scheme: light; }
@@ -60,18 +60,24 @@ pre { background: #f6f8fa; border: 1px solid #e1e4e8; padding: 0.8em; overflow-x
 code { font-family: ui-monospace, 'DejaVu Sans Mono', monospace; font-size: 0.92em; }
 ";
 
-/// The whole page.
-pub fn render(data: &RunData) -> anyhow::Result<String> {
-    let plan = &data.plan;
+/// The page's start, to `<body>`: its title and style (the report's and
+/// the comparison's pages look alike).
+pub(super) fn head(title: &str) -> String {
     let mut out = String::with_capacity(64 * 1024);
-    let title = format!("c10k {}: {}", plan.experiment, plan.title);
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n\
          <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
-        escape_html(&title)
+        escape_html(title)
     );
+    out
+}
+
+/// The whole page.
+pub fn render(data: &RunData) -> anyhow::Result<String> {
+    let plan = &data.plan;
+    let mut out = head(&format!("c10k {}: {}", plan.experiment, plan.title));
     let _ = write!(
         out,
         "<header>\n<h1>c10k — {}</h1>\n<p class=\"subtitle\">{}</p>\n</header>\n",
@@ -191,7 +197,7 @@ const WIDE_COLUMNS: usize = 10;
 
 /// A table in a box that scrolls sideways when it is still wider than the
 /// window; a wide one's box is the window's width.
-fn boxed(table: &crate::export::table::Table) -> String {
+pub(super) fn boxed(table: &crate::export::table::Table) -> String {
     let class = if table.header.len() >= WIDE_COLUMNS {
         "scroll wide"
     } else {

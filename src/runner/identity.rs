@@ -108,7 +108,7 @@ fn differs(path: &str, recorded: &Value, planned: &Value) -> Option<(String, Str
 
 /// Equal, with numbers equal to the last bits a decimal round trip may
 /// change.
-fn same(a: &Value, b: &Value) -> bool {
+pub(crate) fn same(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => {
             x == y

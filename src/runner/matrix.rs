@@ -71,7 +71,7 @@ pub enum Bench {
 }
 
 /// Which figure ranks the models, and which way is better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Primary {
     /// Time to do a fixed amount of work (burst makespan, or the total time

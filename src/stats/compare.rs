@@ -218,7 +218,27 @@ fn pairable(pairs: usize, a: &Sample, b: &Sample) -> bool {
 /// How `a` compares with `b` (a over b), with equivalence margin `margin`
 /// (0.05: ±5 %).
 pub(crate) fn compare(a: &Sample, b: &Sample, margin: f64) -> Comparison {
-    let untested = Comparison {
+    if a.n() < 2 || b.n() < 2 {
+        return untested(a, b, margin);
+    }
+    let logs = paired_logs(a, b);
+    test(a, b, margin, &logs, pairable(logs.len(), a, b))
+}
+
+/// How `a` compares with `b` (a over b) by Welch's t alone, whatever
+/// rounds they share: for runs made apart (two sessions of `c10k
+/// compare`), where round r of one has nothing in common with round r of
+/// the other.
+pub(crate) fn welch(a: &Sample, b: &Sample, margin: f64) -> Comparison {
+    if a.n() < 2 || b.n() < 2 {
+        return untested(a, b, margin);
+    }
+    test(a, b, margin, &[], false)
+}
+
+/// A single run on one side: the ratio of medians, nothing tested.
+fn untested(a: &Sample, b: &Sample, margin: f64) -> Comparison {
+    Comparison {
         ratio: a.median / b.median,
         interval: None,
         outcome: Outcome::Untested,
@@ -227,15 +247,16 @@ pub(crate) fn compare(a: &Sample, b: &Sample, margin: f64) -> Comparison {
         margin,
         settle_runs: None,
         noise: 0.0,
-    };
-    if a.n() < 2 || b.n() < 2 {
-        return untested;
     }
-    let logs = paired_logs(a, b);
+}
+
+/// The interval and outcome of a over b: paired over `logs` (the per-round
+/// log ratios) when `paired`, else Welch's t over each side's runs.
+fn test(a: &Sample, b: &Sample, margin: f64, logs: &[f64], paired: bool) -> Comparison {
     // (center, half-width, per-run spread, runs, test)
-    let (center, half, spread, runs, test) = if pairable(logs.len(), a, b) {
+    let (center, half, spread, runs, test) = if paired {
         let k = logs.len() as f64;
-        let (mean, var) = mean_var(&logs);
+        let (mean, var) = mean_var(logs);
         let sd = var.sqrt();
         (
             mean,
@@ -399,6 +420,24 @@ pub(crate) fn standings(samples: &[Sample], higher_is_better: bool, margin: f64)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn welch_never_pairs_rounds() {
+        // Round by round the second is 10 % faster, but the rounds drift
+        // together: paired, that is a difference; unpaired, the drift hides it.
+        let a: Vec<(usize, f64)> = [100.0, 150.0, 200.0, 120.0]
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i + 1, *v))
+            .collect();
+        let b: Vec<(usize, f64)> = a.iter().map(|&(r, v)| (r, v * 1.1)).collect();
+        let (a, b) = (Sample::new(&a).unwrap(), Sample::new(&b).unwrap());
+        assert_eq!(compare(&b, &a, 0.05).test, Some(Test::Paired));
+        let w = welch(&b, &a, 0.05);
+        assert_eq!((w.test, w.pairs), (Some(Test::Welch), 0));
+        assert_eq!(w.outcome, Outcome::Inconclusive);
+        assert!((w.ratio - 1.1).abs() < 1e-9);
+    }
     use crate::stats::rng::SplitMix64;
 
     /// Values in rounds 1, 2, 3…

@@ -1,0 +1,360 @@
+//! `c10k compare BASE NEW`: did it get faster? Two runs (results
+//! directories of `c10k run`, or `c10k load --json` reports) cell by cell,
+//! each cell's figure as NEW/BASE with its 95 % interval and a verdict
+//! (slower, faster, equivalent within the margin, or inconclusive), a
+//! first line that says how many cells are slower and the worst, the
+//! settings that differ named above everything, and a gate for CI
+//! (`--fail-if-slower`).
+//!
+//! - [`input`]: reading a side (a run, or loads wrapped as one);
+//! - [`settings`]: what differs between the sides, and what must not;
+//! - [`cells`]: matching cells and testing their figures (the statistics
+//!   and why);
+//! - [`report`]: the result as one value, and its JSON schema;
+//! - [`text`]: the result for the terminal and for a pull request;
+//!   the page is [`crate::report::compare`].
+//!
+//! **Drift between sessions.** This machine's figures swing by a third
+//! from hour to hour, and two sessions an hour apart can differ for every
+//! model alike; the repeats within a session do not see that. So when
+//! every tested cell moved the same way by about as much, the comparison
+//! says so ([`Comparison::drift`]), and `--reference MODEL` (a model run
+//! on both sides that did not change) divides every figure by that
+//! model's in the same round, which cancels what the sessions share. The
+//! strongest comparison is still one run holding both servers (`c10k run
+//! --server old=… --server new=…`), whose rounds are paired.
+
+pub mod cells;
+pub mod input;
+pub mod report;
+pub mod settings;
+pub mod text;
+
+use serde_json::Value;
+
+use self::cells::{Key, Rules};
+use self::input::Side;
+use self::report::{Comparison, Gate, PrimaryInfo, SideInfo, Summary, Verdict, SCHEMA_VERSION};
+use crate::present::units::format_count;
+use crate::runner::summary::{margin_text, times, words};
+
+/// How to compare (from `c10k compare`'s or `c10k run --baseline`'s
+/// flags).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// Equivalent within ± this share; slower or faster only beyond it.
+    pub margin: f64,
+    /// Fail (exit 1) when a cell is slower by more than this share.
+    pub fail_if_slower: Option<f64>,
+    /// A model every figure is divided by, round by round.
+    pub reference: Option<String>,
+    pub command: String,
+}
+
+/// Why two sides cannot be compared.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refusal {
+    /// They measure different things, or share no cell (exit 2).
+    Apart(String),
+    /// No cell was measured on both sides (exit 5).
+    NothingMeasured(String),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Apart(s) | Refusal::NothingMeasured(s) => f.write_str(s),
+        }
+    }
+}
+
+/// What a side's environment says of `key`.
+fn env_text(env: &Value, key: &str) -> Option<String> {
+    env.get(key).map(|v| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    })
+}
+
+fn side_info(side: &Side) -> SideInfo {
+    let env = &side.data.environment;
+    SideInfo {
+        path: side.path.display().to_string(),
+        kind: side.kind,
+        experiment: side.data.plan.experiment.clone(),
+        runs: side
+            .data
+            .cells
+            .iter()
+            .map(|c| c.cell.run)
+            .max()
+            .unwrap_or(0),
+        c10k_version: env_text(env, "c10k_version"),
+        hostname: env_text(env, "hostname"),
+        kernel: env_text(env, "kernel"),
+        cpu_model: env_text(env, "cpu_model"),
+    }
+}
+
+/// The two sides compared.
+pub fn compare(settings: &Settings, base: &Side, new: &Side) -> Result<Comparison, Refusal> {
+    if base.kind != new.kind {
+        return Err(Refusal::Apart(format!(
+            "BASE {} is {}, NEW {} is {}: compare a run with a run, loads with loads",
+            base.path.display(),
+            kind_text(base.kind),
+            new.path.display(),
+            kind_text(new.kind)
+        )));
+    }
+    let (bp, np) = (&base.data.plan, &new.data.plan);
+    if let Some(why) = settings::frame(bp, np) {
+        return Err(Refusal::Apart(why));
+    }
+    if let Some(r) = &settings.reference {
+        for (name, side) in [("BASE", base), ("NEW", new)] {
+            if !side.data.plan.cells.iter().any(|c| c.model == *r) {
+                return Err(Refusal::Apart(format!(
+                    "--reference {r}: {name} {} has no cell of {r}",
+                    side.path.display()
+                )));
+            }
+        }
+    }
+    let (matched, only_base, only_new) = cells::matching(base, new);
+    if matched.is_empty() {
+        return Err(Refusal::Apart(format!(
+            "BASE {} and NEW {} share no cell (model, connections and work)",
+            base.path.display(),
+            new.path.display()
+        )));
+    }
+    let rules = Rules {
+        margin: settings.margin,
+        fail_if_slower: settings.fail_if_slower,
+        reference: settings.reference.as_deref(),
+    };
+    let cells: Vec<report::Cell> = matched
+        .iter()
+        .map(|k| cells::cell(base, new, k, &rules))
+        .collect();
+    if cells
+        .iter()
+        .all(|c| c.primary.base.values.is_empty() || c.primary.new.values.is_empty())
+    {
+        return Err(Refusal::NothingMeasured(format!(
+            "no cell was measured on both sides ({} in common): nothing to compare",
+            matched.len()
+        )));
+    }
+    let higher = bp.primary.higher_is_better();
+    let (worse, better) = words(higher);
+    let summary = summary(&matched, &cells, settings, higher);
+    let gate = settings
+        .fail_if_slower
+        .map(|share| gate(&matched, &cells, share, worse));
+    let mut warnings = Vec::new();
+    for (name, side) in [("BASE", base), ("NEW", new)] {
+        for w in &side.warnings {
+            warnings.push(format!("{name}: {w}"));
+        }
+    }
+    Ok(Comparison {
+        schema_version: SCHEMA_VERSION,
+        command: settings.command.clone(),
+        margin: settings.margin,
+        fail_if_slower: settings.fail_if_slower,
+        reference: settings.reference.clone(),
+        test: test_text(settings),
+        base: side_info(base),
+        new: side_info(new),
+        primary: PrimaryInfo {
+            figure: bp.primary,
+            label: bp.primary.label().into(),
+            higher_is_better: higher,
+            worse: worse.into(),
+            better: better.into(),
+        },
+        differences: settings::differences(bp, &base.data.environment, np, &new.data.environment),
+        other_machine: settings::other_machine(&base.data.environment, &new.data.environment),
+        drift: drift(&cells, settings, higher),
+        memory: cells::memory(base, new, &matched),
+        summary,
+        cells,
+        only_base,
+        only_new,
+        warnings,
+        gate,
+    })
+}
+
+fn kind_text(k: input::Kind) -> &'static str {
+    match k {
+        input::Kind::Run => "a results directory of c10k run",
+        input::Kind::Load => "c10k load reports",
+    }
+}
+
+/// The test in a sentence.
+fn test_text(s: &Settings) -> String {
+    format!(
+        "Welch's t on the logarithms of each side's runs (runs of two sessions are not \
+         paired), 95 % interval of NEW/BASE; slower or faster only when the whole interval \
+         lies beyond {}, equivalent when it lies within it{}",
+        margin_text(s.margin),
+        s.reference.as_ref().map_or_else(String::new, |r| format!(
+            "; every figure taken over {r}'s in the same round (its own cells as measured)"
+        ))
+    )
+}
+
+/// `0.91× [0.88, 0.94]`.
+pub fn ratio_text(f: &report::Figure) -> String {
+    match (f.ratio, f.interval) {
+        (Some(r), Some((lo, hi))) => format!("{}× [{}, {}]", times(r), times(lo), times(hi)),
+        (Some(r), None) => format!("{}×", times(r)),
+        _ => "–".into(),
+    }
+}
+
+/// The first line: how many cells are slower and the worst, then the
+/// other verdicts.
+fn summary(matched: &[Key], cells: &[report::Cell], s: &Settings, higher: bool) -> Summary {
+    let (worse, better) = words(higher);
+    let count = |v: Verdict| cells.iter().filter(|c| c.primary.verdict == v).count();
+    let (slower, faster, equivalent, inconclusive, untested) = (
+        count(Verdict::Slower),
+        count(Verdict::Faster),
+        count(Verdict::Equivalent),
+        count(Verdict::Inconclusive),
+        count(Verdict::Untested),
+    );
+    let tested = cells.len() - untested;
+    let worst = matched
+        .iter()
+        .zip(cells)
+        .filter(|(_, c)| c.primary.verdict == Verdict::Slower)
+        .max_by(|a, b| {
+            let w = |c: &report::Cell| c.primary.worse(higher).map_or(0.0, |w| w.0);
+            w(a.1).total_cmp(&w(b.1))
+        });
+    let mut line = match worst {
+        Some((k, c)) => format!(
+            "{slower} of {tested} cells {worse}, worst {}: {}",
+            k.text(),
+            ratio_text(&c.primary)
+        ),
+        None if tested == 0 => "no cell tested".to_string(),
+        None => format!("0 of {tested} cells {worse}"),
+    };
+    let mut rest = Vec::new();
+    if faster > 0 {
+        rest.push(format!("{faster} {better}"));
+    }
+    if equivalent > 0 {
+        rest.push(format!(
+            "{equivalent} equivalent ({})",
+            margin_text(s.margin)
+        ));
+    }
+    if inconclusive > 0 {
+        rest.push(format!("{inconclusive} inconclusive"));
+    }
+    if untested > 0 {
+        rest.push(format!("{untested} untested (a single run on a side)"));
+    }
+    if !rest.is_empty() {
+        line.push_str("; ");
+        line.push_str(&rest.join(", "));
+    }
+    Summary {
+        line,
+        matched: cells.len(),
+        tested,
+        slower,
+        faster,
+        equivalent,
+        inconclusive,
+        untested,
+    }
+}
+
+/// When every tested cell (three or more) moved the same way beyond the
+/// margin by about as much (each within the margin of their median): a
+/// line saying the machine likelier moved than every model.
+fn drift(cells: &[report::Cell], s: &Settings, higher: bool) -> Option<String> {
+    if s.reference.is_some() {
+        return None;
+    }
+    let tested: Vec<&report::Cell> = cells
+        .iter()
+        .filter(|c| c.primary.verdict != Verdict::Untested)
+        .collect();
+    if tested.len() < 3 {
+        return None;
+    }
+    let same = |v: Verdict| tested.iter().all(|c| c.primary.verdict == v);
+    if !(same(Verdict::Slower) || same(Verdict::Faster)) {
+        return None;
+    }
+    let mut ratios: Vec<f64> = tested.iter().filter_map(|c| c.primary.ratio).collect();
+    ratios.sort_by(f64::total_cmp);
+    let mid = crate::stats::quantile(&ratios, 0.5);
+    let alike = ratios
+        .iter()
+        .all(|r| (r / mid).ln().abs() <= (1.0 + s.margin).ln());
+    let (worse, better) = words(higher);
+    alike.then(|| {
+        format!(
+            "every cell moved alike, by about {}×: a change of the machine between the two \
+             sessions is likelier than of every model ({} each); compare with --reference \
+             MODEL, a model you did not change, run on both sides",
+            times(mid),
+            if same(Verdict::Slower) { worse } else { better }
+        )
+    })
+}
+
+/// `--fail-if-slower`: the cells slower by more than `share` with 95 %
+/// confidence.
+fn gate(matched: &[Key], cells: &[report::Cell], share: f64, worse: &str) -> Gate {
+    let failed: Vec<String> = matched
+        .iter()
+        .zip(cells)
+        .filter(|(_, c)| c.gate_failed)
+        .map(|(k, c)| format!("{} ({})", k.text(), ratio_text(&c.primary)))
+        .collect();
+    let tested = cells
+        .iter()
+        .filter(|c| c.primary.verdict != Verdict::Untested)
+        .count();
+    let untested = cells.len() - tested;
+    let pct = crate::present::units::sig3(share * 100.0);
+    let not_gated = if untested > 0 {
+        format!("; {untested} not gated (a single run on a side)")
+    } else {
+        String::new()
+    };
+    let line = if failed.is_empty() {
+        format!(
+            "--fail-if-slower {pct} %: passed, no cell {worse} by more than {pct} % \
+             ({tested} cells tested at 95 % each{not_gated})"
+        )
+    } else {
+        format!(
+            "--fail-if-slower {pct} %: FAILED, {} {worse} by more than {pct} % ({tested} \
+             cells tested at 95 % each{not_gated}): {}",
+            if failed.len() == 1 {
+                "1 cell".to_string()
+            } else {
+                format!("{} cells", format_count(failed.len() as f64))
+            },
+            failed.join("; ")
+        )
+    };
+    Gate {
+        share,
+        failed,
+        line,
+    }
+}
