@@ -494,6 +494,14 @@ pub fn cell(base: &Side, new: &Side, key: &Key, rules: &Rules) -> Cell {
         primary: fig,
         gate_failed,
         latency,
+        server_cpu_why: (cpu.base.values.is_empty() && cpu.new.values.is_empty())
+            .then(|| {
+                bc.iter()
+                    .chain(&nc)
+                    .find_map(|c| c.server_cpu_per_message()?.err())
+                    .map(|u| u.short())
+            })
+            .flatten(),
         server_cpu_per_message_us: (!cpu.base.values.is_empty() || !cpu.new.values.is_empty())
             .then_some(cpu),
         jain: Pair {

@@ -214,6 +214,10 @@ pub struct Cell {
     /// The server's CPU per message, µs (lower is better); absent where
     /// not measured.
     pub server_cpu_per_message_us: Option<Figure>,
+    /// Why the server's CPU per message is not a figure on either side
+    /// (`unresolved (± 4 ms CPU)`: below the kernel's accounting), when
+    /// it is not.
+    pub server_cpu_why: Option<String>,
     /// Jain's index of round trips over the connections (median of runs).
     pub jain: Pair<Option<f64>>,
     /// Connections with no round trip in the window (most in a run).

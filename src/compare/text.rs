@@ -187,10 +187,13 @@ pub fn tables(c: &Comparison, work: Option<&str>, cells: &[&Cell]) -> Vec<Table>
             verdict,
         ]);
     }
+    let mut worse = c.primary.worse.clone();
+    if let Some(first) = worse.get_mut(0..1) {
+        first.make_ascii_uppercase();
+    }
     main.notes.push(format!(
-        "Medians of the runs (min–max). {} or {} only when the whole 95 % interval of NEW/BASE \
-         lies beyond {}; equivalent when it lies within it.",
-        c.primary.worse,
+        "Medians of the runs (min–max). {worse} or {} only when the whole 95 % interval of \
+         NEW/BASE lies beyond {}; equivalent when it lies within it.",
         c.primary.better,
         margin_text(c.margin)
     ));
@@ -222,7 +225,7 @@ pub fn tables(c: &Comparison, work: Option<&str>, cells: &[&Cell]) -> Vec<Table>
             )
         };
         let cpu = cell.server_cpu_per_message_us.as_ref().map_or_else(
-            || "–".into(),
+            || cell.server_cpu_why.clone().unwrap_or_else(|| "–".into()),
             |f| {
                 let v = match f.verdict {
                     Verdict::Slower => "costlier",

@@ -6,6 +6,7 @@
 
 mod agents;
 mod cli;
+mod compare;
 mod conform;
 mod conformance;
 mod foreign;
@@ -45,9 +46,10 @@ fn main() {
         "agents::four_client_namespaces_drive_a_server_namespace",
         agents::netns_agents,
     ));
-    let groups: [(&str, &[(&str, support::Test)]); 16] = [
+    let groups: [(&str, &[(&str, support::Test)]); 17] = [
         ("agents", agents::TESTS),
         ("cli", cli::TESTS),
+        ("compare", compare::TESTS),
         ("conform", conform::TESTS),
         ("foreign", foreign::TESTS),
         ("herd", herd::TESTS),

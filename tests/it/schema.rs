@@ -15,6 +15,7 @@ use crate::support::{bin, Server, Started, Test};
 
 pub const TESTS: &[(&str, Test)] = &[
     ("checked_in_schema_is_current", checked_in_schema_is_current),
+    ("compare_schema_is_current", compare_schema_is_current),
     ("closed_loop_report_validates", closed_loop_report_validates),
     ("open_loop_report_validates", open_loop_report_validates),
     ("burst_report_validates", burst_report_validates),
@@ -79,22 +80,70 @@ fn first_difference(a: &Value, b: &Value, at: String) -> Option<String> {
 /// The schema generated from `Report` is the checked-in one, so the file
 /// can neither drift from the code nor be edited by hand.
 fn checked_in_schema_is_current() -> Result<(), Failed> {
-    let generated = serde_json::to_value(report::schema())?;
-    let p = schema_path();
+    is_current(report::schema(), &schema_path(), "src/client/report.rs")
+}
+
+/// The same of `c10k compare --json`'s schema.
+fn compare_schema_is_current() -> Result<(), Failed> {
+    is_current(
+        c10k::compare::report::schema(),
+        &compare_schema_path(),
+        "src/compare/report.rs",
+    )
+}
+
+/// The checked-in schema of `c10k compare --json`.
+fn compare_schema_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("schema")
+        .join(format!(
+            "compare-report.v{}.schema.json",
+            c10k::compare::report::SCHEMA_VERSION
+        ))
+}
+
+/// Checks a `c10k compare --json` document against its checked-in schema.
+pub fn validate_compare(doc: &Value) -> Result<(), Failed> {
+    let p = compare_schema_path();
+    let schema: Value = serde_json::from_slice(&std::fs::read(&p).map_err(|e| {
+        format!(
+            "cannot read {}: {e}; run `C10K_BLESS=1 cargo test --test it schema::` to write it",
+            p.display()
+        )
+    })?)?;
+    let v =
+        jsonschema::validator_for(&schema).map_err(|e| format!("the schema is invalid: {e}"))?;
+    let bad = violations(&v, doc);
+    if !bad.is_empty() {
+        return Err(format!("the comparison breaks its schema: {bad:?}").into());
+    }
+    Ok(())
+}
+
+/// `generated` is the schema at `p` (`C10K_BLESS=1` writes it there);
+/// `home` is the file that holds its SCHEMA_VERSION.
+fn is_current(generated: schemars::Schema, p: &std::path::Path, home: &str) -> Result<(), Failed> {
+    let generated = serde_json::to_value(generated)?;
     if std::env::var_os("C10K_BLESS").is_some_and(|v| v == "1") {
         let mut text = serde_json::to_string_pretty(&generated)?;
         text.push('\n');
         std::fs::create_dir_all(p.parent().ok_or("no parent")?)?;
-        std::fs::write(&p, text)?;
+        std::fs::write(p, text)?;
         eprintln!("C10K_BLESS=1: wrote {}", p.display());
         return Ok(());
     }
-    let file = checked_in()?;
+    let text = std::fs::read_to_string(p).map_err(|e| {
+        format!(
+            "cannot read {}: {e}; run `C10K_BLESS=1 cargo test --test it schema::` to write it",
+            p.display()
+        )
+    })?;
+    let file: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))?;
     if let Some(at) = first_difference(&generated, &file, String::new()) {
         return Err(format!(
             "{} is not the schema the code generates (first difference at {at}).\n\
-             If the report changed on purpose, run `C10K_BLESS=1 cargo test --test it schema::` \
-             to rewrite it, review the diff, and bump SCHEMA_VERSION in src/client/report.rs \
+             If the format changed on purpose, run `C10K_BLESS=1 cargo test --test it schema::` \
+             to rewrite it, review the diff, and bump SCHEMA_VERSION in {home} \
              if a field changed meaning or disappeared.",
             p.display()
         )
