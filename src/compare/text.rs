@@ -209,6 +209,7 @@ pub fn tables(c: &Comparison, work: Option<&str>, cells: &[&Cell]) -> Vec<Table>
             "connections",
             "p50",
             "p99",
+            "p99.9",
             "latency",
             "server CPU/message",
             "fairness (Jain)",
@@ -254,6 +255,7 @@ pub fn tables(c: &Comparison, work: Option<&str>, cells: &[&Cell]) -> Vec<Table>
             format_count(cell.connections as f64),
             quant("p50"),
             quant("p99"),
+            quant("p99.9"),
             cell.shift.clone(),
             cpu,
             arrow(
