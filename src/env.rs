@@ -50,6 +50,11 @@ pub(crate) const SYSCTLS: &[&str] = &[
 pub(crate) struct Environment {
     /// This build of c10k.
     pub c10k_version: String,
+    /// The executable's size and modification time (`12345678 B,
+    /// modified 1795570153`): two builds of other code share a version,
+    /// not this. Empty when it cannot be read.
+    #[serde(default)]
+    pub c10k_build: String,
     /// `uname -srvm`: system, release, version, machine.
     pub kernel: String,
     /// The node name, from `uname`.
@@ -106,6 +111,17 @@ pub(crate) fn capture() -> Environment {
     let nofile = sys::rlimit::nofile();
     Environment {
         c10k_version: env!("CARGO_PKG_VERSION").to_string(),
+        c10k_build: std::fs::metadata("/proc/self/exe")
+            .ok()
+            .and_then(|m| {
+                let t = m
+                    .modified()
+                    .ok()?
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .ok()?;
+                Some(format!("{} B, modified {}", m.len(), t.as_secs()))
+            })
+            .unwrap_or_default(),
         kernel,
         hostname: text(uname.nodename()),
         network_namespace: std::fs::read_link("/proc/self/ns/net")

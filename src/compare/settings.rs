@@ -41,6 +41,7 @@ const NOT_SETTINGS: &[&str] = &[
 /// Environment keys that describe the machine and its limits.
 const MACHINE: &[&str] = &[
     "c10k_version",
+    "c10k_build",
     "kernel",
     "hostname",
     "cpu_model",

@@ -14,6 +14,7 @@ use crate::runner::matrix::{Pin, RunPlan};
 /// Fields shown with their own label.
 const KNOWN: &[&str] = &[
     "c10k_version",
+    "c10k_build",
     "kernel",
     "hostname",
     "network_namespace",
@@ -72,7 +73,13 @@ pub fn section(env: &Value, plan: &RunPlan) -> String {
                 .filter(|a| !a.is_empty())
                 .unwrap_or_else(|| "unknown".into()),
         ),
-        ("c10k", text(env, "c10k_version")),
+        (
+            "c10k",
+            match text(env, "c10k_build") {
+                b if b.is_empty() || b == "unknown" => text(env, "c10k_version"),
+                b => format!("{} ({b})", text(env, "c10k_version")),
+            },
+        ),
         ("pinning", pinning(plan)),
         ("client", client(plan)),
     ];
