@@ -1,9 +1,13 @@
 //! Drawing a figure as inline SVG with plotters: one or more log-log panels
-//! side by side (connections across, one figure up), one line per model
-//! through the medians of its repeats, min–max whiskers, an optional fitted
-//! power law per model drawn dashed (a level when its exponent is 0, over a
-//! span of its own when given), an optional bound per model drawn thin and
-//! finely dashed, and a legend under the panels.
+//! side by side (connections across, one figure up; or in rows of a few
+//! when the figure says so), one line per model through the medians of its
+//! repeats, min–max whiskers, an optional fitted power law per model drawn
+//! dashed (a level when its exponent is 0, over a span of its own when
+//! given), an optional bound per model drawn thin and finely dashed,
+//! optional horizontal guides and a shaded band (a comparison's 1 and its
+//! margin), and a legend under the panels. The x axis counts (connections)
+//! or, for a latency spectrum, runs over quantiles by their nines
+//! ([`XFormat::Nines`]: x = 1/(1−q), labelled p50, p90, p99, p99.9…).
 //!
 //! Text is written as SVG `<text>` for the browser to set: plotters is built
 //! without a font feature, so it only estimates text widths for layout and
@@ -58,6 +62,55 @@ pub struct Panel {
     pub y_label: String,
     pub unit: Unit,
     pub lines: Vec<Line>,
+    /// Values of y to draw a thin horizontal line across at (a ratio's 1).
+    pub guides: Vec<f64>,
+    /// A band of y shaded across the panel (a comparison's margin).
+    pub band: Option<(f64, f64)>,
+}
+
+/// How the x axis is labelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum XFormat {
+    /// A count: 380, 1.5k, 100k.
+    #[default]
+    Count,
+    /// Quantiles by their nines: x is 1/(1−q) (see [`nines`]), labelled
+    /// p50, p90, p99, p99.9…, so that each nine of the tail is as wide as
+    /// the last (HdrHistogram's plotter draws its percentiles so).
+    Nines,
+}
+
+impl XFormat {
+    /// The label of `x` on the axis.
+    pub fn label(self, x: f64) -> String {
+        match self {
+            XFormat::Count => units::count(x),
+            XFormat::Nines => nines_label(x),
+        }
+    }
+}
+
+/// Where quantile `q` (0 ≤ q < 1) lies on the nines axis: 1/(1−q), so
+/// p50 is 2, p90 10, p99 100, p99.9 1,000.
+pub fn nines(q: f64) -> f64 {
+    1.0 / (1.0 - q)
+}
+
+/// The quantile at `x` on the nines axis, as `p99.9`: as many decimals as
+/// its nines need.
+fn nines_label(x: f64) -> String {
+    if !(x.is_finite() && x >= 1.0) {
+        return String::new();
+    }
+    let pct = 100.0 * (1.0 - 1.0 / x);
+    let decimals = (x.log10() - 1e-9).ceil() as i32 - 2;
+    let text = format!("{pct:.*}", decimals.max(0) as usize);
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &text
+    };
+    format!("p{text}")
 }
 
 /// A legend line: the model, how it is drawn, and what to say of it.
@@ -69,7 +122,7 @@ pub struct Entry {
     pub has_data: bool,
 }
 
-/// A figure: panels side by side over one legend.
+/// A figure: panels side by side (or in rows) over one legend.
 #[derive(Debug, Clone)]
 pub struct Figure {
     pub panels: Vec<Panel>,
@@ -78,17 +131,26 @@ pub struct Figure {
     pub x_ticks: Vec<f64>,
     /// What the x axis counts (connections, descriptors, workers…).
     pub x_label: String,
+    /// How the x axis is labelled (counts, or a spectrum's quantiles).
+    pub x_format: XFormat,
+    /// At most this many panels in a row, the rest in rows below; `None`:
+    /// every panel in one row.
+    pub columns: Option<usize>,
 }
 
 /// The figure as an `<svg>` element (with its `xmlns` attribute, which the
 /// page removes).
 pub fn svg(figure: &Figure) -> anyhow::Result<String> {
-    let panels = figure.panels.len().max(1) as u32;
-    let panel_h = match panels {
-        1 => 400,
-        2 => 340,
-        _ => 300,
+    let panels = figure.panels.len().max(1);
+    let columns_of_panels = figure.columns.unwrap_or(panels).clamp(1, panels);
+    let panel_rows = panels.div_ceil(columns_of_panels);
+    let row_h = match (panel_rows, columns_of_panels) {
+        (1, 1) => 400,
+        (1, 2) => 340,
+        (1, _) => 300,
+        _ => 270,
     };
+    let panel_h = row_h * panel_rows as u32;
     let wide = figure.legend.iter().any(|e| e.text.chars().count() > 24);
     let columns = if wide { 2 } else { 4 };
     let rows = figure.legend.len().div_ceil(columns) as u32;
@@ -99,7 +161,7 @@ pub fn svg(figure: &Figure) -> anyhow::Result<String> {
             SVGBackend::with_string(&mut out, (WIDTH, panel_h + legend_h)).into_drawing_area();
         root.fill(&WHITE).context("drawing the background")?;
         let (top, bottom) = root.split_vertically(panel_h);
-        let areas = top.split_evenly((1, panels as usize));
+        let areas = top.split_evenly((panel_rows, columns_of_panels));
         for (area, panel) in areas.iter().zip(&figure.panels) {
             draw_panel(area, panel, figure)
                 .with_context(|| format!("drawing the {} chart", panel.title))?;
@@ -114,7 +176,10 @@ type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 
 fn draw_panel(area: &Area<'_>, panel: &Panel, figure: &Figure) -> anyhow::Result<()> {
     let (x_lo, x_hi) = padded(&figure.x_ticks, 1.3);
-    let mut ys: Vec<f64> = Vec::new();
+    let mut ys: Vec<f64> = panel.guides.clone();
+    if let Some((lo, hi)) = panel.band {
+        ys.extend([lo, hi]);
+    }
     for line in &panel.lines {
         for p in &line.points {
             ys.extend([p.min, p.max, p.median]);
@@ -129,6 +194,7 @@ fn draw_panel(area: &Area<'_>, panel: &Panel, figure: &Figure) -> anyhow::Result
     let x_ticks = thin(&figure.x_ticks, 12);
     let y_ticks = log_ticks(y_lo, y_hi);
     let unit = panel.unit;
+    let x_format = figure.x_format;
     let mut chart = ChartBuilder::on(area)
         .caption(&panel.title, (FONT, 16))
         .margin(10)
@@ -143,13 +209,30 @@ fn draw_panel(area: &Area<'_>, panel: &Panel, figure: &Figure) -> anyhow::Result
         .configure_mesh()
         .x_desc(figure.x_label.as_str())
         .y_desc(panel.y_label.as_str())
-        .x_label_formatter(&|v| units::count(*v))
+        .x_label_formatter(&|v| x_format.label(*v))
         .y_label_formatter(&|v| unit.format(*v))
         .label_style((FONT, 12))
         .axis_desc_style((FONT, 13))
         .bold_line_style(BLACK.mix(0.08))
         .axis_style(BLACK.mix(0.6))
         .draw()?;
+
+    // Under the lines: the band, then the guides.
+    if let Some((lo, hi)) = panel.band {
+        let (lo, hi) = (lo.max(y_lo), hi.min(y_hi));
+        if lo < hi {
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(x_lo, lo), (x_hi, hi)],
+                BLACK.mix(0.07).filled(),
+            )))?;
+        }
+    }
+    for &g in panel.guides.iter().filter(|g| **g > y_lo && **g < y_hi) {
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![(x_lo, g), (x_hi, g)],
+            BLACK.mix(0.55).stroke_width(1),
+        )))?;
+    }
 
     // Spread the models at one x by a few pixels, centred on the true x.
     let (plot_w, _) = chart.plotting_area().dim_in_pixel();
@@ -389,6 +472,42 @@ mod tests {
         assert_eq!(thin(&t[..3], 6), vec![1.0, 2.0, 3.0]);
     }
 
+    #[test]
+    fn the_nines_axis_is_labelled_by_quantile() {
+        let labels: Vec<String> = [0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9999, 0.99999]
+            .iter()
+            .map(|&q| XFormat::Nines.label(nines(q)))
+            .collect();
+        assert_eq!(
+            labels,
+            ["p50", "p75", "p90", "p95", "p99", "p99.5", "p99.9", "p99.99", "p99.999"]
+        );
+        assert_eq!(XFormat::Count.label(1500.0), "1500");
+        assert_eq!(XFormat::Count.label(15_000.0), "15k");
+    }
+
+    #[test]
+    fn a_band_and_a_guide_are_drawn_under_a_grid_of_panels() {
+        let mut f = figure(2);
+        f.panels[0].guides = vec![1.5];
+        f.panels[0].band = Some((1.2, 1.8));
+        f.panels = vec![f.panels[0].clone(); 5];
+        f.columns = Some(3);
+        let svg = svg(&f).unwrap_or_default();
+        // Five panels' titles, in two rows: the second row lower.
+        let ys: Vec<f64> = svg
+            .split("<text")
+            .filter_map(|t| t.split_once('>'))
+            .filter(|(_, text)| text.split("</text>").next().map(str::trim) == Some("t"))
+            .filter_map(|(attrs, _)| attrs.split(" y=\"").nth(1)?.split('"').next()?.parse().ok())
+            .collect();
+        assert_eq!(ys.len(), 5, "{ys:?}");
+        assert!(ys[3] > ys[0] && ys[0] == ys[2], "{ys:?}");
+        // The band: one shaded rectangle per panel.
+        let bands = svg.matches("opacity=\"0.07\"").count();
+        assert_eq!(bands, 5, "{bands} bands");
+    }
+
     /// A figure of `n` series (the registry's models, then others), each
     /// with one point at each of two counts.
     fn figure(n: usize) -> Figure {
@@ -410,6 +529,8 @@ mod tests {
                 title: "t".into(),
                 y_label: "y".into(),
                 unit: Unit::Count,
+                guides: Vec::new(),
+                band: None,
                 lines: (0..n)
                     .map(|i| Line {
                         entry: i,
@@ -431,6 +552,8 @@ mod tests {
                 .collect(),
             x_ticks: vec![10.0, 100.0],
             x_label: "connections".into(),
+            x_format: XFormat::Count,
+            columns: None,
         }
     }
 

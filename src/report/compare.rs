@@ -1,12 +1,16 @@
 //! The page of `c10k compare … --html FILE`: the report's look (one
 //! polyglot, self-contained document, no URL), with the summary line
-//! first, what differs, and per work profile the tables of
-//! [`crate::compare::text`], so the page, the terminal and the Markdown
-//! say the same.
+//! first, what differs, and per work profile the charts of [`figures`]
+//! (BASE and NEW against connections, NEW/BASE with its interval over
+//! the margin), the tables of [`crate::compare::text`] (so the page, the
+//! terminal and the Markdown say the same), then the latency spectra.
+//! Cost: a chart drawn per figure, in memory.
+
+mod figures;
 
 use std::fmt::Write as _;
 
-use super::page::{boxed, head};
+use super::page::{boxed, chart_html, head};
 use crate::compare::report::Comparison;
 use crate::compare::text;
 use crate::export::table::escape_html;
@@ -30,13 +34,25 @@ pub fn render(c: &Comparison) -> anyhow::Result<String> {
         let _ = writeln!(out, "<li>{}</li>", escape_html(l));
     }
     out.push_str("</ul>\n</section>\n");
-    for (work, cells) in text::by_work(c) {
+    for (i, (work, cells)) in text::by_work(c).into_iter().enumerate() {
         if let Some(w) = &work {
             let _ = writeln!(out, "<h2>Work: {}</h2>", escape_html(w));
         }
-        for t in text::tables(c, work.as_deref(), &cells) {
+        // Ids stay unique across the profiles: `fig-ratio-w2`.
+        let suffix = work
+            .as_ref()
+            .map_or_else(String::new, |_| format!("-w{}", i + 1));
+        let w = work.as_deref();
+        for chart in [
+            figures::before_after(c, w, &cells),
+            figures::ratios(c, w, &cells),
+        ] {
+            out.push_str(&chart_html(&chart, &suffix)?);
+        }
+        for t in text::tables(c, w, &cells) {
             out.push_str(&boxed(&t));
         }
+        out.push_str(&chart_html(&figures::spectra(c, w, &cells), &suffix)?);
     }
     let _ = writeln!(
         out,

@@ -344,6 +344,8 @@ fn build(data: &RunData, spec: &Spec) -> Chart {
                 y_label: ps.y_label.to_string(),
                 unit: ps.unit,
                 lines,
+                guides: Vec::new(),
+                band: None,
             });
         }
     }
@@ -457,6 +459,8 @@ pub(super) fn over_sizes(data: &RunData, panels: Vec<Panel>, legend: Vec<Entry>)
             .map(|n| n as f64)
             .collect(),
         x_label: data.plan.size_label.clone(),
+        x_format: super::charts::XFormat::Count,
+        columns: None,
     }
 }
 

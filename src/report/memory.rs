@@ -115,6 +115,8 @@ pub fn chart(data: &RunData) -> Chart {
                 y_label: "KiB per connection".to_string(),
                 unit: Unit::Count,
                 lines,
+                guides: Vec::new(),
+                band: None,
             });
         }
     }

@@ -207,7 +207,7 @@ pub(super) fn boxed(table: &crate::export::table::Table) -> String {
 }
 
 /// A chart as a `<figure>` whose id is `fig-` its own, then `suffix`.
-fn chart_html(chart: &Chart, suffix: &str) -> anyhow::Result<String> {
+pub(super) fn chart_html(chart: &Chart, suffix: &str) -> anyhow::Result<String> {
     match chart {
         Chart::Skipped { title, why } => Ok(format!(
             "<p class=\"skipped-chart\">{}: no chart, {}.</p>\n",

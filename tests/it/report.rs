@@ -8,6 +8,9 @@
 //! (after a self-test that shows the console check does see an error); and
 //! the thesis with every model, measured in the browser at 1280 px, must
 //! put the study's tables before the verdict and show its Table 2 whole.
+//! The page of `c10k compare` (two such runs, one model 20 % slower on
+//! NEW) is held to the same: strict XML, nothing outside, its three charts
+//! labelled, and a screenshot from Chromium.
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
@@ -68,6 +71,10 @@ pub const TESTS: &[(&str, Test)] = &[
         runs_auto_names_unsettled_cells,
     ),
     ("opens_in_chromium", opens_in_chromium),
+    (
+        "compare_page_opens_in_chromium",
+        compare_page_opens_in_chromium,
+    ),
     (
         "study_tables_first_and_readable_in_chromium",
         study_tables_first_and_readable_in_chromium,
@@ -850,38 +857,43 @@ fn one_svg_per_figure() -> Result<(), Failed> {
 fn references_nothing_outside() -> Result<(), Failed> {
     for data in [burst_run(), throughput_run(), churn_run()] {
         let (html, p) = parsed(&data)?;
-        let name = &data.plan.experiment;
-        let lower = html.to_lowercase();
-        // The SVG namespace URI that plotters writes is removed from inline
-        // SVG, so no URL of any kind is allowed.
-        for needle in [
-            "http:", "https:", "url(", "@import", "<link", "<script", "<img", "<iframe", "<object",
-            "<embed", "data:",
-        ] {
-            if let Some(at) = lower.find(needle) {
-                let from = at.saturating_sub(60);
-                return Err(format!(
-                    "{name}: {needle:?} in the page: …{}…",
-                    &html[from..(at + 60).min(html.len())]
-                )
-                .into());
-            }
+        nothing_outside(&data.plan.experiment, &html, &p)?;
+    }
+    Ok(())
+}
+
+/// The page holds no URL, no external resource and no namespace
+/// attribute (the SVG namespace URI that plotters writes is removed from
+/// inline SVG, so no URL of any kind is allowed).
+fn nothing_outside(name: &str, html: &str, p: &Parsed) -> Result<(), Failed> {
+    let lower = html.to_lowercase();
+    for needle in [
+        "http:", "https:", "url(", "@import", "<link", "<script", "<img", "<iframe", "<object",
+        "<embed", "data:",
+    ] {
+        if let Some(at) = lower.find(needle) {
+            let from = at.saturating_sub(60);
+            return Err(format!(
+                "{name}: {needle:?} in the page: …{}…",
+                &html[from..(at + 60).min(html.len())]
+            )
+            .into());
         }
-        for (el, attr, value) in &p.attributes {
-            let a = attr.to_lowercase();
-            if a == "src"
-                || a == "href"
-                || a.ends_with(":href")
-                || a == "srcset"
-                || a == "action"
-                || a == "xmlns"
-                || a.starts_with("xmlns:")
-            {
-                return Err(format!("{name}: <{el} {attr}=\"{value}\">").into());
-            }
-            if value.to_lowercase().contains("url(") {
-                return Err(format!("{name}: <{el} {attr}=\"{value}\"> uses url(").into());
-            }
+    }
+    for (el, attr, value) in &p.attributes {
+        let a = attr.to_lowercase();
+        if a == "src"
+            || a == "href"
+            || a.ends_with(":href")
+            || a == "srcset"
+            || a == "action"
+            || a == "xmlns"
+            || a.starts_with("xmlns:")
+        {
+            return Err(format!("{name}: <{el} {attr}=\"{value}\">").into());
+        }
+        if value.to_lowercase().contains("url(") {
+            return Err(format!("{name}: <{el} {attr}=\"{value}\"> uses url(").into());
         }
     }
     Ok(())
@@ -1414,6 +1426,238 @@ fn opens_in_chromium() -> Result<(), Failed> {
         eprintln!(
             "report screenshots: {}",
             target.join("report-screenshot*.png").display()
+        );
+        Ok(())
+    })();
+    let _ = std::fs::remove_dir_all(&work);
+    result
+}
+
+// ---------------------------------------------------------------- compare
+
+/// One side of a comparison: a timed run of epoll, poll and threads (as
+/// in `tie_run`, three runs) at `connections`, threads doing `threads`
+/// of its round trips, every figure of run r times `drift[r]`.
+fn compare_side(
+    name: &str,
+    connections: &[usize],
+    threads: f64,
+    drift: [f64; 3],
+) -> c10k::compare::input::Side {
+    let p = with_runs(
+        plan(
+            "tour",
+            WorkloadKind::Closed,
+            Primary::Throughput,
+            &["epoll", "poll", "threads"],
+            connections,
+        ),
+        3,
+    );
+    let cells = p
+        .cells
+        .iter()
+        .map(|s| {
+            let d = drift[(s.run - 1) % 3];
+            let throughput = d * match s.model.as_str() {
+                "epoll" => 100_000.0,
+                "poll" => 101_000.0,
+                _ => 60_000.0 * threads,
+            };
+            let c = Cell {
+                time_s: None,
+                latency_us: 1e6 / throughput * s.connections as f64,
+                throughput,
+                connects_per_second: 20_000.0,
+                user_kib: 0.1,
+                virtual_kib: 0.0,
+                kernel_kib: 9.0,
+                server_cpu_s: 0.5,
+                client_cpu_s: 0.4,
+            };
+            ok(s, "closed", c, false)
+        })
+        .collect();
+    c10k::compare::input::Side {
+        path: PathBuf::from(format!("results/{name}")),
+        kind: c10k::compare::input::Kind::Run,
+        data: RunData {
+            dir: PathBuf::from(format!("results/{name}")),
+            plan: p,
+            environment: environment(),
+            cells,
+            superseded: Vec::new(),
+        },
+        histograms: BTreeMap::new(),
+        warnings: Vec::new(),
+    }
+}
+
+/// The page of `c10k compare` for BASE and NEW at `connections`, NEW's
+/// threads 20 % slower; with the figures over `reference`'s when given.
+fn compare_page(
+    connections: &[usize],
+    reference: Option<&str>,
+) -> Result<(c10k::compare::report::Comparison, String, Parsed), Failed> {
+    let base = compare_side("base", connections, 1.0, [1.0, 1.02, 0.99]);
+    let new = compare_side("new", connections, 0.8, [1.01, 0.99, 1.0]);
+    let settings = c10k::compare::Settings {
+        margin: 0.05,
+        fail_if_slower: None,
+        reference: reference.map(str::to_string),
+        command: "c10k compare a b".into(),
+    };
+    let c = c10k::compare::compare(&settings, &base, &new)
+        .map_err(|e| format!("compare refused: {e}"))?;
+    let html = c10k::report::compare::render(&c).map_err(|e| format!("render failed: {e:#}"))?;
+    let p = parse_xml(&html).map_err(|e| format!("compare page: {e}"))?;
+    Ok((c, html, p))
+}
+
+/// The text of every SVG `<text>` in `html`, trimmed.
+fn svg_texts(html: &str) -> Vec<&str> {
+    html.split("<text")
+        .skip(1)
+        .filter_map(|t| Some(t.split_once('>')?.1.split_once("</text>")?.0.trim()))
+        .collect()
+}
+
+/// The charts of the compare page: an `<svg>` in each of its figures,
+/// labelled, with its caption, none loose.
+fn compare_charts(p: &Parsed, labels: &[&str]) -> Result<(), Failed> {
+    if p.svgs_per_figure != vec![1; labels.len()] || p.loose_svgs != 0 {
+        return Err(format!(
+            "<svg> per figure {:?} ({} loose), expected one in each of {}",
+            p.svgs_per_figure,
+            p.loose_svgs,
+            labels.len()
+        )
+        .into());
+    }
+    let aria: Vec<&str> = p
+        .attributes
+        .iter()
+        .filter(|(el, a, _)| el == "svg" && a == "aria-label")
+        .map(|(_, _, v)| v.as_str())
+        .collect();
+    if aria != labels {
+        return Err(format!("the charts are {aria:?}, expected {labels:?}").into());
+    }
+    if p.captions.len() != labels.len() {
+        return Err(format!("{} captions for {} figures", p.captions.len(), labels.len()).into());
+    }
+    Ok(())
+}
+
+fn compare_page_opens_in_chromium() -> Result<(), Failed> {
+    let counts = [10, 100, 1000, 10_000, 100_000];
+    let (c, html, p) = compare_page(&counts, None)?;
+    // The verdict the page draws: threads slower at every count, no other
+    // model.
+    let slower: Vec<(&str, usize)> = c
+        .cells
+        .iter()
+        .filter(|k| k.primary.verdict == c10k::compare::report::Verdict::Slower)
+        .map(|k| (k.model.as_str(), k.connections))
+        .collect();
+    let expected: Vec<(&str, usize)> = counts.iter().map(|&n| ("threads", n)).collect();
+    if slower != expected {
+        return Err(format!("slower cells {slower:?}, expected {expected:?}").into());
+    }
+    compare_charts(
+        &p,
+        &[
+            "Before and after: round trips/s against connections",
+            "NEW/BASE of round trips/s against connections",
+            "Latency spectra, BASE and NEW",
+        ],
+    )?;
+    nothing_outside("compare", &html, &p)?;
+    if html.contains("NaN") || html.contains("<script") {
+        return Err("a NaN or a script in the compare page".into());
+    }
+    // Each model's two lines are told apart in the legends.
+    let texts = svg_texts(&html);
+    for model in ["epoll", "poll", "threads"] {
+        for side in ["BASE", "NEW"] {
+            let entry = format!("{model} ({side})");
+            let n = texts.iter().filter(|t| **t == entry).count();
+            if n != 2 {
+                return Err(format!("{entry} is in {n} legends, not in both charts'").into());
+            }
+        }
+    }
+    // 15 cells, 12 spectra: the five that moved (threads) kept, three of
+    // those equivalent throughout left out and said so.
+    let spectra = &p.captions[2];
+    let shift = "longer throughout for threads at 10, threads at 100, threads at 1,000, \
+                 threads at 10,000, threads at 100,000";
+    if !spectra.contains(shift) {
+        return Err(format!("the spectra do not show {shift:?}: {spectra}").into());
+    }
+    if !spectra.contains("Left out to keep the page readable: 3 cells (3 of 3 equivalent")
+        || !spectra.contains("quantiles each run recorded")
+    {
+        return Err(format!("the spectra's caption: {spectra}").into());
+    }
+    if !p.captions[1].contains("the margin (±5 %)") {
+        return Err(format!("the ratio chart's caption: {}", p.captions[1]).into());
+    }
+
+    // One connection count still gets its charts; a reference turns the
+    // figure into ratios and leaves the reference out of that chart.
+    let (_, _, one) = compare_page(&[100], None)?;
+    compare_charts(
+        &one,
+        &[
+            "Before and after: round trips/s against connections",
+            "NEW/BASE of round trips/s against connections",
+            "Latency spectra, BASE and NEW",
+        ],
+    )?;
+    let (_, reference_html, referenced) = compare_page(&[10, 100], Some("epoll"))?;
+    // epoll's lines: in the spectra, not among the ratios to itself.
+    let texts = svg_texts(&reference_html);
+    let has = |t: &str| texts.iter().filter(|x| **x == t).count();
+    if !referenced.captions[0].contains("ratio to epoll")
+        || has("epoll (NEW)") != 1
+        || has("epoll (the reference)") != 1
+    {
+        return Err(format!("with --reference epoll: {}", referenced.captions[0]).into());
+    }
+
+    let browser = chromium()?;
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("compare-chromium-{}", std::process::id()));
+    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    let result = (|| -> Result<(), Failed> {
+        let page = work.join("compare.html");
+        std::fs::write(&page, &html).map_err(|e| e.to_string())?;
+        let png = work.join("compare.png");
+        let log = screenshot(&browser, &page, &png, (1280, 5000), &work)?;
+        let messages = console_messages(&log);
+        if !messages.is_empty() {
+            return Err(format!(
+                "console messages from the compare page:\n{}",
+                messages.join("\n")
+            )
+            .into());
+        }
+        check_png(&png, 20_000)?;
+        // Kept for a person to look at.
+        let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .parent()
+            .ok_or("no target directory")?;
+        for (from, to) in [
+            (&png, "compare-screenshot.png"),
+            (&page, "compare-sample.html"),
+        ] {
+            let keep = target.join(to);
+            std::fs::copy(from, &keep).map_err(|e| format!("{}: {e}", keep.display()))?;
+        }
+        eprintln!(
+            "compare screenshot: {}",
+            target.join("compare-screenshot.png").display()
         );
         Ok(())
     })();
