@@ -201,7 +201,7 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
     // The baseline is read before anything runs: a long run is never
     // started against one that cannot be compared.
     let baseline = match &args.baseline {
-        Some(dir) => match c10k::compare::input::open(dir, c10k::plan::check_server_args) {
+        Some(dir) => match c10k::compare::input::open(dir, c10k::plan::check::check) {
             Ok(side) if side.kind == c10k::compare::input::Kind::Run => Some(side),
             Ok(_) => {
                 eprintln!(
@@ -222,7 +222,7 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
     // same directory is refused (exit 2: nothing ran, as for any request
     // that cannot be done as given).
     let (mut data, mut appender) = match &args.resume {
-        Some(dir) => match runner::resume(dir, c10k::plan::check_server_args) {
+        Some(dir) => match runner::resume(dir, c10k::plan::check::check) {
             Ok(r) => {
                 if let Some(repair) = r.repaired {
                     eprintln!("c10k run: {repair}");
@@ -233,6 +233,11 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
                     r.data.cells.len(),
                     r.data.plan.cells.len()
                 );
+                // A resumed plan is checked against this machine as a
+                // fresh one is: it may have been edited, or moved here.
+                if !preflight(&r.data.plan) {
+                    return ExitCode::from(2);
+                }
                 (r.data, r.appender)
             }
             Err(e) => {
@@ -253,18 +258,8 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            // The largest cell against this machine, before anything
-            // starts: what cannot fit refuses the run with its fix.
-            let findings = runner::preflight::check(&plan);
-            if let Some(f) = runner::preflight::blocking(&findings) {
-                eprintln!("c10k run: {} (fix: {})", f.what, f.fix);
+            if !preflight(&plan) {
                 return ExitCode::from(2);
-            }
-            for f in findings
-                .iter()
-                .filter(|f| f.level == c10k::client::preflight::Level::Warn)
-            {
-                eprintln!("c10k run: {f}");
             }
             match runner::create(plan, &args.out) {
                 Ok(d) => d,
@@ -429,7 +424,7 @@ fn compare(args: &c10k::cli::CompareArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let open = |p: &std::path::Path| c10k::compare::input::open(p, c10k::plan::check_server_args);
+    let open = |p: &std::path::Path| c10k::compare::input::open(p, c10k::plan::check::check);
     let (base, new) = match (open(&plan.base), open(&plan.new)) {
         (Ok(b), Ok(n)) => (b, n),
         (Err(e), _) | (_, Err(e)) => {
@@ -450,13 +445,32 @@ fn compare(args: &c10k::cli::CompareArgs) -> ExitCode {
     )
 }
 
+/// The largest cell of `plan` against this machine, before anything
+/// starts: what cannot fit refuses the run with its fix (false), the rest
+/// are warnings.
+fn preflight(plan: &c10k::runner::matrix::RunPlan) -> bool {
+    use c10k::runner::preflight;
+    let findings = preflight::check(plan);
+    if let Some(f) = preflight::blocking(&findings) {
+        eprintln!("c10k run: {} (fix: {})", f.what, f.fix);
+        return false;
+    }
+    for f in findings
+        .iter()
+        .filter(|f| f.level == c10k::client::preflight::Level::Warn)
+    {
+        eprintln!("c10k run: {f}");
+    }
+    true
+}
+
 /// `c10k report DIR`: the exports and report.html again, from the results
 /// of the plan. Every line of results.jsonl that is not one is named on
 /// stderr, and makes the exit 1 (the report lacks it), except a partial
 /// last line alone: the trace of a run killed mid-write, which lost only
 /// the cell it was writing (a warning, exit 0).
 fn report(dir: &std::path::Path) -> ExitCode {
-    let (data, problems) = match c10k::runner::results::load(dir, c10k::plan::check_server_args) {
+    let (data, problems) = match c10k::runner::results::load(dir, c10k::plan::check::check) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("c10k report: {e:#}");

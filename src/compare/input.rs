@@ -21,7 +21,7 @@ use crate::runner::cell::{CellResult, Status};
 use crate::runner::matrix::{
     CellSpec, Order, Pin, Primary, Rate, RunPlan, Workload, WorkloadKind, RESULTS_VERSION,
 };
-use crate::runner::results::{self, RunData, ServerArgsCheck};
+use crate::runner::results::{self, PlanCheck, RunData};
 
 /// What a side was read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
@@ -53,10 +53,10 @@ pub struct Side {
 /// Reads `path`: a results directory, a directory of load reports, or one
 /// load report. `Err` is one line naming the file (and its line where one
 /// is at fault).
-pub fn open(path: &Path, check_server_args: ServerArgsCheck) -> Result<Side, String> {
+pub fn open(path: &Path, check: PlanCheck) -> Result<Side, String> {
     if path.is_dir() {
         if path.join(results::PLAN).exists() {
-            return run(path, check_server_args);
+            return run(path, check);
         }
         let mut files: Vec<PathBuf> = std::fs::read_dir(path)
             .map_err(|e| format!("{}: {e}", path.display()))?
@@ -81,8 +81,8 @@ pub fn open(path: &Path, check_server_args: ServerArgsCheck) -> Result<Side, Str
 }
 
 /// A results directory.
-fn run(dir: &Path, check_server_args: ServerArgsCheck) -> Result<Side, String> {
-    let (data, problems) = results::load(dir, check_server_args).map_err(|e| format!("{e:#}"))?;
+fn run(dir: &Path, check: PlanCheck) -> Result<Side, String> {
+    let (data, problems) = results::load(dir, check).map_err(|e| format!("{e:#}"))?;
     let at = |p: &results::Problem| format!("{}/{p}", dir.display());
     if let Some(bad) = problems.iter().find(|p| !p.is_partial()) {
         let more = problems.iter().filter(|p| !p.is_partial()).count() - 1;

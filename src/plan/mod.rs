@@ -10,9 +10,11 @@
 //! - [`load`]: `c10k load` into a [`crate::client::plan::LoadPlan`];
 //! - [`run`]: `c10k run` into a [`crate::runner::matrix::RunPlan`];
 //! - [`compare`]: `c10k compare` (and `run --baseline`'s comparison);
+//! - [`check`]: a run's plan checked whole, made from flags or read back;
 //! - [`micro`], [`herd`]: the micro-benchmarks and the herd;
 //! - [`conform`]: `c10k conform` into a suite and its checks.
 
+pub mod check;
 pub mod compare;
 pub mod conform;
 pub mod herd;

@@ -117,11 +117,20 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
             models.push(v.name.clone());
         }
     }
-    let mut named = std::collections::BTreeSet::new();
+    // One name, one server: a --variant, --server or --target of the same
+    // name as another would never run.
+    let mut named: std::collections::BTreeMap<&str, &str> = variants
+        .iter()
+        .map(|v| (v.name.as_str(), "--variant"))
+        .collect();
     let names = servers.iter().map(|s| ("--server", &s.name));
     for (flag, name) in names.chain(targets.iter().map(|t| ("--target", &t.name))) {
-        if !named.insert(name.as_str()) {
-            return Err(format!("{flag} names '{name}' twice"));
+        if let Some(first) = named.insert(name.as_str(), flag) {
+            return Err(if first == flag {
+                format!("{flag} names '{name}' twice")
+            } else {
+                format!("{first} and {flag} both name '{name}': give each server a name of its own")
+            });
         }
         if !models.contains(name) {
             models.push(name.clone());
@@ -394,6 +403,9 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     };
     // Its errors name the plan's field, `work`: here, the flag.
     plan.check_work().map_err(|e| format!("--{e}"))?;
+    // What a plan read back must pass, this one passes too (names unique
+    // across --variant, --server and --target among them).
+    super::check::check(&plan)?;
     Ok(plan)
 }
 
@@ -536,15 +548,7 @@ fn variant(text: &str) -> Result<matrix::Variant, String> {
         .split_once('=')
         .ok_or_else(|| format!("--variant {text}: expected NAME='MODEL FLAGS'"))?;
     let name = name.trim();
-    let fine = |c: char| c.is_ascii_alphanumeric() || "-_+@.".contains(c);
-    if name.is_empty() || !name.chars().all(fine) {
-        return Err(format!(
-            "--variant {text}: the name must be letters, digits and - _ + @ ."
-        ));
-    }
-    if crate::server::find(name).is_some() {
-        return Err(format!("--variant {name}: that is a model's own name"));
-    }
+    super::check::name(&format!("--variant {text}"), name, "-_+@.")?;
     let words = shlex::split(rest)
         .ok_or_else(|| format!("--variant {name}: unbalanced quotes in '{rest}'"))?;
     let Some((model, args)) = words.split_first() else {

@@ -83,9 +83,9 @@ pub struct Resumed {
 /// damaged line under new ones. A partial last line (a run killed
 /// mid-write) is no reason to refuse: it is cut, and a last result lacking
 /// its newline is completed.
-pub fn resume(dir: &Path, check_server_args: results::ServerArgsCheck) -> anyhow::Result<Resumed> {
+pub fn resume(dir: &Path, check: results::PlanCheck) -> anyhow::Result<Resumed> {
     let mut appender = results::Appender::lock(dir, false)?;
-    let (data, problems) = results::load(dir, check_server_args)?;
+    let (data, problems) = results::load(dir, check)?;
     let bad: Vec<&results::Problem> = problems.iter().filter(|p| !p.is_partial()).collect();
     if let Some(first) = bad.first() {
         let more = match bad.len() - 1 {

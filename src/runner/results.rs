@@ -393,19 +393,15 @@ pub(crate) fn save_plan(dir: &Path, plan: &RunPlan) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write {}", dir.join(PLAN).display()))
 }
 
-/// Checks a plan's `server_args` as `c10k serve` would parse them, `Ok`
-/// with the model named: the plan layer's `plan::check_server_args` (it
-/// needs the flags' parser, which nothing under the plan layer sees), given
-/// by the caller.
-pub(crate) type ServerArgsCheck = fn(&[String]) -> Result<String, String>;
+/// Checks a plan read back from `plan.json` as a plan made from flags is
+/// checked: the plan layer's `plan::check::check` (it needs the flags'
+/// parsers, which nothing under the plan layer sees), given by the caller.
+pub(crate) type PlanCheck = fn(&RunPlan) -> Result<(), String>;
 
 /// Reads a results directory: its data, with the results of the plan's
 /// cells only (each cell's first), and every line of `results.jsonl` that
 /// is not one, in file order.
-pub fn load(
-    dir: &Path,
-    check_server_args: ServerArgsCheck,
-) -> anyhow::Result<(RunData, Vec<Problem>)> {
+pub fn load(dir: &Path, check: PlanCheck) -> anyhow::Result<(RunData, Vec<Problem>)> {
     let read = |name: &str| -> anyhow::Result<Vec<u8>> {
         let path = dir.join(name);
         std::fs::read(&path).with_context(|| {
@@ -425,17 +421,7 @@ pub fn load(
             plan.version
         );
     }
-    plan.workload
-        .check()
-        .and_then(|()| check_server_args(&plan.server_args))
-        .and_then(|_| plan.check_work())
-        .and_then(|_| {
-            // Every server of a resumed run is given this buffer.
-            crate::present::units::parse_size(&plan.buffer)
-                .map(drop)
-                .map_err(|e| format!("buffer: {e}"))
-        })
-        .map_err(|e| anyhow::anyhow!("{}: {e}", dir.join(PLAN).display()))?;
+    check(&plan).map_err(|e| anyhow::anyhow!("{}: {e}", dir.join(PLAN).display()))?;
     let environment =
         serde_json::from_slice(&read(ENVIRONMENT)?).unwrap_or(serde_json::Value::Null);
     let Records {
@@ -570,7 +556,7 @@ mod tests {
 
     /// [`super::load`] with the plan layer's check, as `main.rs` calls it.
     fn load(dir: &Path) -> anyhow::Result<(RunData, Vec<Problem>)> {
-        super::load(dir, crate::plan::check_server_args)
+        super::load(dir, crate::plan::check::check)
     }
     use crate::runner::cell::Status;
     use crate::runner::identity::settings;

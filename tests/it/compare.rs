@@ -255,15 +255,33 @@ fn one_side_only_cells_are_listed() -> Result<(), Failed> {
     let variant = |args: &'static str| {
         move |plan: &mut Value, _: &mut Value| {
             plan["variants"] =
-                serde_json::json!([{"name": "poll", "model": "poll", "args": [args]}]);
+                serde_json::json!([{"name": "poll@v", "model": "poll", "args": [args]}]);
         }
     };
     side(&a, &base, &steady([1.0; 3]), &variant("--interval=1ms"))?;
     side(&a, &new, &steady([1.0; 3]), &variant("--interval=2ms"))?;
+    // poll becomes the variant poll@v in the plan and its records.
+    for dir in [&base, &new] {
+        for f in ["plan.json", "results.jsonl"] {
+            let text = std::fs::read_to_string(dir.join(f))?
+                .replace("\"poll\"", "\"poll@v\"")
+                .replace("\"poll/c", "\"poll@v/c")
+                // The variant's own model stays poll (keys are sorted).
+                .replace(
+                    "\"model\": \"poll@v\",\n      \"name\"",
+                    "\"model\": \"poll\",\n      \"name\"",
+                )
+                .replace(
+                    "\"model\":\"poll@v\",\"name\"",
+                    "\"model\":\"poll\",\"name\"",
+                );
+            std::fs::write(dir.join(f), text)?;
+        }
+    }
     let ran = compare(&[&s(&base), &s(&new)])?;
     has(
         &ran.stdout,
-        "only in BASE: poll at 2 and 4 (poll is poll --interval=1ms in BASE, poll --interval=2ms in NEW)",
+        "only in BASE: poll@v at 2 and 4 (poll@v is poll --interval=1ms in BASE, poll --interval=2ms in NEW)",
         "the head",
     )?;
     Ok(())

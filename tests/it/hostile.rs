@@ -72,6 +72,14 @@ pub const TESTS: &[(&str, Test)] = &[
         "a_second_run_on_a_directory_is_refused",
         a_second_run_on_a_directory_is_refused,
     ),
+    (
+        "resume_checks_the_plan_as_a_fresh_run_does",
+        resume_checks_the_plan_as_a_fresh_run_does,
+    ),
+    (
+        "one_name_one_server_and_names_are_capped",
+        one_name_one_server_and_names_are_capped,
+    ),
 ];
 
 /// Runs `c10k ARGS…`; a panic or a hang is a failure whatever the case
@@ -914,5 +922,77 @@ fn a_second_run_on_a_directory_is_refused() -> Result<(), Failed> {
         return Err(format!("resume after the lock: exit {:?}: {}", r.code, r.stderr).into());
     }
     let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
+
+/// A plan.json edited by hand is refused on `--resume` (exit 2, the field
+/// named, nothing started) as the flags that would make it are: a cell of
+/// a billion connections, a variant with a flag `c10k serve` refuses, a
+/// buffer of a gibibyte. `c10k report` and `c10k compare` read it the same
+/// way.
+fn resume_checks_the_plan_as_a_fresh_run_does() -> Result<(), Failed> {
+    let (_, dir) = measured("resume-plan")?;
+    let plan_path = dir.join("plan.json");
+    let good: Value = serde_json::from_str(&std::fs::read_to_string(&plan_path)?)?;
+    type Edit<'a> = &'a dyn Fn(&mut Value);
+    let cases: [(&str, Edit, &str); 3] = [
+        (
+            "a billion connections",
+            &|p| p["cells"][1]["connections"] = 1_000_000_000u64.into(),
+            "cells[1].connections 1000000000 is not one of connections [2]",
+        ),
+        (
+            "a bogus variant",
+            &|p| {
+                p["variants"] =
+                    serde_json::json!([{"name": "poll@x", "model": "poll", "args": ["--bogus"]}]);
+                p["models"] = serde_json::json!(["epoll", "poll@x"]);
+            },
+            "variants[0]: --variant poll@x: ",
+        ),
+        (
+            "a gibibyte buffer",
+            &|p| p["buffer"] = "1GiB".into(),
+            "buffer 1GiB: must be from 64 B to 64 MiB",
+        ),
+    ];
+    for (what, edit, says) in cases {
+        let mut plan = good.clone();
+        edit(&mut plan);
+        std::fs::write(&plan_path, serde_json::to_string_pretty(&plan)?)?;
+        std::fs::write(dir.join("results.jsonl"), "")?;
+        let r = c10k(&["run", "--resume", text(&dir)?])?;
+        refused(&r, 2, &["plan.json: ", says]).map_err(|e| format!("{what}: {e:?}"))?;
+        let r = c10k(&["report", text(&dir)?])?;
+        refused(&r, 2, &["plan.json: ", says]).map_err(|e| format!("report, {what}: {e:?}"))?;
+    }
+    Ok(())
+}
+
+/// A --variant, --server or --target sharing a name with another is
+/// refused (the second would never run), and a name longer than 40
+/// characters too (it names files).
+fn one_name_one_server_and_names_are_capped() -> Result<(), Failed> {
+    let r = c10k(&[
+        "run",
+        "--models",
+        "epoll",
+        "--variant",
+        "mine=poll --interval 1ms",
+        "--target",
+        "mine=127.0.0.1:9",
+    ])?;
+    refused(
+        &r,
+        2,
+        &["--variant and --target both name 'mine': give each server a name of its own"],
+    )?;
+    let long = format!("{}=poll", "v".repeat(41));
+    let r = c10k(&["run", "--models", "epoll", "--variant", &long])?;
+    refused(
+        &r,
+        2,
+        &["the name must be 1 to 40 letters, digits and - _ + @ ."],
+    )?;
     Ok(())
 }

@@ -1,0 +1,250 @@
+//! A [`RunPlan`] checked as a whole, the one way for a plan made from flags
+//! ([`super::run::plan`]) and one read back from `plan.json` (`--resume`,
+//! `c10k report`, `c10k compare`, `--baseline`), which anyone may edit: a
+//! resumed plan with a cell of a billion connections, a variant with a
+//! flag `c10k serve` refuses, or a buffer of a gibibyte is refused before
+//! anything starts, naming the field, instead of starting thousands of
+//! servers or running every cell to a failure. Cost: parsing each server's
+//! flags once and a pass over the cells.
+
+use std::collections::BTreeSet;
+
+use crate::runner::matrix::{self, CellSpec, RunPlan};
+
+/// Longest name of a variant, server or target: it becomes part of file
+/// names (per-connection CSVs) and of every table.
+pub const MAX_NAME: usize = 40;
+
+/// Most connections in one cell.
+pub const MAX_CONNECTIONS: usize = 10_000_000;
+
+/// A name a variant, `--server` or `--target` may have (`extra`: the
+/// punctuation its kind allows beside letters and digits); `Err` says why
+/// not, after `what`.
+pub fn name(what: &str, name: &str, extra: &str) -> Result<(), String> {
+    let fine = |c: char| c.is_ascii_alphanumeric() || extra.contains(c);
+    if name.is_empty() || name.chars().count() > MAX_NAME || !name.chars().all(fine) {
+        let allowed: Vec<String> = extra.chars().map(|c| c.to_string()).collect();
+        return Err(format!(
+            "{what}: the name must be 1 to {MAX_NAME} letters, digits and {}",
+            allowed.join(" ")
+        ));
+    }
+    if crate::server::find(name).is_some() {
+        return Err(format!("{what}: {name} is a model's own name"));
+    }
+    Ok(())
+}
+
+/// Every check a plan must pass, with the field at fault named
+/// (`cells[1].connections 1000000000 is not one of connections [2, 4]`).
+pub fn check(plan: &RunPlan) -> Result<(), String> {
+    plan.workload.check()?;
+    super::check_server_args(&plan.server_args).map_err(|e| format!("server_args: {e}"))?;
+    let bytes =
+        crate::present::units::parse_size(&plan.buffer).map_err(|e| format!("buffer: {e}"))?;
+    if !(64..=64 << 20).contains(&bytes) {
+        return Err(format!(
+            "buffer {}: must be from 64 B to 64 MiB",
+            plan.buffer
+        ));
+    }
+    plan.check_work()?;
+    // Names: unique across variants, servers and targets, each a name.
+    let mut named = BTreeSet::new();
+    for (i, v) in plan.variants.iter().enumerate() {
+        let at = format!("variants[{i}]");
+        name(&format!("{at}.name"), &v.name, "-_+@.")?;
+        if crate::server::find(&v.model).is_none() {
+            return Err(format!("{at}.model: unknown model '{}'", v.model));
+        }
+        super::check_variant_args(&v.name, &v.model, &v.args).map_err(|e| format!("{at}: {e}"))?;
+        if !named.insert(v.name.as_str()) {
+            return Err(format!("{at}.name: '{}' names two servers", v.name));
+        }
+    }
+    for (i, s) in plan.servers.iter().enumerate() {
+        let at = format!("servers[{i}]");
+        name(&format!("{at}.name"), &s.name, "-_")?;
+        if !s.command.iter().any(|w| w.contains("{port}")) {
+            return Err(format!("{at}.command: must contain {{port}}"));
+        }
+        if !named.insert(s.name.as_str()) {
+            return Err(format!("{at}.name: '{}' names two servers", s.name));
+        }
+    }
+    for (i, t) in plan.targets.iter().enumerate() {
+        let at = format!("targets[{i}]");
+        name(&format!("{at}.name"), &t.name, "-_")?;
+        if !named.insert(t.name.as_str()) {
+            return Err(format!("{at}.name: '{}' names two servers", t.name));
+        }
+    }
+    // Models: each one of c10k's, a variant, a server or a target (or a
+    // micro-benchmark's variant), once.
+    let mut seen = BTreeSet::new();
+    for (i, m) in plan.models.iter().enumerate() {
+        let known =
+            plan.bench.is_some() || crate::server::find(m).is_some() || named.contains(m.as_str());
+        if !known {
+            return Err(format!("models[{i}]: unknown model '{m}'"));
+        }
+        if !seen.insert(m.as_str()) {
+            return Err(format!("models[{i}]: '{m}' is listed twice"));
+        }
+    }
+    if plan.models.is_empty() {
+        return Err("models: none".into());
+    }
+    if plan.connections.is_empty() {
+        return Err("connections: none".into());
+    }
+    if let Some(&c) = plan
+        .connections
+        .iter()
+        .find(|&&c| c == 0 || c > MAX_CONNECTIONS)
+    {
+        return Err(format!(
+            "connections: {c} is not a count from 1 to {}",
+            crate::present::units::format_count(MAX_CONNECTIONS as f64)
+        ));
+    }
+    let most_runs = plan.auto_runs.map_or(plan.runs, |a| a.max.max(plan.runs));
+    if !(1..=1000).contains(&plan.runs) || most_runs > 1000 {
+        return Err(format!("runs {}: must be from 1 to 1000", plan.runs));
+    }
+    if let Some(a) = plan.auto_runs {
+        if a.min < 1 || a.min > a.max || !(a.tolerance > 0.0 && a.tolerance < 1.0) {
+            return Err(format!(
+                "auto_runs: min {} max {} tolerance {} are not runs from 1 up and a share",
+                a.min, a.max, a.tolerance
+            ));
+        }
+    }
+    if !(0.001..=0.5).contains(&plan.margin) {
+        return Err(format!("margin {}: must be from 0.001 to 0.5", plan.margin));
+    }
+    if plan.repeat_disturbed > 10 {
+        return Err(format!(
+            "repeat_disturbed {}: at most 10",
+            plan.repeat_disturbed
+        ));
+    }
+    if !(plan.ready_timeout_seconds.is_finite()
+        && (0.01..=3600.0).contains(&plan.ready_timeout_seconds))
+    {
+        return Err(format!(
+            "ready_timeout_seconds {}: must be from 0.01 to 3600",
+            plan.ready_timeout_seconds
+        ));
+    }
+    let online = crate::sys::affinity::current_cpus();
+    for (field, cpus) in [
+        ("server_cpus", &plan.server_cpus),
+        ("client_cpus", &plan.client_cpus),
+    ] {
+        if let Some(c) = cpus.iter().find(|c| !online.contains(c)) {
+            return Err(format!(
+                "{field}: CPU {c} is not one this process may use here ({online:?})"
+            ));
+        }
+    }
+    if let Some(a) = &plan.agents {
+        if a.agents == 0 || a.templates.is_empty() {
+            return Err("agents: no agent to run on".into());
+        }
+    }
+    cells(plan)
+}
+
+/// Every cell is one of the matrix's (its model, count, work profile and
+/// run), under the id it would have, once.
+fn cells(plan: &RunPlan) -> Result<(), String> {
+    let profiles = matrix::profiles(&plan.work);
+    let most_runs = plan.auto_runs.map_or(plan.runs, |a| a.max.max(plan.runs));
+    let mut ids = BTreeSet::new();
+    for (i, c) in plan.cells.iter().enumerate() {
+        let at = format!("cells[{i}]");
+        if !plan.models.contains(&c.model) {
+            return Err(format!("{at}.model '{}' is not one of models", c.model));
+        }
+        if !plan.connections.contains(&c.connections) {
+            return Err(format!(
+                "{at}.connections {} is not one of connections {:?}",
+                c.connections, plan.connections
+            ));
+        }
+        if !profiles.contains(&c.work) {
+            return Err(format!("{at}.work {:?} is not one of work", c.work));
+        }
+        if !(1..=most_runs).contains(&c.run) {
+            return Err(format!("{at}.run {} is not from 1 to {most_runs}", c.run));
+        }
+        let id = CellSpec::id_of(&c.model, c.work.as_deref(), c.connections, c.run);
+        if c.id != id {
+            return Err(format!("{at}.id '{}' should be '{id}'", c.id));
+        }
+        if !ids.insert(id) {
+            return Err(format!("{at}: cell {} is listed twice", c.id));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plan_edited_by_hand_is_refused_by_its_field() {
+        let good = RunPlan::example(&["epoll", "poll"], &[2, 4], 2);
+        assert_eq!(check(&good), Ok(()));
+        let mut p = good.clone();
+        p.cells[1].connections = 1_000_000_000;
+        let e = check(&p).unwrap_err();
+        assert!(
+            e.starts_with("cells[1].connections 1000000000 is not one of"),
+            "{e}"
+        );
+        let mut p = good.clone();
+        p.connections.push(1_000_000_000);
+        assert!(check(&p).unwrap_err().starts_with("connections: "));
+        let mut p = good.clone();
+        p.variants.push(matrix::Variant {
+            name: "poll@1ms".into(),
+            model: "poll".into(),
+            args: vec!["--bogus".into()],
+        });
+        p.models.push("poll@1ms".into());
+        let e = check(&p).unwrap_err();
+        assert!(e.starts_with("variants[0]: "), "{e}");
+        let mut p = good.clone();
+        p.buffer = "1GiB".into();
+        assert!(check(&p).unwrap_err().starts_with("buffer 1GiB"));
+        let mut p = good.clone();
+        p.models.push("nonesuch".into());
+        assert!(check(&p).unwrap_err().starts_with("models[2]: unknown"));
+        let mut p = good;
+        p.cells.push(p.cells[0].clone());
+        assert!(check(&p).unwrap_err().contains("listed twice"));
+    }
+
+    #[test]
+    fn names_are_capped_and_unique() {
+        assert!(name("x", &"a".repeat(41), "-_").is_err());
+        assert!(name("x", &"a".repeat(40), "-_").is_ok());
+        assert!(name("x", "epoll", "-_").is_err());
+        let mut p = RunPlan::example(&["epoll", "dup"], &[2], 1);
+        p.variants.push(matrix::Variant {
+            name: "dup".into(),
+            model: "poll".into(),
+            args: vec![],
+        });
+        p.targets.push(crate::runner::foreign::Target {
+            name: "dup".into(),
+            given: "127.0.0.1:9".into(),
+            addr: "127.0.0.1:9".parse().unwrap(),
+        });
+        assert!(check(&p).unwrap_err().contains("'dup' names two servers"));
+    }
+}
