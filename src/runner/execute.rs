@@ -276,6 +276,9 @@ fn measure(
         .filter(|(_, &n)| n > 0)
         .map(|(k, n)| format!("{k} {n}"))
         .collect();
+    // Nothing measured at all (every connection failed, or no echo came
+    // back): that is the cause, before any other reading of the window.
+    let no_result = report.no_result();
     let too_little = report.too_little();
     let summaries = result.server.as_ref().map_or(&[][..], |s| &s.summaries[..]);
     let limits = limits_hit(&report, summaries);
@@ -289,6 +292,17 @@ fn measure(
     result.load = Some(report);
     if let Some(t) = server_trouble {
         return Err(Trouble::Failed(naming_limits(t)));
+    }
+    if let Some(why) = no_result {
+        return Err(Trouble::Failed(naming_limits(format!(
+            "{why} ({failures} of {} connections failed: {})",
+            spec.connections,
+            if errors.is_empty() {
+                "none with an error".to_string()
+            } else {
+                errors.join(", ")
+            }
+        ))));
     }
     // A window in which not every connection could finish a round trip
     // measured which connections happened to finish, not the server.

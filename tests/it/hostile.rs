@@ -80,6 +80,10 @@ pub const TESTS: &[(&str, Test)] = &[
         "one_name_one_server_and_names_are_capped",
         one_name_one_server_and_names_are_capped,
     ),
+    (
+        "a_refused_target_says_refused",
+        a_refused_target_says_refused,
+    ),
 ];
 
 /// Runs `c10k ARGS…`; a panic or a hang is a failure whatever the case
@@ -994,5 +998,38 @@ fn one_name_one_server_and_names_are_capped() -> Result<(), Failed> {
         2,
         &["the name must be 1 to 40 letters, digits and - _ + @ ."],
     )?;
+    Ok(())
+}
+
+/// A --target nothing listens on fails its cell with that cause, not a
+/// window too short: every connection was refused.
+fn a_refused_target_says_refused() -> Result<(), Failed> {
+    // A port of a listener just closed: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let out = std::env::temp_dir().join(format!("c10k-hostile-target-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let target = format!("gone=127.0.0.1:{port}");
+    let r = c10k(&[
+        "run",
+        "--models",
+        "",
+        "--target",
+        &target,
+        "-c",
+        "2",
+        "-d",
+        "1s",
+        "--runs",
+        "1",
+        "--no-report",
+        "--out",
+        text(&out)?,
+    ])?;
+    let said = format!("every connection was refused: is anything listening on 127.0.0.1:{port}? (2 of 2 connections failed: refused 2)");
+    if r.code != Some(5) || !r.stderr.contains(&said) {
+        return Err(format!("exit {:?}, stderr {:?}", r.code, r.stderr).into());
+    }
     Ok(())
 }
