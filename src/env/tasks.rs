@@ -9,12 +9,14 @@
 //! The limits: `kernel.pid_max` and `kernel.threads-max` against the tasks
 //! running on the machine (/proc/loadavg), RLIMIT_NPROC (`ulimit -u`, not
 //! for root; this user's tasks are not counted, so it is an upper bound)
-//! and this cgroup's v2 `pids.max` against its `pids.current`. A limit that
+//! and every `pids.max` against its `pids.current` of this process's
+//! cgroups and their ancestors, in the v2 hierarchy and the v1 `pids` one
+//! (hosts mount both). A limit that
 //! cannot be read is not checked. Cost: [`Tasks::read`] is a handful of
 //! small reads of /proc and /sys and one `getrlimit`; the check itself is
 //! arithmetic.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// What a limit is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,7 +26,8 @@ pub enum Kind {
     Sysctl(&'static str),
     /// RLIMIT_NPROC (`ulimit -u`).
     Nproc,
-    /// The `pids.max` of this cgroup (v2), in that directory.
+    /// A `pids.max` over this process (its cgroup's or an ancestor's, v1
+    /// or v2), in that directory.
     Cgroup(PathBuf),
 }
 
@@ -100,7 +103,7 @@ impl Tasks {
                 });
             }
         }
-        if let Some((dir, max, used)) = cgroup_pids() {
+        for (dir, max, used) in cgroup_pids() {
             limits.push(Limit {
                 kind: Kind::Cgroup(dir),
                 max,
@@ -154,21 +157,85 @@ fn tasks_running() -> Option<u64> {
         .ok()
 }
 
-/// The directory, `pids.max` and `pids.current` of this process's cgroup
-/// (v2), when it has a finite `pids.max`.
-fn cgroup_pids() -> Option<(PathBuf, u64, u64)> {
-    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let path = text.lines().find_map(|l| l.strip_prefix("0::"))?;
-    let dir = Path::new("/sys/fs/cgroup").join(path.trim_start_matches('/'));
-    let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
-    let max = read("pids.max")?.trim().parse().ok()?;
-    let used = read("pids.current")?.trim().parse().ok()?;
-    Some((dir, max, used))
+/// Every finite `pids.max` this process is held to, with its directory and
+/// `pids.current`: its cgroup's and each ancestor's up to the hierarchy's
+/// mount, in the v2 hierarchy and in the v1 `pids` one (a host may mount
+/// both, and a limit anywhere up the tree holds every task below it).
+fn cgroup_pids() -> Vec<(PathBuf, u64, u64)> {
+    let (Ok(cgroups), Ok(mounts)) = (
+        std::fs::read_to_string("/proc/self/cgroup"),
+        std::fs::read_to_string("/proc/self/mountinfo"),
+    ) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for line in cgroups.lines() {
+        let mut f = line.splitn(3, ':');
+        let (Some(id), Some(controllers), Some(path)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let v2 = id == "0" && controllers.is_empty();
+        let v1 = controllers.split(',').any(|c| c == "pids");
+        if !(v2 || v1) {
+            continue;
+        }
+        let Some(root) = mount_of(&mounts, v2) else {
+            continue;
+        };
+        let mut dir = root.join(path.trim_start_matches('/'));
+        // From the cgroup up to the mount, a bounded walk (the path's depth).
+        for _ in 0..=path.matches('/').count() {
+            let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
+            let max = read("pids.max").and_then(|m| m.trim().parse::<u64>().ok());
+            let used = read("pids.current").and_then(|u| u.trim().parse::<u64>().ok());
+            if let (Some(max), Some(used)) = (max, used) {
+                out.push((dir.clone(), max, used));
+            }
+            if dir == root || !dir.pop() {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Where the cgroup v2 hierarchy (`v2`) or the v1 hierarchy holding the
+/// `pids` controller is mounted, from /proc/self/mountinfo.
+fn mount_of(mountinfo: &str, v2: bool) -> Option<PathBuf> {
+    mountinfo.lines().find_map(|l| {
+        let (mount, after) = l.split_once(" - ")?;
+        let point = mount.split_whitespace().nth(4)?;
+        let mut a = after.split_whitespace();
+        let (fstype, _source, options) = (a.next()?, a.next()?, a.next().unwrap_or(""));
+        let fits = if v2 {
+            fstype == "cgroup2"
+        } else {
+            fstype == "cgroup" && options.split(',').any(|o| o == "pids")
+        };
+        fits.then(|| PathBuf::from(point))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cgroup_mounts_of_either_version_are_found() {
+        let info = "25 30 0:22 / /sys/fs/cgroup rw - tmpfs tmpfs rw,mode=755\n\
+                    33 25 0:29 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n\
+                    34 25 0:30 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n\
+                    35 25 0:31 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+        assert_eq!(
+            mount_of(info, false),
+            Some(PathBuf::from("/sys/fs/cgroup/pids"))
+        );
+        assert_eq!(
+            mount_of(info, true),
+            Some(PathBuf::from("/sys/fs/cgroup/unified"))
+        );
+        assert_eq!(mount_of("", true), None);
+    }
 
     fn limit(kind: Kind, max: u64, used: u64) -> Limit {
         Limit { kind, max, used }

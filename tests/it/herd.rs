@@ -30,6 +30,10 @@ pub const TESTS: &[(&str, Test)] = &[
     ("a_herd_past_the_limits_is_refused_with_numbers", refused),
     ("cells_past_the_limits_are_skipped_when_asked", skipped),
     ("sigterm_mid_run_reaps_every_worker", interrupted),
+    (
+        "a_pids_cgroup_of_either_version_refuses_it_up_front",
+        cgroup_refused,
+    ),
 ];
 
 /// Longest a small herd may take before the test fails (a guard against
@@ -495,6 +499,60 @@ fn interrupted() -> Result<(), Failed> {
     }
     if let Some(p) = seen.iter().find(|&&p| alive(p) && same_binary(p)) {
         return Err(format!("worker {p} outlived the herd").into());
+    }
+    Ok(())
+}
+
+/// A cgroup made for one test and removed after it.
+struct Cgroup(std::path::PathBuf);
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// A herd started inside a pids cgroup whose `pids.max` cannot hold its
+/// workers is refused by the pre-flight (exit 2, the limit and its fix
+/// named), never half-forked: in the v1 `pids` hierarchy where the host
+/// mounts one (this one mixes v1 and v2), else in v2.
+fn cgroup_refused() -> Result<(), Failed> {
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo")?;
+    let mount = |v2: bool| {
+        mounts.lines().find_map(|l| {
+            let (m, after) = l.split_once(" - ")?;
+            let point = m.split_whitespace().nth(4)?;
+            let mut a = after.split_whitespace();
+            let (fstype, _, options) = (a.next()?, a.next()?, a.next().unwrap_or(""));
+            let fits = if v2 {
+                fstype == "cgroup2"
+            } else {
+                fstype == "cgroup" && options.split(',').any(|o| o == "pids")
+            };
+            fits.then(|| std::path::PathBuf::from(point))
+        })
+    };
+    let root = mount(false)
+        .or_else(|| mount(true).filter(|m| m.join("cgroup.subtree_control").exists()))
+        .ok_or("no pids cgroup hierarchy is mounted here to make a cgroup in")?;
+    let group = Cgroup(root.join(format!("c10k-herd-test-{}", std::process::id())));
+    std::fs::create_dir(&group.0)
+        .map_err(|e| format!("cannot make a cgroup in {}: {e}", root.display()))?;
+    std::fs::write(group.0.join("pids.max"), "40")?;
+    let script = format!(
+        "echo $$ > {}/cgroup.procs && exec {} herd -w 300 --runs 1 -n 10",
+        group.0.display(),
+        bin()
+    );
+    let o = Command::new("sh").args(["-c", &script]).output()?;
+    let err = String::from_utf8_lossy(&o.stderr);
+    let max = format!("{}/pids.max", group.0.display());
+    if o.status.code() != Some(2)
+        || err.lines().count() != 1
+        || !err.contains("pids.max = 40")
+        || !err.contains(&max)
+    {
+        return Err(format!("exit {:?}: {err}", o.status.code()).into());
     }
     Ok(())
 }
