@@ -290,9 +290,12 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
                 code = ExitCode::from(NO_RESULT);
             }
         }
-        Ok(Finish::Interrupted { left }) => {
+        Ok(Finish::Interrupted { left, abandoned }) => {
+            let during = abandoned.map_or_else(String::new, |id| {
+                format!(" during {id} (abandoned, not recorded)")
+            });
             eprintln!(
-                "c10k run: interrupted with {left} cells left; finish with: c10k run --resume {}",
+                "c10k run: interrupted{during} with {left} cells left; finish with: c10k run --resume {}",
                 data.dir.display()
             );
             code = ExitCode::from(130);

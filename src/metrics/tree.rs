@@ -178,7 +178,8 @@ pub fn sockets(roots: &[u32]) -> usize {
 /// tree shares descriptors and is scanned socket by socket, pausing at
 /// least as long as a scan took (at least 1 ms) so that scanning does not
 /// take the CPU the server needs to accept. Returns whether both counts
-/// were reached.
+/// were reached; gives up at once on SIGINT or SIGTERM
+/// ([`crate::sys::signals::interrupted`]).
 pub(crate) fn wait_for(
     roots: &[u32],
     sockets: usize,
@@ -199,7 +200,7 @@ pub(crate) fn wait_for(
         if now_sockets > best.0 || now_threads > best.1 {
             best = (best.0.max(now_sockets), best.1.max(now_threads));
             since = std::time::Instant::now();
-        } else if since.elapsed() >= stall {
+        } else if since.elapsed() >= stall || crate::sys::signals::interrupted() {
             return false;
         }
         std::thread::sleep(scan.elapsed().max(std::time::Duration::from_millis(1)));

@@ -137,6 +137,13 @@ fn measure(
         instances,
         task_per_connection,
     } = start_servers(plan, spec, hard)?;
+    // Stopped while the servers came up: the cell is abandoned.
+    if sys::signals::interrupted() {
+        for s in servers {
+            s.stop();
+        }
+        return Err(Trouble::Interrupted);
+    }
     // A --target's server is not ours: nothing of it is sampled.
     let observed = !servers.is_empty();
     let pids: Vec<u32> = servers.iter().map(ServerChild::pid).collect();

@@ -40,12 +40,14 @@ use anyhow::Context as _;
 use results::RunData;
 
 /// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Finish {
     Complete,
-    /// Ctrl-C; this many cells are left for `--resume`.
+    /// Ctrl-C or SIGTERM; this many cells are left for `--resume`, and
+    /// the one abandoned in progress (not recorded), if any.
     Interrupted {
         left: usize,
+        abandoned: Option<String>,
     },
 }
 
@@ -126,6 +128,7 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
         data.plan.primary,
     );
     let runs = data.plan.runs_text();
+    let mut abandoned = None;
     while let Some(spec) = todo.pop_front() {
         if interrupted.load(Ordering::Relaxed) {
             break;
@@ -157,7 +160,10 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
                     progress.set_total(data.plan.cells.len());
                 }
             }
-            execute::Ended::Interrupted => break,
+            execute::Ended::Interrupted => {
+                abandoned = Some(spec.id.clone());
+                break;
+            }
         }
     }
     progress.clear();
@@ -165,7 +171,7 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
     Ok(if left == 0 {
         Finish::Complete
     } else {
-        Finish::Interrupted { left }
+        Finish::Interrupted { left, abandoned }
     })
 }
 

@@ -53,13 +53,34 @@ impl Shutdown {
 
 /// A flag set by Ctrl-C (SIGINT) or SIGTERM, for a command that measures:
 /// it ends its measurement, writes what it has (marked interrupted) and
-/// exits 130, instead of dying with nothing written.
+/// exits 130, instead of dying with nothing written. The first call also
+/// arms [`interrupted`] for the whole process.
 pub(crate) fn interrupt_flag() -> io::Result<Arc<AtomicBool>> {
     let flag = Arc::new(AtomicBool::new(false));
     for sig in [SIGINT, SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&flag))?;
     }
+    if INTERRUPTED.get().is_none() {
+        let global = Arc::new(AtomicBool::new(flag.load(Ordering::SeqCst)));
+        for sig in [SIGINT, SIGTERM] {
+            signal_hook::flag::register(sig, Arc::clone(&global))?;
+        }
+        let _ = INTERRUPTED.set(global);
+    }
     Ok(flag)
+}
+
+/// Set by SIGINT or SIGTERM once [`interrupt_flag`] was called.
+static INTERRUPTED: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+
+/// Whether SIGINT or SIGTERM arrived since a command armed its handlers
+/// ([`interrupt_flag`]): for a wait deep in a measurement (a server's
+/// connections, its readiness) to give up at once rather than run out its
+/// patience. False when none was armed.
+pub(crate) fn interrupted() -> bool {
+    INTERRUPTED
+        .get()
+        .is_some_and(|f| f.load(Ordering::SeqCst))
 }
 
 /// In a freshly forked child: restore the default action of the signals the
