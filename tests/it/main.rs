@@ -46,6 +46,10 @@ fn main() {
         "agents::four_client_namespaces_drive_a_server_namespace",
         agents::netns_agents,
     ));
+    trials.push(Trial::ignorable_test(
+        "agents::a_task_limit_met_while_starting_agents_stops_them_all",
+        agents::task_limit_while_starting_agents,
+    ));
     let groups: [(&str, &[(&str, support::Test)]); 17] = [
         ("agents", agents::TESTS),
         ("cli", cli::TESTS),
