@@ -383,6 +383,29 @@ impl Agents {
         statuses
     }
 
+    /// How agent `k`'s launcher ended (" (its launcher: exit status: 127)"),
+    /// when it does within a moment of its output closing; it is not
+    /// reaped, so its group can still be stopped.
+    fn ending(&self, k: usize) -> String {
+        use rustix::process::{waitid, Pid, WaitId, WaitIdOptions};
+        let Some(pid) = Pid::from_raw(self.children[k].id() as i32) else {
+            return String::new();
+        };
+        let _ = sys::process::exits_within(pid.as_raw_nonzero().get(), 5 * TICK);
+        let seen = waitid(
+            WaitId::Pid(pid),
+            WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
+        );
+        match seen.ok().flatten() {
+            Some(s) => match (s.exit_status(), s.terminating_signal()) {
+                (Some(code), _) => format!(" (its launcher exited {code})"),
+                (_, Some(signal)) => format!(" (its launcher was killed by signal {signal})"),
+                _ => String::new(),
+            },
+            None => String::new(),
+        }
+    }
+
     /// Whether SIGINT or SIGTERM has come.
     fn interrupted(&self) -> bool {
         self.interrupt.load(Ordering::Relaxed)
@@ -493,8 +516,9 @@ impl Agents {
             (k, Said::Msg(m)) => Ok((k, m)),
             (k, Said::Bad(e)) => anyhow::bail!("agent {k} ({}): {e}", self.launched[k]),
             (k, Said::Gone) => anyhow::bail!(
-                "agent {k} ({}) ended before it reported its results",
-                self.launched[k]
+                "agent {k} ({}) ended before it reported its results{}",
+                self.launched[k],
+                self.ending(k)
             ),
         }
     }
