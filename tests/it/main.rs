@@ -21,6 +21,7 @@ mod report;
 mod runner;
 mod scale;
 mod schema;
+mod sshd;
 mod support;
 mod work;
 
@@ -50,7 +51,7 @@ fn main() {
         "agents::a_task_limit_met_while_starting_agents_stops_them_all",
         agents::task_limit_while_starting_agents,
     ));
-    let groups: [(&str, &[(&str, support::Test)]); 17] = [
+    let groups: [(&str, &[(&str, support::Test)]); 18] = [
         ("agents", agents::TESTS),
         ("cli", cli::TESTS),
         ("compare", compare::TESTS),
@@ -67,6 +68,7 @@ fn main() {
         ("runner", runner::TESTS),
         ("scale", scale::TESTS),
         ("schema", schema::TESTS),
+        ("sshd", sshd::TESTS),
         ("work", work::TESTS),
     ];
     for (group, tests) in groups {
