@@ -8,7 +8,8 @@
 //!
 //! An agent never outlives its controller: when its stdin closes before
 //! its result is out, it exits at once, and the kernel closes its
-//! connections. Cost: one thread reading stdin.
+//! connections; `stop` ends its measurement early, as Ctrl-C ends a
+//! `c10k load`. Cost: one thread reading stdin.
 
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,10 +23,14 @@ use super::drive::drive;
 use super::plan::LoadPlan;
 use super::preflight;
 use super::protocol::{Finished, Hello, Msg};
+use super::spawn;
 use crate::sys;
 
 /// Exit code of an agent whose controller went away.
 pub const ORPHANED: i32 = 3;
+
+/// The most agents a run has (`--agents`); a plan past it is refused.
+pub const MAX_AGENTS: usize = 10_000;
 
 /// Writes one message line to stdout.
 fn say(msg: &Msg) -> std::io::Result<()> {
@@ -39,19 +44,30 @@ fn say(msg: &Msg) -> std::io::Result<()> {
 pub fn serve(parse: &dyn Fn(&[String]) -> Result<LoadPlan, String>) -> anyhow::Result<()> {
     say(&Msg::Hello(Box::new(Hello::here())))?;
     // One reader of stdin: messages to this channel; at EOF before the
-    // result is out, the agent ends (its controller is gone).
+    // result is out, the agent ends (its controller is gone). Lines are
+    // bytes: whatever a launcher puts before the controller's lines is
+    // noise, in any encoding. `stop` interrupts the measurement: SIGINT to
+    // this process alone, which the event loops already heed.
     let done = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel::<Msg>();
-    {
+    let reader = {
         let done = Arc::clone(&done);
-        std::thread::spawn(move || {
-            for line in std::io::stdin().lock().lines() {
-                let Ok(line) = line else { break };
-                if let Some(Ok(m)) = Msg::parse(&line) {
-                    if tx.send(m).is_err() {
-                        return;
+        spawn::thread("agent-stdin", Some(spawn::SMALL_STACK), move || {
+            let mut input = std::io::stdin().lock();
+            let mut line = Vec::new();
+            while matches!(input.read_until(b'\n', &mut line), Ok(n) if n > 0) {
+                let heard = match Msg::parse_bytes(&line) {
+                    Some(Ok(Msg::Stop)) => {
+                        let _ = sys::process::kill(std::process::id() as i32, libc::SIGINT);
+                        true
                     }
+                    Some(Ok(m)) => tx.send(m).is_ok(),
+                    _ => true,
+                };
+                if !heard {
+                    return;
                 }
+                line.clear();
             }
             if !done.load(Ordering::SeqCst) {
                 // Not eprintln!, which panics when stderr is gone too (a
@@ -63,11 +79,24 @@ pub fn serve(parse: &dyn Fn(&[String]) -> Result<LoadPlan, String>) -> anyhow::R
                 );
                 sys::process::exit_now(ORPHANED);
             }
+        })
+    };
+    if let Err(e) = reader {
+        let _ = say(&Msg::Error {
+            message: format!("{e:#}"),
         });
+        return Err(e);
     }
     let result = (|| -> anyhow::Result<()> {
         let mut plan = match rx.recv().context("no plan came")? {
             Msg::Plan(p) => {
+                if p.agents == 0 || p.agents > MAX_AGENTS || p.agent >= p.agents {
+                    anyhow::bail!(
+                        "a plan for agent {} of {}: the count must be from 1 to {MAX_AGENTS} and the index below it",
+                        p.agent,
+                        p.agents
+                    );
+                }
                 let mut plan = parse(&p.args).map_err(anyhow::Error::msg)?;
                 plan.process = Some((p.agent, p.agents));
                 plan.quiet = true;
@@ -130,6 +159,8 @@ pub fn serve(parse: &dyn Fn(&[String]) -> Result<LoadPlan, String>) -> anyhow::R
         Ok(())
     })();
     if let Err(e) = &result {
+        // Its end is this error, not the controller's going.
+        done.store(true, Ordering::SeqCst);
         let _ = say(&Msg::Error {
             message: format!("{e:#}"),
         });

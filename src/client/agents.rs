@@ -7,19 +7,27 @@
 //! share of the connections (ids interleaved over agents and their
 //! threads, so the shares sum to the total and every connection's bytes
 //! stay unique), and its [`Measured`] is merged as a process merges its
-//! event loops' (histograms added, never percentiles averaged).
+//! event loops' (histograms added, never percentiles averaged), once it is
+//! checked to be its share and no more ([`not_its_share`]).
 //!
 //! Phases are kept in step: every agent reports `connected`; each one's
 //! round trip is measured; `go` tells each to start after a delay that
 //! makes them start together on their own clocks; the start skew is
 //! measured from their `started`. An agent that fails before `go` aborts
-//! the run: every launcher is killed and reaped, so every agent's
-//! connections close. Cost: a reader thread per agent, a few lines each.
+//! the run. However a run ends (done, failed, interrupted, a launcher
+//! that could not start), every launcher is stopped and reaped with its
+//! process group when [`Agents`] drops, so no agent outlives it; one that
+//! exits on its own after its agent reported has [`LAUNCHER_GRACE`]. A
+//! SIGINT or SIGTERM to this process ends the run within a second: before
+//! `go` with nothing measured, after it with what the agents report when
+//! told to `stop` within [`STOP_WITHIN`]; either way marked interrupted.
+//! Cost: a reader thread per agent (a small stack), a few lines each.
 
 use std::io::{BufRead, BufReader, IsTerminal, Write};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -30,6 +38,7 @@ use super::measured::Measured;
 use super::plan::{LoadPlan, Workload};
 use super::preflight;
 use super::protocol::{Finished, Hello, Msg, Plan};
+use super::spawn;
 use crate::env::TcpCounters;
 use crate::sys;
 
@@ -43,6 +52,24 @@ pub const SILENCE: Duration = Duration::from_secs(3);
 
 /// Pings per agent; the fastest round trip counts.
 const PINGS: u32 = 3;
+
+/// After SIGINT or SIGTERM, how long the agents told to `stop` have to
+/// report what they measured before they are killed with the rest.
+pub const STOP_WITHIN: Duration = Duration::from_millis(700);
+
+/// How long a launcher whose agent has reported (or whose stdin closed)
+/// may take to exit by itself (ssh closing its session) before it is
+/// killed.
+pub const LAUNCHER_GRACE: Duration = Duration::from_secs(5);
+
+/// How often the controller looks at the interrupt flag while it waits.
+const TICK: Duration = Duration::from_millis(100);
+
+/// The run was interrupted (SIGINT, SIGTERM) before `go`: nothing was
+/// measured.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted before the agents started measuring")]
+struct Interrupted;
 
 /// How the agents of a run are started: a template each (the last one
 /// repeated when there are more agents than templates).
@@ -69,6 +96,26 @@ pub(crate) struct Merged {
     /// What a reader must know about where the agents ran (said before
     /// the run too).
     pub warnings: Vec<String>,
+}
+
+impl Merged {
+    /// A run of `n` agents interrupted before `go`: nothing measured.
+    fn interrupted(n: usize) -> Merged {
+        let mut measured = Measured::empty();
+        measured.interrupted = true;
+        Merged {
+            measured,
+            lost: Vec::new(),
+            report: super::report::Agents {
+                start_skew_us: 0.0,
+                each: Vec::new(),
+                namespaces: Vec::new(),
+            },
+            capacity: n as f64,
+            local: true,
+            warnings: vec![Interrupted.to_string()],
+        }
+    }
 }
 
 /// An agent lost mid-run, and the share of the run that went with it.
@@ -105,9 +152,12 @@ enum Said {
 }
 
 /// The running agents: their processes, stdins and one channel of what
-/// they say (each line stamped as it arrived).
+/// they say (each line stamped as it arrived). Dropping it stops and
+/// reaps every launcher still running, with its process group.
 struct Agents {
     children: Vec<Child>,
+    /// Set by SIGINT or SIGTERM to this process.
+    interrupt: Arc<AtomicBool>,
     inputs: Vec<ChildStdin>,
     said: Receiver<(usize, Said, Instant)>,
     launched: Vec<String>,
@@ -126,7 +176,10 @@ struct Agents {
 /// Runs `plan` over the agents `launch` starts and merges their
 /// measurements. `connected` is called once every agent has its
 /// connections up, before any is told to go: the moment to look at a
-/// server holding every connection.
+/// server holding every connection. Interrupted (SIGINT or SIGTERM to this
+/// process), it returns within about a second, every launcher stopped and
+/// reaped, with what the agents had reported and `measured.interrupted`
+/// set.
 pub(crate) fn run(
     plan: &LoadPlan,
     launch: &Launch,
@@ -139,43 +192,68 @@ pub(crate) fn run(
             Workload::Burst { .. } | Workload::Churn { .. }
         )
     {
+        // The plan refuses agents of the user's for these (naming
+        // --agents); only a local split of too many connections is left.
         anyhow::bail!(
             "--burst and --churn keep their connections in one process, which holds at most {} here; use fewer connections",
             sys::rlimit::nofile().hard.unwrap_or(0).saturating_sub(preflight::HEADROOM)
         );
     }
+    let interrupt =
+        sys::signals::interrupt_flag().context("installing the Ctrl-C and SIGTERM handlers")?;
     let show = !plan.quiet && std::io::stderr().is_terminal();
-    let mut agents = start(launch, n, Live::new(show, plan.connections + plan.idle))?;
+    let live = Live::new(show, plan.connections + plan.idle);
+    let mut agents = start(launch, n, live, interrupt)?;
     let result = converse(&mut agents, plan, n, connected);
     std::mem::replace(&mut agents.live, Live::new(false, 0)).finish();
-    // After a failure every agent is killed, a lost one too; closing
-    // their stdin then tells any still running to close its connections
-    // and exit.
-    let lost: Vec<usize> = match &result {
-        Ok(m) => m.lost.iter().map(|l| l.agent).collect(),
-        Err(_) => (0..agents.children.len()).collect(),
+    let mut result = match result {
+        Err(e) if e.is::<Interrupted>() => Ok(Merged::interrupted(n)),
+        r => r,
     };
-    for &k in &lost {
+    // After a failure or an interruption every agent is killed, a lost
+    // one too; closing their stdin then tells any still running to close
+    // its connections and exit.
+    let stopped: Vec<usize> = match &result {
+        Ok(m) if !m.measured.interrupted => m.lost.iter().map(|l| l.agent).collect(),
+        _ => (0..agents.children.len()).collect(),
+    };
+    for &k in &stopped {
         agents.kill(k);
     }
     agents.inputs.clear();
-    for (k, c) in agents.children.iter_mut().enumerate() {
-        let status = c.wait().with_context(|| format!("waiting for agent {k}"))?;
-        if result.is_ok() && !lost.contains(&k) && !status.success() {
-            anyhow::bail!("agent {k} ({}) failed ({status})", agents.launched[k]);
+    let statuses = agents.reap(Instant::now() + LAUNCHER_GRACE);
+    // A launcher that fails after its agent reported (ssh does on a
+    // dropped session) leaves whole figures: said, not thrown away.
+    if let Ok(m) = &mut result {
+        for (k, status) in statuses.iter().enumerate() {
+            let failed = status.is_some_and(|s| !s.success());
+            if failed && agents.reported[k] && !stopped.contains(&k) {
+                m.warnings.push(format!(
+                    "agent {k} ({}) reported its results, then its launcher failed ({}); its figures are here",
+                    agents.launched[k],
+                    status.map_or_else(String::new, |s| s.to_string())
+                ));
+            }
         }
     }
     result
 }
 
 /// Starts `n` agents, each from its template, with a reader thread on its
-/// stdout.
-fn start(launch: &Launch, n: usize, live: Live) -> anyhow::Result<Agents> {
+/// stdout. A launcher or a thread that cannot start ends it with one line,
+/// every agent started before it stopped (the [`Agents`] dropped).
+fn start(
+    launch: &Launch,
+    n: usize,
+    live: Live,
+    interrupt: Arc<AtomicBool>,
+) -> anyhow::Result<Agents> {
     let exe = std::env::current_exe().context("finding this program to start agents")?;
     let cmd = vec![exe.display().to_string(), "agent".to_string()];
     let (tx, said) = mpsc::channel();
     let mut agents = Agents {
         children: Vec::with_capacity(n),
+        interrupt,
         inputs: Vec::with_capacity(n),
         said,
         launched: Vec::with_capacity(n),
@@ -187,6 +265,9 @@ fn start(launch: &Launch, n: usize, live: Live) -> anyhow::Result<Agents> {
         last_drawn: Instant::now(),
     };
     for k in 0..n {
+        if agents.interrupted() {
+            return Err(Interrupted.into());
+        }
         let template = launch
             .templates
             .get(k)
@@ -194,55 +275,149 @@ fn start(launch: &Launch, n: usize, live: Live) -> anyhow::Result<Agents> {
             .context("no launcher template")?;
         let argv = template.argv(&cmd, k, n);
         let (program, args) = argv.split_first().context("an empty launcher command")?;
-        // Its own process group: what the launcher starts (a shell, the
-        // agent under it) is stopped with it.
-        let started = Command::new(program)
+        let started = agents.started(k);
+        let mut command = Command::new(program);
+        command
             .args(args)
-            .process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn();
-        let mut child = match started {
-            Ok(c) => c,
-            Err(e) => {
-                for j in 0..agents.children.len() {
-                    agents.kill(j);
-                    let _ = agents.children[j].wait();
-                }
-                anyhow::bail!("cannot start agent {k} with {:?}: {e}", argv.join(" "));
-            }
-        };
+            .stderr(Stdio::inherit());
+        // Its own process group (what the launcher starts, a shell, the
+        // agent under it, is stopped with it), killed if this thread ends.
+        sys::process::tie_to_parent(&mut command);
+        let mut child = spawn::process(
+            &mut command,
+            &format!("agent {k} of {n} with {:?}", argv.join(" ")),
+        )
+        .map_err(|e| anyhow::anyhow!("{e}{started}"))?;
         let input = child.stdin.take().context("no stdin to the agent")?;
         let output = child.stdout.take().context("no stdout from the agent")?;
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(output).lines() {
-                let Ok(line) = line else { break };
-                let said = match Msg::parse(&line) {
-                    None => continue,
-                    Some(Ok(m)) => Said::Msg(m),
-                    Some(Err(e)) => Said::Bad(e),
-                };
-                if tx.send((k, said, Instant::now())).is_err() {
-                    return;
-                }
-            }
-            let _ = tx.send((k, Said::Gone, Instant::now()));
-        });
         agents.children.push(child);
         agents.inputs.push(input);
         agents.launched.push(argv.join(" "));
+        let tx = tx.clone();
+        spawn::thread(&format!("agent-{k}"), Some(spawn::SMALL_STACK), move || {
+            read_lines(k, output, &tx)
+        })
+        .map_err(|e| anyhow::anyhow!("agent {k} of {n}: {e}{started}"))?;
     }
     Ok(agents)
 }
 
+/// Agent `k`'s stdout, line by line as bytes, to `tx`: tagged lines as
+/// messages (parsed by the controller, whose stack is the larger), every
+/// other line skipped whatever its encoding; [`Said::Gone`] at its end.
+fn read_lines(
+    k: usize,
+    output: std::process::ChildStdout,
+    tx: &mpsc::Sender<(usize, Said, Instant)>,
+) {
+    let mut output = BufReader::new(output);
+    let mut line = Vec::new();
+    while matches!(output.read_until(b'\n', &mut line), Ok(n) if n > 0) {
+        let said = match Msg::parse_bytes(&line) {
+            None => None,
+            Some(Ok(m)) => Some(Said::Msg(m)),
+            Some(Err(e)) => Some(Said::Bad(e)),
+        };
+        line.clear();
+        if let Some(said) = said {
+            if tx.send((k, said, Instant::now())).is_err() {
+                return;
+            }
+        }
+    }
+    let _ = tx.send((k, Said::Gone, Instant::now()));
+}
+
+impl Drop for Agents {
+    /// However the run ends (an error, a panic, a launcher that could not
+    /// start), no launcher outlives it.
+    fn drop(&mut self) {
+        self.inputs.clear();
+        for k in 0..self.children.len() {
+            self.kill(k);
+        }
+        self.reap(Instant::now());
+    }
+}
+
 impl Agents {
-    /// Kills agent `k`'s launcher and everything in its process group.
+    /// Kills agent `k`'s launcher and everything in its process group,
+    /// unless it was reaped already (its group id may be another's now).
     fn kill(&mut self, k: usize) {
         if let Some(c) = self.children.get_mut(k) {
+            if matches!(c.try_wait(), Ok(Some(_))) {
+                return;
+            }
             let _ = sys::process::kill(-(c.id() as i32), libc::SIGKILL);
             let _ = c.kill();
+        }
+    }
+
+    /// Reaps every launcher, giving those still running until `until`
+    /// (cut short by an interruption) before they are killed; each one's
+    /// group is killed as it is reaped, so nothing it left behind goes on.
+    /// Each launcher's exit status, when it could be had.
+    fn reap(&mut self, until: Instant) -> Vec<Option<ExitStatus>> {
+        let mut statuses = Vec::with_capacity(self.children.len());
+        for k in 0..self.children.len() {
+            let pid = self.children[k].id() as i32;
+            if !matches!(self.children[k].try_wait(), Ok(Some(_))) {
+                // Exited or not, it is not reaped yet: its group is its own.
+                // Waited for a tick at a time, so a signal cuts it short.
+                loop {
+                    let left = until.saturating_duration_since(Instant::now());
+                    if left.is_zero() || self.interrupted() {
+                        break;
+                    }
+                    if sys::process::exits_within(pid, left.min(TICK)).unwrap_or(true) {
+                        break;
+                    }
+                }
+                let _ = sys::process::kill(-pid, libc::SIGKILL);
+                let _ = self.children[k].kill();
+            }
+            statuses.push(self.children[k].wait().ok());
+        }
+        statuses
+    }
+
+    /// How agent `k`'s launcher ended (" (its launcher: exit status: 127)"),
+    /// when it does within a moment of its output closing; it is not
+    /// reaped, so its group can still be stopped.
+    fn ending(&self, k: usize) -> String {
+        use rustix::process::{waitid, Pid, WaitId, WaitIdOptions};
+        let Some(pid) = Pid::from_raw(self.children[k].id() as i32) else {
+            return String::new();
+        };
+        let _ = sys::process::exits_within(pid.as_raw_nonzero().get(), 5 * TICK);
+        let seen = waitid(
+            WaitId::Pid(pid),
+            WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
+        );
+        match seen.ok().flatten() {
+            Some(s) => match (s.exit_status(), s.terminating_signal()) {
+                (Some(code), _) => format!(" (its launcher exited {code})"),
+                (_, Some(signal)) => format!(" (its launcher was killed by signal {signal})"),
+                _ => String::new(),
+            },
+            None => String::new(),
+        }
+    }
+
+    /// Whether SIGINT or SIGTERM has come.
+    fn interrupted(&self) -> bool {
+        self.interrupt.load(Ordering::Relaxed)
+    }
+
+    /// ", the N started before it stopped": for the line of a start that
+    /// failed (they are, when the agents drop).
+    fn started(&self, k: usize) -> String {
+        match k {
+            0 => String::new(),
+            1 => "; the agent started before it was stopped".into(),
+            k => format!("; the {k} agents started before it were stopped"),
         }
     }
 
@@ -259,6 +434,9 @@ impl Agents {
     fn next(&mut self, within: Option<Duration>, watch: bool) -> anyhow::Result<(usize, Msg)> {
         let since = Instant::now();
         loop {
+            if self.interrupted() {
+                return Err(Interrupted.into());
+            }
             match self.hear()? {
                 // An agent that has reported closes its output: normal.
                 Some((k, Said::Gone)) if self.reported[k] => {}
@@ -280,11 +458,11 @@ impl Agents {
     }
 
     /// What an agent said next but `progress` (which updates its totals
-    /// and the live view), or `None` after a quarter of a second of nothing
-    /// else: every line queued has been read then, so the times each agent
-    /// was last heard are current.
+    /// and the live view), or `None` after [`TICK`] of nothing else: every
+    /// line queued has been read then, so the times each agent was last
+    /// heard are current.
     fn hear(&mut self) -> anyhow::Result<Option<(usize, Said)>> {
-        let until = Instant::now() + Duration::from_millis(250);
+        let until = Instant::now() + TICK;
         loop {
             let wait = until.saturating_duration_since(Instant::now());
             let got = match self.said.recv_timeout(wait) {
@@ -338,8 +516,9 @@ impl Agents {
             (k, Said::Msg(m)) => Ok((k, m)),
             (k, Said::Bad(e)) => anyhow::bail!("agent {k} ({}): {e}", self.launched[k]),
             (k, Said::Gone) => anyhow::bail!(
-                "agent {k} ({}) ended before it reported its results",
-                self.launched[k]
+                "agent {k} ({}) ended before it reported its results{}",
+                self.launched[k],
+                self.ending(k)
             ),
         }
     }
@@ -456,18 +635,47 @@ fn converse(
     let mut starts: Vec<Option<f64>> = vec![None; n];
     let mut results: Vec<Option<Finished>> = (0..n).map(|_| None).collect();
     let mut lost: Vec<Lost> = Vec::new();
+    // Set once interrupted: until when the agents told to stop may report.
+    let mut stopping: Option<Instant> = None;
+    let churn = matches!(plan.workload, Workload::Churn { .. });
     while (0..n).any(|k| results[k].is_none() && !agents.gone[k]) {
         // Who is lost by what was heard, and why.
         let mut losing: Vec<(usize, String)> = Vec::new();
-        match agents.hear()? {
+        if stopping.is_none() && agents.interrupted() {
+            let running: Vec<usize> = (0..n)
+                .filter(|&k| results[k].is_none() && !agents.gone[k])
+                .collect();
+            for k in running {
+                // One that cannot hear it is killed at the deadline.
+                let _ = agents.tell(k, &Msg::Stop);
+            }
+            stopping = Some(Instant::now() + STOP_WITHIN);
+        }
+        if stopping.is_some_and(|t| Instant::now() >= t) {
+            losing.extend(
+                (0..n)
+                    .filter(|&k| results[k].is_none())
+                    .map(|k| (k, "the run was interrupted before it reported".to_string())),
+            );
+        }
+        // Past the deadline, nothing more is waited for.
+        let heard = if losing.is_empty() {
+            agents.hear()?
+        } else {
+            None
+        };
+        match heard {
             Some((k, Said::Msg(m))) => match m {
                 Msg::Started => {
                     let heard = t0.elapsed().saturating_sub(rtt[k] / 2);
                     starts[k] = Some(heard.as_secs_f64());
                 }
                 Msg::Result(m) => {
-                    results[k] = Some(*m);
                     agents.reported[k] = true;
+                    match not_its_share(&m.measured, k, n, total, churn) {
+                        Some(why) => losing.push((k, why)),
+                        None => results[k] = Some(*m),
+                    }
                 }
                 Msg::Error { message } => losing.push((k, message)),
                 m => losing.push((k, format!("it said {m:?} instead of its results"))),
@@ -495,7 +703,7 @@ fn converse(
             }
         }
     }
-    if lost.len() == n {
+    if lost.len() == n && stopping.is_none() {
         let first = lost.first().map(ToString::to_string).unwrap_or_default();
         anyhow::bail!("every agent was lost: {first}");
     }
@@ -528,6 +736,7 @@ fn converse(
     // coordinating process is not the load generator, and in `c10k run` it
     // is the runner, whose memory is not the client's.
     let mut measured = Measured::empty();
+    measured.interrupted = stopping.is_some();
     for f in results.into_iter().flatten() {
         measured.merge(f.measured);
     }
@@ -540,6 +749,38 @@ fn converse(
         local,
         warnings,
     })
+}
+
+/// Why agent `k`'s result cannot be its share of `total` connections
+/// over `n` agents, if it cannot: a record for each of its connections
+/// (fewer only when it was interrupted while connecting), each an id of
+/// its own (`id % n == k`) once. A result that fails this is not merged:
+/// the agent is lost, as one that fell silent. Churn opens connections
+/// without end and runs on one agent: not checked.
+fn not_its_share(m: &Measured, k: usize, n: usize, total: usize, churn: bool) -> Option<String> {
+    if churn {
+        return None;
+    }
+    let share = super::agent::share_of(total, k, n);
+    let count = m.records.total();
+    let kept = m.records.kept.len() as u64;
+    if count > share as u64 || kept != count || (count < share as u64 && !m.interrupted) {
+        return Some(format!(
+            "it reported {count} connections for its share of {share}"
+        ));
+    }
+    let mut seen = vec![false; share];
+    for r in &m.records.kept {
+        let id = r.id as usize;
+        let mine = id < total && id % n == k;
+        if !mine || std::mem::replace(&mut seen[id / n], true) {
+            return Some(format!(
+                "it reported connection {id}{}, which is not one of its share",
+                if mine { " twice" } else { "" }
+            ));
+        }
+    }
+    None
 }
 
 /// Network namespaces whose agents together fill more than a third of the

@@ -13,6 +13,7 @@ use super::engine::{self, Schedule, Shared};
 use super::live::{Live, Tick};
 use super::measured::Measured;
 use super::plan::{LoadPlan, Stop, Workload};
+use super::spawn;
 use crate::metrics::cpu::Snapshot;
 use anyhow::Context as _;
 
@@ -40,8 +41,13 @@ pub(crate) fn drive(
     let mut schedule = None;
     let mut gate_error = None;
     let finished = std::sync::atomic::AtomicBool::new(false);
-    let results: (Vec<std::io::Result<Measured>>, Instant, Snapshot) =
+    let results: anyhow::Result<(Vec<std::io::Result<Measured>>, Instant, Snapshot)> =
         std::thread::scope(|scope| {
+            // The progress thread first: when it cannot start, nothing else
+            // has, and the run ends with the reason.
+            spawn::scoped(scope, "load-progress", || {
+                progress(&shared, &interrupted, &finished, show, sink)
+            })?;
             // Each loop holds a sender until it returns: the receiver hears
             // "disconnected" the moment the last loop ends.
             let (ended_tx, ended_rx) = std::sync::mpsc::channel::<()>();
@@ -49,18 +55,19 @@ pub(crate) fn drive(
                 .map(|i| {
                     let shared = &shared;
                     let ended_tx = ended_tx.clone();
-                    std::thread::Builder::new()
-                        .name(format!("load-{i}"))
-                        .spawn_scoped(scope, move || {
-                            let _held = ended_tx;
-                            engine::run(shared, i)
-                        })
-                        // A loop that never started must not be waited for.
-                        .inspect_err(|_| shared.barrier.leave())
+                    spawn::scoped(scope, &format!("load-{i}"), move || {
+                        let _held = ended_tx;
+                        engine::run(shared, i)
+                    })
+                    // A loop that never started must not be waited for, and
+                    // the others end at once: the run has failed.
+                    .inspect_err(|_| {
+                        shared.interrupted.store(true, Relaxed);
+                        shared.barrier.leave();
+                    })
                 })
                 .collect();
             drop(ended_tx);
-            scope.spawn(|| progress(&shared, &interrupted, &finished, show, sink));
             // Every loop has its connections up (or failed).
             shared.barrier.wait();
             if let Err(e) = connected(t0.elapsed().as_secs_f64()) {
@@ -125,7 +132,7 @@ pub(crate) fn drive(
                     Ok(h) => h
                         .join()
                         .unwrap_or_else(|_| Err(std::io::Error::other("an event loop panicked"))),
-                    Err(e) => Err(e),
+                    Err(e) => Err(std::io::Error::other(format!("{e:#}"))),
                 })
                 .collect();
             // The run ends when its loops do, not when the progress thread next
@@ -133,9 +140,9 @@ pub(crate) fn drive(
             let ended = Instant::now();
             let window_end = window_end.unwrap_or_else(|| Snapshot::end(pids, false));
             finished.store(true, Relaxed);
-            (results, ended, window_end)
+            Ok((results, ended, window_end))
         });
-    let (results, ended, window_end) = results;
+    let (results, ended, window_end) = results?;
     let cpu_end = window_end.own;
     if let Some(e) = gate_error {
         return Err(e).context("lost the parent process");

@@ -16,3 +16,4 @@ pub mod record;
 pub mod report;
 pub mod run;
 pub mod source;
+pub mod spawn;

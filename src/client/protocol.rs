@@ -2,8 +2,9 @@
 //! load agents (`c10k agent`, local worker processes or programs on other
 //! hosts started through a launcher) talk over the agent's stdin and
 //! stdout. One message a line, as JSON behind the tag [`TAG`]: any other
-//! line (a login banner, a shell's noise) is not a message and is ignored;
-//! the agent's stderr is its log.
+//! line (a login banner, a shell's noise, in any encoding: lines are
+//! bytes, [`Msg::parse_bytes`]) is not a message and is ignored; the
+//! agent's stderr is its log.
 //!
 //! The conversation, in order:
 //!
@@ -18,7 +19,9 @@
 //!    that every agent starts together without synchronised clocks; agent:
 //!    `started` as it starts (the controller measures the start skew);
 //! 6. agent: `result` (its [`Measured`], histograms as HdrHistogram V2,
-//!    and its namespace's TCP counters), or `error` at any point.
+//!    and its namespace's TCP counters), or `error` at any point; a
+//!    controller that is interrupted (SIGINT, SIGTERM) says `stop` first,
+//!    and the agent ends its measurement and reports what it has.
 //!
 //! From `plan` to `result` the agent also says `progress` every second,
 //! with its running totals ([`Tick`]): the controller's live view, and how
@@ -64,6 +67,10 @@ pub(crate) enum Msg {
         tick: Tick,
     },
     Result(Box<Finished>),
+    /// Controller to agent, after `go`: the run was interrupted; end the
+    /// measurement now and report what it holds (an agent of an older
+    /// version ignores it, and is stopped with its launcher).
+    Stop,
     Error {
         message: String,
     },
@@ -107,6 +114,21 @@ impl Msg {
             "{TAG}{}",
             serde_json::to_string(self).unwrap_or_else(|_| "null".into())
         )
+    }
+
+    /// The message a line of bytes carries, as [`Msg::parse`]: untagged
+    /// lines are noise whatever their encoding (a Latin-1 login banner);
+    /// a tagged line must be UTF-8.
+    pub fn parse_bytes(line: &[u8]) -> Option<Result<Msg, String>> {
+        let tag = TAG.as_bytes();
+        match line.windows(tag.len()).position(|w| w == tag) {
+            Some(at) => match std::str::from_utf8(&line[at..]) {
+                Ok(text) => Msg::parse(text),
+                Err(_) => Some(Err("a message that is not UTF-8".into())),
+            },
+            // Noise, or another version's tag (said so by `parse`).
+            None => Msg::parse(&String::from_utf8_lossy(line)),
+        }
     }
 
     /// The message a line carries: `None` for a line that is not one (not
@@ -181,6 +203,18 @@ mod tests {
             Some(Ok(Msg::Started))
         ));
         assert!(Msg::parse("C10K1 {broken").unwrap().is_err());
+        // Lines are bytes: a Latin-1 banner is noise, a tagged line after
+        // one is a message, a tagged line that is not UTF-8 is an error.
+        assert!(Msg::parse_bytes(b"Willkommen auf \xfcberall\r\n").is_none());
+        let mut line = b"\xe9t\xe9 ".to_vec();
+        line.extend_from_slice(Msg::Stop.line().as_bytes());
+        assert!(matches!(Msg::parse_bytes(&line), Some(Ok(Msg::Stop))));
+        assert!(
+            Msg::parse_bytes(b"C10K1 {\"error\":{\"message\":\"\xff\"}}")
+                .unwrap()
+                .is_err()
+        );
+        assert!(Msg::parse_bytes(b"C10K2 \xff").unwrap().is_err());
     }
 
     #[test]

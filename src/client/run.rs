@@ -56,11 +56,22 @@ pub fn run(plan: LoadPlan) -> anyhow::Result<Outcome> {
 /// once every connection is up and before the measured phase: how the
 /// experiment runner samples a server that holds every connection. This
 /// process does no load work and is not pinned.
+///
+/// SIGINT or SIGTERM to this process (`kill PID`, not only a terminal's
+/// Ctrl-C) ends it within about a second in any phase (waiting for the
+/// workers' hello, connecting, measuring), every worker and launcher
+/// stopped and reaped: the result is then `Ok` with
+/// `outcome.report.interrupted` set, and holds what the workers had
+/// measured (nothing, before they started). That is the one way to tell
+/// an interrupted run: an error is a failure.
 pub(crate) fn run_in_workers(
     plan: LoadPlan,
     connected: &mut dyn FnMut(),
 ) -> anyhow::Result<Outcome> {
     let outcome = run_inner(plan, Some(connected))?;
+    if outcome.report.interrupted {
+        return Ok(outcome);
+    }
     // A cell is whole or failed: a lost share fails it.
     if let Some(lost) = outcome.lost.first() {
         anyhow::bail!("{lost}");
@@ -123,7 +134,8 @@ fn run_inner(mut plan: LoadPlan, connected: Option<&mut dyn FnMut()>) -> anyhow:
         let mut nothing = || {};
         let merged = agents::run(&plan, &launch, connected.unwrap_or(&mut nothing))?;
         lost = merged.lost.iter().map(ToString::to_string).collect();
-        agents_report = (merged.report.each.len() > 1 || remote).then_some(merged.report);
+        agents_report = (merged.report.each.len() > 1 || remote && !merged.report.each.is_empty())
+            .then_some(merged.report);
         warnings.extend(lost.iter().cloned());
         spread_over = Some((merged.capacity, merged.local));
         warnings.extend(merged.warnings);

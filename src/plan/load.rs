@@ -96,6 +96,12 @@ pub fn plan(a: &LoadArgs, command: String) -> Result<LoadPlan, String> {
         server_pids: a.server_pid.clone(),
     }
     .validate()?;
+    let flag = match plan.workload {
+        Workload::Burst { .. } => Some("--burst"),
+        Workload::Churn { .. } => Some("--churn"),
+        _ => None,
+    };
+    in_one_process(flag, plan.agents.as_ref())?;
     // Checked before anything is measured, so a run is not thrown away at
     // the end for a path that could never be written.
     for (flag, path) in [
@@ -132,8 +138,21 @@ pub(super) fn agents(a: &AgentArgs) -> Result<Option<Launch>, String> {
     Ok(Some(Launch { templates, agents }))
 }
 
+/// Refuses a workload that runs in one process (`flag`: burst, whose
+/// rounds start together in one process, and churn) over several agents,
+/// before any starts; `c10k load` and `c10k run` both ask.
+pub(super) fn in_one_process(flag: Option<&str>, launch: Option<&Launch>) -> Result<(), String> {
+    match (flag, launch) {
+        (Some(flag), Some(l)) if l.agents > 1 => Err(format!(
+            "--agents {}: {flag} keeps its connections in one process, so it runs on one agent (--agents 1)",
+            l.agents
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// More agents than this is a mistake, not a run.
-const MAX_AGENTS: usize = 10_000;
+const MAX_AGENTS: usize = crate::client::agent::MAX_AGENTS;
 
 #[cfg(test)]
 mod tests {

@@ -320,6 +320,12 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
             "--agent: the {name} experiment runs a micro-benchmark, which has no client to place"
         ));
     }
+    let one_process = match workload.kind {
+        WorkloadKind::Burst => Some("the burst workload"),
+        WorkloadKind::Churn => Some("the churn workload"),
+        _ => None,
+    };
+    super::load::in_one_process(one_process, agents.as_ref())?;
     if let Some(ip) = args.bind {
         if std::net::TcpListener::bind((ip, 0)).is_err() {
             return Err(format!(

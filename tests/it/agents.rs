@@ -3,7 +3,12 @@
 //! `{cmd_sh}`, and a fake `ssh` first on PATH that prints a login banner,
 //! drops its options and host and runs the command through `sh -c`, as
 //! ssh does); counts must be exact and connection ids unique over the
-//! agents. Launchers that fail, and bad flags, are one line.
+//! agents. Launchers that fail, and bad flags, are one line. Hostile
+//! input (issue 29): a banner in Latin-1, a launcher that fails after its
+//! agent reported, an agent that lies about its share, SIGINT and SIGTERM
+//! to the controller alone in each phase, workloads that cannot spread,
+//! a plan for no agents, and a limit on tasks met while starting them.
+//! Tests against a real sshd are in `sshd.rs`.
 
 use std::path::Path;
 use std::process::Command;
@@ -11,7 +16,9 @@ use std::process::Command;
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::support::{bin, lines, results_dir, scratch, succeeded, Server, Started, Test};
+use crate::support::{
+    bin, lines, results_dir, scratch, succeeded, Server, Started, Test, PATIENCE,
+};
 
 pub const TESTS: &[(&str, Test)] = &[
     ("every_launcher_runs_the_same_run", every_launcher),
@@ -23,6 +30,24 @@ pub const TESTS: &[(&str, Test)] = &[
         "an_agent_whose_stdin_and_stderr_go_while_connecting_exits",
         orphan_while_connecting,
     ),
+    (
+        "a_banner_not_in_utf8_is_noise_and_a_failing_launcher_keeps_the_figures",
+        latin1_banner_and_failing_launcher,
+    ),
+    ("a_lying_agent_is_not_believed", lying_agent),
+    (
+        "sigint_while_waiting_for_hello_stops_every_launcher",
+        interrupt_before_hello,
+    ),
+    (
+        "sigterm_to_the_controller_alone_keeps_what_the_agents_measured",
+        interrupt_while_measuring,
+    ),
+    (
+        "burst_and_churn_over_agents_are_refused_in_the_plan",
+        one_process_workloads,
+    ),
+    ("an_agent_refuses_a_plan_for_no_agents", plan_for_no_agents),
 ];
 
 /// A fake `ssh`: a banner on stdout (noise the protocol must ignore), its
@@ -620,4 +645,522 @@ pub fn netns_agents() -> Result<libtest_mimic::Completion, Failed> {
     let _ = server.wait();
     drop(net);
     result.map(|()| Completion::Completed)
+}
+
+/// `c10k ARGS…` running with its stderr (which its launchers share) read
+/// line by line: lines can be waited for, the process signalled alone,
+/// and its exit waited for, each wait bounded by [`PATIENCE`].
+pub struct Watched {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    /// Every stderr line read so far.
+    pub seen: Vec<String>,
+}
+
+impl Watched {
+    pub fn start(args: &[&str]) -> Result<Watched, Failed> {
+        use std::io::BufRead;
+        let mut child = Command::new(bin())
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()?;
+        let err = child.stderr.take().ok_or("no stderr")?;
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(err).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Watched {
+            child,
+            lines,
+            seen: Vec::new(),
+        })
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Waits for `count` lines containing `needle`; returns them.
+    pub fn wait_for(&mut self, count: usize, needle: &str) -> Result<Vec<String>, Failed> {
+        let until = std::time::Instant::now() + PATIENCE;
+        loop {
+            let found: Vec<String> = self
+                .seen
+                .iter()
+                .filter(|l| l.contains(needle))
+                .cloned()
+                .collect();
+            if found.len() >= count {
+                return Ok(found);
+            }
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => self.seen.push(line),
+                Err(_) => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    return Err(format!(
+                        "{count} lines with {needle:?} did not come; stderr: {:?}",
+                        self.seen
+                    )
+                    .into());
+                }
+            }
+        }
+    }
+
+    /// Sends `signal` to this process alone (not its group).
+    pub fn signal(&self, signal: i32) -> Result<(), Failed> {
+        Ok(c10k::sys::process::kill(self.pid(), signal)?)
+    }
+
+    /// Waits for the exit; its code and every stderr line.
+    pub fn finish(mut self) -> Result<(Option<i32>, String), Failed> {
+        let status = crate::support::wait_bounded(&mut self.child)?;
+        // The reader ends at the end of stderr: every launcher's copy gone too.
+        while let Ok(line) = self.lines.recv_timeout(PATIENCE) {
+            self.seen.push(line);
+        }
+        Ok((status.code(), self.seen.join("\n")))
+    }
+}
+
+/// Waits (bounded) until process `pid` has ended: a pidfd, polled.
+pub fn ended(pid: i32) -> Result<(), Failed> {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    use rustix::process::{pidfd_open, Pid, PidfdFlags};
+    let Some(p) = Pid::from_raw(pid) else {
+        return Ok(());
+    };
+    let fd = match pidfd_open(p, PidfdFlags::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::SRCH) => return Ok(()),
+        Err(e) => return Err(format!("pidfd_open {pid}: {e}").into()),
+    };
+    let ts = Timespec {
+        tv_sec: PATIENCE.as_secs() as i64,
+        tv_nsec: 0,
+    };
+    let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+    match poll(&mut fds, Some(&ts)) {
+        Ok(n) if n > 0 => Ok(()),
+        _ => Err(format!("process {pid} still runs after {PATIENCE:?}").into()),
+    }
+}
+
+/// The pids in `lines` after `word ` (as launchers print them).
+fn pids_after(lines: &[String], word: &str) -> Vec<i32> {
+    lines
+        .iter()
+        .filter_map(|l| {
+            l.split(word)
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect()
+}
+
+/// Issue 29 #5 and #7: a login banner in Latin-1 before the agent's lines
+/// is noise (it once ended the agent), and a launcher that exits 255 after
+/// its agent reported (ssh on a dropped session) leaves its figures,
+/// printed and written, with a warning, exit 0.
+fn latin1_banner_and_failing_launcher() -> Result<(), Failed> {
+    let dir = scratch("agents-latin1")?;
+    let server = epoll()?;
+    let addr = server.addr.to_string();
+    let json = dir.join("r.json");
+    let json_text = json.to_string_lossy().to_string();
+    for (template, failing) in [
+        (
+            r#"sh -c 'printf "Willkommen auf \374berall\r\n"; exec {cmd_sh}'"#,
+            false,
+        ),
+        (r#"sh -c 'printf "\377\376\n"; {cmd_sh}; exit 255'"#, true),
+    ] {
+        let _ = std::fs::remove_file(&json);
+        let (code, err) = load(
+            &dir,
+            &addr,
+            &[
+                "-c", "6", "-n", "5", "--agent", template, "--agents", "3", "--json", &json_text,
+            ],
+        )?;
+        if code != Some(0) {
+            return Err(format!("{template}: exit {code:?}: {err}").into());
+        }
+        let j: Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+        let warned = j["warnings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter(|w| {
+                w.contains("reported its results, then its launcher failed (exit status: 255)")
+            })
+            .count();
+        if j["connections"]["established"] != 6
+            || j["messages"] != 30
+            || warned != if failing { 3 } else { 0 }
+        {
+            return Err(format!(
+                "{template}: {} {} {}",
+                j["connections"], j["messages"], j["warnings"]
+            )
+            .into());
+        }
+    }
+    let (_, summary) = server.stop()?;
+    if summary.connections != 12 || summary.bytes_echoed != 60 * 64 {
+        return Err(format!("the server saw {summary:?}").into());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// A filter between an agent and its controller that makes its result
+/// claim 500 times its records.
+const LIAR: &str = r#"import sys, json
+for l in sys.stdin:
+    if l.startswith('C10K1 {"result"'):
+        m = json.loads(l[6:])
+        r = m["result"]["measured"]["records"]
+        r["kept"] = r["kept"] * 500
+        l = "C10K1 " + json.dumps(m) + "\n"
+    sys.stdout.write(l)
+    sys.stdout.flush()
+"#;
+
+/// Issue 29 #6: an agent that reports 1,000 connections for its share of
+/// 2 was believed (`1002 up` of 4). Now it is lost, with why: the others'
+/// figures, exit 1.
+fn lying_agent() -> Result<(), Failed> {
+    let dir = scratch("agents-liar")?;
+    let liar = dir.join("liar.py");
+    std::fs::write(&liar, LIAR)?;
+    let server = epoll()?;
+    let json = dir.join("r.json");
+    let template = format!(
+        "sh -c 'if [ {{i}} = 1 ]; then {{cmd_sh}} | python3 {}; else exec {{cmd_sh}}; fi'",
+        liar.display()
+    );
+    let (code, err) = load(
+        &dir,
+        &server.addr.to_string(),
+        &[
+            "-c",
+            "4",
+            "-n",
+            "5",
+            "--agent",
+            &template,
+            "--agents",
+            "2",
+            "--json",
+            &json.to_string_lossy(),
+        ],
+    )?;
+    let j: Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+    let why = j["agents"]["each"][1]["lost"].as_str().unwrap_or("");
+    if code != Some(1)
+        || j["connections"]["established"] != 2
+        || !why.contains("it reported 1000 connections for its share of 2")
+    {
+        return Err(format!("exit {code:?}: {} {why:?}: {err}", j["connections"]).into());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// Issue 29 #8: SIGINT to the controller while it waits for its agents'
+/// hello (launchers that never give one) was ignored until they ended.
+/// Now it exits 130 with its outputs written, marked interrupted, and
+/// every launcher gone. (The issue's `sleep 31.5` is a `sleep 300` here,
+/// so the old behaviour cannot pass within the test's patience.)
+fn interrupt_before_hello() -> Result<(), Failed> {
+    let dir = scratch("agents-int-hello")?;
+    let json = dir.join("r.json");
+    let json_text = json.to_string_lossy().to_string();
+    let mut c = Watched::start(&[
+        "load",
+        "127.0.0.1:9",
+        "-c",
+        "6",
+        "--agent",
+        "sh -c 'echo launcher $$ >&2; exec sleep 300'",
+        "--agents",
+        "3",
+        "--json",
+        &json_text,
+    ])?;
+    let launchers = pids_after(&c.wait_for(3, "launcher ")?, "launcher ");
+    c.signal(libc::SIGINT)?;
+    let (code, err) = c.finish()?;
+    for pid in &launchers {
+        ended(*pid)?;
+    }
+    let j: Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+    if code != Some(130) || launchers.len() != 3 || j["interrupted"] != true || j["messages"] != 0 {
+        return Err(format!(
+            "exit {code:?}, launchers {launchers:?}, interrupted {}: {err}",
+            j["interrupted"]
+        )
+        .into());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// The interruption the runner relies on: SIGTERM to the controller
+/// alone (`kill PID`) once every agent measures ends the run with what
+/// they measured, marked interrupted, exit 130, and no agent left.
+fn interrupt_while_measuring() -> Result<(), Failed> {
+    let dir = scratch("agents-int-measuring")?;
+    let server = epoll()?;
+    let json = dir.join("r.json");
+    let json_text = json.to_string_lossy().to_string();
+    // Each agent's pid, said on stderr once it has started measuring.
+    let template = r#"sh -c '{cmd_sh} | while IFS= read -r l; do printf "%s\n" "$l"; case "$l" in *started*) echo "measuring $(pgrep -P $$ c10k)" >&2;; esac; done'"#;
+    let addr = server.addr.to_string();
+    let mut c = Watched::start(&[
+        "load", &addr, "-c", "30", "-d", "300s", "--warmup", "0s", "--agent", template, "--agents",
+        "3", "--json", &json_text,
+    ])?;
+    let agents = pids_after(&c.wait_for(3, "measuring ")?, "measuring ");
+    c.signal(libc::SIGTERM)?;
+    let (code, err) = c.finish()?;
+    for pid in &agents {
+        ended(*pid)?;
+    }
+    let j: Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+    let each = j["agents"]["each"].as_array().cloned().unwrap_or_default();
+    if code != Some(130)
+        || agents.len() != 3
+        || j["interrupted"] != true
+        || j["connections"]["established"] != 30
+        || j["messages"].as_u64().is_none_or(|m| m == 0)
+        || each.iter().any(|a| !a["lost"].is_null())
+    {
+        return Err(format!(
+            "exit {code:?}, agents {agents:?}: {} {} {}: {err}",
+            j["interrupted"], j["connections"], j["messages"]
+        )
+        .into());
+    }
+    let (_, summary) = server.stop()?;
+    if summary.connections != 30 {
+        return Err(format!("the server saw {summary:?}").into());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// Issue 29 #9: `--burst` and `--churn` over several agents were refused
+/// only after the agents started, with the advice to use fewer
+/// connections; in `c10k run` every cell failed and the run exited 0.
+/// Now the plan refuses them, exit 2, naming --agents, before any
+/// launcher starts.
+fn one_process_workloads() -> Result<(), Failed> {
+    let dir = scratch("agents-one-process")?;
+    let out = dir.join("out");
+    let out_text = out.to_string_lossy().to_string();
+    let template = "sh -c 'echo launched >&2; exec {cmd_sh}'";
+    let runs: [&[&str]; 3] = [
+        &[
+            "load",
+            "127.0.0.1:9",
+            "-c",
+            "4",
+            "--burst",
+            "--agent",
+            template,
+            "--agents",
+            "2",
+        ],
+        &[
+            "load",
+            "127.0.0.1:9",
+            "-c",
+            "4",
+            "--churn",
+            "--agent",
+            template,
+            "--agents",
+            "2",
+        ],
+        &[
+            "run",
+            "--models",
+            "epoll",
+            "-c",
+            "4",
+            "--workload",
+            "burst",
+            "--agent",
+            template,
+            "--agents",
+            "2",
+            "--out",
+            &out_text,
+        ],
+    ];
+    for args in runs {
+        let r = crate::support::run_c10k(args)?;
+        let line = r.stderr.trim();
+        if r.code != Some(2)
+            || !line.contains("--agents 2:")
+            || !line.contains("one process")
+            || line.lines().count() != 1
+            || out.exists()
+        {
+            return Err(format!("{args:?}: exit {:?}: {}", r.code, r.stderr).into());
+        }
+    }
+    // One agent runs them.
+    let server = epoll()?;
+    let addr = server.addr.to_string();
+    let r = crate::support::run_c10k(&[
+        "load", &addr, "-c", "4", "--burst", "--rounds", "2", "--agent", "{cmd}", "--agents", "1",
+    ])?;
+    if r.code != Some(0) {
+        return Err(format!("a burst on one agent: exit {:?}: {}", r.code, r.stderr).into());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// Issue 29 #10: `c10k agent` given a plan for 0 agents panicked
+/// (`step != 0`). Now it says an error message and exits 1.
+fn plan_for_no_agents() -> Result<(), Failed> {
+    use std::io::{BufRead, Write};
+    for (agent, agents) in [(0, 0), (3, 2), (0, 1_000_000_000_000u64)] {
+        let mut child = Command::new(bin())
+            .arg("agent")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()?;
+        let mut input = child.stdin.take().ok_or("no stdin")?;
+        let mut output = std::io::BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        let plan = serde_json::json!({"plan": {
+            "args": ["load", "127.0.0.1:9", "-c", "4"],
+            "agent": agent,
+            "agents": agents,
+        }});
+        writeln!(input, "C10K1 {plan}")?;
+        // Its hello, then its answer; stdin stays open meanwhile.
+        let mut said = Vec::new();
+        for _ in 0..2 {
+            let mut line = String::new();
+            output.read_line(&mut line)?;
+            said.push(line);
+        }
+        drop(input);
+        let status = crate::support::wait_bounded(&mut child)?;
+        let mut err = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            std::io::Read::read_to_string(&mut e, &mut err)?;
+        }
+        if status.code() != Some(1)
+            || !said[1].contains(&format!("a plan for agent {agent} of {agents}"))
+            || err.contains("panicked")
+        {
+            return Err(format!("{agent} of {agents}: {status}: {said:?} {err}").into());
+        }
+    }
+    Ok(())
+}
+
+/// A pids cgroup of this test's own (v2 at /sys/fs/cgroup or v1 at
+/// /sys/fs/cgroup/pids), removed when dropped.
+struct PidsCgroup {
+    dir: std::path::PathBuf,
+}
+
+impl PidsCgroup {
+    /// `None`, with why, where none can be made here.
+    fn make(max: u32) -> Result<PidsCgroup, String> {
+        let name = format!("c10k-it-{}", std::process::id());
+        let v2 = Path::new("/sys/fs/cgroup");
+        let v2_pids = std::fs::read_to_string(v2.join("cgroup.subtree_control"))
+            .is_ok_and(|c| c.split_whitespace().any(|w| w == "pids"));
+        let parent = if v2_pids {
+            v2.to_path_buf()
+        } else {
+            Path::new("/sys/fs/cgroup/pids").to_path_buf()
+        };
+        let dir = parent.join(name);
+        std::fs::create_dir(&dir)
+            .map_err(|e| format!("cannot make a pids cgroup in {}: {e}", parent.display()))?;
+        let cg = PidsCgroup { dir };
+        std::fs::write(cg.dir.join("pids.max"), max.to_string())
+            .map_err(|e| format!("cannot set {}/pids.max: {e}", cg.dir.display()))?;
+        Ok(cg)
+    }
+
+    fn current(&self) -> Result<u64, Failed> {
+        let text = std::fs::read_to_string(self.dir.join("pids.current"))?;
+        Ok(text.trim().parse()?)
+    }
+}
+
+impl Drop for PidsCgroup {
+    fn drop(&mut self) {
+        // Whatever still runs in it goes first.
+        if let Ok(procs) = std::fs::read_to_string(self.dir.join("cgroup.procs")) {
+            for pid in procs.split_whitespace().filter_map(|p| p.parse().ok()) {
+                let _ = c10k::sys::process::kill(pid, libc::SIGKILL);
+                let _ = ended(pid);
+            }
+        }
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// Issue 29 #2: `c10k load -c 2 --agent 'sleep 9.5' --agents 10000` in a
+/// cgroup with pids.max=120 panicked in `std::thread::spawn` and left the
+/// `sleep` launchers running. Now: one line, exit 1, and nothing left in
+/// the cgroup when it exits.
+pub fn task_limit_while_starting_agents() -> Result<libtest_mimic::Completion, Failed> {
+    use libtest_mimic::Completion;
+    let cg = match PidsCgroup::make(120) {
+        Ok(cg) => cg,
+        Err(why) => return Ok(Completion::ignored_with(why)),
+    };
+    let script = format!(
+        "echo $$ > {}/cgroup.procs && exec \"$0\" load 127.0.0.1:9 -c 2 --agent 'sleep 9.5' --agents 10000",
+        cg.dir.display()
+    );
+    let mut child = Command::new("sh")
+        .args(["-c", &script, bin()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    let status = crate::support::wait_bounded(&mut child)?;
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        std::io::Read::read_to_string(&mut e, &mut err)?;
+    }
+    let line = err.trim();
+    let left = cg.current()?;
+    if status.code() != Some(1)
+        || line.lines().count() != 1
+        || !line.contains("cannot start")
+        || !line.contains("were stopped")
+        || left != 0
+    {
+        return Err(format!("{status}, {left} tasks left in the cgroup: {err}").into());
+    }
+    drop(cg);
+    Ok(Completion::Completed)
 }
