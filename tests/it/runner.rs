@@ -27,6 +27,10 @@ pub const TESTS: &[(&str, Test)] = &[
         "a_resumed_plan_with_a_damaged_work_spec_is_refused",
         damaged_work,
     ),
+    (
+        "sigterm_to_the_runner_alone_abandons_the_cell",
+        sigterm_abandons_the_cell,
+    ),
 ];
 
 fn run(args: &[&str]) -> Result<std::process::Output, Failed> {
@@ -978,5 +982,106 @@ fn damaged_work() -> Result<(), Failed> {
         }
     }
     let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
+
+/// The processes (other than this test's) whose environment holds
+/// `mark`: what a run started and left behind.
+fn marked(mark: &str) -> Vec<String> {
+    let me = std::process::id().to_string();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|p| p.chars().all(|c| c.is_ascii_digit()) && *p != me)
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == mark.as_bytes()))
+        })
+        .filter(|p| {
+            // A zombie has given back everything but its entry.
+            std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| {
+                !s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
+        })
+        .collect()
+}
+
+/// SIGTERM to the runner alone (as `kill PID`, a CI timeout or a
+/// supervisor sends it), once its cell's client is running: the cell in
+/// progress is abandoned (not recorded), the client and the server are
+/// stopped and reaped, the exports are written, exit 130, and the message
+/// names the cell and the resume command.
+fn sigterm_abandons_the_cell() -> Result<(), Failed> {
+    let out = scratch("run-sigterm")?;
+    let mark = format!("C10K_TEST_MARK=sigterm-{}", std::process::id());
+    let (key, value) = mark.split_once('=').ok_or("a mark")?;
+    let mut child = Command::new(bin())
+        .args([
+            "run",
+            "--models",
+            "epoll",
+            "-c",
+            "2",
+            "-d",
+            "60s",
+            "--warmup",
+            "0",
+            "--runs",
+            "1",
+            "--no-report",
+            "--out",
+        ])
+        .arg(&out)
+        .env(key, value)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let pid = child.id();
+    // The cell's client runs in a worker process (`c10k agent`): wait,
+    // bounded, until one with the mark exists.
+    let started = std::time::Instant::now();
+    let agent = loop {
+        let found = marked(&mark).into_iter().find(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| c.split(|&b| b == 0).any(|w| w == b"agent"))
+        });
+        if let Some(a) = found {
+            break a;
+        }
+        if started.elapsed() > PATIENCE {
+            let _ = child.kill();
+            return Err("no client worker started".into());
+        }
+        std::thread::yield_now();
+    };
+    c10k::sys::process::kill(pid as i32, 15)?;
+    let status = crate::support::wait_bounded(&mut child)?;
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().ok_or("no stderr")?, &mut err)?;
+    if status.code() != Some(130) {
+        return Err(format!("exit {:?} (agent {agent}): {err}", status.code()).into());
+    }
+    let dir = results_dir(&out)?;
+    let said = format!(
+        "c10k run: interrupted during epoll/c2/r1 (abandoned, not recorded) with 1 cells left; finish with: c10k run --resume {}",
+        dir.display()
+    );
+    if !err.contains(&said) {
+        return Err(format!("stderr lacks {said:?}: {err}").into());
+    }
+    if !lines(&dir)?.is_empty() || !dir.join("results.csv").is_file() {
+        return Err("the abandoned cell was recorded, or the exports not written".into());
+    }
+    let left = marked(&mark);
+    if !left.is_empty() {
+        return Err(format!("processes of the run left behind: {left:?}").into());
+    }
     Ok(())
 }
