@@ -227,6 +227,9 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
                 if let Some(repair) = r.repaired {
                     eprintln!("c10k run: {repair}");
                 }
+                for w in &r.warnings {
+                    eprintln!("c10k run: {w}");
+                }
                 eprintln!(
                     "c10k run: resuming {}: {} of {} cells recorded",
                     dir.display(),
@@ -470,8 +473,10 @@ fn preflight(plan: &c10k::runner::matrix::RunPlan) -> bool {
 /// `c10k report DIR`: the exports and report.html again, from the results
 /// of the plan. Every line of results.jsonl that is not one is named on
 /// stderr, and makes the exit 1 (the report lacks it), except a partial
-/// last line alone: the trace of a run killed mid-write, which lost only
-/// the cell it was writing (a warning, exit 0).
+/// last line (the trace of a run killed mid-write, which lost only the
+/// cell it was writing) and a cell recorded again (its first result is
+/// kept): warnings, exit 0, as `--resume` reads them
+/// ([`c10k::runner::results::Problem::refuses`]).
 fn report(dir: &std::path::Path) -> ExitCode {
     let (data, problems) = match c10k::runner::results::load(dir, c10k::plan::check::check) {
         Ok(d) => d,
@@ -483,7 +488,7 @@ fn report(dir: &std::path::Path) -> ExitCode {
     for p in &problems {
         eprintln!("c10k report: {p}");
     }
-    let mut code = if problems.iter().all(|p| p.is_partial()) {
+    let mut code = if !problems.iter().any(|p| p.refuses()) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

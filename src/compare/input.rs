@@ -7,9 +7,10 @@
 //! read for the latency curve. Cost: reading the files once.
 //!
 //! Damaged input is refused in one line that names the file and the line
-//! (a truncated `results.jsonl`, a JSON of another schema, a plan that
-//! does not parse); a partial last line alone (a run killed while writing)
-//! is a warning, as `c10k report` treats it.
+//! (a damaged `results.jsonl`, a JSON of another schema, a plan that does
+//! not parse); a partial last line (a run killed while writing) or a cell
+//! recorded again is a warning, as `--resume` and `c10k report` treat it
+//! ([`crate::runner::results::Problem::refuses`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -84,8 +85,8 @@ pub fn open(path: &Path, check: PlanCheck) -> Result<Side, String> {
 fn run(dir: &Path, check: PlanCheck) -> Result<Side, String> {
     let (data, problems) = results::load(dir, check).map_err(|e| format!("{e:#}"))?;
     let at = |p: &results::Problem| format!("{}/{p}", dir.display());
-    if let Some(bad) = problems.iter().find(|p| !p.is_partial()) {
-        let more = problems.iter().filter(|p| !p.is_partial()).count() - 1;
+    if let Some(bad) = problems.iter().find(|p| p.refuses()) {
+        let more = problems.iter().filter(|p| p.refuses()).count() - 1;
         return Err(if more == 0 {
             at(bad)
         } else {

@@ -76,19 +76,23 @@ pub struct Resumed {
     pub appender: results::Appender,
     /// What was done to the end of `results.jsonl` before appending.
     pub repaired: Option<results::Repair>,
+    /// Lines read past with a warning (a cell recorded again: its first
+    /// result is kept), one line each.
+    pub warnings: Vec<String>,
 }
 
 /// Opens `dir` to finish its run: takes the directory's lock before
 /// reading anything, and refuses a directory with a line that is not a
-/// result of its plan (unreadable, of another plan, a cell recorded
-/// again), naming the first: a resume never mixes two plans nor buries a
-/// damaged line under new ones. A partial last line (a run killed
-/// mid-write) is no reason to refuse: it is cut, and a last result lacking
-/// its newline is completed.
+/// result of its plan (unreadable, of another plan), naming the first: a
+/// resume never mixes two plans nor buries a damaged line under new ones.
+/// A partial last line (a run killed mid-write) is no reason to refuse: it
+/// is cut, and a last result lacking its newline is completed; a cell
+/// recorded again keeps its first result, with a warning, as `c10k report`
+/// reads it ([`results::Problem::refuses`]).
 pub fn resume(dir: &Path, check: results::PlanCheck) -> anyhow::Result<Resumed> {
     let mut appender = results::Appender::lock(dir, false)?;
     let (data, problems) = results::load(dir, check)?;
-    let bad: Vec<&results::Problem> = problems.iter().filter(|p| !p.is_partial()).collect();
+    let bad: Vec<&results::Problem> = problems.iter().filter(|p| p.refuses()).collect();
     if let Some(first) = bad.first() {
         let more = match bad.len() - 1 {
             0 => String::new(),
@@ -104,10 +108,16 @@ pub fn resume(dir: &Path, check: results::PlanCheck) -> anyhow::Result<Resumed> 
         );
     }
     let repaired = appender.repair()?;
+    let warnings = problems
+        .iter()
+        .filter(|p| !p.is_partial())
+        .map(|p| format!("{}/{p}", dir.display()))
+        .collect();
     Ok(Resumed {
         data,
         appender,
         repaired,
+        warnings,
     })
 }
 

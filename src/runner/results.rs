@@ -217,6 +217,17 @@ impl Problem {
     pub fn is_partial(&self) -> bool {
         matches!(self.what, Trouble::Partial(_))
     }
+
+    /// Whether the line makes the directory one nobody should build on:
+    /// a line that is not a result, or a result of another plan. A partial
+    /// last line (a killed run) and a cell recorded again (its first
+    /// result kept) lose nothing the plan holds: a warning. The one rule
+    /// for every reader: `--resume` refuses the first kind and goes on
+    /// past the second, `c10k report` exits 1 on the first and 0 on the
+    /// second, `c10k compare` likewise.
+    pub fn refuses(&self) -> bool {
+        matches!(self.what, Trouble::Unreadable(_) | Trouble::OtherPlan(_))
+    }
 }
 
 impl std::fmt::Display for Problem {

@@ -84,6 +84,10 @@ pub const TESTS: &[(&str, Test)] = &[
         "a_refused_target_says_refused",
         a_refused_target_says_refused,
     ),
+    (
+        "a_cell_recorded_twice_reads_one_way",
+        a_cell_recorded_twice_reads_one_way,
+    ),
 ];
 
 /// Runs `c10k ARGS…`; a panic or a hang is a failure whatever the case
@@ -1030,6 +1034,32 @@ fn a_refused_target_says_refused() -> Result<(), Failed> {
     let said = format!("every connection was refused: is anything listening on 127.0.0.1:{port}? (2 of 2 connections failed: refused 2)");
     if r.code != Some(5) || !r.stderr.contains(&said) {
         return Err(format!("exit {:?}, stderr {:?}", r.code, r.stderr).into());
+    }
+    Ok(())
+}
+
+/// A cell recorded twice loses nothing of the plan (its first result is
+/// kept): `c10k report` and `--resume` read it the one way, a warning
+/// naming the line, and go on.
+fn a_cell_recorded_twice_reads_one_way() -> Result<(), Failed> {
+    let (_, dir) = measured("twice")?;
+    let lines = results(&dir)?;
+    std::fs::write(
+        dir.join("results.jsonl"),
+        [lines[0].as_str(), &lines[1], &lines[0]].concat(),
+    )?;
+    let said =
+        "results.jsonl line 3: cell epoll/c2/r1 recorded again (first on line 1, which is kept)";
+    let r = report(&dir)?;
+    if r.code != Some(0)
+        || !r.stderr.contains(said)
+        || reported(&dir)? != ["epoll/c2/r1", "epoll/c2/r2"]
+    {
+        return Err(format!("report: exit {:?}: {}", r.code, r.stderr).into());
+    }
+    let r = c10k(&["run", "--resume", text(&dir)?, "--no-report"])?;
+    if r.code != Some(0) || !r.stderr.contains(said) {
+        return Err(format!("resume: exit {:?}: {}", r.code, r.stderr).into());
     }
     Ok(())
 }
