@@ -253,8 +253,12 @@ pub(crate) fn judge(x: &Inputs) -> Limits {
     let shared = x.client_local
         && x.server_local
         && client_capacity + server_capacity.unwrap_or(0.0) > x.machine_cpus;
-    let machine_share =
-        machine(w.machine_busy).map(|b| b / machine_secs / (x.machine_cpus.max(1.0) * kept));
+    // The share of the machine the run itself kept busy: CPU used outside
+    // the run is interference (said below), not one side waiting for what
+    // the other used.
+    let machine_share = machine(w.machine_busy).map(|b| {
+        (b / machine_secs - others_cpus.unwrap_or(0.0)) / (x.machine_cpus.max(1.0) * kept)
+    });
     let machine_saturated = shared && machine_share.is_some_and(|m| m >= SATURATED);
     let (verdict, why) = match server_demand {
         None => match client_saturated {
@@ -298,8 +302,8 @@ pub(crate) fn judge(x: &Inputs) -> Limits {
                 _ if machine_saturated => (
                     "both",
                     format!(
-                        "{both}: they share the machine's {} CPUs, {:.0} % busy, each waiting for \
-                         what the other used: both sides were saturated",
+                        "{both}: they share the machine's {} CPUs and kept them {:.0} % busy, each \
+                         waiting for what the other used: both sides were saturated",
                         x.machine_cpus,
                         machine_share.unwrap_or(0.0) * 100.0
                     ),
@@ -417,7 +421,8 @@ mod tests {
         let l = judge(&x);
         assert_eq!(l.verdict, "both", "{}", l.why);
         assert!(
-            l.why.contains("share the machine's 2 CPUs, 95 % busy"),
+            l.why
+                .contains("share the machine's 2 CPUs and kept them 94 % busy"),
             "{}",
             l.why
         );
@@ -433,6 +438,23 @@ mod tests {
         // Pinned apart (a CPU each), a busy machine is each side's own
         // business: the client alone was saturated.
         assert_eq!(judge(&inputs(0.99, Some(0.85), 1.84)).verdict, "client");
+    }
+
+    #[test]
+    fn a_machine_kept_busy_from_outside_is_interference_not_both() {
+        // Unpinned, a slow server and an idle client on a machine other
+        // processes keep busy (0.9 CPUs of two, and the rest of it): the
+        // run did not fill the machine, the server set the pace.
+        let mut x = inputs(0.05, Some(0.1), 1.95);
+        x.client_capacity = 2.0;
+        x.window.server_capacity = Some(2.0);
+        let l = judge(&x);
+        assert_eq!(l.verdict, "server", "{}", l.why);
+        assert!(
+            l.interference && l.why.contains("interference: 1.80 CPUs outside the run"),
+            "{}",
+            l.why
+        );
     }
 
     #[test]
