@@ -524,6 +524,10 @@ fn bench(
             eprintln!("c10k {name}: {e:#}");
             return ExitCode::from(1);
         }
+        Err(BenchError::Interrupted(e)) => {
+            eprintln!("c10k {name}: {e}");
+            return ExitCode::from(130);
+        }
     };
     for (i, t) in out.tables.iter().enumerate() {
         if i > 0 {
@@ -538,6 +542,11 @@ fn bench(
             eprintln!("c10k {name}: cannot write {}: {e}", path.display());
             return ExitCode::from(1);
         }
+    }
+    // Interrupted: what was measured is above and in the JSON.
+    if let Some(why) = out.interrupted {
+        eprintln!("c10k {name}: {why}");
+        return ExitCode::from(130);
     }
     ExitCode::SUCCESS
 }

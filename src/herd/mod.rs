@@ -59,7 +59,8 @@ pub fn run(request: &Request) -> Result<Output, BenchError> {
             .filter(|&(m, d, w)| plan.fits(m, d, w))
             .count();
     let mut cells = Vec::with_capacity(total);
-    for repeat in 0..plan.runs {
+    let mut stopped = None;
+    'cells: for repeat in 0..plan.runs {
         for &method in &plan.methods {
             for &dups in &plan.dups {
                 for &workers in &plan.workers {
@@ -77,7 +78,8 @@ pub fn run(request: &Request) -> Result<Output, BenchError> {
                     match cell::run(&plan, method, dups, workers, repeat, board, &stop) {
                         Ok(c) => cells.push(c),
                         Err(e) if stop.load(Ordering::SeqCst) => {
-                            return Err(interrupted(&name, cells.len(), total, e));
+                            stopped = Some(interrupted(&name, cells.len(), total, e));
+                            break 'cells;
                         }
                         Err(e) => return Err(e.context(name).into()),
                     }
@@ -96,9 +98,12 @@ pub fn run(request: &Request) -> Result<Output, BenchError> {
         crate::export::target::write(path, svg.as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
+    let mut json = report::json(&plan, &rows, &cells, &costs, children_left);
+    json["interrupted"] = stopped.is_some().into();
     Ok(Output {
-        json: report::json(&plan, &rows, &cells, &costs, children_left),
+        json,
         tables,
+        interrupted: stopped,
     })
 }
 
@@ -133,7 +138,12 @@ fn measure_costs(
             let cost = match cell::probe(plan, method, dups, most, board, stop) {
                 Ok(c) => c,
                 Err(e) if stop.load(Ordering::SeqCst) => {
-                    return Err(interrupted("the memory probe", 0, 0, e));
+                    return Err(BenchError::Interrupted(interrupted(
+                        "the memory probe",
+                        0,
+                        0,
+                        e,
+                    )));
                 }
                 Err(e) => {
                     return Err(e
@@ -159,14 +169,14 @@ fn measure_costs(
     Ok(costs)
 }
 
-/// The error of a run stopped by SIGINT or SIGTERM, once every worker of
-/// the cell was killed and reaped.
-fn interrupted(what: &str, done: usize, total: usize, e: anyhow::Error) -> BenchError {
+/// The line of a run stopped by SIGINT or SIGTERM, once every worker of
+/// the cell was killed and reaped: the cells done before it are kept.
+fn interrupted(what: &str, done: usize, total: usize, e: anyhow::Error) -> String {
     let left = children_left();
-    BenchError::Failed(anyhow::anyhow!(
-        "{e} during {what} ({done} of {total} cells done); every worker was stopped and \
+    format!(
+        "{e} during {what} ({done} of {total} cells done, kept); every worker was stopped and \
          reaped, {left} child processes left"
-    ))
+    )
 }
 
 /// Child processes still there after every cell reaped its workers (0 when

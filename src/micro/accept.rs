@@ -245,6 +245,7 @@ pub fn run(settings: &Settings) -> Result<Output, BenchError> {
     Ok(Output {
         tables: vec![t],
         json,
+        interrupted: None,
     })
 }
 

@@ -323,7 +323,11 @@ pub fn run(request: &Request) -> Result<Output, BenchError> {
         "cells": cells,
         "skipped": skipped,
     });
-    Ok(Output { tables, json })
+    Ok(Output {
+        tables,
+        json,
+        interrupted: None,
+    })
 }
 
 fn find(cells: &[Cell], n: usize, a: usize, m: Method) -> Option<&Cell> {

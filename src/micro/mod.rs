@@ -18,6 +18,9 @@ use crate::export::table::Table;
 pub struct Output {
     pub tables: Vec<Table>,
     pub json: serde_json::Value,
+    /// Stopped by SIGINT or SIGTERM: what was measured so far, and this
+    /// line saying so (the command exits 130 after writing it all).
+    pub interrupted: Option<String>,
 }
 
 /// Why a benchmark did not run.
@@ -26,6 +29,10 @@ pub enum BenchError {
     /// Bad flags: one line saying what to change (exit 2).
     #[error("{0}")]
     Usage(String),
+    /// Stopped by SIGINT or SIGTERM before anything was measured (exit
+    /// 130).
+    #[error("{0}")]
+    Interrupted(String),
     #[error(transparent)]
     Failed(#[from] anyhow::Error),
 }

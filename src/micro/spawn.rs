@@ -232,7 +232,11 @@ pub fn run(request: &Request) -> Result<Output, BenchError> {
         "parked": parked,
         "children_left": children_left,
     });
-    Ok(Output { tables, json })
+    Ok(Output {
+        tables,
+        json,
+        interrupted: None,
+    })
 }
 
 /// VmRSS of this process in KiB (0 when /proc cannot be read).

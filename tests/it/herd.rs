@@ -490,9 +490,10 @@ fn interrupted() -> Result<(), Failed> {
     if seen.len() < WORKERS {
         return Err(format!("only {} workers seen; stderr {err:?}", seen.len()).into());
     }
-    if status.code() != Some(1)
+    if status.code() != Some(130)
         || err.lines().count() != 1
         || !err.contains("interrupted")
+        || !err.contains("(0 of 1 cells done, kept)")
         || !err.contains("0 child processes left")
     {
         return Err(format!("exit {status}, stderr {err:?}").into());
