@@ -53,21 +53,21 @@ impl Shutdown {
 
 /// A flag set by Ctrl-C (SIGINT) or SIGTERM, for a command that measures:
 /// it ends its measurement, writes what it has (marked interrupted) and
-/// exits 130, instead of dying with nothing written. The first call also
-/// arms [`interrupted`] for the whole process.
+/// exits 130, instead of dying with nothing written. One flag for the
+/// whole process, its handlers installed by the first call (a run calls
+/// this once per cell, and handlers are never removed): once set it stays
+/// set, as a stop does. [`interrupted`] reads it anywhere.
 pub(crate) fn interrupt_flag() -> io::Result<Arc<AtomicBool>> {
+    if let Some(f) = INTERRUPTED.get() {
+        return Ok(Arc::clone(f));
+    }
     let flag = Arc::new(AtomicBool::new(false));
     for sig in [SIGINT, SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&flag))?;
     }
-    if INTERRUPTED.get().is_none() {
-        let global = Arc::new(AtomicBool::new(flag.load(Ordering::SeqCst)));
-        for sig in [SIGINT, SIGTERM] {
-            signal_hook::flag::register(sig, Arc::clone(&global))?;
-        }
-        let _ = INTERRUPTED.set(global);
-    }
-    Ok(flag)
+    // Two threads arming it at once: the first one's flag is kept, the
+    // other's handlers set a flag nobody reads.
+    Ok(Arc::clone(INTERRUPTED.get_or_init(|| flag)))
 }
 
 /// Set by SIGINT or SIGTERM once [`interrupt_flag`] was called.
@@ -78,7 +78,9 @@ static INTERRUPTED: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::
 /// connections, its readiness) to give up at once rather than run out its
 /// patience. False when none was armed.
 pub(crate) fn interrupted() -> bool {
-    INTERRUPTED.get().is_some_and(|f| f.load(Ordering::SeqCst))
+    INTERRUPTED
+        .get()
+        .is_some_and(|f| f.load(Ordering::SeqCst))
 }
 
 /// In a freshly forked child: restore the default action of the signals the
