@@ -12,6 +12,7 @@ mod conformance;
 mod foreign;
 mod herd;
 mod hostile;
+mod hostile_children;
 mod load;
 mod micro;
 mod micro_accept;
@@ -46,7 +47,7 @@ fn main() {
         "agents::four_client_namespaces_drive_a_server_namespace",
         agents::netns_agents,
     ));
-    let groups: [(&str, &[(&str, support::Test)]); 17] = [
+    let groups: [(&str, &[(&str, support::Test)]); 18] = [
         ("agents", agents::TESTS),
         ("cli", cli::TESTS),
         ("compare", compare::TESTS),
@@ -54,6 +55,7 @@ fn main() {
         ("foreign", foreign::TESTS),
         ("herd", herd::TESTS),
         ("hostile", hostile::TESTS),
+        ("hostile_children", hostile_children::TESTS),
         ("load", load::TESTS),
         ("micro", micro::TESTS),
         ("micro_accept", micro_accept::TESTS),
