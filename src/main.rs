@@ -98,7 +98,7 @@ fn agent() -> ExitCode {
 }
 
 /// `c10k conform`: each check's row as it is done, the totals, the JSON;
-/// exit 0 only when no check failed.
+/// exit 0 only when no check failed, 130 when SIGINT or SIGTERM cut it.
 fn conform(args: &c10k::cli::ConformArgs) -> ExitCode {
     use c10k::conform::{Report, CHECKS};
     if args.list {
@@ -128,6 +128,15 @@ fn conform(args: &c10k::cli::ConformArgs) -> ExitCode {
             eprintln!("c10k conform: cannot write {}: {e}", path.display());
             return ExitCode::from(1);
         }
+    }
+    if report.interrupted {
+        // The same code as an interrupted `c10k run` or `c10k load`.
+        eprintln!(
+            "c10k conform: interrupted: {} of {} checks done; the one in progress was cut and its server stopped",
+            report.checks.len(),
+            plan.checks.len()
+        );
+        return ExitCode::from(130);
     }
     if report.passed() {
         ExitCode::SUCCESS

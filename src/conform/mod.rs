@@ -12,22 +12,31 @@
 //! (`--max-conns`) runs only on a model; a c10k model's own summary line is
 //! checked against what its clients saw.
 //!
+//! Each check runs on a thread of its own under a watch ([`watch`]): once
+//! its server is ready it has the suite's patience to finish, and SIGINT or
+//! SIGTERM to `c10k conform` cuts it at once; either way its server is
+//! killed, and an interrupted suite keeps the rows it has.
+//!
 //! Cost: about ten seconds for a conforming server, most of it in the
-//! quiet windows that show a server is not spinning; every wait is bounded
-//! by the suite's patience, so a broken server costs at most that per
-//! stalled wait.
+//! quiet windows that show a server is not spinning; every check is bounded
+//! by the suite's patience after its server is ready (and its start by the
+//! same patience), so a broken server costs at most that per check.
 
 mod process;
 pub mod subject;
 mod traffic;
+mod watch;
 mod wire;
 
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use subject::Checking;
 pub use subject::Subject;
+use watch::Watched;
 
 /// How long any one wait of a check may take before the check fails,
 /// unless the suite is told otherwise.
@@ -70,7 +79,7 @@ pub struct Check {
     pub name: &'static str,
     /// What it holds the server to, one line.
     pub about: &'static str,
-    run: fn(&Suite) -> Checked,
+    run: fn(&Checking) -> Checked,
 }
 
 /// Every check, in the order they run.
@@ -176,6 +185,7 @@ pub(crate) fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Result<(), Sto
 }
 
 /// A subject and how to check it.
+#[derive(Debug, Clone)]
 pub struct Suite {
     pub subject: Subject,
     /// The `c10k` binary that serves a model (`None`: this program).
@@ -211,21 +221,62 @@ impl Suite {
         m
     }
 
-    /// Runs one check.
+    /// Runs one check, cut if it is not done within the patience of its
+    /// server being ready.
     pub fn run(&self, check: &Check) -> Row {
+        match self.run_watched(check, None) {
+            Some(row) => row,
+            // Without an interrupt flag nothing interrupts it.
+            None => unreachable!("a check without an interrupt flag was interrupted"),
+        }
+    }
+
+    /// [`Suite::run`], also cut when `interrupt` is set: `None` then.
+    fn run_watched(&self, check: &Check, interrupt: Option<&AtomicBool>) -> Option<Row> {
         let started = Instant::now();
-        let (verdict, evidence) = match (check.run)(self) {
+        let suite = self.clone();
+        let run = check.run;
+        let watched = watch::run(
+            move |watch| run(&Checking::new(suite, watch)),
+            self.patience,
+            interrupt,
+        );
+        let checked = match watched {
+            Watched::Done(c) => c,
+            Watched::Interrupted => return None,
+            Watched::Late(said) => {
+                let then = match said {
+                    Some(Err(Stop::Fail(e))) => format!("; the check had got to: {e}"),
+                    _ => String::new(),
+                };
+                Err(Stop::Fail(format!(
+                    "not done within --patience ({}) of its server being ready: the server was killed{then}",
+                    humantime(self.patience)
+                )))
+            }
+        };
+        let (verdict, evidence) = match checked {
             Ok(e) => (Verdict::Pass, e),
             Err(Stop::Fail(e)) => (Verdict::Fail, e),
             Err(Stop::Skip(e)) => (Verdict::Skip, e),
         };
-        Row {
+        Some(Row {
             check: check.name,
             about: check.about,
             verdict,
             evidence,
             seconds: started.elapsed().as_secs_f64(),
-        }
+        })
+    }
+}
+
+/// `d` as `30 s` or `0.5 s`.
+fn humantime(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{s} s")
     }
 }
 
@@ -237,21 +288,37 @@ pub struct Report {
     /// What was checked, in words.
     pub subject: String,
     pub checks: Vec<Row>,
+    /// SIGINT or SIGTERM cut the suite: `checks` are those done before;
+    /// the one in progress is not among them.
+    pub interrupted: bool,
 }
 
 impl Suite {
     /// Runs `checks` in order, handing each row to `each` as it is done
-    /// (so a table can be printed as the suite goes).
+    /// (so a table can be printed as the suite goes). The first SIGINT or
+    /// SIGTERM to this process ends the suite (handlers are installed
+    /// here): the check in progress is cut, its server killed, and the
+    /// report holds the rows done before, marked interrupted.
     pub fn run_all(&self, checks: &[&Check], mut each: impl FnMut(&Row)) -> Report {
         let mut report = Report {
             schema_version: 1,
             subject: self.subject.describe(),
             checks: Vec::new(),
+            interrupted: false,
         };
+        // Without handlers a signal ends the process as it always did.
+        let interrupt = crate::sys::signals::interrupt_flag().ok();
         for check in checks {
-            let row = self.run(check);
-            each(&row);
-            report.checks.push(row);
+            match self.run_watched(check, interrupt.as_deref()) {
+                Some(row) => {
+                    each(&row);
+                    report.checks.push(row);
+                }
+                None => {
+                    report.interrupted = true;
+                    break;
+                }
+            }
         }
         report
     }
@@ -289,10 +356,15 @@ impl Report {
     /// The totals under the table.
     pub fn totals(&self) -> String {
         format!(
-            "{} passed, {} failed, {} skipped",
+            "{} passed, {} failed, {} skipped{}",
             self.count(Verdict::Pass),
             self.count(Verdict::Fail),
-            self.count(Verdict::Skip)
+            self.count(Verdict::Skip),
+            if self.interrupted {
+                " (interrupted: the rest not checked)"
+            } else {
+                ""
+            }
         )
     }
 

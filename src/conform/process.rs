@@ -9,6 +9,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use super::subject::Checking;
 use super::subject::Needs;
 use super::wire::{self, count, finish, pattern};
 use super::{ensure, Checked, Stop, Suite};
@@ -18,7 +19,7 @@ use crate::runner::server::GRACE;
 /// taking it in (the client's socket stays unwritable), its resident memory
 /// grown by no more than a bound; then the client reads and every byte
 /// arrives in order.
-pub(super) fn slow_reader_bounded_memory(suite: &Suite) -> Checked {
+pub(super) fn slow_reader_bounded_memory(suite: &Checking) -> Checked {
     const TOTAL: u64 = 64 << 20;
     // A c10k model is told its buffer; another server is allowed 64 KiB
     // per buffer, the most a common runtime reads at once.
@@ -151,7 +152,7 @@ pub(super) fn slow_reader_bounded_memory(suite: &Suite) -> Checked {
 /// A server with a soft open-files limit of 64 and 100 clients: those it
 /// took keep echoing, it does not spin while it cannot accept, and every
 /// waiting client is served once others leave.
-pub(super) fn emfile(suite: &Suite) -> Checked {
+pub(super) fn emfile(suite: &Checking) -> Checked {
     const CLIENTS: usize = 100;
     let flags: &[&str] = if suite.subject.model() == Some("prefork") {
         &["--workers", "8"]
@@ -357,7 +358,7 @@ fn read_echoes(
 
 /// Ten connections echo once and stay open with no traffic: over a second
 /// the server's CPU must stay under half of it.
-pub(super) fn idle_no_busy_loop(suite: &Suite) -> Checked {
+pub(super) fn idle_no_busy_loop(suite: &Checking) -> Checked {
     const CONNS: usize = 10;
     const WINDOW: Duration = Duration::from_secs(1);
     // Known before it starts: a second of a spinning CPU would only
@@ -404,7 +405,7 @@ fn spins(suite: &Suite) -> Option<&'static str> {
 /// SIGTERM to the server's process with five connections open: it exits
 /// cleanly (a c10k model: 0 with its summary; another server: 0, or the
 /// default death by SIGTERM) and no process of its tree is left.
-pub(super) fn sigterm(suite: &Suite) -> Checked {
+pub(super) fn sigterm(suite: &Checking) -> Checked {
     const CONNS: usize = 5;
     let server = suite.start(Needs {
         process: Some("signals and process tree"),
@@ -431,9 +432,9 @@ pub(super) fn sigterm(suite: &Suite) -> Checked {
     })?;
     ensure(done.left.is_empty(), || {
         format!(
-            "it exited, but {} of its processes were still running: {}",
+            "it exited, but {} of its processes were still running: {} (killed then)",
             done.left.len(),
-            describe(&done.left)
+            done.left.join(", ")
         )
     })?;
     let reaped = done.stopped.reaped.ok_or("it could not be reaped")?;
@@ -472,22 +473,10 @@ pub(super) fn sigterm(suite: &Suite) -> Checked {
     Ok(evidence)
 }
 
-/// Pids with their command names, for a failure.
-fn describe(pids: &[u32]) -> String {
-    pids.iter()
-        .take(8)
-        .map(|p| {
-            let comm = std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
-            format!("{p} ({})", comm.trim())
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// `--max-conns 3`: three clients are served; connections past them are
 /// closed at once and counted as refused; once one leaves, a new client
 /// is served.
-pub(super) fn max_conns_refuses_the_rest(suite: &Suite) -> Checked {
+pub(super) fn max_conns_refuses_the_rest(suite: &Checking) -> Checked {
     let server = suite.start(Needs {
         flags: &["--max-conns", "3"],
         c10k_only: Some("--max-conns"),

@@ -8,11 +8,13 @@
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
 use std::time::Duration;
 
+use super::watch::Watch;
 use super::{ensure, wire, Stop, Suite};
 use crate::runner::foreign::{free_port, Foreign};
-use crate::runner::server::{Launcher, ServerChild, StartError};
+use crate::runner::server::{Launcher, ServerChild, StartError, Terminated};
 use crate::server::Summary;
 
 /// What the suite checks.
@@ -71,11 +73,37 @@ pub(crate) struct Under {
     patience: Duration,
 }
 
-impl Suite {
+/// The suite as one check sees it: its settings, and the watch that cuts
+/// the check when its time is up ([`super::watch`]).
+pub(crate) struct Checking {
+    suite: Suite,
+    watch: Arc<Watch>,
+}
+
+impl std::ops::Deref for Checking {
+    type Target = Suite;
+    fn deref(&self) -> &Suite {
+        &self.suite
+    }
+}
+
+impl Checking {
+    pub(crate) fn new(suite: Suite, watch: Arc<Watch>) -> Checking {
+        Checking { suite, watch }
+    }
+
     /// A fresh server for one check, or why the check is skipped (the model
     /// cannot run here, the peer's toolchain is missing, or the subject
-    /// lacks what the check needs).
+    /// lacks what the check needs). The check's time starts once it is
+    /// ready.
     pub(crate) fn start(&self, needs: Needs) -> Result<Under, Stop> {
+        let under = self.start_server(needs)?;
+        self.watch.ready();
+        Ok(under)
+    }
+
+    fn start_server(&self, needs: Needs) -> Result<Under, Stop> {
+        let spawned = |pid: u32| self.watch.spawned(pid);
         let launcher = Launcher {
             program: self.program.clone(),
             patience: self.patience,
@@ -88,10 +116,12 @@ impl Suite {
         let (child, model) = match &self.subject {
             Subject::Model { model, flags } => {
                 let args = serve_args(model, flags, &needs);
-                let child = launcher.start(&args).map_err(|e| match e {
-                    StartError::Unsupported(why) => Stop::Skip(why),
-                    StartError::Failed(why) => Stop::Fail(why),
-                })?;
+                let child = launcher
+                    .start_telling(&args, &spawned)
+                    .map_err(|e| match e {
+                        StartError::Unsupported(why) => Stop::Skip(why),
+                        StartError::Failed(why) => Stop::Fail(why),
+                    })?;
                 (child, Some(model.clone()))
             }
             Subject::Command(f) => {
@@ -102,7 +132,7 @@ impl Suite {
                 let cpus = crate::sys::affinity::current_cpus();
                 let argv = f.argv(port, &crate::sys::affinity::format_cpu_list(&cpus));
                 let child = launcher
-                    .start_foreign(&argv, port, &[], needs.nofile)
+                    .start_foreign_telling(&argv, port, &[], needs.nofile, &spawned)
                     .map_err(|e| Stop::Fail(e.to_string()))?;
                 (child, None)
             }
@@ -257,40 +287,15 @@ impl Under {
 
     /// Sends SIGTERM to the server's own process (not its group: as `kill
     /// PID` or a container stop would) and waits up to `grace` for it to
-    /// exit; the processes of its tree seen just before are returned, then
-    /// the server, stopped.
+    /// exit; the processes of its tree seen just before that still run are
+    /// named (and killed), then the server is stopped.
     pub fn terminate(mut self, grace: Duration) -> Result<Terminated, Stop> {
         let child = self
             .child
             .take()
             .ok_or("no process to signal (a bare address)")?;
-        let pid = child.pid() as i32;
-        let tree = crate::metrics::tree::descendants(child.pid());
-        crate::sys::process::kill(pid, libc::SIGTERM)?;
-        let exited = crate::sys::process::exits_within(pid, grace).unwrap_or(false);
-        // Children left running after their parent's exit, before the
-        // launcher's stop sweeps the group.
-        let left: Vec<u32> = tree
-            .into_iter()
-            .filter(|&p| p != child.pid() && crate::metrics::tree::running(p))
-            .collect();
-        let stopped = child.stop();
-        Ok(Terminated {
-            exited,
-            left,
-            stopped,
-        })
+        Ok(child.terminate(grace))
     }
-}
-
-/// What SIGTERM did.
-pub(crate) struct Terminated {
-    /// The server exited within the grace period.
-    pub exited: bool,
-    /// Processes of its tree still running when it had exited (or the
-    /// grace period was over).
-    pub left: Vec<u32>,
-    pub stopped: crate::runner::server::Stopped,
 }
 
 #[cfg(test)]

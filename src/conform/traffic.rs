@@ -8,13 +8,14 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::time::Duration;
 
+use super::subject::Checking;
 use super::subject::Needs;
 use super::wire::{self, count, echo_fragmented, expect_eof, finish, pattern, Rng};
-use super::{ensure, Checked, Stop, Suite};
+use super::{ensure, Checked, Stop};
 
 /// 1 B, 100 B, 64 KiB and 1 MiB, each written in random fragments, on 16
 /// connections at once; every echo must equal what was sent.
-pub(super) fn echo_sizes_in_fragments(suite: &Suite) -> Checked {
+pub(super) fn echo_sizes_in_fragments(suite: &Checking) -> Checked {
     const CONNS: usize = 16;
     const SIZES: [usize; 4] = [1, 100, 64 << 10, 1 << 20];
     let server = suite.start(Needs::default())?;
@@ -83,7 +84,7 @@ pub(super) fn echo_sizes_in_fragments(suite: &Suite) -> Checked {
 
 /// 1,100 connections open at once (past FD_SETSIZE), every message sent
 /// before any echo is read.
-pub(super) fn past_fd_setsize(suite: &Suite) -> Checked {
+pub(super) fn past_fd_setsize(suite: &Checking) -> Checked {
     const N: usize = 1100;
     // The client needs more than 1,100 descriptors.
     let _ = crate::sys::rlimit::raise_nofile();
@@ -151,7 +152,7 @@ pub(super) fn past_fd_setsize(suite: &Suite) -> Checked {
 
 /// The client writes 200,000 bytes and shuts down its write side at once:
 /// every byte must still come back, then EOF.
-pub(super) fn half_close(suite: &Suite) -> Checked {
+pub(super) fn half_close(suite: &Checking) -> Checked {
     let size = suite.whole(200_000) as u64;
     let server = suite.start(Needs::default())?;
     let stream = server.connect()?;
@@ -206,7 +207,7 @@ pub(super) fn half_close(suite: &Suite) -> Checked {
 /// Twenty clients reset (SO_LINGER 0) half-way through a 100 KB message,
 /// every other one after part of its echo came back, while 8 others echo
 /// between every reset: none of the 8 may notice.
-pub(super) fn reset_mid_message(suite: &Suite) -> Checked {
+pub(super) fn reset_mid_message(suite: &Checking) -> Checked {
     const GOOD: usize = 8;
     const RESETS: u64 = 20;
     let server = suite.start(Needs::default())?;
@@ -276,7 +277,7 @@ pub(super) fn reset_mid_message(suite: &Suite) -> Checked {
 /// Forty connections that send nothing and ten that stop half-way through
 /// a message must not keep 8 others from echoing; then every one of them
 /// is still served.
-pub(super) fn silent_connections(suite: &Suite) -> Checked {
+pub(super) fn silent_connections(suite: &Checking) -> Checked {
     const SILENT: usize = 40;
     const HALF: usize = 10;
     const GOOD: usize = 8;

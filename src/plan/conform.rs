@@ -81,6 +81,8 @@ pub fn plan(a: &ConformArgs) -> Result<ConformPlan, String> {
             })
             .collect::<Result<_, _>>()?
     };
+    // Refused before any check runs, as load, micro and herd do.
+    crate::export::target::check_flag("--json", a.json.as_deref())?;
     let patience = super::parse_duration(&a.patience).map_err(|e| format!("--patience: {e}"))?;
     if patience.is_zero() {
         return Err("--patience: must be more than zero".into());

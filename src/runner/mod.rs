@@ -24,6 +24,7 @@ pub mod identity;
 pub mod lock;
 pub mod matrix;
 pub mod memory;
+pub(crate) mod pipes;
 pub mod preflight;
 pub mod progress;
 pub mod results;

@@ -11,20 +11,29 @@
 //! [`PROBE_EVERY`], at most the launcher's patience), stopped with SIGTERM to its whole process group
 //! and SIGKILL after [`GRACE`]; dying of that SIGTERM is a clean end for it.
 //!
+//! A stop waits for the server's own exit (a pidfd), never for its output
+//! to close: a process it started in a session of its own (`setsid`)
+//! inherits its stdout and stderr and may hold them for ever. Such
+//! processes, found in its tree before the SIGTERM, are killed once it has
+//! exited, and the output is read until the grace period ends at most
+//! ([`super::pipes`]); [`Stopped`] says which of these happened.
+//!
 //! The one launcher of servers: the runner's cells, the integration tests
 //! and the benches all start and stop their servers here ([`Launcher`]
 //! says which binary and how long to wait; [`Stopped::checked`] is the
-//! strict reading a test wants). Cost: two reader threads per server (its
-//! stdout and stderr) and a blocking `wait4` when it is stopped.
+//! strict reading a test wants). Cost: one reader thread per server (its
+//! stdout and stderr), a pidfd wait and a blocking `wait4` when it is
+//! stopped, and for a foreign server one scan of its process tree.
 
-use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
+use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
+use super::pipes::Output;
 use crate::sys;
 
 /// How long a server may take to print READY, and to exit after SIGTERM.
@@ -37,6 +46,11 @@ pub const GRACE: Duration = Duration::from_secs(5);
 /// How often a foreign server that has not printed READY is checked for a
 /// listening socket.
 pub const PROBE_EVERY: Duration = Duration::from_millis(20);
+
+/// How long the output of a stopped server is read at least, after its
+/// grace period: what it wrote before it exited is in the pipes already,
+/// and processes killed at the end take a moment to close their copies.
+const LINGER: Duration = Duration::from_millis(200);
 
 /// Why a server did not start.
 #[derive(Debug, thiserror::Error)]
@@ -71,8 +85,8 @@ impl Default for Launcher {
 pub struct ServerChild {
     child: Child,
     pub addr: SocketAddr,
-    lines: Receiver<String>,
-    stderr: Option<std::thread::JoinHandle<String>>,
+    /// Its stdout and stderr; `None` once stopped.
+    output: Option<Output>,
     /// How long it may take to exit after SIGTERM.
     patience: Duration,
     /// Not c10k's: SIGTERM goes to its whole group, and may end it.
@@ -93,11 +107,19 @@ pub struct Stopped {
     /// Dying of the SIGTERM that stopped it is a clean end (a foreign
     /// server need not catch it).
     pub term_is_clean: bool,
+    /// How long it had to exit after SIGTERM.
+    pub grace: Duration,
+    /// Processes it started outside its process group (`setsid`) still
+    /// running when it had exited, killed then: `PID (NAME)` each.
+    pub outlived: Vec<String>,
+    /// Its stdout or stderr was still open when the reading ended: a
+    /// process not found in its tree holds it. Not waited for.
+    pub output_held: bool,
 }
 
 impl Stopped {
     /// How it ended, in words, when that was not a clean exit 0.
-    pub(crate) fn trouble(&self) -> Option<String> {
+    pub fn trouble(&self) -> Option<String> {
         let how = match self.reaped {
             None => "could not be reaped".to_string(),
             Some(r) if r.exit_code() == Some(0) && !self.killed => return None,
@@ -109,7 +131,10 @@ impl Stopped {
             {
                 return None
             }
-            Some(_) if self.killed => "did not exit after SIGTERM and was killed".to_string(),
+            Some(_) if self.killed => format!(
+                "did not exit after SIGTERM and was killed {} after it",
+                seconds(self.grace)
+            ),
             Some(r) => match (r.exit_code(), r.signal()) {
                 (Some(c), _) => format!("exited with code {c}"),
                 (_, Some(s)) => format!("was killed by signal {s}"),
@@ -124,6 +149,35 @@ impl Stopped {
         })
     }
 
+    /// What else its stop found, in words, though the server itself ended
+    /// well: processes it left behind, an output held open.
+    pub fn notes(&self) -> Option<String> {
+        let mut notes = Vec::new();
+        if !self.outlived.is_empty() {
+            notes.push(format!(
+                "{} it started in a session of its own outlived it and {} killed: {}",
+                if self.outlived.len() == 1 {
+                    "a process"
+                } else {
+                    "processes"
+                },
+                if self.outlived.len() == 1 {
+                    "was"
+                } else {
+                    "were"
+                },
+                self.outlived.join(", ")
+            ));
+        }
+        if self.output_held {
+            notes.push(
+                "its output stayed open after it was stopped (a process outside its tree holds it); not waited for"
+                    .to_string(),
+            );
+        }
+        (!notes.is_empty()).then(|| notes.join("; "))
+    }
+
     /// The strict reading a test wants: the exit status, and the summary
     /// line parsed as the server's [`crate::server::Summary`]; an error
     /// when the server had to be killed, could not be reaped, or left no
@@ -131,7 +185,8 @@ impl Stopped {
     pub fn checked(self) -> Result<(ExitStatus, crate::server::Summary), String> {
         if self.killed {
             return Err(format!(
-                "the server did not exit after SIGTERM and was killed; stderr: {}",
+                "the server did not exit after SIGTERM and was killed {} after it; stderr: {}",
+                seconds(self.grace),
                 self.stderr
             ));
         }
@@ -155,6 +210,17 @@ impl Launcher {
     /// Starts `c10k serve ARGS…` and waits (at most [`Launcher::patience`])
     /// for its READY line.
     pub fn start(&self, args: &[String]) -> Result<ServerChild, StartError> {
+        self.start_telling(args, &|_| {})
+    }
+
+    /// [`Launcher::start`], telling `spawned` the server's pid (its
+    /// process group) as soon as it exists, so another thread can stop
+    /// it while this one waits for READY.
+    pub fn start_telling(
+        &self,
+        args: &[String],
+        spawned: &dyn Fn(u32),
+    ) -> Result<ServerChild, StartError> {
         let exe = match &self.program {
             Some(p) => p.clone(),
             None => std::env::current_exe()
@@ -163,7 +229,8 @@ impl Launcher {
         let mut cmd = Command::new(exe);
         cmd.arg("serve").args(args);
         let mut server = self.spawn(cmd, "the server")?;
-        match server.lines.recv_timeout(self.patience) {
+        spawned(server.pid());
+        match server.line(self.patience) {
             Ok(line) => match line.strip_prefix("READY ").map(str::parse) {
                 Some(Ok(addr)) => {
                     server.addr = addr;
@@ -213,6 +280,19 @@ impl Launcher {
         cpus: &[usize],
         nofile: Option<u64>,
     ) -> Result<ServerChild, StartError> {
+        self.start_foreign_telling(argv, port, cpus, nofile, &|_| {})
+    }
+
+    /// [`Launcher::start_foreign`], telling `spawned` the server's pid as
+    /// [`Launcher::start_telling`] does.
+    pub fn start_foreign_telling(
+        &self,
+        argv: &[String],
+        port: u16,
+        cpus: &[usize],
+        nofile: Option<u64>,
+        spawned: &dyn Fn(u32),
+    ) -> Result<ServerChild, StartError> {
         let Some((program, args)) = argv.split_first() else {
             return Err(StartError::Failed("an empty server command".into()));
         };
@@ -225,13 +305,14 @@ impl Launcher {
             sys::rlimit::limit_child_nofile(&mut cmd, n);
         }
         let mut server = self.spawn(cmd, program)?;
+        spawned(server.pid());
         server.foreign = true;
         server.patience = GRACE;
         server.addr = SocketAddr::from(([127, 0, 0, 1], port));
         let deadline = Instant::now() + self.patience;
         let mut said = None;
         loop {
-            match server.lines.recv_timeout(PROBE_EVERY) {
+            match server.line(PROBE_EVERY) {
                 Ok(line) if line.starts_with("READY") => {
                     if let Some(Ok(addr)) = line.strip_prefix("READY ").map(str::parse) {
                         server.addr = addr;
@@ -273,7 +354,7 @@ impl Launcher {
     }
 
     /// Starts `cmd` tied to this process, in its own process group, with
-    /// a reader thread on each of its output pipes.
+    /// a reader thread on its output pipes.
     fn spawn(&self, mut cmd: Command, what: &str) -> Result<ServerChild, StartError> {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -282,28 +363,21 @@ impl Launcher {
         let mut child = cmd
             .spawn()
             .map_err(|e| StartError::Failed(format!("cannot start {what}: {e}")))?;
-        let (Some(stdout), Some(mut err_pipe)) = (child.stdout.take(), child.stderr.take()) else {
-            return Err(StartError::Failed("the server has no output pipes".into()));
+        let pid = child.id() as i32;
+        let gone = |why: String| {
+            let _ = sys::process::kill(-pid, libc::SIGKILL);
+            let _ = sys::process::reap(pid, true);
+            StartError::Failed(why)
         };
-        let stderr = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = err_pipe.read_to_string(&mut s);
-            s
-        });
-        let (tx, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(l) = line else { break };
-                if tx.send(l).is_err() {
-                    break;
-                }
-            }
-        });
+        let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+            return Err(gone("the server has no output pipes".into()));
+        };
+        let output = Output::start(stdout, stderr)
+            .map_err(|e| gone(format!("cannot read {what}'s output: {e}")))?;
         Ok(ServerChild {
             child,
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-            lines,
-            stderr: Some(stderr),
+            output: Some(output),
             patience: self.patience,
             foreign: false,
         })
@@ -343,66 +417,176 @@ impl ServerChild {
         crate::metrics::tree::running(self.pid())
     }
 
-    /// SIGTERM, its summary line, then `wait4`. A server that does not exit
-    /// within the launcher's patience is killed with its whole process group.
-    /// A foreign server's SIGTERM goes to its whole group, and it has
-    /// [`GRACE`] to exit.
-    pub fn stop(mut self) -> Stopped {
-        let pid = self.pid() as i32;
-        let _ = sys::process::kill(if self.foreign { -pid } else { pid }, libc::SIGTERM);
-        let deadline = Instant::now() + self.patience;
-        let mut summary = None;
-        let mut killed = false;
-        // Lines until its stdout closes: that is, until the server and every
-        // process it forked (which inherit the pipe) are gone.
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    if let Ok(v @ serde_json::Value::Object(_)) = serde_json::from_str(&line) {
-                        summary = Some(v);
-                    }
-                }
-                Err(RecvTimeoutError::Disconnected) => break,
-                Err(RecvTimeoutError::Timeout) => {
-                    killed = true;
-                    let _ = sys::process::kill(-pid, libc::SIGKILL);
-                    break;
-                }
-            }
+    /// The next line of its stdout, waiting at most `timeout`.
+    fn line(&self, timeout: Duration) -> Result<String, RecvTimeoutError> {
+        match &self.output {
+            Some(o) => o.line(timeout),
+            None => Err(RecvTimeoutError::Disconnected),
         }
-        // A server that closed its output early may still be running: it
-        // has what is left of its time to exit.
-        if !killed {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if !sys::process::exits_within(pid, left).unwrap_or(true) {
-                killed = true;
-                let _ = sys::process::kill(-pid, libc::SIGKILL);
-            }
+    }
+
+    /// SIGTERM, a wait for its exit, `wait4`, then its summary line. A
+    /// server that does not exit within the launcher's patience is killed
+    /// with its whole process group. A foreign server's SIGTERM goes to its
+    /// whole group, and it has [`GRACE`] to exit; processes it started
+    /// outside its group are killed once it has exited. Its output is read
+    /// until EOF or the end of the grace period (at least [`LINGER`]),
+    /// whichever comes first.
+    pub fn stop(self) -> Stopped {
+        let pid = self.pid() as i32;
+        let started = Instant::now();
+        // c10k serve keeps its children in its group; another server may
+        // have started some elsewhere.
+        let escaped = if self.foreign {
+            Tree::find(self.pid(), false)
+        } else {
+            Tree::default()
+        };
+        let _ = sys::process::kill(if self.foreign { -pid } else { pid }, libc::SIGTERM);
+        self.reap_after(started, escaped)
+    }
+
+    /// SIGTERM to its own process only, as `kill PID` or a container stop
+    /// sends it, and a wait of up to `grace` for it to exit; then the
+    /// processes of its tree (seen just before the signal) still running,
+    /// which are killed, and the rest of a stop.
+    pub fn terminate(self, grace: Duration) -> Terminated {
+        let pid = self.pid() as i32;
+        let started = Instant::now();
+        let tree = Tree::find(self.pid(), true);
+        let _ = sys::process::kill(pid, libc::SIGTERM);
+        let exited = sys::process::exits_within(pid, grace).unwrap_or(true);
+        let left = tree.kill_running();
+        Terminated {
+            exited,
+            left,
+            stopped: self.reap_after(started, Tree::default()),
+        }
+    }
+
+    /// The end of a stop whose SIGTERM went out at `started`: the wait for
+    /// its exit (SIGKILL to its group after its patience), `wait4`, what
+    /// is left of its group and `escaped` killed, its output read.
+    fn reap_after(mut self, started: Instant, escaped: Tree) -> Stopped {
+        let pid = self.pid() as i32;
+        // Its own exit, not its output's EOF: a process that inherited the
+        // output may hold it long after.
+        let left = (started + self.patience).saturating_duration_since(Instant::now());
+        let killed = !sys::process::exits_within(pid, left).unwrap_or(true);
+        if killed {
+            let _ = sys::process::kill(-pid, libc::SIGKILL);
         }
         let reaped = sys::process::reap(pid, true).ok().flatten();
-        // Anything left in its group (a child that outlived it) goes too.
+        // Anything left in its group (a child that outlived it) goes too,
+        // and so does what it started outside the group.
         let _ = sys::process::kill(-pid, libc::SIGKILL);
-        let stderr = self
-            .stderr
-            .take()
-            .and_then(|h| h.join().ok())
-            .unwrap_or_default();
+        let outlived = escaped.kill_running();
+        let by = (started + self.patience).max(Instant::now() + LINGER);
+        let drained = self.output.take().map(|o| o.finish(by)).unwrap_or_default();
+        let summary =
+            drained
+                .lines
+                .iter()
+                .rev()
+                .find_map(|line| match serde_json::from_str(line) {
+                    Ok(v @ serde_json::Value::Object(_)) => Some(v),
+                    _ => None,
+                });
         Stopped {
             summary,
             reaped,
-            stderr: stderr.trim().to_string(),
+            stderr: drained.stderr.trim().to_string(),
             killed,
             term_is_clean: self.foreign,
+            grace: self.patience,
+            outlived,
+            output_held: drained.held_open,
         }
     }
+}
+
+/// `d` as `5 s` or `0.5 s`.
+fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{s} s")
+    }
+}
+
+/// What SIGTERM to a server's own process did ([`ServerChild::terminate`]).
+#[derive(Debug)]
+pub struct Terminated {
+    /// It exited within the grace period.
+    pub exited: bool,
+    /// Processes of its tree still running when it had exited (or the
+    /// grace period was over), killed then: `PID (NAME)` each.
+    pub left: Vec<String>,
+    pub stopped: Stopped,
+}
+
+/// Processes of a server's tree, each held by a pidfd so a signal reaches
+/// that process and no other (a pid can be reused once its process is
+/// gone).
+#[derive(Default)]
+struct Tree(Vec<(u32, String, OwnedFd)>);
+
+impl Tree {
+    /// The descendants of `root` now: all of them, or (`all` false) those
+    /// outside `root`'s process group, which a signal to the group misses.
+    fn find(root: u32, all: bool) -> Tree {
+        use rustix::process::{pidfd_open, Pid, PidfdFlags};
+        let found = crate::metrics::tree::descendants(root)
+            .into_iter()
+            .filter(|&p| p != root && (all || process_group(p).is_some_and(|g| g != root)))
+            .filter_map(|p| {
+                let fd = pidfd_open(Pid::from_raw(p as i32)?, PidfdFlags::empty()).ok()?;
+                let name = std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
+                Some((p, name.trim().to_string(), fd))
+            })
+            .collect();
+        Tree(found)
+    }
+
+    /// Kills those still running; `PID (NAME)` of each.
+    fn kill_running(self) -> Vec<String> {
+        use rustix::process::{pidfd_send_signal, Signal};
+        self.0
+            .into_iter()
+            .filter(|(_, _, fd)| !exited(fd))
+            .map(|(pid, name, fd)| {
+                let _ = pidfd_send_signal(&fd, Signal::KILL);
+                format!("{pid} ({name})")
+            })
+            .collect()
+    }
+}
+
+/// Whether the process a pidfd refers to has exited (the pidfd is readable).
+fn exited(fd: &OwnedFd) -> bool {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let mut fds = [PollFd::new(fd, PollFlags::IN)];
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    matches!(poll(&mut fds, Some(&now)), Ok(n) if n > 0)
+}
+
+/// The process group of `pid`, from /proc/PID/stat (the third field after
+/// the command name).
+fn process_group(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(2)?.parse().ok()
 }
 
 impl Drop for ServerChild {
     fn drop(&mut self) {
         // Stopped servers were reaped already; this only catches an early
         // return, so no server outlives the cell that started it.
-        if self.stderr.is_some() {
+        if self.output.is_some() {
             let pid = self.pid() as i32;
             let _ = sys::process::kill(-pid, libc::SIGKILL);
             let _ = sys::process::reap(pid, true);

@@ -159,7 +159,10 @@ fn broken_servers() -> Result<(), Failed> {
             "{mode}=python3 {} {mode} {{port}}",
             broken_server().display()
         );
-        let c = conform(&dir, &["--server", &server, "--patience", "2s"])?;
+        // A whole check has the patience: long enough for the checks these
+        // servers pass (the half-close one holds every message 20 ms), short
+        // enough for the one wait a lost byte leaves hanging.
+        let c = conform(&dir, &["--server", &server, "--patience", "10s"])?;
         let skipped = set(&["max_conns_refuses_the_rest"]);
         let passed: BTreeSet<String> = all()
             .into_iter()

@@ -12,6 +12,7 @@ mod conformance;
 mod foreign;
 mod herd;
 mod hostile;
+mod hostile_children;
 mod load;
 mod micro;
 mod micro_accept;
@@ -51,7 +52,7 @@ fn main() {
         "agents::a_task_limit_met_while_starting_agents_stops_them_all",
         agents::task_limit_while_starting_agents,
     ));
-    let groups: [(&str, &[(&str, support::Test)]); 18] = [
+    let groups: [(&str, &[(&str, support::Test)]); 19] = [
         ("agents", agents::TESTS),
         ("cli", cli::TESTS),
         ("compare", compare::TESTS),
@@ -59,6 +60,7 @@ fn main() {
         ("foreign", foreign::TESTS),
         ("herd", herd::TESTS),
         ("hostile", hostile::TESTS),
+        ("hostile_children", hostile_children::TESTS),
         ("load", load::TESTS),
         ("micro", micro::TESTS),
         ("micro_accept", micro_accept::TESTS),
