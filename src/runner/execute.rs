@@ -268,6 +268,11 @@ fn measure(
     }
     let mut report = outcome.report;
     report.environment = serde_json::Value::Null;
+    // What stopping the servers found though they ended well (a helper in
+    // a session of its own killed, an output held open): said, not failed.
+    for note in stopped.iter().filter_map(Stopped::notes) {
+        report.warnings.push(format!("stopping the server: {note}"));
+    }
     if !all_accepted {
         report.warnings.push(format!(
             "the server stopped accepting for {} s: memory was sampled with {} of {} connections",

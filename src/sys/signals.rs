@@ -78,9 +78,7 @@ static INTERRUPTED: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::
 /// connections, its readiness) to give up at once rather than run out its
 /// patience. False when none was armed.
 pub(crate) fn interrupted() -> bool {
-    INTERRUPTED
-        .get()
-        .is_some_and(|f| f.load(Ordering::SeqCst))
+    INTERRUPTED.get().is_some_and(|f| f.load(Ordering::SeqCst))
 }
 
 /// In a freshly forked child: restore the default action of the signals the
