@@ -71,6 +71,10 @@
 //! | what limited a figure | `client/limit.rs`, `runner/verdict.rs` |
 //! | results, resume, locking, which plan a record belongs to | `runner/results.rs`, `lock.rs`, `identity.rs` |
 //! | comparing two runs (matching cells, the test, the verdict) | `compare/cells.rs` |
+//! | a run's plan checked whole, made from flags or read back from plan.json | `plan/check.rs` |
+//! | starting a thread or a process that may fail (one line, the rest stopped) | `client/spawn.rs` |
+//! | a child's output, read without outliving its stop | `runner/pipes.rs` |
+//! | a signal that stops a command (one flag per process) | `sys/signals.rs` |
 //! | writing an output file safely | `export/target.rs` |
 //! | `unsafe` (select past FD_SETSIZE, fork, wait4, shared memory, process-shared locks, O_ASYNC signals, pinning) | `sys/` |
 //!
