@@ -151,6 +151,22 @@ fn read(
     let mut stderr = Vec::new();
     let mut deadline: Option<Instant> = None;
     let mut buf = vec![0u8; 64 << 10];
+    // One pass over the pipes still open: stdout into lines, stderr into
+    // its tail; a pipe at EOF (or broken) is closed.
+    let mut pass = |open: &mut [Option<OwnedFd>; 2]| {
+        for (i, slot) in open.iter_mut().enumerate() {
+            let Some(fd) = slot else { continue };
+            if drain(fd.as_fd(), &mut buf, |bytes| {
+                if i == 0 {
+                    split_lines(&mut partial, bytes, lines);
+                } else {
+                    keep_tail(&mut stderr, bytes);
+                }
+            }) {
+                *slot = None;
+            }
+        }
+    };
     loop {
         if open.iter().all(Option::is_none) {
             break;
@@ -179,32 +195,10 @@ fn read(
         if woke {
             deadline = Some(by.try_recv().unwrap_or_else(|_| Instant::now()));
         }
-        for (i, slot) in open.iter_mut().enumerate() {
-            let Some(fd) = slot else { continue };
-            if drain(fd.as_fd(), &mut buf, |bytes| {
-                if i == 0 {
-                    split_lines(&mut partial, bytes, lines);
-                } else {
-                    keep_tail(&mut stderr, bytes);
-                }
-            }) {
-                *slot = None;
-            }
-        }
+        pass(&mut open);
     }
     // What was written before the end is read: a last pass, without waiting.
-    for (i, slot) in open.iter_mut().enumerate() {
-        let Some(fd) = slot else { continue };
-        if drain(fd.as_fd(), &mut buf, |bytes| {
-            if i == 0 {
-                split_lines(&mut partial, bytes, lines);
-            } else {
-                keep_tail(&mut stderr, bytes);
-            }
-        }) {
-            *slot = None;
-        }
-    }
+    pass(&mut open);
     if !partial.is_empty() {
         push(lines, String::from_utf8_lossy(&partial).into_owned());
     }
