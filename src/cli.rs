@@ -409,6 +409,11 @@ pub struct RunArgs {
     /// [default: as fast as the listen queue takes them].
     #[arg(long, value_name = "RATE")]
     pub connect_rate: Option<f64>,
+    /// Open loop: the client works in passes at least this long apart
+    /// (`c10k load --interval`), e.g. 2ms: fewer wake-ups, each latency
+    /// late by up to one interval at each end [default: 0s; c1m: 10ms].
+    #[arg(long, value_name = "DURATION")]
+    pub client_interval: Option<String>,
     /// A connect or echo not answered within this fails its connection
     /// [default: 10s; comp8005: 120s].
     #[arg(long)]
@@ -446,7 +451,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "results")]
     pub out: std::path::PathBuf,
     /// Finish an interrupted run in DIR (its own plan is used).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "models", "connections", "work", "runs", "margin", "repeat_disturbed", "workload", "messages", "duration", "warmup", "message_size", "rate", "rate_per_connection", "connect_rate", "timeout", "pin", "order", "per_connection_csv", "server_args", "variants", "servers", "targets", "ready_timeout", "agent", "agents_file", "agents", "bind"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "models", "connections", "work", "runs", "margin", "repeat_disturbed", "workload", "messages", "duration", "warmup", "message_size", "rate", "rate_per_connection", "connect_rate", "client_interval", "timeout", "pin", "order", "per_connection_csv", "server_args", "variants", "servers", "targets", "ready_timeout", "agent", "agents_file", "agents", "bind"])]
     pub resume: Option<std::path::PathBuf>,
     /// Do not write report.html (the exports are still written).
     #[arg(long)]
@@ -544,6 +549,15 @@ pub struct LoadArgs {
     /// Open loop: messages per second in total, spread over the connections.
     #[arg(short, long)]
     pub rate: Option<f64>,
+    /// Open loop: work in passes at least this long apart, e.g. 2ms:
+    /// sends that fall due and echoes that arrive in between are handled
+    /// together, one wake-up per pass instead of one per message. A send
+    /// goes out up to one interval late (counted in the send lag and the
+    /// latency) and an echo is read up to one interval late (counted in the
+    /// latency); the report states it [default: 0s, every send at its due
+    /// time and every echo read as it arrives; max 1s].
+    #[arg(long, default_value = "0s", requires = "rate")]
+    pub interval: String,
     /// Burst: connect all, send one message on every connection at once,
     /// time until every echo is back.
     #[arg(long, conflicts_with_all = ["rate", "churn"])]

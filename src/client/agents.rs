@@ -50,6 +50,13 @@ pub const HELLO_WITHIN: Duration = Duration::from_secs(60);
 /// every second).
 pub const SILENCE: Duration = Duration::from_secs(3);
 
+/// A worker process on this machine (no launcher) is lost when it exits,
+/// or silent this long: a machine saturated by the run itself can keep a
+/// process from a CPU for seconds (at a million connections and 102
+/// processes on 2 CPUs, two workers went 3 s unheard while closing their
+/// connections), which is a starved worker, not a lost one.
+pub const LOCAL_SILENCE: Duration = Duration::from_secs(30);
+
 /// Pings per agent; the fastest round trip counts.
 const PINGS: u32 = 3;
 
@@ -165,6 +172,8 @@ struct Agents {
     reported: Vec<bool>,
     /// When each agent last said anything.
     heard_at: Vec<Instant>,
+    /// Silent this long after `go`, an agent is lost.
+    silence: Duration,
     /// Each agent's running totals, from its last `progress`.
     ticks: Vec<Tick>,
     /// Agents lost mid-run: their ticks no longer count.
@@ -204,6 +213,9 @@ pub(crate) fn run(
     let show = !plan.quiet && std::io::stderr().is_terminal();
     let live = Live::new(show, plan.connections + plan.idle);
     let mut agents = start(launch, n, live, interrupt)?;
+    if plan.agents.is_none() {
+        agents.silence = LOCAL_SILENCE;
+    }
     let result = converse(&mut agents, plan, n, connected);
     std::mem::replace(&mut agents.live, Live::new(false, 0)).finish();
     let mut result = match result {
@@ -259,6 +271,7 @@ fn start(
         launched: Vec::with_capacity(n),
         reported: vec![false; n],
         heard_at: vec![Instant::now(); n],
+        silence: SILENCE,
         ticks: vec![Tick::default(); n],
         gone: vec![false; n],
         live,
@@ -446,7 +459,7 @@ impl Agents {
                         anyhow::bail!(
                             "agent {k} ({}) said nothing for {} s (it says progress every second)",
                             self.launched[k],
-                            SILENCE.as_secs()
+                            self.silence.as_secs()
                         );
                     }
                     if let Some(t) = within.filter(|t| since.elapsed() > *t) {
@@ -489,8 +502,9 @@ impl Agents {
     /// The first agent still running that has been silent for
     /// [`SILENCE`].
     fn silent(&self) -> Option<usize> {
-        (0..self.heard_at.len())
-            .find(|&k| !self.reported[k] && !self.gone[k] && self.heard_at[k].elapsed() > SILENCE)
+        (0..self.heard_at.len()).find(|&k| {
+            !self.reported[k] && !self.gone[k] && self.heard_at[k].elapsed() > self.silence
+        })
     }
 
     /// Redraws the live line with every running agent's totals.
@@ -620,6 +634,7 @@ fn converse(
     let slowest = rtt.iter().max().copied().unwrap_or_default();
     let lead = slowest / 2 + Duration::from_millis(5);
     let t0 = Instant::now();
+    let own_at_go = crate::sys::process::Usage::of_self();
     for (k, r) in rtt.iter().enumerate() {
         let at = t0.elapsed() + *r / 2;
         let delay = lead.saturating_sub(at);
@@ -687,7 +702,7 @@ fn converse(
             )),
             None => {
                 if let Some(k) = agents.silent() {
-                    losing.push((k, format!("no progress for {} s", SILENCE.as_secs())));
+                    losing.push((k, format!("no progress for {} s", agents.silence.as_secs())));
                 }
             }
         }
@@ -741,6 +756,15 @@ fn converse(
         measured.merge(f.measured);
     }
     let (capacity, local) = capacity(&hellos, threads_each(plan.threads, n), plan.cpus.as_ref());
+    if local {
+        // This process heard the agents from the go to their results (in
+        // `c10k run` it is the runner, which also samples the server):
+        // the instrument's work on this machine, not interference. Its
+        // share of the measured window is counted.
+        let own = crate::sys::process::Usage::of_self().cpu_since(&own_at_go);
+        let span = t0.elapsed().as_secs_f64().max(1e-9);
+        measured.window.instrument += own * (measured.window.seconds / span).min(1.0);
+    }
     Ok(Merged {
         measured,
         lost,

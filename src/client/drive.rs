@@ -48,16 +48,18 @@ pub(crate) fn drive(
             spawn::scoped(scope, "load-progress", || {
                 progress(&shared, &interrupted, &finished, show, sink)
             })?;
-            // Each loop holds a sender until it returns: the receiver hears
-            // "disconnected" the moment the last loop ends.
+            // Each loop says when its traffic has ended (before it closes
+            // its connections) and holds a sender until it returns: the
+            // receiver hears "disconnected" the moment the last loop ends.
             let (ended_tx, ended_rx) = std::sync::mpsc::channel::<()>();
             let handles: Vec<_> = (0..plan.threads)
                 .map(|i| {
                     let shared = &shared;
                     let ended_tx = ended_tx.clone();
                     spawn::scoped(scope, &format!("load-{i}"), move || {
-                        let _held = ended_tx;
-                        engine::run(shared, i)
+                        engine::run(shared, i, &|| {
+                            let _ = ended_tx.send(());
+                        })
                     })
                     // A loop that never started must not be waited for, and
                     // the others end at once: the run has failed.
@@ -119,11 +121,27 @@ pub(crate) fn drive(
                 std::thread::sleep(measure_from.saturating_duration_since(Instant::now()));
                 window_start = Snapshot::start(pids, false);
             }
-            if let Some(u) = until {
-                // Wakes once: at `until`, or when the loops end early (Ctrl-C,
-                // every connection done). Nothing is ever sent, so a message
-                // cannot cut the wait short.
-                let _ = ended_rx.recv_timeout(u.saturating_duration_since(Instant::now()));
+            let mut traffic_ended = None;
+            if !burst {
+                // At `until`, or when every loop's traffic has ended
+                // (Ctrl-C, every connection done; a fixed count's window
+                // always ends so): not after the loops have closed their
+                // connections, which at a million connections takes
+                // seconds of both sides' CPU that is no message's.
+                let mut left = plan.threads;
+                while left > 0 {
+                    let got = match until {
+                        Some(u) => ended_rx
+                            .recv_timeout(u.saturating_duration_since(Instant::now()))
+                            .is_ok(),
+                        None => ended_rx.recv().is_ok(),
+                    };
+                    if !got {
+                        break;
+                    }
+                    left -= 1;
+                }
+                traffic_ended = Some(Instant::now());
                 window_end = Some(Snapshot::end(pids, false));
             }
             let results = handles
@@ -137,7 +155,7 @@ pub(crate) fn drive(
                 .collect();
             // The run ends when its loops do, not when the progress thread next
             // wakes (it sleeps up to 100 ms, and the scope waits for it).
-            let ended = Instant::now();
+            let ended = traffic_ended.unwrap_or_else(Instant::now);
             let window_end = window_end.unwrap_or_else(|| Snapshot::end(pids, false));
             finished.store(true, Relaxed);
             Ok((results, ended, window_end))

@@ -12,8 +12,18 @@
 //! - `both`: both were (two sides sharing a CPU both wait for it);
 //! - `server`: the client had CPU to spare, so the server set the pace:
 //!   with its CPU, or by waiting (sleeps, locks, wake-ups, the path between);
-//! - `neither`: an open loop kept its target rate: the offered load set the
-//!   figure;
+//!   in an open loop that kept its rate, a server whose demand (running
+//!   plus waiting in a run queue) passed 90 %: its queue for a CPU set the
+//!   latency;
+//! - `neither`: an open loop kept its target rate and neither side was
+//!   saturated or late: the offered load set the figure;
+//!
+//! and an open loop's client is late, a limit whatever its CPU, when its
+//! send lag p99 past its own `--interval` is more than a tenth of the
+//! latency p99 it measured ([`Lag`]): `client`, or `both` with a saturated
+//! server. The instrument's own CPU on this machine (reading /proc at the
+//! window's ends; in `c10k run`, the runner hearing its worker processes
+//! and sampling the server) is the instrument's, never interference.
 //! - `unknown`: the server was not observed, or a side's share could not be
 //!   resolved on the side of 90 % that decides (the `why` says which input
 //!   and why).
@@ -151,6 +161,52 @@ pub(crate) struct Inputs {
     pub rate_kept: bool,
     /// CPUs of the machine (the steal in `window` is spread over them).
     pub machine_cpus: f64,
+    /// An open loop's own lateness (`None`: not an open loop).
+    pub lag: Option<Lag>,
+}
+
+/// How late an open loop wrote its sends, against the latency it measured.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Lag {
+    /// p99 of the send lag, seconds.
+    pub send_p99: f64,
+    /// p99 of the corrected latency, seconds (which includes the lag).
+    pub latency_p99: f64,
+    /// The client's `--interval`: lag up to it is the schedule's chosen
+    /// precision, not lateness.
+    pub interval: f64,
+}
+
+/// A client whose send lag past its interval is more than this share of
+/// the p99 it measured set part of that p99 itself.
+pub(crate) const LATE: f64 = 0.1;
+
+impl Lag {
+    /// The lag past the interval, when it is more than [`LATE`] of the p99.
+    fn late(&self) -> Option<f64> {
+        let past = self.send_p99 - self.interval;
+        (past > LATE * self.latency_p99 && past > 0.0).then_some(past)
+    }
+
+    fn text(&self) -> String {
+        let interval = if self.interval > 0.0 {
+            format!(", {} of it its --interval", secs(self.interval))
+        } else {
+            String::new()
+        };
+        format!(
+            "the client wrote its sends late (send lag p99 {}{interval}, against a latency p99 of {}: \
+             more than {:.0} % of it)",
+            secs(self.send_p99),
+            secs(self.latency_p99),
+            LATE * 100.0
+        )
+    }
+}
+
+/// Seconds for a verdict line.
+fn secs(s: f64) -> String {
+    crate::present::units::seconds(s)
 }
 
 /// Whether a server at `ip` runs on this machine (its CPU is then part of
@@ -288,6 +344,7 @@ pub(crate) fn judge(x: &Inputs) -> Limits {
                 )
             );
             let server_saturated = saturated(s, server_error);
+            let late = x.lag.filter(|l| l.late().is_some());
             match (client_saturated, server_saturated) {
                 (None, _) => ("unknown", format!("{both}: the {}", unresolved("client"))),
                 (Some(true), None) => (
@@ -308,6 +365,20 @@ pub(crate) fn judge(x: &Inputs) -> Limits {
                         machine_share.unwrap_or(0.0) * 100.0
                     ),
                 ),
+                _ if late.is_some() && server_saturated == Some(true) => (
+                    "both",
+                    format!(
+                        "{both}: {}, and the server was saturated: both set the latency",
+                        late.map(|l| l.text()).unwrap_or_default()
+                    ),
+                ),
+                _ if late.is_some() => (
+                    "client",
+                    format!(
+                        "{both}: {}: the client set part of the latency, so it is an upper bound of the server's",
+                        late.map(|l| l.text()).unwrap_or_default()
+                    ),
+                ),
                 _ if shared && !machine_ok => (
                     "unknown",
                     format!(
@@ -318,6 +389,10 @@ pub(crate) fn judge(x: &Inputs) -> Limits {
                         w.seconds * 1e3,
                         cpu::machine_min_seconds() * 1e3
                     ),
+                ),
+                (Some(false), Some(true)) if x.rate_kept => (
+                    "server",
+                    format!("{both}: the open loop kept its target rate, but the server wanted more CPU than it had: its queue for a CPU set the latency"),
                 ),
                 (Some(false), _) if x.rate_kept => (
                     "neither",
@@ -395,6 +470,7 @@ mod tests {
             server_local: true,
             rate_kept: false,
             machine_cpus: 2.0,
+            lag: None,
         }
     }
 
@@ -623,5 +699,108 @@ mod tests {
         assert!(judge(&x).interference);
         x.window.instrument = 0.2;
         assert!(!judge(&x).interference);
+    }
+
+    /// The C1M cell that read `neither`: 1,000,000 connections at
+    /// 20,000/s, rate kept, the server's 51 processes 0.75 CPUs running
+    /// and 49 CPUs' worth waiting for one, the client 0.72 CPUs, 750 ms of
+    /// send lag against a p99 of 3.5 s. Unpinned on 2 CPUs, 0.4 CPUs
+    /// outside the run.
+    fn c1m() -> Inputs {
+        let secs = 50.0;
+        Inputs {
+            window: WindowCpu {
+                seconds: secs,
+                machine_busy: Some(1.6 * secs),
+                steal: Some(0.0),
+                softirq: Some(0.0),
+                server_cpu: Some(0.75 * secs),
+                server_waited: Some(49.1 * secs),
+                client_waited: 0.0,
+                server_capacity: Some(2.0),
+                ..WindowCpu::default()
+            },
+            client_seconds: 0.72 * secs,
+            client_capacity: 2.0,
+            client_local: true,
+            server_local: true,
+            rate_kept: true,
+            machine_cpus: 2.0,
+            lag: Some(Lag {
+                send_p99: 0.75,
+                latency_p99: 3.53,
+                interval: 0.0,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_server_queued_for_cpu_is_the_limit_though_the_rate_was_kept() {
+        let mut x = c1m();
+        x.lag = None;
+        let l = judge(&x);
+        assert_eq!(l.verdict, "server", "{}", l.why);
+        assert!(l.why.contains("49.10 waiting for one"), "{}", l.why);
+        assert!(l.why.contains("its queue for a CPU"), "{}", l.why);
+        // Nothing waited: the offered load set the figure.
+        x.window.server_waited = Some(0.0);
+        assert_eq!(judge(&x).verdict, "neither");
+    }
+
+    #[test]
+    fn a_client_late_with_its_sends_is_a_limit() {
+        // Late (0.75 s of 3.53 s) while the server queued: both.
+        let l = judge(&c1m());
+        assert_eq!(l.verdict, "both", "{}", l.why);
+        assert!(l.why.contains("send lag p99 750 ms"), "{}", l.why);
+        // Late with the server at ease: the client.
+        let mut x = c1m();
+        x.window.server_waited = Some(0.0);
+        let l = judge(&x);
+        assert_eq!(l.verdict, "client", "{}", l.why);
+        assert!(l.why.contains("upper bound"), "{}", l.why);
+        // A tenth of the p99 or less is not late.
+        x.lag = Some(Lag {
+            send_p99: 0.3,
+            latency_p99: 3.53,
+            interval: 0.0,
+        });
+        assert_eq!(judge(&x).verdict, "neither");
+    }
+
+    #[test]
+    fn lag_within_the_clients_interval_is_its_precision_not_lateness() {
+        // Sends batched every 2 ms: a lag p99 of 2.1 ms against a p99 of
+        // 5 ms is the schedule's chosen precision.
+        let mut x = c1m();
+        x.window.server_waited = Some(0.0);
+        x.lag = Some(Lag {
+            send_p99: 0.0021,
+            latency_p99: 0.005,
+            interval: 0.002,
+        });
+        assert_eq!(judge(&x).verdict, "neither");
+        // 3 ms past it is lateness.
+        x.lag = Some(Lag {
+            send_p99: 0.005,
+            latency_p99: 0.008,
+            interval: 0.002,
+        });
+        let l = judge(&x);
+        assert_eq!(l.verdict, "client", "{}", l.why);
+        assert!(l.why.contains("2 ms of it its --interval"), "{}", l.why);
+    }
+
+    #[test]
+    fn the_runners_own_cpu_is_the_instrument_not_interference() {
+        // The runner heard 51 workers and sampled the server: 0.3 CPUs
+        // over the window, on this machine, in no worker's own CPU.
+        let mut x = c1m();
+        x.lag = None;
+        x.window.machine_busy = Some((0.75 + 0.72 + 0.3) * 50.0);
+        assert!(judge(&x).interference);
+        x.window.instrument = 0.3 * 50.0;
+        let l = judge(&x);
+        assert!(!l.interference, "{}", l.why);
     }
 }

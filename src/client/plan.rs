@@ -95,6 +95,9 @@ pub struct LoadPlan {
     pub message_size: usize,
     pub payload: Option<Vec<u8>>,
     pub connect_rate: Option<f64>,
+    /// Open loop: the least time between two passes of an event loop
+    /// (zero: a pass per event or due send).
+    pub interval: Duration,
     pub linger0: bool,
     pub timeout: Duration,
     /// Explicit source addresses (empty: let the kernel choose, or pick
@@ -137,6 +140,7 @@ impl LoadPlan {
             message_size: 64,
             payload: None,
             connect_rate: None,
+            interval: Duration::ZERO,
             linger0: false,
             timeout: Duration::from_secs(10),
             sources: Vec::new(),
@@ -196,7 +200,16 @@ impl LoadPlan {
             Workload::Open { rate, .. } => {
                 per_second("--rate", rate, MAX_RATE)?;
             }
+            _ if !self.interval.is_zero() => {
+                return Err("--interval paces an open loop: give --rate".into());
+            }
             _ => {}
+        }
+        if self.interval > crate::server::pace::MAX_INTERVAL {
+            return Err(format!(
+                "--interval {}: must be at most 1s",
+                crate::present::units::seconds(self.interval.as_secs_f64())
+            ));
         }
         match self.stop {
             Stop::Messages(0) => return Err("--messages must be at least 1".into()),
@@ -266,6 +279,9 @@ impl LoadPlan {
         }
         if let Some(r) = self.connect_rate {
             a.flag("--connect-rate", r);
+        }
+        if !self.interval.is_zero() {
+            a.flag("--interval", duration(self.interval));
         }
         if self.timeout != DEFAULT_TIMEOUT {
             a.flag("--timeout", duration(self.timeout));

@@ -161,6 +161,12 @@ pub struct OpenLoop {
     /// corrected latency includes it; a large one with no backlog means the
     /// client, not the server, was slow.
     pub send_lag_us: Percentiles,
+    /// The client's `--interval`, µs: it worked in passes at least this far
+    /// apart, so a send went out up to this late (in the send lag) and an
+    /// echo was read up to this late; the latency includes both. 0: every
+    /// send at its due time, every echo read as it arrived.
+    #[serde(default)]
+    pub interval_us: f64,
 }
 
 /// What only a burst run measures.
@@ -562,6 +568,13 @@ impl Report {
         if let Some(o) = &self.open_loop {
             let _ = writeln!(s, "  uncorrected  {}", pct(&o.latency_uncorrected_us));
             let _ = writeln!(s, "  send lag     {}", pct(&o.send_lag_us));
+            if o.interval_us > 0.0 {
+                let iv = crate::present::units::seconds(o.interval_us / 1e6);
+                let _ = writeln!(
+                    s,
+                    "  precision    passes {iv} apart (--interval): sends up to {iv} late, echoes read up to {iv} late, both in the latency"
+                );
+            }
             let _ = writeln!(
                 s,
                 "  rate         {:.0}/s achieved of {:.0}/s target{}",

@@ -245,6 +245,7 @@ fn assemble(
                 missed: m.missed,
                 latency_uncorrected_us: Percentiles::of(&m.uncorrected),
                 send_lag_us: Percentiles::of(&m.send_lag),
+                interval_us: plan.interval.as_secs_f64() * 1e6,
             })
         }
         _ => None,
@@ -279,6 +280,11 @@ fn assemble(
             _ => false,
         },
         machine_cpus: online as f64,
+        lag: open_loop.as_ref().map(|o| limit::Lag {
+            send_p99: o.send_lag_us.p99 / 1e6,
+            latency_p99: Percentiles::of(&m.latency).p99 / 1e6,
+            interval: plan.interval.as_secs_f64(),
+        }),
     });
     let mut report = Report {
         schema_version: report::SCHEMA_VERSION,

@@ -92,5 +92,14 @@ pub(super) fn table(data: &RunData) -> Table {
          measuring took from the CPUs it measured on. The causes of skipped and failed cells are in the next table.",
         data.plan.runs_text()
     ));
+    if let Some(iv) = data.plan.workload.client_interval_seconds {
+        let iv = seconds(iv);
+        t.notes.push(format!(
+            "Precision: the client worked in passes {iv} apart (--client-interval): each send went \
+             out up to {iv} after it was due and each echo was read up to {iv} after it arrived, \
+             both in the latency; a send lag past {iv} is the client's lateness. A server model \
+             runs unpaced unless its name says so (epoll@1ms: `c10k serve --interval 1ms`)."
+        ));
+    }
     t
 }

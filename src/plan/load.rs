@@ -53,6 +53,7 @@ pub fn plan(a: &LoadArgs, command: String) -> Result<LoadPlan, String> {
         (None, None) => Stop::Duration(DEFAULT_DURATION),
     };
     let warmup = parse_duration(&a.warmup).map_err(|e| format!("--warmup: {e}"))?;
+    let interval = parse_duration(&a.interval).map_err(|e| format!("--interval: {e}"))?;
     let timeout = parse_duration(&a.timeout).map_err(|e| format!("--timeout: {e}"))?;
     let sources = match &a.source {
         Some(s) => crate::client::source::parse_sources(s).map_err(|e| format!("--source: {e}"))?,
@@ -81,6 +82,7 @@ pub fn plan(a: &LoadArgs, command: String) -> Result<LoadPlan, String> {
         message_size,
         payload,
         connect_rate: a.connect_rate,
+        interval,
         linger0: a.linger0,
         timeout,
         sources,

@@ -260,6 +260,18 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     if let Some(r) = args.connect_rate {
         workload.connect_rate = Some(per_second("--connect-rate", r, MAX_RATE)?);
     }
+    if let Some(text) = &args.client_interval {
+        let d = parse_duration(text).map_err(|e| format!("--client-interval: {e}"))?;
+        if d > crate::server::pace::MAX_INTERVAL {
+            return Err(format!("--client-interval {text}: must be at most 1s"));
+        }
+        if workload.rate.is_none() {
+            return Err(
+                "--client-interval paces an open loop: give --rate or --rate-per-connection".into(),
+            );
+        }
+        workload.client_interval_seconds = (!d.is_zero()).then_some(d.as_secs_f64());
+    }
     if workload.kind != WorkloadKind::Burst
         && workload.messages_for(1).is_none()
         && workload.duration_seconds <= 0.0
@@ -307,6 +319,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         || args.rate.is_some()
         || args.rate_per_connection.is_some()
         || args.connect_rate.is_some()
+        || args.client_interval.is_some()
         || !args.server_args.is_empty()
         || !args.variants.is_empty()
         || !args.servers.is_empty()
@@ -593,6 +606,7 @@ fn shapes_the_plan(args: &RunArgs) -> bool {
         || args.rate.is_some()
         || args.rate_per_connection.is_some()
         || args.connect_rate.is_some()
+        || args.client_interval.is_some()
         || args.timeout.is_some()
         || args.pin.is_some()
         || args.order.is_some()

@@ -592,6 +592,7 @@ fn load_plan(
         payload: w.payload.as_ref().map(|p| p.as_bytes().to_vec()),
         timeout: Duration::from_secs_f64(w.timeout_seconds),
         connect_rate: w.connect_rate,
+        interval: Duration::from_secs_f64(w.client_interval_seconds.unwrap_or(0.0)),
         cpus,
         quiet: true,
         server_pids,

@@ -154,6 +154,12 @@ pub struct Workload {
     /// (at most 256 connects in flight per client event loop).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connect_rate: Option<f64>,
+    /// Open loop: the client's event loops work in passes at least this
+    /// many seconds apart (`--client-interval`, `c10k load --interval`):
+    /// fewer wake-ups, latencies late by up to one interval at each end;
+    /// absent: a pass per event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_interval_seconds: Option<f64>,
 }
 
 /// An open loop's rate of messages per second.
@@ -210,6 +216,7 @@ impl Workload {
             timeout_seconds: default_timeout(),
             rate: None,
             connect_rate: None,
+            client_interval_seconds: None,
         }
     }
 
@@ -257,6 +264,20 @@ impl Workload {
         }
         if let Some(r) = self.connect_rate {
             per_second("workload.connect_rate", r, MAX_RATE)?;
+        }
+        if let Some(s) = self.client_interval_seconds {
+            let max = crate::server::pace::MAX_INTERVAL.as_secs_f64();
+            if !(0.0..=max).contains(&s) {
+                return Err(format!(
+                    "workload.client_interval_seconds {s}: must be from 0 to {max}"
+                ));
+            }
+            if self.rate.is_none() {
+                return Err(
+                    "workload.client_interval_seconds paces an open loop: it needs workload.rate"
+                        .into(),
+                );
+            }
         }
         if !(1..=MAX_DEPTH).contains(&self.depth) || !(1..=MAX_ROUNDS).contains(&self.rounds) {
             return Err(format!(

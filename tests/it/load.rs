@@ -34,6 +34,10 @@ pub const TESTS: &[(&str, Test)] = &[
         a_stall_shows_in_corrected_latency_only,
     ),
     (
+        "a_paced_open_loop_counts_exactly_and_states_its_precision",
+        a_paced_open_loop_counts_exactly_and_states_its_precision,
+    ),
+    (
         "churn_counts_every_connection",
         churn_counts_every_connection,
     ),
@@ -349,6 +353,59 @@ fn a_stall_shows_in_corrected_latency_only() -> Result<(), Failed> {
     ensure(raw_p99 < corrected_p99, || {
         format!("uncorrected p99 {raw_p99} µs is not below corrected p99 {corrected_p99} µs")
     })?;
+    Ok(())
+}
+
+/// An open loop in passes 5 ms apart (`--interval`) with a fixed count:
+/// every connection has exactly its 10 echoes, none fails (each stays
+/// open until the run ends, then closes with a FIN), the run ends when the
+/// last echo is in, and the report states the interval.
+fn a_paced_open_loop_counts_exactly_and_states_its_precision() -> Result<(), Failed> {
+    let server = epoll()?;
+    let out = Outputs::new("paced");
+    let (code, err) = load(
+        &server.addr.to_string(),
+        &["-c", "20", "-r", "2000", "-n", "10", "--interval", "5ms"],
+        &out,
+    )?;
+    ensure(code == Some(0), || format!("exit {code:?}: {err}"))?;
+    let j = out.json()?;
+    ensure(j["messages"] == 200, || {
+        format!("messages {}", j["messages"])
+    })?;
+    ensure(j["connections"]["failed"] == 0, || {
+        format!("errors {}", j["errors"])
+    })?;
+    ensure(num(&j, "open_loop.interval_us") == 5000.0, || {
+        format!("open_loop {}", j["open_loop"])
+    })?;
+    ensure(
+        num(&j, "fairness.min") == 10.0 && num(&j, "fairness.max") == 10.0,
+        || format!("fairness {}", j["fairness"]),
+    )?;
+    let (_, summary) = server.stop()?;
+    ensure(
+        summary.connections == 20 && summary.errors.reset == 0 && summary.errors.io_other == 0,
+        || format!("server saw {summary:?}"),
+    )?;
+    // Past interval control's bound: one line, exit 2.
+    let o = Command::new(bin())
+        .args([
+            "load",
+            "127.0.0.1:1",
+            "-c",
+            "1",
+            "-r",
+            "10",
+            "--interval",
+            "2s",
+        ])
+        .output()?;
+    let e = String::from_utf8_lossy(&o.stderr);
+    ensure(
+        o.status.code() == Some(2) && e.contains("--interval") && e.contains("at most 1s"),
+        || format!("--interval 2s: exit {:?}, {e}", o.status.code()),
+    )?;
     Ok(())
 }
 

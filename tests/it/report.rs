@@ -309,6 +309,7 @@ fn plan(
             timeout_seconds: 10.0,
             rate: None,
             connect_rate: None,
+            client_interval_seconds: None,
         },
         primary,
         per_connection_csv: false,
