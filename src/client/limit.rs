@@ -182,10 +182,10 @@ pub(crate) struct Lag {
 pub(crate) const LATE: f64 = 0.1;
 
 impl Lag {
-    /// The lag past the interval, when it is more than [`LATE`] of the p99.
-    fn late(&self) -> Option<f64> {
+    /// Whether the lag past the interval is more than [`LATE`] of the p99.
+    fn late(&self) -> bool {
         let past = self.send_p99 - self.interval;
-        (past > LATE * self.latency_p99 && past > 0.0).then_some(past)
+        past > LATE * self.latency_p99 && past > 0.0
     }
 
     fn text(&self) -> String {
@@ -344,7 +344,7 @@ pub(crate) fn judge(x: &Inputs) -> Limits {
                 )
             );
             let server_saturated = saturated(s, server_error);
-            let late = x.lag.filter(|l| l.late().is_some());
+            let late = x.lag.filter(Lag::late);
             match (client_saturated, server_saturated) {
                 (None, _) => ("unknown", format!("{both}: the {}", unresolved("client"))),
                 (Some(true), None) => (
