@@ -33,16 +33,20 @@ pub(crate) const MEMORY_FLOOR_KIB: f64 = 1.0;
 pub(crate) const IDLE_FLOOR_CPUS: f64 = 0.1;
 
 /// What limited a model at one connection count (its measured cells
-/// there): the verdict most of its runs had (`client` marked as a lower
-/// bound of the server), how many runs disagreed, and how many saw
-/// interference from outside the run. `None` when no cell recorded one.
+/// there): the verdict most of its runs had (`client` marked as a bound of
+/// the server: a lower bound of a throughput, an upper bound of an open
+/// loop's latency, which a late client adds to), how many runs disagreed,
+/// and how many saw interference from outside the run. `None` when no cell
+/// recorded one.
 pub(crate) fn limit_note(cells: &[&CellResult]) -> Option<String> {
-    let limits: Vec<&crate::client::limit::Limits> = cells
+    let loads: Vec<&crate::client::report::Report> = cells
         .iter()
         .filter(|c| c.status == Status::Ok)
-        .filter_map(|c| c.load.as_ref().map(|l| &l.limits))
-        .filter(|l| l.why != "not recorded")
+        .filter_map(|c| c.load.as_ref())
+        .filter(|l| l.limits.why != "not recorded")
         .collect();
+    let latency = loads.iter().any(|l| l.open_loop.is_some());
+    let limits: Vec<&crate::client::limit::Limits> = loads.iter().map(|l| &l.limits).collect();
     if limits.is_empty() {
         return None;
     }
@@ -61,6 +65,7 @@ pub(crate) fn limit_note(cells: &[&CellResult]) -> Option<String> {
         format!("mixed: {}", each.join(", "))
     } else {
         match verdict {
+            "client" if latency => "client (an upper bound)".to_string(),
             "client" => "client (a lower bound)".to_string(),
             v => v.to_string(),
         }
@@ -596,6 +601,22 @@ mod tests {
             Some("client (a lower bound) in 2 of 3 runs; interference in 1 of 3")
         );
         assert_eq!(limit_note(&[&c]).as_deref(), Some("server"));
+        // A late open loop's latency is at most the server's.
+        let mut e = cell("client", false);
+        if let Some(l) = e.load.as_mut() {
+            l.open_loop = Some(crate::client::report::OpenLoop {
+                target_rate: 1000.0,
+                achieved_rate: 100.0,
+                missed: 0,
+                latency_uncorrected_us: Default::default(),
+                send_lag_us: Default::default(),
+                interval_us: 0.0,
+            });
+        }
+        assert_eq!(
+            limit_note(&[&e]).as_deref(),
+            Some("client (an upper bound)")
+        );
         let d = cell("both", false);
         assert_eq!(
             limit_note(&[&a, &c, &d]).as_deref(),

@@ -38,6 +38,10 @@ pub const TESTS: &[(&str, Test)] = &[
         a_paced_open_loop_counts_exactly_and_states_its_precision,
     ),
     (
+        "a_warmup_the_client_fell_behind_in_is_not_sent_in_the_window",
+        warmup_behind,
+    ),
+    (
         "churn_counts_every_connection",
         churn_counts_every_connection,
     ),
@@ -406,6 +410,53 @@ fn a_paced_open_loop_counts_exactly_and_states_its_precision() -> Result<(), Fai
         o.status.code() == Some(2) && e.contains("--interval") && e.contains("at most 1s"),
         || format!("--interval 2s: exit {:?}, {e}", o.status.code()),
     )?;
+    Ok(())
+}
+
+/// A client far behind its schedule in the warm-up drops what it still
+/// owed there when the window opens, rather than spend the window sending
+/// unmeasured messages. At 1,000,000/s on 20 connections, 1 s of warm-up is
+/// 50,000 sends due per connection; in passes 100 ms apart, one message in
+/// flight each, the client writes about ten of them. The server echoes the
+/// 10 measured messages of each connection and the warm-up's few: with the
+/// warm-up's backlog carried into the window it would owe tens of
+/// thousands per connection and time out.
+fn warmup_behind() -> Result<(), Failed> {
+    let server = epoll()?;
+    let out = Outputs::new("behind");
+    let (code, err) = load(
+        &server.addr.to_string(),
+        &[
+            "-c",
+            "20",
+            "-r",
+            "1000000",
+            "-n",
+            "10",
+            "--warmup",
+            "1s",
+            "--interval",
+            "100ms",
+            "--timeout",
+            "5s",
+        ],
+        &out,
+    )?;
+    ensure(code == Some(0), || format!("exit {code:?}: {err}"))?;
+    let j = out.json()?;
+    ensure(
+        j["messages"] == 200 && j["connections"]["failed"] == 0,
+        || format!("messages {}, errors {}", j["messages"], j["errors"]),
+    )?;
+    // Late by the whole schedule, so a late client.
+    ensure(num(&j, "open_loop.send_lag_us.p99") > 100_000.0, || {
+        format!("open_loop {}", j["open_loop"])
+    })?;
+    let (_, summary) = server.stop()?;
+    let echoed = summary.bytes_echoed / 64;
+    ensure((200..=20 * 100).contains(&echoed), || {
+        format!("the server echoed {echoed} messages for 200 measured")
+    })?;
     Ok(())
 }
 

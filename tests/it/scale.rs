@@ -14,6 +14,7 @@ pub const TESTS: &[(&str, Test)] = &[
         "c1m_shaped_matrix_spreads_echoes_every_connection_and_measures_memory",
         c1m_shaped,
     ),
+    ("a_late_client_is_named_the_limit", late_client),
     ("open_loop_flags_are_checked", open_loop_flags),
     ("a_cell_that_hits_a_limit_fails_naming_it", limit_hit),
 ];
@@ -122,6 +123,63 @@ fn c1m_shaped() -> Result<(), Failed> {
     let html = std::fs::read_to_string(dir.join("report.html"))?;
     if !html.contains("Holding connections: memory per connection and p99") {
         return Err("the report lacks the holding chart".into());
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
+
+/// A `c1m`-shaped run whose client cannot keep its rate: 2,000
+/// connections asked for 100,000 messages/s (one every 20 ms each), the
+/// client working in passes 100 ms apart with one message in flight per
+/// connection, so it writes at most one message per connection a pass,
+/// 20,000/s, and falls further behind with every send. Neither side is
+/// short of CPU; the client's send lag is most of the latency it measured,
+/// and the verdict names it.
+fn late_client() -> Result<(), Failed> {
+    let out = scratch("run-late")?;
+    let o = Command::new(bin())
+        .args([
+            "run",
+            "c1m",
+            "--models",
+            "epoll",
+            "-c",
+            "2000",
+            "-r",
+            "100000",
+            "-n",
+            "10",
+            "--client-interval",
+            "100ms",
+            "--no-report",
+            "--out",
+            out.to_str().unwrap_or("."),
+        ])
+        .output()?;
+    succeeded(&o, "late: ")?;
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let cells = lines(&results_dir(&out)?)?;
+    let cell = cells.first().ok_or("no cell")?;
+    let load = &cell["load"];
+    let l = &load["limits"];
+    let why = l["why"].as_str().unwrap_or("");
+    if cell["status"] != "ok"
+        || load["messages"] != 20_000
+        || l["verdict"] != "client"
+        || !why.contains("the client wrote its sends late")
+    {
+        return Err(format!("late client: {} {load}", cell["status"]).into());
+    }
+    let lag = load["open_loop"]["send_lag_us"]["p99"]
+        .as_f64()
+        .unwrap_or(0.0);
+    let p99 = load["latency_us"]["p99"].as_f64().unwrap_or(0.0);
+    if load["open_loop"]["interval_us"] != 100_000.0 || lag - 100_000.0 <= p99 / 10.0 {
+        return Err(format!("send lag p99 {lag} µs against p99 {p99} µs").into());
+    }
+    // The ranking says which way the figure is off.
+    if !stdout.contains("client (an upper bound)") {
+        return Err(format!("no upper bound in the verdict table: {stdout}").into());
     }
     let _ = std::fs::remove_dir_all(&out);
     Ok(())
