@@ -17,7 +17,7 @@ use std::time::Duration;
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::support::{alive, bin, Test};
+use crate::support::{alive, bin, Pipes, Test};
 
 pub const TESTS: &[(&str, Test)] = &[
     ("every_method_adds_up_and_reaps_its_workers", every_method),
@@ -59,18 +59,7 @@ fn herd(args: &[&str]) -> Result<Ran, Failed> {
         .stderr(Stdio::piped())
         .spawn()?;
     let pid = child.id() as i32;
-    let mut out = child.stdout.take().ok_or("no stdout")?;
-    let mut err = child.stderr.take().ok_or("no stderr")?;
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
+    let pipes = Pipes::take(&mut child)?;
     let (tx, rx) = channel::<()>();
     let watchdog = std::thread::spawn(move || {
         if rx.recv_timeout(HERD_PATIENCE).is_err() {
@@ -82,8 +71,7 @@ fn herd(args: &[&str]) -> Result<Ran, Failed> {
     let status = child.wait()?;
     let _ = tx.send(());
     let killed = watchdog.join().unwrap_or(false);
-    let stdout = reader.join().unwrap_or_default();
-    let stderr = err_reader.join().unwrap_or_default();
+    let (stdout, stderr) = pipes.read();
     if killed {
         return Err(
             format!("c10k herd {args:?} took over {HERD_PATIENCE:?}; stderr: {stderr}").into(),

@@ -17,7 +17,9 @@ use c10k::runner::server::Launcher;
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::support::{bin, run_c10k, scratch, wait_bounded, Server, Started, Test, PATIENCE};
+use crate::support::{
+    bin, run_c10k, scratch, wait_bounded, Pipes, Server, Started, Test, PATIENCE,
+};
 
 pub const TESTS: &[(&str, Test)] = &[
     (
@@ -262,15 +264,7 @@ fn conform_stops_on_sigterm_to_itself() -> Result<(), Failed> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
-    let collect = |mut pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = pipe.read_to_string(&mut s);
-            s
-        })
-    };
-    let out = collect(Box::new(child.stdout.take().ok_or("no stdout")?));
-    let err = collect(Box::new(child.stderr.take().ok_or("no stderr")?));
+    let pipes = Pipes::take(&mut child)?;
     let (tx, rx) = channel();
     let reader = fifo.clone();
     std::thread::spawn(move || tx.send(std::fs::read_to_string(reader)));
@@ -285,10 +279,7 @@ fn conform_stops_on_sigterm_to_itself() -> Result<(), Failed> {
     };
     let _ = c10k::sys::process::kill(child.id() as i32, libc::SIGTERM);
     let status = wait_bounded(&mut child)?;
-    let (stdout, stderr) = (
-        out.join().unwrap_or_default(),
-        err.join().unwrap_or_default(),
-    );
+    let (stdout, stderr) = pipes.read();
     let pid = pid?;
     let left = running(pid);
     end(pid);

@@ -122,21 +122,46 @@ pub fn run_c10k(args: &[&str]) -> Result<Ran, String> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start c10k: {e}"))?;
-    let collect = |mut pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = pipe.read_to_string(&mut s);
-            s
-        })
-    };
-    let out = collect(Box::new(child.stdout.take().ok_or("no stdout")?));
-    let err = collect(Box::new(child.stderr.take().ok_or("no stderr")?));
+    let pipes = Pipes::take(&mut child)?;
     let status = wait_bounded(&mut child).map_err(|e| format!("c10k {}: {e}", args.join(" ")))?;
+    let (stdout, stderr) = pipes.read();
     Ok(Ran {
         code: status.code(),
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
+        stdout,
+        stderr,
     })
+}
+
+/// A child's stdout and stderr, each read to its end on its own thread so
+/// that neither pipe fills and stalls the child while it runs.
+pub struct Pipes {
+    out: std::thread::JoinHandle<String>,
+    err: std::thread::JoinHandle<String>,
+}
+
+impl Pipes {
+    /// Starts reading both pipes of `child` (spawned with them piped).
+    pub fn take(child: &mut Child) -> Result<Pipes, String> {
+        let collect = |mut pipe: Box<dyn Read + Send>| {
+            std::thread::spawn(move || {
+                let mut s = String::new();
+                let _ = pipe.read_to_string(&mut s);
+                s
+            })
+        };
+        Ok(Pipes {
+            out: collect(Box::new(child.stdout.take().ok_or("no stdout")?)),
+            err: collect(Box::new(child.stderr.take().ok_or("no stderr")?)),
+        })
+    }
+
+    /// Both outputs, once the child closed them (it exited).
+    pub fn read(self) -> (String, String) {
+        (
+            self.out.join().unwrap_or_default(),
+            self.err.join().unwrap_or_default(),
+        )
+    }
 }
 
 /// A fresh, empty directory for one test.
