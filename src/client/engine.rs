@@ -1270,11 +1270,13 @@ mod tests {
         }
     }
 
+    /// A window that opened a second ago (messages a test makes overdue
+    /// by milliseconds are in it) and runs a minute.
     fn schedule(shared: &Shared) -> Schedule {
         let now = Instant::now();
         let s = Schedule {
-            start: now,
-            measure_from: now,
+            start: now - Duration::from_secs(1),
+            measure_from: now - Duration::from_secs(1),
             until: Some(now + Duration::from_secs(60)),
         };
         let _ = shared.schedule.set(s);
@@ -1355,6 +1357,42 @@ mod tests {
             shared.payload.write_message(0, k, &mut expected);
         }
         assert_eq!(batch, expected);
+    }
+
+    /// Sends the warm-up owed when the window opens are not written: the
+    /// backlog keeps only the window's, and a timer still in the warm-up
+    /// resumes at its first due time inside the window.
+    #[test]
+    fn warmup_sends_owed_when_the_window_opens_are_dropped() {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let shared = Shared::new(plan(
+            listener.local_addr().expect("addr"),
+            1,
+            Workload::Open {
+                rate: 10.0,
+                depth: 16,
+            },
+        ));
+        let mut e = Engine::new(&shared, 0).expect("an event loop");
+        e.connect_all();
+        let _end = listener.accept().expect("accept");
+        let sched = schedule(&shared);
+        let ms = Duration::from_millis;
+        let from = sched.measure_from;
+        e.conns[0].backlog.extend([from - ms(100), from + ms(1)]);
+        e.end_warmup(&sched);
+        assert_eq!(e.conns[0].backlog, [from + ms(1)]);
+        e.conns[0].backlog.clear();
+        // Due 250 ms before the window, every 100 ms: 150 ms before, 50 ms
+        // before, then 50 ms into it; the window opened a second ago.
+        e.timers.push(Reverse((from - ms(250), 0)));
+        let writes = e.io.writes;
+        e.fire_timers(from + ms(1000), ms(100), 16, &sched);
+        assert_eq!(e.io.writes - writes, 1);
+        // 50, 150, … 950 ms into the window: ten, the warm-up's none.
+        assert_eq!(e.conns[0].in_flight.len(), 10);
+        assert!(e.conns[0].in_flight.iter().all(|f| f.measured));
+        assert_eq!(e.timers.peek(), Some(&Reverse((from + ms(1050), 0))));
     }
 
     #[test]

@@ -107,6 +107,15 @@ pub struct Limits {
     /// that is on a CPU at its next tick, a process's `stat` in clock ticks.
     #[serde(default)]
     pub server_cpu_error_seconds: Option<f64>,
+    /// Times the client's threads were put on a CPU over the window
+    /// (schedstat's third field, summed over its processes): each wake-up
+    /// from a sleep, and each return after being preempted (`null`: not
+    /// read).
+    #[serde(default)]
+    pub client_runs: Option<f64>,
+    /// The server's live threads', as the client's (`null`: not observed).
+    #[serde(default)]
+    pub server_runs: Option<f64>,
 }
 
 impl Default for Limits {
@@ -129,6 +138,8 @@ impl Default for Limits {
             server_cpu_seconds: None,
             server_span_seconds: None,
             server_cpu_error_seconds: None,
+            client_runs: None,
+            server_runs: None,
         }
     }
 }
@@ -442,6 +453,8 @@ pub(crate) fn judge(x: &Inputs) -> Limits {
         server_cpu_seconds: w.server_cpu,
         server_span_seconds: w.server_span.or(w.server_cpu.map(|_| w.seconds)),
         server_cpu_error_seconds: w.server_error.or(w.server_cpu.map(|_| 0.0)),
+        client_runs: (w.client_runs > 0.0).then_some(w.client_runs),
+        server_runs: w.server_runs,
     }
 }
 

@@ -647,6 +647,16 @@ impl Report {
                 per(cl.syscalls.writes),
                 per(cl.syscalls.waits),
             );
+            let runs = |r: Option<f64>| r.map(|r| format!("{:.3}", r / self.messages as f64));
+            if let Some(c) = runs(self.limits.client_runs) {
+                let server = runs(self.limits.server_runs)
+                    .map_or(String::new(), |s| format!(", the server's {s}"));
+                let _ = writeln!(
+                    s,
+                    "  wake-ups     {c} per message on a CPU for the client{server} (schedstat: \
+                     a thread put on a CPU, after a sleep or a preemption)"
+                );
+            }
         }
         let _ = writeln!(
             s,

@@ -34,6 +34,9 @@ pub(super) fn table(data: &RunData) -> Table {
             "server/conn",
             "client RSS/conn",
             "server CPU/msg",
+            "client CPU/msg",
+            "server wake-ups/msg",
+            "client wake-ups/msg",
             "server CPU/conn·s",
             "runner CPU",
             "of it in traffic",
@@ -43,7 +46,8 @@ pub(super) fn table(data: &RunData) -> Table {
     type Column = (fn(&Metrics) -> Option<f64>, fn(f64) -> String);
     let us = |v: f64| seconds(v / 1e6);
     let kib = crate::runner::memory::kib;
-    let columns: [Column; 18] = [
+    let per = |v: f64| format!("{v:.3}");
+    let columns: [Column; 21] = [
         (|m| m.held, format_count),
         (|m| m.echoed_share, |v| format!("{v:.4}")),
         (|m| m.latency_p50_us, us),
@@ -58,6 +62,9 @@ pub(super) fn table(data: &RunData) -> Table {
         (|m| m.user_kib_per_connection, kib),
         (|m| m.client_kib_per_connection, kib),
         (|m| m.server_cpu_per_message_us, us),
+        (|m| m.client_cpu_per_message_us, us),
+        (|m| m.server_runs_per_message, per),
+        (|m| m.client_runs_per_message, per),
         (|m| m.server_cpu_per_connection_second_us, us),
         (|m| m.runner_cpu_seconds, seconds),
         (|m| m.runner_traffic_cpu_seconds, seconds),
@@ -85,8 +92,10 @@ pub(super) fn table(data: &RunData) -> Table {
          system-wide, both ends of each loopback connection. Server: its processes' anonymous \
          memory (PSS) with every connection up, before any message. Client: the peak resident \
          memory of its processes, summed, each one's program pages included, over the \
-         connections. Server CPU over the measured \
-         window, per message and per connection per second of it. Runner CPU: c10k run's own \
+         connections. Server and client CPU over the measured \
+         window, per message (the server's also per connection per second of it). Wake-ups: times \
+         each side's threads were put on a CPU in the window (schedstat), per message: every \
+         wake-up from a sleep, and every return after being preempted. Runner CPU: c10k run's own \
          process over the whole cell (starting the servers, reading /proc, hearing the client), \
          and of it, from the client's go to its results (warm-up, window, drain): what the \
          measuring took from the CPUs it measured on. The causes of skipped and failed cells are in the next table.",

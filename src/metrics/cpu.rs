@@ -68,6 +68,9 @@ pub struct TreeCpu {
     /// Of `seconds`, the reaped children's (clock ticks, rounded down).
     #[serde(default)]
     pub reaped: f64,
+    /// Times its live threads were put on a CPU ([`Thread::runs`]).
+    #[serde(default)]
+    pub runs: u64,
     /// Seconds `seconds` and `waited` may lag the truth: a tick for each
     /// thread on a CPU or runnable when read, a clock tick for each process
     /// whose time came from `stat` ([`tree`]).
@@ -93,6 +96,8 @@ pub(crate) struct Snapshot {
     pub own: crate::sys::process::Usage,
     /// Seconds this process's threads waited, runnable, for a CPU.
     pub own_waited: f64,
+    /// Times this process's threads were put on a CPU ([`Thread::runs`]).
+    pub own_runs: u64,
     /// Seconds `own` and `own_waited` may lag: a tick for each of this
     /// process's other threads on a CPU or runnable when read.
     pub own_error: f64,
@@ -129,11 +134,12 @@ impl Snapshot {
         let machine = machine();
         let (server_read, tree) = read_server(server);
         let reading = (thread_cpu() - before).max(0.0);
-        let (own, own_waited, own_error) = own(false);
+        let (own, own_waited, own_error, own_runs) = own(false);
         Snapshot {
             at: std::time::Instant::now(),
             own,
             own_waited,
+            own_runs,
             own_error,
             machine,
             server: tree,
@@ -156,7 +162,7 @@ impl Snapshot {
             settle();
             excluded = (thread_cpu() - before).max(0.0);
         }
-        let (own, own_waited, own_error) = own(true);
+        let (own, own_waited, own_error, own_runs) = own(true);
         let before = thread_cpu();
         let (server_read, tree) = read_server(server);
         let machine = machine();
@@ -166,6 +172,7 @@ impl Snapshot {
             at,
             own,
             own_waited,
+            own_runs,
             own_error,
             machine,
             server: tree,
@@ -225,6 +232,8 @@ impl Snapshot {
             server_cpu: server(|s| s.seconds),
             server_waited: server(|s| s.waited),
             client_waited: (self.own_waited - start.own_waited).max(0.0),
+            server_runs: server(|s| s.runs as f64).filter(|&r| r > 0.0),
+            client_runs: self.own_runs.saturating_sub(start.own_runs) as f64,
             server_capacity: self.server.or(start.server).map(|s| s.capacity()),
             server_seconds,
             server_span,
@@ -268,18 +277,19 @@ fn thread_cpu() -> f64 {
 /// The most times [`settle`] yields.
 const SETTLE_YIELDS: usize = 100;
 
-/// This process's usage, its threads' wait for a CPU, and how much both
-/// may lag (its other threads on a CPU are counted at their next tick).
+/// This process's usage, its threads' wait for a CPU, how much both
+/// may lag, and the times its threads were put on a CPU (its other threads on a CPU are counted at their next tick).
 /// The usage is read `first` (a window's end) or last (its start), so that
 /// reading the threads is outside the window.
-fn own(first: bool) -> (crate::sys::process::Usage, f64, f64) {
+fn own(first: bool) -> (crate::sys::process::Usage, f64, f64, u64) {
     let usage = first.then(crate::sys::process::Usage::of_self);
     let me = rustix::thread::gettid().as_raw_nonzero().get() as u32;
     let threads = threads(std::process::id());
     let usage = usage.unwrap_or_else(crate::sys::process::Usage::of_self);
     let others_running = threads.iter().filter(|t| t.tid != me && t.running).count();
     let waited = threads.iter().map(|t| t.waited).sum();
-    (usage, waited, others_running as f64 * kernel_tick())
+    let runs = threads.iter().map(|t| t.runs).sum();
+    (usage, waited, others_running as f64 * kernel_tick(), runs)
 }
 
 /// The server's tree, with the moments just before and after reading it.
@@ -320,6 +330,14 @@ pub struct WindowCpu {
     /// Seconds the client's threads waited, runnable, for a CPU (summed
     /// over worker processes when merged).
     pub client_waited: f64,
+    /// Times the server's live threads were put on a CPU ([`Thread::runs`];
+    /// `None`: not observed, or schedstat not there).
+    #[serde(default)]
+    pub server_runs: Option<f64>,
+    /// Times the client's threads were put on a CPU (summed over worker
+    /// processes when merged; 0: schedstat not there).
+    #[serde(default)]
+    pub client_runs: f64,
     /// CPUs the server could keep busy (its threads on its allowed CPUs).
     pub server_capacity: Option<f64>,
     /// The server's own window: from the middle of its reads at the start
@@ -357,6 +375,8 @@ impl WindowCpu {
         self.server_cpu = max(self.server_cpu, o.server_cpu);
         self.server_waited = max(self.server_waited, o.server_waited);
         self.client_waited += o.client_waited;
+        self.server_runs = max(self.server_runs, o.server_runs);
+        self.client_runs += o.client_runs;
         self.server_capacity = max(self.server_capacity, o.server_capacity);
         self.server_seconds = max(self.server_seconds, o.server_seconds);
         self.server_span = max(self.server_span, o.server_span);
@@ -502,6 +522,7 @@ pub fn tree(roots: &[u32]) -> Option<TreeCpu> {
             out.seconds += if read { ran.max(own) } else { own } + reaped;
             out.reaped += reaped;
             out.waited += threads.iter().map(|t| t.waited).sum::<f64>();
+            out.runs += threads.iter().map(|t| t.runs).sum::<u64>();
             if let Some(status) = &status {
                 out.threads += nthreads;
                 if pid == root {
@@ -525,6 +546,10 @@ struct Thread {
     ran: f64,
     /// Seconds it waited, runnable, for a CPU (the second).
     waited: f64,
+    /// Times it was put on a CPU (the third): each wake-up from a sleep,
+    /// and each return after it was preempted while runnable. A loop that
+    /// sleeps in its wait and is rarely preempted makes one per wake-up.
+    runs: u64,
     /// On a CPU or runnable when read (state `R` in its `stat`; read only
     /// for a process with several threads: `running` is false otherwise).
     running: bool,
@@ -550,6 +575,7 @@ fn threads(pid: u32) -> Vec<Thread> {
         let (Some(Some(ran)), Some(Some(waited))) = (f.next(), f.next()) else {
             continue;
         };
+        let runs = f.next().flatten().unwrap_or(0.0) as u64;
         let running = several
             && std::fs::read_to_string(t.path().join("stat"))
                 .ok()
@@ -558,6 +584,7 @@ fn threads(pid: u32) -> Vec<Thread> {
             tid,
             ran: ran / 1e9,
             waited: waited / 1e9,
+            runs,
             running,
         });
     }
@@ -639,6 +666,7 @@ mod tests {
             at: t0 + us(at),
             own: crate::sys::process::Usage::default(),
             own_waited: 0.0,
+            own_runs: 0,
             own_error: 0.0,
             machine: None,
             server: tree,
@@ -647,6 +675,37 @@ mod tests {
             reading: 0.0,
             machine_at: t0 + us(at),
         }
+    }
+
+    /// A thread that sleeps is put on a CPU again when it wakes: the runs
+    /// count it, and a window gives each side's runs as the difference.
+    #[test]
+    fn runs_count_the_wake_ups_of_each_side() {
+        let (_, _, _, before) = own(false);
+        for _ in 0..3 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let (_, _, _, after) = own(true);
+        assert!(after >= before + 3, "{before} → {after}");
+        let t0 = std::time::Instant::now();
+        let tree = |runs| TreeCpu {
+            runs,
+            threads: 1,
+            cpus_allowed: 1,
+            ..TreeCpu::default()
+        };
+        let mut a = snap(t0, 0, 10, Some(tree(10)));
+        let mut b = snap(t0, 1_000_000, 10, Some(tree(110)));
+        a.own_runs = 5;
+        b.own_runs = 45;
+        let w = b.since(&a);
+        assert_eq!(w.server_runs, Some(100.0));
+        assert_eq!(w.client_runs, 40.0);
+        // Two client processes watched the same server: their runs add,
+        // the server's is one.
+        let mut m = w;
+        m.merge(&w);
+        assert_eq!((m.client_runs, m.server_runs), (80.0, Some(100.0)));
     }
 
     #[test]

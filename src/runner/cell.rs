@@ -200,6 +200,11 @@ pub struct Metrics {
     pub server_cell_cpu_per_message_us: Option<f64>,
     /// Client CPU per measured message over the measured window, µs.
     pub client_cpu_per_message_us: Option<f64>,
+    /// Times the client's threads were put on a CPU over the window, per
+    /// measured message: its wake-ups (and returns after preemption).
+    pub client_runs_per_message: Option<f64>,
+    /// The server's, as the client's.
+    pub server_runs_per_message: Option<f64>,
     /// Churn: server CPU (whole tree, whole cell) per connection, µs.
     pub server_cpu_per_connection_us: Option<f64>,
     /// Server anonymous PSS added per connection (loaded minus idle), KiB.
@@ -527,6 +532,16 @@ impl CellResult {
             client_cpu_per_message_us: per_message(
                 load.client.cpu_user_seconds + load.client.cpu_system_seconds,
             ),
+            client_runs_per_message: load
+                .limits
+                .client_runs
+                .filter(|_| load.messages > 0)
+                .map(|r| r / load.messages as f64),
+            server_runs_per_message: load
+                .limits
+                .server_runs
+                .filter(|_| load.messages > 0)
+                .map(|r| r / load.messages as f64),
             failed_connections: Some(load.connections.failed as f64),
             jain: load.fairness.as_ref().and_then(|f| f.jain),
             ..Metrics::default()
