@@ -654,7 +654,8 @@ pub struct ServeArgs {
     #[arg(long)]
     pub max_conns: Option<u64>,
     /// Threads or processes for prefork, epoll-workers, uring, tokio and
-    /// hybrid [default: CPUs available; prefork: 64].
+    /// hybrid [default: one per CPU it may use, those of --cpus when given;
+    /// prefork: 64].
     #[arg(short, long)]
     pub workers: Option<usize>,
     /// Stack size of each connection thread (threads), e.g. 64KiB

@@ -60,10 +60,14 @@ impl ServePlan {
             }
             None => None,
         };
+        let cpus = cpus_flag(a.cpus.as_deref())?;
+        // One per CPU it may use: pinned to one CPU, two uring rings or
+        // two epoll loops only take turns on it (as `c10k run` already
+        // passes --workers for the CPUs it gives the server).
         let default_workers = if model.worker_per_connection() {
             64
         } else {
-            cpus_available()
+            cpus.as_ref().map_or_else(cpus_available, Vec::len)
         };
         let workers = a.workers.unwrap_or(default_workers);
         if !(1..=100_000).contains(&workers) {
@@ -97,7 +101,6 @@ impl ServePlan {
                     .join(", ")
             ));
         }
-        let cpus = cpus_flag(a.cpus.as_deref())?;
         let work = work_flags(model, a, buffer)?;
         Ok(ServePlan {
             model,
@@ -244,6 +247,40 @@ pub(crate) use crate::present::units::parse_duration;
 #[cfg(test)]
 mod tests {
     use super::parse_size;
+
+    /// The plan `c10k serve ARGS` makes.
+    fn serve(args: &[&str]) -> super::ServePlan {
+        use clap::{Args, FromArgMatches};
+        let m =
+            crate::cli::ServeArgs::augment_args(clap::Command::new("serve").no_binary_name(true))
+                .try_get_matches_from(args)
+                .expect("flags");
+        let a = crate::cli::ServeArgs::from_arg_matches(&m).expect("flags");
+        super::ServePlan::from_args(&a).expect("a plan")
+    }
+
+    #[test]
+    fn workers_default_to_the_cpus_the_server_may_use() {
+        let first = crate::sys::affinity::current_cpus()[0].to_string();
+        for model in ["uring", "epoll-workers", "tokio", "hybrid"] {
+            let pinned = serve(&["--model", model, "--cpus", &first]);
+            assert_eq!(pinned.config.workers, 1, "{model} on one CPU");
+            let free = serve(&["--model", model]);
+            assert_eq!(
+                free.config.workers,
+                crate::sys::affinity::cpus_available(),
+                "{model}"
+            );
+            let asked = serve(&["--model", model, "--cpus", &first, "--workers", "3"]);
+            assert_eq!(asked.config.workers, 3, "{model}: --workers wins");
+        }
+        assert_eq!(
+            serve(&["--model", "prefork", "--cpus", &first])
+                .config
+                .workers,
+            64
+        );
+    }
 
     #[test]
     fn sizes() {

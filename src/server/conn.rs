@@ -33,6 +33,22 @@ use std::net::TcpStream;
 use super::work::{Next, Requests, Work};
 use super::Stats;
 
+/// How far a connection reads on one report that it is readable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reads {
+    /// Until the socket would block (or the budget is spent): a waiter that
+    /// reports edges (`epoll --edge`, `sigio`) says nothing more about
+    /// bytes already there, and a blocking socket reads until the peer is
+    /// done.
+    ToEmpty,
+    /// Until a read shorter than the buffer has been echoed: the socket
+    /// held no more than that, and a level-triggered waiter (select, poll,
+    /// epoll) reports it again if more came since, or the peer hung up. So
+    /// the read that would only find it empty (EAGAIN) is not made: one
+    /// read a message at depth 1 instead of two, as the C loops do.
+    UntilShort,
+}
+
 /// What a connection needs next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Want {
@@ -155,11 +171,12 @@ impl Conn {
         &mut self,
         sock: &mut S,
         budget: usize,
+        reads: Reads,
         stats: &Stats,
         work: &Work,
     ) -> io::Result<Want> {
         if work.is_none() {
-            self.drive_plain(sock, budget, stats)
+            self.drive_plain(sock, budget, reads, stats)
         } else {
             self.drive_framed(sock, budget, stats, work)
         }
@@ -170,15 +187,24 @@ impl Conn {
         &mut self,
         sock: &mut S,
         budget: usize,
+        until: Reads,
         stats: &Stats,
     ) -> io::Result<Want> {
         let mut reads = 0;
+        let mut short = false;
         loop {
             if !self.flush(sock, stats, self.tail)? {
                 return Ok(Want::Write);
             }
             if self.eof {
                 return Ok(Want::Done);
+            }
+            if short {
+                // Echoed whole: nothing owed, so no buffer held.
+                if let Some(b) = self.buf.take() {
+                    give_buffer(b);
+                }
+                return Ok(Want::Read);
             }
             if reads == budget {
                 return Ok(Want::More);
@@ -188,6 +214,7 @@ impl Conn {
             match sock.read(buf) {
                 Ok(0) => self.eof = true,
                 Ok(n) => {
+                    short = until == Reads::UntilShort && n < buf.len();
                     self.head = 0;
                     self.tail = n;
                     reads += 1;
@@ -331,7 +358,7 @@ pub(crate) fn serve_blocking(stream: TcpStream, buffer: usize, stats: &Stats, wo
     let mut stream = stream;
     let mut conn = Conn::new(buffer);
     let ended = loop {
-        match conn.drive(&mut stream, usize::MAX, stats, work) {
+        match conn.drive(&mut stream, usize::MAX, Reads::ToEmpty, stats, work) {
             Ok(Want::Wait(until)) => {
                 std::thread::sleep(until.saturating_duration_since(std::time::Instant::now()))
             }
@@ -418,7 +445,7 @@ mod tests {
         // The writer accepts 1000 bytes, then would block: the state machine
         // must stop reading (backpressure) and ask to write.
         assert_eq!(
-            c.drive(&mut s, usize::MAX, &stats, &Work::default())
+            c.drive(&mut s, usize::MAX, Reads::ToEmpty, &stats, &Work::default())
                 .unwrap(),
             Want::Write
         );
@@ -428,7 +455,7 @@ mod tests {
         loop {
             s.room = 1000;
             match c
-                .drive(&mut s, usize::MAX, &stats, &Work::default())
+                .drive(&mut s, usize::MAX, Reads::ToEmpty, &stats, &Work::default())
                 .unwrap()
             {
                 Want::Done => break,
@@ -454,7 +481,8 @@ mod tests {
         let mut c = Conn::new(64);
         assert!(!c.holds_buffer());
         assert_eq!(
-            c.drive(&mut s, 100, &stats, &Work::default()).unwrap(),
+            c.drive(&mut s, 100, Reads::ToEmpty, &stats, &Work::default())
+                .unwrap(),
             Want::Read
         );
         assert_eq!(s.output, vec![5; 100]);
@@ -463,10 +491,62 @@ mod tests {
         s.input.push_back(vec![6; 100]);
         s.room = 10;
         assert_eq!(
-            c.drive(&mut s, 100, &stats, &Work::default()).unwrap(),
+            c.drive(&mut s, 100, Reads::ToEmpty, &stats, &Work::default())
+                .unwrap(),
             Want::Write
         );
         assert!(c.holds_buffer() && c.owed() > 0);
+    }
+
+    /// A level-triggered waiter's connection stops after a short read it
+    /// echoed whole: the next chunk waits for the next report, and no
+    /// buffer is held meanwhile. A full read reads on; a short one that
+    /// cannot be echoed at once waits to write, as before.
+    #[test]
+    fn a_short_read_echoed_ends_a_level_triggered_turn() {
+        let stats = Stats::default();
+        let mut s = Fake {
+            input: vec![vec![1; 64], vec![2; 64]].into(),
+            output: Vec::new(),
+            room: usize::MAX,
+            closed: true,
+        };
+        let mut c = Conn::new(128);
+        let drive = |c: &mut Conn, s: &mut Fake| {
+            c.drive(s, 100, Reads::UntilShort, &stats, &Work::default())
+                .unwrap()
+        };
+        assert_eq!(drive(&mut c, &mut s), Want::Read);
+        assert_eq!((s.output.len(), s.input.len()), (64, 1), "one read");
+        assert!(!c.holds_buffer());
+        assert_eq!(drive(&mut c, &mut s), Want::Read);
+        assert_eq!(s.output.len(), 128);
+        // Then the hang-up, on the next report.
+        assert_eq!(drive(&mut c, &mut s), Want::Done);
+        // A read that filled the buffer reads on until a short one.
+        let mut c = Conn::new(128);
+        let mut s = Fake {
+            input: vec![vec![3; 300]].into(),
+            output: Vec::new(),
+            room: usize::MAX,
+            closed: false,
+        };
+        assert_eq!(drive(&mut c, &mut s), Want::Read);
+        assert_eq!(s.output, vec![3; 300]);
+        // Edge-triggered: to the end, the hang-up included.
+        let mut s = Fake {
+            input: vec![vec![4; 64], vec![5; 64]].into(),
+            output: Vec::new(),
+            room: usize::MAX,
+            closed: true,
+        };
+        let mut c = Conn::new(128);
+        assert_eq!(
+            c.drive(&mut s, 100, Reads::ToEmpty, &stats, &Work::default())
+                .unwrap(),
+            Want::Done
+        );
+        assert_eq!(s.output.len(), 128);
     }
 
     #[test]
@@ -480,12 +560,14 @@ mod tests {
         };
         let mut c = Conn::new(10);
         assert_eq!(
-            c.drive(&mut s, 2, &stats, &Work::default()).unwrap(),
+            c.drive(&mut s, 2, Reads::ToEmpty, &stats, &Work::default())
+                .unwrap(),
             Want::More
         );
         assert_eq!(s.output.len(), 20);
         assert_eq!(
-            c.drive(&mut s, 100, &stats, &Work::default()).unwrap(),
+            c.drive(&mut s, 100, Reads::ToEmpty, &stats, &Work::default())
+                .unwrap(),
             Want::Read
         );
         assert_eq!(s.output.len(), 50);
@@ -512,7 +594,10 @@ mod tests {
             closed: false,
         };
         let mut c = Conn::new(16);
-        assert_eq!(c.drive(&mut s, 100, &stats, &work).unwrap(), Want::Read);
+        assert_eq!(
+            c.drive(&mut s, 100, Reads::ToEmpty, &stats, &work).unwrap(),
+            Want::Read
+        );
         assert_eq!(s.output, data[..32], "four whole requests echoed");
         assert_eq!(stats.summary("t").requests, 4);
         assert_eq!(c.owed(), 5, "a partial request waits for its rest");
@@ -521,7 +606,10 @@ mod tests {
         s.input.push_back(data[37..40].to_vec());
         s.input.push_back(vec![99, 98]);
         s.closed = true;
-        assert_eq!(c.drive(&mut s, 100, &stats, &work).unwrap(), Want::Done);
+        assert_eq!(
+            c.drive(&mut s, 100, Reads::ToEmpty, &stats, &work).unwrap(),
+            Want::Done
+        );
         let mut all = data.clone();
         all.extend([99, 98]);
         assert_eq!(s.output, all);
@@ -541,13 +629,13 @@ mod tests {
             closed: false,
         };
         let mut c = Conn::new(64);
-        let Want::Wait(until) = c.drive(&mut s, 100, &stats, &work).unwrap() else {
+        let Want::Wait(until) = c.drive(&mut s, 100, Reads::ToEmpty, &stats, &work).unwrap() else {
             panic!("the first request waits")
         };
         assert!(s.output.is_empty());
         std::thread::sleep(until.saturating_duration_since(std::time::Instant::now()));
         assert!(matches!(
-            c.drive(&mut s, 100, &stats, &work).unwrap(),
+            c.drive(&mut s, 100, Reads::ToEmpty, &stats, &work).unwrap(),
             Want::Wait(_)
         ));
         assert_eq!(s.output, [1, 1, 1, 1], "the first, then the second waits");
@@ -564,11 +652,16 @@ mod tests {
         };
         let mut c = Conn::new(64);
         assert_eq!(
-            c.drive(&mut s, 100, &stats, &offload).unwrap(),
+            c.drive(&mut s, 100, Reads::ToEmpty, &stats, &offload)
+                .unwrap(),
             Want::Block(std::time::Duration::from_millis(1))
         );
         c.blocked();
-        assert_eq!(c.drive(&mut s, 100, &stats, &offload).unwrap(), Want::Done);
+        assert_eq!(
+            c.drive(&mut s, 100, Reads::ToEmpty, &stats, &offload)
+                .unwrap(),
+            Want::Done
+        );
         assert_eq!(s.output, [7; 4]);
     }
 
@@ -588,7 +681,7 @@ mod tests {
         let mut c = Conn::new(32);
         let mut rounds = 0;
         loop {
-            match c.drive(&mut s, 3, &stats, &work).unwrap() {
+            match c.drive(&mut s, 3, Reads::ToEmpty, &stats, &work).unwrap() {
                 Want::Done => break,
                 Want::Write | Want::More => {}
                 other => panic!("unexpected {other:?}"),

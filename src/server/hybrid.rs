@@ -48,6 +48,7 @@ use std::thread::JoinHandle;
 use anyhow::Context as _;
 use rustix::event::{eventfd, EventfdFlags};
 
+use super::conn::Reads;
 use super::poll::PollWaiter;
 use super::reactor::{Core, Handler, Reactor, Waiter};
 use super::table::{service, Slot, Step};
@@ -190,7 +191,8 @@ fn serve(
         let Ok(mut slot) = job else {
             return; // Channel closed and drained: stopping.
         };
-        let step = service(&mut slot, stats, work);
+        // The poll loop it goes back to reports it again if more came.
+        let step = service(&mut slot, Reads::UntilShort, stats, work);
         if done.send((slot, step)).is_err() {
             return; // The loop is gone.
         }

@@ -45,7 +45,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 
 use super::accept::{accept_all, Gate};
-use super::conn::Want;
+use super::conn::{Reads, Want};
 use super::pace::Pace;
 use super::table::{Slot, Step, Table};
 use super::Context;
@@ -189,7 +189,14 @@ impl<W: Waiter> Core<'_, W> {
         let Some(before) = self.table.get(fd).map(|s| s.want) else {
             return Ok(()); // Closed earlier in this batch.
         };
-        let step = self.table.service(fd, self.ctx.stats);
+        // A level-triggered waiter reports the socket again for whatever
+        // one short read left; an edge-triggered one would not.
+        let reads = if self.waiter.edge() {
+            Reads::ToEmpty
+        } else {
+            Reads::UntilShort
+        };
+        let step = self.table.service(fd, reads, self.ctx.stats);
         self.follow(fd, before, step)
     }
 

@@ -5,7 +5,7 @@
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, RawFd};
 
-use super::conn::{Conn, Want};
+use super::conn::{Conn, Reads, Want};
 use super::work::Work;
 use super::Stats;
 
@@ -87,11 +87,11 @@ impl Table {
 
     /// Echoes on `fd` as far as the socket allows; closes it when done or
     /// broken. Unknown descriptors count as closed.
-    pub(crate) fn service(&mut self, fd: RawFd, stats: &Stats) -> Step {
+    pub(crate) fn service(&mut self, fd: RawFd, reads: Reads, stats: &Stats) -> Step {
         let Some(slot) = self.slots.get_mut(fd as usize).and_then(Option::as_mut) else {
             return Step::Closed;
         };
-        match service(slot, stats, &self.work) {
+        match service(slot, reads, stats, &self.work) {
             Step::Closed => {
                 self.take(fd);
                 Step::Closed
@@ -103,8 +103,11 @@ impl Table {
 
 /// Services one connection; on `Closed` the caller drops the slot (closing
 /// the socket), and the close is already counted in `stats`.
-pub(crate) fn service(slot: &mut Slot, stats: &Stats, work: &Work) -> Step {
-    match slot.conn.drive(&mut slot.stream, READ_BUDGET, stats, work) {
+pub(crate) fn service(slot: &mut Slot, reads: Reads, stats: &Stats, work: &Work) -> Step {
+    match slot
+        .conn
+        .drive(&mut slot.stream, READ_BUDGET, reads, stats, work)
+    {
         Ok(Want::Done) => {
             slot.conn.release();
             stats.closed();

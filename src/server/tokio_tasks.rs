@@ -43,7 +43,7 @@ use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
 use super::accept::{accept, Accepted, Gate};
-use super::conn::{Conn, Want};
+use super::conn::{Conn, Reads, Want};
 use super::table::READ_BUDGET;
 use super::work::{block, Work};
 use super::{Context, Model, Stats, Variant};
@@ -169,7 +169,8 @@ async fn stopped(pipe: &AsyncFd<BorrowedFd<'_>>, shutdown: &Shutdown) -> anyhow:
 async fn serve_conn(stream: TcpStream, buffer: usize, stats: &'static Stats, work: &Work) {
     let mut conn = Conn::new(buffer);
     let result = loop {
-        let want = conn.drive(&mut Sock(&stream), READ_BUDGET, stats, work);
+        // tokio's readiness is edge-triggered: it clears only on EAGAIN.
+        let want = conn.drive(&mut Sock(&stream), READ_BUDGET, Reads::ToEmpty, stats, work);
         let waited = match want {
             Ok(Want::Read) => stream.readable().await,
             Ok(Want::Write) => stream.writable().await,
