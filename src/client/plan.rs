@@ -109,6 +109,10 @@ pub struct LoadPlan {
     pub hdr: Option<PathBuf>,
     pub fail_on_error: bool,
     pub quiet: bool,
+    /// Print the pre-flight's warnings on stderr before the run (they are
+    /// in the report's warnings either way). `c10k run` prints its own
+    /// pre-flight once for the largest cell, so its cells do not repeat it.
+    pub preflight_to_stderr: bool,
     /// The command line, for the results.
     pub command: String,
     /// As agent K of P of a run over agents: (K, P). Connection ids are
@@ -150,6 +154,7 @@ impl LoadPlan {
             hdr: None,
             fail_on_error: false,
             quiet: false,
+            preflight_to_stderr: true,
             command: String::new(),
             process: None,
             server_pids: Vec::new(),

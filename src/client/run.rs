@@ -97,7 +97,12 @@ fn run_inner(mut plan: LoadPlan, connected: Option<&mut dyn FnMut()>) -> anyhow:
         };
         let findings = preflight::check_with(&needs, plan.connect_rate, &preflight::System::read());
         for f in &findings {
-            if f.level >= preflight::Level::Warn || !plan.quiet {
+            let shown = if f.level >= preflight::Level::Warn {
+                plan.preflight_to_stderr
+            } else {
+                !plan.quiet
+            };
+            if shown {
                 eprintln!("{f}");
             }
             if f.level >= preflight::Level::Warn {

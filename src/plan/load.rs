@@ -92,6 +92,7 @@ pub fn plan(a: &LoadArgs, command: String) -> Result<LoadPlan, String> {
         hdr: a.hdr.clone(),
         fail_on_error: a.fail_on_error,
         quiet: a.quiet,
+        preflight_to_stderr: true,
         command,
         process: None,
         agents: agents(&a.agents)?,

@@ -595,6 +595,9 @@ fn load_plan(
         interval: Duration::from_secs_f64(w.client_interval_seconds.unwrap_or(0.0)),
         cpus,
         quiet: true,
+        // The run printed its pre-flight once; each cell keeps its own
+        // findings in its report's warnings.
+        preflight_to_stderr: false,
         server_pids,
         agents: plan.agents.clone(),
         ..LoadPlan::new(target, n, workload)
