@@ -622,33 +622,31 @@ impl<'a> Engine<'a> {
             if self.conns[i].state != State::Up {
                 continue;
             }
-            if due < sched.measure_from && now >= sched.measure_from {
+            let next = if due < sched.measure_from && now >= sched.measure_from {
                 // A warm-up send reached only once the window is open is
                 // dropped (see `end_warmup`): the connection's schedule
                 // resumes at its first due time inside the window.
                 let behind = (sched.measure_from - due).as_nanos();
                 let step = interval.as_nanos().max(1);
-                let next = due + Duration::from_nanos((behind.div_ceil(step) * step) as u64);
-                if sched.until.is_none_or(|u| next < u) && self.may_send(i, next, sched) {
-                    self.timers.push(Reverse((next, i)));
+                due + Duration::from_nanos((behind.div_ceil(step) * step) as u64)
+            } else {
+                if self.may_send(i, due, sched) {
+                    let c = &mut self.conns[i];
+                    if c.in_flight.len() < depth && c.backlog.is_empty() {
+                        let f = self.stamp(due, now, sched);
+                        self.queue(i, f, now);
+                        self.dirty.push(i);
+                    } else if c.backlog.len() < MAX_BACKLOG {
+                        // Due, but the connection is busy: it goes out as
+                        // soon as a slot frees, and its latency counts from
+                        // now.
+                        c.backlog.push_back(due);
+                    } else {
+                        self.missed += 1;
+                    }
                 }
-                continue;
-            }
-            if self.may_send(i, due, sched) {
-                let c = &mut self.conns[i];
-                if c.in_flight.len() < depth && c.backlog.is_empty() {
-                    let f = self.stamp(due, now, sched);
-                    self.queue(i, f, now);
-                    self.dirty.push(i);
-                } else if c.backlog.len() < MAX_BACKLOG {
-                    // Due, but the connection is busy: it goes out as soon
-                    // as a slot frees, and its latency counts from now.
-                    c.backlog.push_back(due);
-                } else {
-                    self.missed += 1;
-                }
-            }
-            let next = due + interval;
+                due + interval
+            };
             if sched.until.is_none_or(|u| next < u) && self.may_send(i, next, sched) {
                 self.timers.push(Reverse((next, i)));
             }
