@@ -70,6 +70,8 @@
 //! out of the pool. Sending straight from the pool would save that copy, but
 //! a peer that never reads would then pin pool buffers, and enough such peers
 //! would starve every other connection: copying keeps the pool returnable.
+//! The vector copied into is one a finished send left behind (the worker
+//! keeps up to [`SPARES`]), so the copy allocates nothing per message.
 //! The price of the whole scheme is code: ownership of every buffer has to be
 //! tracked until the kernel's last completion for it (see
 //! [`crate::sys::uring`]), and needs Linux 6.1 or later.
@@ -307,7 +309,14 @@ struct Worker<'a> {
     /// The Gate::PAUSE timer, while armed.
     timer: Option<OpId>,
     stop: bool,
+    /// Send vectors whose send completed, emptied, for the next receive
+    /// to copy into: no allocation per message (up to [`SPARES`] kept).
+    spare: Vec<Vec<u8>>,
 }
+
+/// Emptied send vectors a worker keeps; like the readiness loops' spare
+/// buffers ([`super::conn`]), so an idle connection holds none.
+const SPARES: usize = 64;
 
 impl<'a> Worker<'a> {
     fn new(
@@ -331,6 +340,7 @@ impl<'a> Worker<'a> {
             accept: None,
             timer: None,
             stop: false,
+            spare: Vec::new(),
         };
         w.ring.poll_readable(ctx.shutdown.fd(), SHUTDOWN);
         w.ring.poll_readable(abort.as_fd(), ABORT);
@@ -465,6 +475,9 @@ impl<'a> Worker<'a> {
             // Draining the requests of a dead connection.
         } else if c.result > 0 {
             if let Some(data) = self.ring.data(&c) {
+                if conn.queued.capacity() == 0 {
+                    conn.queued = self.spare.pop().unwrap_or_default();
+                }
                 conn.queued.extend_from_slice(data);
             }
             self.ctx.stats.state.read(&mut conn.id, c.result as u64);
@@ -489,7 +502,7 @@ impl<'a> Worker<'a> {
         let Some(Some(conn)) = self.conns.get_mut(slot) else {
             return;
         };
-        let buf = c.take_sent().unwrap_or_default();
+        let mut buf = c.take_sent().unwrap_or_default();
         let start = buf.len() - conn.sending;
         conn.sending = 0;
         // A dead connection's send just comes home; its buffer is dropped.
@@ -505,11 +518,18 @@ impl<'a> Worker<'a> {
                     conn.sending = buf.len() - start - n;
                     self.ring
                         .send(conn.stream.as_fd(), buf, start + n, tag(slot, SEND));
+                    buf = Vec::new();
                 }
             } else {
                 let e = c.error().unwrap_or_else(|| io::ErrorKind::WriteZero.into());
                 fail(conn, self.ctx, e);
             }
+        }
+        // Kept only if no larger than a receive buffer: a vector grown by
+        // a burst is not held on to.
+        if self.spare.len() < SPARES && (1..=MAX_BUF).contains(&buf.capacity()) {
+            buf.clear();
+            self.spare.push(buf);
         }
         self.pump(slot);
     }
