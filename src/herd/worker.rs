@@ -224,10 +224,9 @@ fn select_loop(fds: &[BorrowedFd<'_>], setup: &Setup<'_>, slot: &Slot) -> i32 {
         master.insert(f.as_raw_fd());
     }
     let mut read = FdSet::with_capacity(nfds);
-    let mut write = FdSet::with_capacity(nfds);
     wait_loop(fds[0], setup, slot, |wait| {
         read.copy_from(&master, nfds);
-        fdset::select(nfds, &mut read, &mut write, Some(wait)).map_err(io_errno)
+        fdset::select(nfds, &mut read, None, Some(wait)).map_err(io_errno)
     })
 }
 

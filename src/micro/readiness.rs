@@ -117,8 +117,6 @@ trait Waiter {
 struct SelectWaiter {
     master: FdSet,
     work: FdSet,
-    /// An empty write set (select writes it back empty).
-    none: FdSet,
     nfds: usize,
     /// Pair index by descriptor.
     index: Vec<usize>,
@@ -136,7 +134,6 @@ impl SelectWaiter {
         }
         SelectWaiter {
             work: master.clone(),
-            none: FdSet::with_capacity(nfds),
             master,
             nfds,
             index,
@@ -147,12 +144,7 @@ impl SelectWaiter {
 impl Waiter for SelectWaiter {
     fn wait(&mut self) -> std::io::Result<usize> {
         self.work.copy_from(&self.master, self.nfds);
-        fdset::select(
-            self.nfds,
-            &mut self.work,
-            &mut self.none,
-            Some(Duration::ZERO),
-        )
+        fdset::select(self.nfds, &mut self.work, None, Some(Duration::ZERO))
     }
 
     fn collect(&mut self, nready: usize, ready: &mut Vec<usize>) {

@@ -14,6 +14,9 @@
 //! - The result is scanned a machine word at a time (a zero word skips 64
 //!   descriptors) and the scan stops once `nready` events were found.
 //! - The listener is accepted until EAGAIN, so one wake-up drains a burst.
+//! - The write set is passed only while some connection waits to write (its
+//!   peer is slow to read); otherwise it is NULL, as in the plain C loop, so
+//!   the kernel copies and scans one bitmap per call, not two.
 //!
 //! The loop around the wait is the shared [`reactor`](super::reactor); this
 //! file is only the waiter.
@@ -55,6 +58,9 @@ pub(crate) struct SelectWaiter {
     ready_w: FdSet,
     /// One more than the highest descriptor in the master sets.
     nfds: usize,
+    /// Descriptors in the write set: none (the usual case, every peer
+    /// reading) passes a NULL write set, as the plain C loop does.
+    writers: usize,
 }
 
 impl SelectWaiter {
@@ -68,10 +74,12 @@ impl SelectWaiter {
             ready_r: set.clone(),
             ready_w: set,
             nfds: 0,
+            writers: 0,
         }
     }
 
     fn set(&mut self, fd: RawFd, interest: Interest) -> io::Result<()> {
+        let was = self.write.contains(fd);
         let (on, off) = match interest {
             Interest::Read => (&mut self.read, &mut self.write),
             Interest::Write => (&mut self.write, &mut self.read),
@@ -84,11 +92,13 @@ impl SelectWaiter {
                 format!("descriptor {fd} is past the select bitmap"),
             ));
         }
+        self.writers = self.writers + usize::from(interest == Interest::Write) - usize::from(was);
         self.nfds = self.nfds.max(fd as usize + 1);
         Ok(())
     }
 
     fn remove(&mut self, fd: RawFd) {
+        self.writers -= usize::from(self.write.contains(fd));
         self.read.remove(fd);
         self.write.remove(fd);
         if fd as usize + 1 == self.nfds {
@@ -123,14 +133,21 @@ impl Waiter for SelectWaiter {
 
     fn wait(&mut self, timeout: Option<Duration>, ready: &mut Vec<RawFd>) -> io::Result<()> {
         self.ready_r.copy_from(&self.read, self.nfds);
-        self.ready_w.copy_from(&self.write, self.nfds);
-        let nready = fdset::select(self.nfds, &mut self.ready_r, &mut self.ready_w, timeout)?;
+        let writes = self.writers > 0;
+        let write = if writes {
+            self.ready_w.copy_from(&self.write, self.nfds);
+            Some(&mut self.ready_w)
+        } else {
+            None
+        };
+        let nready = fdset::select(self.nfds, &mut self.ready_r, write, timeout)?;
         let mut left = nready;
         for i in 0..self.nfds.div_ceil(WORD_BITS) {
             if left == 0 {
                 break;
             }
-            let (r, w) = (self.ready_r.words()[i], self.ready_w.words()[i]);
+            let r = self.ready_r.words()[i];
+            let w = if writes { self.ready_w.words()[i] } else { 0 };
             let mut bits = r | w;
             if bits == 0 {
                 continue;
@@ -156,4 +173,41 @@ fn highest(a: &FdSet, b: &FdSet, nfds: usize) -> usize {
             (w != 0).then(|| i * WORD_BITS + (WORD_BITS - w.leading_zeros() as usize))
         })
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::os::fd::AsFd;
+    use std::os::unix::net::UnixStream;
+
+    use super::*;
+
+    fn ready(w: &mut SelectWaiter) -> Vec<RawFd> {
+        let mut out = Vec::new();
+        w.wait(Some(Duration::ZERO), &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn the_write_set_is_passed_only_while_a_descriptor_waits_to_write() {
+        let (a, mut b) = UnixStream::pair().unwrap();
+        let fd = a.as_raw_fd();
+        let mut w = SelectWaiter::new();
+        w.watch(a.as_fd(), Interest::Write).unwrap();
+        assert_eq!(w.writers, 1);
+        assert_eq!(ready(&mut w), vec![fd], "an empty socket is writable");
+        // Watched for reading again: no write set, and nothing to read.
+        w.change(a.as_fd(), Interest::Read).unwrap();
+        assert_eq!(w.writers, 0);
+        assert_eq!(ready(&mut w), Vec::<RawFd>::new());
+        b.write_all(b"x").unwrap();
+        assert_eq!(ready(&mut w), vec![fd]);
+        // Watching for writing twice counts once; unwatching clears it.
+        w.change(a.as_fd(), Interest::Write).unwrap();
+        w.change(a.as_fd(), Interest::Write).unwrap();
+        assert_eq!(w.writers, 1);
+        w.unwatch(a.as_fd()).unwrap();
+        assert_eq!((w.writers, w.nfds), (0, 0));
+    }
 }

@@ -83,15 +83,20 @@ impl FdSet {
     }
 }
 
-/// `select(nfds, read, write, NULL, timeout)`. Both sets must hold at least
-/// `nfds` bits and only descriptors the caller keeps open.
+/// `select(nfds, read, write, NULL, timeout)`, with a NULL write set when
+/// `write` is `None` (the kernel then copies and scans one bitmap, not two).
+/// The sets must hold at least `nfds` bits and only descriptors the caller
+/// keeps open.
 pub fn select(
     nfds: usize,
     read: &mut FdSet,
-    write: &mut FdSet,
+    write: Option<&mut FdSet>,
     timeout: Option<Duration>,
 ) -> io::Result<usize> {
-    assert!(nfds <= read.capacity() && nfds <= write.capacity());
+    assert!(nfds <= read.capacity() && write.as_ref().is_none_or(|w| nfds <= w.capacity()));
+    let writep = write.map_or(std::ptr::null_mut(), |w| {
+        w.words.as_mut_ptr().cast::<libc::fd_set>()
+    });
     let mut tv = timeout.map(|d| libc::timeval {
         tv_sec: d.as_secs() as libc::time_t,
         tv_usec: d.subsec_micros() as libc::suseconds_t,
@@ -99,8 +104,9 @@ pub fn select(
     let tvp = tv
         .as_mut()
         .map_or(std::ptr::null_mut(), |t| t as *mut libc::timeval);
-    // SAFETY: both word vectors hold at least `nfds` bits (asserted above),
-    // and the kernel reads and writes only the first `nfds` bits of each;
+    // SAFETY: both word vectors (or the read one, with a null write set)
+    // hold at least `nfds` bits (asserted above), and the kernel reads and
+    // writes only the first `nfds` bits of each;
     // `fd_set` is an array of `c_ulong` bits with the same layout as `Word`,
     // so the casts describe the memory correctly. `tvp` is null or points to
     // a live timeval.
@@ -108,7 +114,7 @@ pub fn select(
         libc::select(
             nfds as libc::c_int,
             read.words.as_mut_ptr().cast::<libc::fd_set>(),
-            write.words.as_mut_ptr().cast::<libc::fd_set>(),
+            writep,
             std::ptr::null_mut(),
             tvp,
         )
