@@ -16,14 +16,70 @@ pub enum Forked {
     Child,
 }
 
-/// Number of threads in this process, from /proc/self/status.
+/// Number of threads in this process, from /proc/self/status, read into a
+/// stack buffer: [`fork`] asks before every fork, and the fork models'
+/// parent should write no heap per child (see `server::children`).
 pub(crate) fn thread_count() -> io::Result<usize> {
-    let status = std::fs::read_to_string("/proc/self/status")?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Threads:"))
+    use std::io::Read as _;
+    let mut buf = [0u8; 4096];
+    let mut file = std::fs::File::open("/proc/self/status")?;
+    let mut len = 0;
+    while len < buf.len() {
+        match file.read(&mut buf[len..])? {
+            0 => break,
+            n => len += n,
+        }
+    }
+    std::str::from_utf8(&buf[..len])
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Threads:")))
         .and_then(|v| v.trim().parse().ok())
         .ok_or_else(|| io::Error::other("no Threads: line in /proc/self/status"))
+}
+
+/// The pids of this process's children, live or exited but not yet reaped,
+/// as the kernel lists them (`/proc/self/task/TID/children` of the calling
+/// thread, which must be the one that forked them; or, on a kernel built
+/// without that file, every `/proc/PID/stat` whose parent is this process).
+pub(crate) fn children() -> io::Result<Vec<i32>> {
+    let me = std::process::id();
+    let tid = rustix::thread::gettid().as_raw_nonzero();
+    match std::fs::read_to_string(format!("/proc/self/task/{tid}/children")) {
+        Ok(list) => Ok(list
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect()),
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        Err(_) => children_by_scan(me),
+    }
+}
+
+/// The processes whose parent is `parent`, from every `/proc/PID/stat`.
+fn children_by_scan(parent: u32) -> io::Result<Vec<i32>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc")? {
+        let Some(pid) = entry?
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // Gone since the listing: not ours to signal.
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // The name in parentheses may hold spaces; the parent's pid is the
+        // second field after it.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(parent) {
+            out.push(pid);
+        }
+    }
+    Ok(out)
 }
 
 /// `fork()`, only from a single-threaded process.
@@ -245,5 +301,32 @@ pub(crate) fn tie_to_parent(cmd: &mut std::process::Command) {
             }
             Ok(())
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::Command;
+
+    use super::*;
+
+    #[test]
+    fn the_kernel_lists_the_children_until_they_are_reaped() {
+        let mut kids: Vec<_> = (0..2)
+            .map(|_| Command::new("sleep").arg("30").spawn().unwrap())
+            .collect();
+        let pids: Vec<i32> = kids.iter().map(|c| c.id() as i32).collect();
+        let listed = children().unwrap();
+        let scanned = children_by_scan(std::process::id()).unwrap();
+        for k in &mut kids {
+            k.kill().unwrap();
+            k.wait().unwrap();
+        }
+        for p in &pids {
+            assert!(listed.contains(p), "{p} not in {listed:?}");
+            assert!(scanned.contains(p), "{p} not in {scanned:?}");
+        }
+        let after = children().unwrap();
+        assert!(pids.iter().all(|p| !after.contains(p)), "{after:?}");
     }
 }
