@@ -66,7 +66,9 @@ pub fn check(plan: &RunPlan) -> Result<(), String> {
     for (i, s) in plan.servers.iter().enumerate() {
         let at = format!("servers[{i}]");
         name(&format!("{at}.name"), &s.name, "-_")?;
-        if !s.command.iter().any(|w| w.contains("{port}")) {
+        // A peer that cannot run here has no command; its cells are
+        // skipped with `unavailable` as the reason.
+        if s.unavailable.is_none() && !s.command.iter().any(|w| w.contains("{port}")) {
             return Err(format!("{at}.command: must contain {{port}}"));
         }
         if !named.insert(s.name.as_str()) {
@@ -246,5 +248,21 @@ mod tests {
             addr: "127.0.0.1:9".parse().unwrap(),
         });
         assert!(check(&p).unwrap_err().contains("'dup' names two servers"));
+    }
+
+    #[test]
+    fn a_peer_that_cannot_run_here_needs_no_command() {
+        let mut p = RunPlan::example(&["epoll", "go"], &[2], 1);
+        p.servers.push(crate::runner::foreign::Foreign {
+            name: "go".into(),
+            command: vec![],
+            unavailable: Some("the go peer needs golang-go (apt-get install golang-go)".into()),
+        });
+        assert_eq!(check(&p), Ok(()));
+        p.servers[0].unavailable = None;
+        assert_eq!(
+            check(&p).unwrap_err(),
+            "servers[0].command: must contain {port}"
+        );
     }
 }
