@@ -40,7 +40,7 @@ use anyhow::Context as _;
 
 use super::accept::{accept, wait_for_listener, Accepted, Gate};
 use super::children::{run_child, Children};
-use super::conn::serve_blocking;
+use super::conn::{keep_buffer, serve_blocking};
 use super::{Context, Model};
 use crate::sys::process::Forked;
 
@@ -69,6 +69,8 @@ impl Model for Fork {
         let stats = ctx.stats;
         let mut children = Children::default();
         let mut gate = Gate::default();
+        // Each child's echo buffer, ready before the first fork.
+        keep_buffer(ctx.config.buffer);
         loop {
             let woke = wait_for_listener(&listener, ctx, &mut gate).context("poll")?;
             let Some(readable) = woke else {
