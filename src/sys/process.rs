@@ -38,48 +38,16 @@ pub(crate) fn thread_count() -> io::Result<usize> {
 }
 
 /// The pids of this process's children, live or exited but not yet reaped,
-/// as the kernel lists them (`/proc/self/task/TID/children` of the calling
-/// thread, which must be the one that forked them; or, on a kernel built
-/// without that file, every `/proc/PID/stat` whose parent is this process).
+/// as the kernel lists them in `/proc/self/task/TID/children` of the
+/// calling thread, which must be the one that forked them (the file
+/// `metrics::tree::descendants` reads too).
 pub(crate) fn children() -> io::Result<Vec<i32>> {
-    let me = std::process::id();
     let tid = rustix::thread::gettid().as_raw_nonzero();
-    match std::fs::read_to_string(format!("/proc/self/task/{tid}/children")) {
-        Ok(list) => Ok(list
-            .split_whitespace()
-            .filter_map(|p| p.parse().ok())
-            .collect()),
-        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-        Err(_) => children_by_scan(me),
-    }
-}
-
-/// The processes whose parent is `parent`, from every `/proc/PID/stat`.
-fn children_by_scan(parent: u32) -> io::Result<Vec<i32>> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc")? {
-        let Some(pid) = entry?
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        // Gone since the listing: not ours to signal.
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // The name in parentheses may hold spaces; the parent's pid is the
-        // second field after it.
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
-        if ppid == Some(parent) {
-            out.push(pid);
-        }
-    }
-    Ok(out)
+    let list = std::fs::read_to_string(format!("/proc/self/task/{tid}/children"))?;
+    Ok(list
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect())
 }
 
 /// `fork()`, only from a single-threaded process.
@@ -317,14 +285,12 @@ mod tests {
             .collect();
         let pids: Vec<i32> = kids.iter().map(|c| c.id() as i32).collect();
         let listed = children().unwrap();
-        let scanned = children_by_scan(std::process::id()).unwrap();
         for k in &mut kids {
             k.kill().unwrap();
             k.wait().unwrap();
         }
         for p in &pids {
             assert!(listed.contains(p), "{p} not in {listed:?}");
-            assert!(scanned.contains(p), "{p} not in {scanned:?}");
         }
         let after = children().unwrap();
         assert!(pids.iter().all(|p| !after.contains(p)), "{after:?}");
