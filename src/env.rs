@@ -92,6 +92,11 @@ pub(crate) struct Environment {
                        by dotted name, whitespace collapsed to one space."
     )]
     pub sysctls: BTreeMap<String, String>,
+    /// The DAMON monitors running here ([`damon`]), `kdamond 0: paddr`
+    /// each; empty when none runs. One over physical memory costs a fork
+    /// server's children (see [`damon`]).
+    #[serde(default)]
+    pub damon: Vec<String>,
 }
 
 /// Records the environment of this process now.
@@ -149,7 +154,64 @@ pub(crate) fn capture() -> Environment {
             .iter()
             .filter_map(|&name| sysctl(name).map(|v| (name.to_string(), v)))
             .collect(),
+        damon: damon(),
     }
+}
+
+/// Where the kernel lists its DAMON monitors.
+pub(crate) const KDAMONDS: &str = "/sys/kernel/mm/damon/admin/kdamonds";
+
+/// The DAMON monitors (`kdamond` threads) running here, `kdamond N: OPS`
+/// each (OPS: what it watches, `paddr` for physical memory, `vaddr` for
+/// chosen processes); empty when none runs or the kernel has no DAMON.
+///
+/// Why a benchmark records it: a monitor of physical memory (a proactive
+/// reclaim scheme, say) checks whether a page was used by walking its
+/// reverse map, every mapping of the page in every process. A page a fork
+/// server's parent shares with its children (its code, its heap) is
+/// mapped once per child, so the monitor's work grows with the
+/// connections and takes CPU from the server: with 10,000 children here,
+/// up to a fifth of the server's CPU, and more for a larger program (the
+/// README's "Against the plainest C program of each model").
+pub(crate) fn damon() -> Vec<String> {
+    damon_in(std::path::Path::new(KDAMONDS))
+}
+
+fn damon_in(dir: &std::path::Path) -> Vec<String> {
+    let read = |p: std::path::PathBuf| std::fs::read_to_string(p).ok();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut ids: Vec<u32> = entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    ids.sort_unstable();
+    ids.into_iter()
+        .filter_map(|id| {
+            let kd = dir.join(id.to_string());
+            if read(kd.join("state"))?.trim() != "on" {
+                return None;
+            }
+            let mut ops: Vec<String> = std::fs::read_dir(kd.join("contexts"))
+                .into_iter()
+                .flatten()
+                .filter_map(|c| read(c.ok()?.path().join("operations")))
+                .map(|o| o.trim().to_string())
+                .filter(|o| !o.is_empty())
+                .collect();
+            ops.sort();
+            ops.dedup();
+            Some(format!("kdamond {id}: {}", ops.join(", ")))
+        })
+        .collect()
+}
+
+/// Whether one of `damon`'s monitors watches physical memory.
+pub(crate) fn damon_watches_physical(damon: &[String]) -> bool {
+    damon.iter().any(|d| {
+        d.split_once(": ")
+            .is_some_and(|(_, ops)| ops.split(", ").any(|o| o == "paddr"))
+    })
 }
 
 /// Reads one sysctl by its dotted name (`net.core.somaxconn`), whitespace
@@ -402,6 +464,33 @@ Udp: 10
     }
 
     /// Run with `--nocapture` to see what this machine reports.
+    #[test]
+    fn damon_lists_the_monitors_that_run_and_what_they_watch() {
+        let dir = std::env::temp_dir().join(format!("c10k-damon-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let kd = |id: &str, state: &str, ops: &[&str]| {
+            let k = dir.join(id);
+            std::fs::create_dir_all(k.join("contexts")).unwrap();
+            std::fs::write(k.join("state"), format!("{state}\n")).unwrap();
+            for (i, o) in ops.iter().enumerate() {
+                let c = k.join("contexts").join(i.to_string());
+                std::fs::create_dir_all(&c).unwrap();
+                std::fs::write(c.join("operations"), format!("{o}\n")).unwrap();
+            }
+        };
+        kd("0", "on", &["paddr"]);
+        kd("1", "off", &["paddr"]);
+        kd("10", "on", &["vaddr", "vaddr"]);
+        std::fs::write(dir.join("nr_kdamonds"), "3\n").unwrap();
+        let found = damon_in(&dir);
+        assert_eq!(found, ["kdamond 0: paddr", "kdamond 10: vaddr"]);
+        assert!(damon_watches_physical(&found));
+        assert!(!damon_watches_physical(&found[1..]));
+        // No DAMON at all: nothing, not an error.
+        assert!(damon_in(&dir.join("absent")).is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn capture_reads_this_machine() {
         let env = capture();

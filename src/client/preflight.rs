@@ -111,6 +111,8 @@ pub(crate) struct System {
     /// network namespace uses (`net.ipv4.tcp_ehash_entries`, Linux 6.1 on;
     /// negative there when the namespace shares the host's).
     pub ehash_buckets: Option<u64>,
+    /// The DAMON monitors running ([`env::damon`]).
+    pub damon: Vec<String>,
 }
 
 impl System {
@@ -133,6 +135,7 @@ impl System {
                 .and_then(|v| v.parse::<i64>().ok())
                 .map(i64::unsigned_abs)
                 .filter(|&b| b > 0),
+            damon: env::damon(),
         }
     }
 }
@@ -627,6 +630,7 @@ impl System {
             },
             max_map_count: Some(65_530),
             ehash_buckets: Some(262_144),
+            damon: Vec::new(),
         }
     }
 }

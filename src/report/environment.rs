@@ -28,6 +28,7 @@ const KNOWN: &[&str] = &[
     "nofile_hard",
     "ephemeral_ports",
     "sysctls",
+    "damon",
 ];
 
 /// The section's HTML.
@@ -78,6 +79,21 @@ pub fn section(env: &Value, plan: &RunPlan) -> String {
             match text(env, "c10k_build") {
                 b if b.is_empty() || b == "unknown" => text(env, "c10k_version"),
                 b => format!("{} ({b})", text(env, "c10k_version")),
+            },
+        ),
+        (
+            "DAMON",
+            match env.get("damon").and_then(Value::as_array) {
+                Some(a) if !a.is_empty() => {
+                    let all: Vec<&str> = a.iter().filter_map(Value::as_str).collect();
+                    format!(
+                        "{} (checks pages through every process that maps them: a cost \
+                         that grows with fork's children)",
+                        all.join(", ")
+                    )
+                }
+                Some(_) => "none running".into(),
+                None => "unknown".into(),
             },
         ),
         ("pinning", pinning(plan)),

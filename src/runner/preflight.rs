@@ -18,6 +18,10 @@
 //! stack pages. Those cells are recorded as skipped with that cause; the
 //! run goes on with the others. Cost: a few reads of /proc and /sys, and
 //! when such a model is in the plan, 256 threads started once.
+//!
+//! A process-per-connection model run from 5,000 connections on a machine
+//! whose DAMON watches physical memory gets a warning: the monitor's CPU
+//! grows with the children ([`crate::env::damon`]).
 
 use crate::client::preflight::{self, Finding, Level, Needs, System};
 use crate::present::units::format_count;
@@ -88,7 +92,61 @@ pub(crate) fn check_with(plan: &RunPlan, system: &System) -> Vec<Finding> {
         // Agents check their own machines; here, only the servers' half.
         client_here: plan.agents.is_none(),
     };
-    preflight::check_with(&needs, plan.workload.connect_rate, system)
+    let mut findings = preflight::check_with(&needs, plan.workload.connect_rate, system);
+    findings.extend(damon_finding(plan, system));
+    findings
+}
+
+/// From this many connections a process-per-connection model measures
+/// DAMON as well (fork at 5,000:1 was level with its C program here, at
+/// 6,000 and 10,000 behind while DAMON ran).
+const DAMON_FORK_FROM: usize = 5_000;
+
+/// A warning when a model with a process per connection runs thousands
+/// of children on a machine whose DAMON watches physical memory
+/// ([`crate::env::damon`]): the monitor's CPU then grows with the model's
+/// children, so its figures include the host's monitor.
+fn damon_finding(plan: &RunPlan, system: &System) -> Option<Finding> {
+    if !crate::env::damon_watches_physical(&system.damon) {
+        return None;
+    }
+    // Each forking model's largest count from the threshold on that runs.
+    let counts: Vec<(&str, usize)> = plan
+        .models
+        .iter()
+        .filter(|m| {
+            super::matrix::resolve(&plan.variants, m)
+                .is_some_and(|(model, _)| model.forks() && model.task_per_connection())
+        })
+        .filter_map(|m| {
+            let refused = |n: usize| plan.refused.iter().any(|r| r.model == *m && n >= r.from);
+            let n = plan
+                .connections
+                .iter()
+                .copied()
+                .filter(|&n| n >= DAMON_FORK_FROM && !refused(n))
+                .max()?;
+            Some((m.as_str(), n))
+        })
+        .collect();
+    let n = counts.iter().map(|&(_, n)| n).max()?;
+    let models: Vec<&str> = counts.iter().map(|&(m, _)| m).collect();
+    Some(Finding {
+        level: Level::Warn,
+        what: format!(
+            "DAMON watches this machine's physical memory ({}): it checks a page by \
+             visiting every process that maps it, and {}'s children all map their \
+             parent's pages, so at {} connections its figures include the monitor's \
+             CPU (20 to 28 % of the server's at 10,000 in the README's profiles)",
+            system.damon.join("; "),
+            models.join(", "),
+            format_count(n as f64),
+        ),
+        fix: format!(
+            "to measure without it: echo off > {}/N/state for the run, and on after",
+            crate::env::KDAMONDS
+        ),
+    })
 }
 
 /// A model's counts it cannot hold here, and why: the first count refused
@@ -287,6 +345,44 @@ mod tests {
         assert!(b.fix.contains("at most"), "{b}");
         // A tenth of it fits.
         assert!(blocking(&check_with(&plan("epoll", &[100_000]), &s)).is_none());
+    }
+
+    #[test]
+    fn damon_over_physical_memory_is_a_warning_for_fork_at_thousands() {
+        let on = System {
+            damon: vec!["kdamond 0: paddr".into()],
+            ..machine()
+        };
+        let damon = |f: &[Finding]| f.iter().find(|x| x.what.contains("DAMON")).cloned();
+        let w = damon(&check_with(&plan("epoll,fork", &[100, 10_000]), &on)).expect("warned");
+        assert_eq!(w.level, Level::Warn);
+        assert!(w.what.contains("(kdamond 0: paddr)"), "{w}");
+        assert!(w.what.contains("fork's children"), "{w}");
+        assert!(w.what.contains("at 10,000 connections"), "{w}");
+        assert!(
+            w.fix
+                .contains("/sys/kernel/mm/damon/admin/kdamonds/N/state"),
+            "{w}"
+        );
+        // Not below thousands, not for the loops, not for a monitor of
+        // chosen processes, not without DAMON.
+        assert!(damon(&check_with(&plan("fork", &[1_000]), &on)).is_none());
+        assert!(damon(&check_with(&plan("epoll,threads", &[10_000]), &on)).is_none());
+        let vaddr = System {
+            damon: vec!["kdamond 0: vaddr".into()],
+            ..machine()
+        };
+        assert!(damon(&check_with(&plan("fork", &[10_000]), &vaddr)).is_none());
+        assert!(damon(&check_with(&plan("fork", &[10_000]), &machine())).is_none());
+        // Fork refused from 10,000 here: its largest count that runs.
+        let mut p = plan("epoll,fork", &[6_000, 10_000]);
+        p.refused = vec![Refusal {
+            model: "fork".into(),
+            from: 10_000,
+            why: "tasks".into(),
+        }];
+        let w = damon(&check_with(&p, &on)).expect("warned");
+        assert!(w.what.contains("at 6,000 connections"), "{w}");
     }
 
     #[test]

@@ -14,6 +14,12 @@
 //! writes (its `--buffer` among them), and a context switch per wake-up. The
 //! end costs an exit, a SIGCHLD (a pipe write and a wake-up of the parent) and
 //! a wait4. In return, connections are isolated: a crash takes down one.
+//! Where the host's DAMON watches physical memory, each child also costs
+//! the monitor: it checks a page by visiting every process that maps it,
+//! and every child maps all its parent's pages (this program's 6 MB image
+//! among them, where the plainest C fork server's is 17 KB), so its CPU
+//! grows with the children ([`crate::env::damon`]; `c10k run` warns from
+//! 5,000 connections).
 //!
 //! Counting: the parent calls `opened` when it accepts (in `admit`). A child
 //! that finishes its connection calls `closed` itself, before its socket
