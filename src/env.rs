@@ -171,8 +171,8 @@ pub(crate) const KDAMONDS: &str = "/sys/kernel/mm/damon/admin/kdamonds";
 /// server's parent shares with its children (its code, its heap) is
 /// mapped once per child, so the monitor's work grows with the
 /// connections and takes CPU from the server: with 10,000 children here,
-/// up to a fifth of the server's CPU, and more for a larger program (the
-/// README's "Against the plainest C program of each model").
+/// 20 to 28 % of the server's CPU in two profiles, and more for a larger
+/// program (the README's "Against the plainest C program of each model").
 pub(crate) fn damon() -> Vec<String> {
     damon_in(std::path::Path::new(KDAMONDS))
 }
@@ -463,7 +463,6 @@ Udp: 10
         assert_eq!(parse_port_range("1 2 3"), None);
     }
 
-    /// Run with `--nocapture` to see what this machine reports.
     #[test]
     fn damon_lists_the_monitors_that_run_and_what_they_watch() {
         let dir = std::env::temp_dir().join(format!("c10k-damon-{}", std::process::id()));
@@ -491,6 +490,7 @@ Udp: 10
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// Run with `--nocapture` to see what this machine reports.
     #[test]
     fn capture_reads_this_machine() {
         let env = capture();
