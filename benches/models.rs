@@ -18,7 +18,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
-use c10k::runner::server::{Launcher, ServerChild};
+use c10k::child::server::{Launcher, ServerChild};
 use rustix::event::epoll::{self, CreateFlags, Event, EventData, EventFlags};
 
 const MESSAGE: usize = 64;

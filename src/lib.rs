@@ -8,21 +8,25 @@
 //!        ┌──────────────┬─────────────┬─────┴──────┬───────────┬────────────┐
 //!     server/        client/        runner/      micro/      herd/       conform/
 //!   (c10k serve)   (c10k load)    (c10k run)   (c10k micro) (c10k herd) (c10k conform)
-//!        │              │      cells: server child + load, interleaved
+//!        │              │      cells, repeats, progress
+//!        │              │             │
+//!        │              │      child/ (a server child: start, READY, stop, reap)
 //!        │              │             │
 //!        └── metrics/ (a process tree's CPU, memory, sockets; kernel memory)
 //!                                     │
-//!             results (runner/results.rs: results.jsonl + plan.json)
+//!        results/ (the plan, cell records, results.jsonl + plan.json, lock)
+//!                                     │
+//!        analysis/ (ranking, verdict, memory slopes, bounds, disturbed runs)
 //!                                     │
 //!                compare/ (c10k compare, run --baseline: two results, cell by cell)
 //!                                     │
 //!      output.rs (every export of a run: JSON, CSV, Markdown) ── report/ (HTML, SVG)
 //!
 //!  Under the engines: export/ (writing a file safely, tables), present/
-//!  (numbers for people, a model's look in a chart), stats/ (medians,
-//!  intervals, fits), env/; sys/ under everything: the only home of
-//!  `unsafe`. No two modules import each other, even through others (a
-//!  test at the end of lib.rs).
+//!  (numbers and lists for people, a model's look in a chart), stats/
+//!  (medians, intervals, fits), env/; sys/ under everything: the only home
+//!  of `unsafe`. No two modules import each other, even through others,
+//!  and no two files of one folder do (tests at the end of lib.rs).
 //! ```
 //!
 //! Flags become settings once: [`cli`] holds the raw flags and [`plan`]
@@ -30,9 +34,9 @@
 //! [`plan`] holds every other file to that).
 //!
 //! **The path of one measurement** (`c10k run`, one cell): [`plan::run`]
-//! expands the preset and the flags into a [`runner::matrix::RunPlan`];
+//! expands the preset and the flags into a [`results::matrix::RunPlan`];
 //! [`runner::execute`](mod@runner::execute) starts the server as a child through the one
-//! launcher, [`runner::server`] (`c10k serve`, which prints `READY ip:port`
+//! launcher, [`child::server`] (`c10k serve`, which prints `READY ip:port`
 //! once it accepts; [`server::run`]), waits until the server holds the
 //! connections ([`metrics::tree`]), and drives it with the load generator
 //! ([`client::run`], one event loop per thread in [`client::engine`], several
@@ -41,8 +45,8 @@
 //! [`client::measured`]). Samples
 //! of the server's process tree and the kernel's memory are taken at each
 //! end of the window; the client says what limited the figure
-//! ([`client::limit`], [`runner::verdict`]). The cell becomes one line of
-//! `results.jsonl` ([`runner::results`]); [`output`] and [`report`] read
+//! ([`client::limit`], [`analysis::verdict`]). The cell becomes one line of
+//! `results.jsonl` ([`results::dir`]); [`output`] and [`report`] read
 //! only those lines, so a report can be made again from a directory.
 //!
 //! **The one file to open for each mechanism:**
@@ -55,10 +59,10 @@
 //! | how busy, select, poll, sigio, epoll wait (one waiter each) | `server/busy.rs`, `select.rs`, `poll.rs`, `sigio.rs`, `epoll.rs` |
 //! | interval control (`--interval`) | `server/pace.rs` |
 //! | the shared table and lock of `--shared-state` | `server/shared_state.rs`, `sys/lock.rs` |
-//! | a model with more serve flags (`--variant`) | `runner/matrix.rs` (`Variant`, `resolve`) |
+//! | a model with more serve flags (`--variant`) | `results/matrix.rs` (`Variant`, `resolve`) |
 //! | a model and its trade-offs | `server/<model>.rs`, registry in `server/mod.rs` |
-//! | starting and stopping a server child (runner, tests, benches) | `runner/server.rs` |
-//! | a server of the user's (`--server`) or already running (`--target`) | `runner/foreign.rs` |
+//! | starting and stopping a server child (runner, tests, benches) | `child/server.rs` |
+//! | a server of the user's (`--server`) or already running (`--target`) | `child/foreign.rs` |
 //! | the peers: Go, Node.js, asyncio, uvloop, Erlang, socat servers | `experiments/peers.rs`, `peers/` |
 //! | the conformance suite, for any echo server and every model's tests | `conform/` (checks in `traffic.rs`, `process.rs`) |
 //! | a process tree's CPU, memory and sockets | `metrics/tree.rs`, `metrics/cpu.rs` |
@@ -68,12 +72,14 @@
 //! | spreading the client over processes and agents (launchers, protocol) | `client/agents.rs`, `agent.rs`, `launch.rs`, `protocol.rs` |
 //! | merging loops' and worker processes' measurements (histograms added) | `client/measured.rs` |
 //! | limits checked before a run | `client/preflight.rs` |
-//! | what limited a figure | `client/limit.rs`, `runner/verdict.rs` |
-//! | results, resume, locking, which plan a record belongs to | `runner/results.rs`, `lock.rs`, `identity.rs` |
+//! | what limited a figure | `client/limit.rs`, `analysis/verdict.rs` |
+//! | results, resume, locking, which plan a record belongs to | `results/dir.rs`, `lock.rs`, `identity.rs` |
+//! | the ranking, the verdict, memory per connection, the bound of the work | `analysis/summary.rs`, `verdict.rs`, `memory.rs`, `bound.rs` |
+//! | repeating disturbed runs, `--runs auto`, the cells' order | `runner/mod.rs`, `auto.rs`, `analysis/settled.rs`, `results/matrix.rs` |
 //! | comparing two runs (matching cells, the test, the verdict) | `compare/cells.rs` |
 //! | a run's plan checked whole, made from flags or read back from plan.json | `plan/check.rs` |
 //! | starting a thread or a process that may fail (one line, the rest stopped) | `client/spawn.rs` |
-//! | a child's output, read without outliving its stop | `runner/pipes.rs` |
+//! | a child's output, read without outliving its stop | `child/pipes.rs` |
 //! | a signal that stops a command (one flag per process) | `sys/signals.rs` |
 //! | writing an output file safely | `export/target.rs` |
 //! | `unsafe` (select past FD_SETSIZE, fork, wait4, shared memory, process-shared locks, O_ASYNC signals, pinning) | `sys/` |
@@ -95,6 +101,8 @@
 // --document-private-items`, where a link to a crate-private item resolves.
 #![allow(rustdoc::private_intra_doc_links)]
 
+pub mod analysis;
+pub mod child;
 pub mod cli;
 pub mod client;
 pub mod compare;
@@ -109,6 +117,7 @@ pub mod output;
 pub mod plan;
 pub mod present;
 pub mod report;
+pub mod results;
 pub mod runner;
 pub mod server;
 pub mod stats;
@@ -116,11 +125,12 @@ pub mod stats;
 pub mod sys;
 
 /// The top-level modules form a DAG: flags ([`cli`]) over [`plan`] over the
-/// engines ([`server`], [`client`], [`micro`], [`herd`], [`runner`]) over
-/// their results, with [`output`] and [`report`] on top and [`sys`],
-/// [`env`], [`stats`], [`present`] and the writers of [`export`] at the
-/// bottom. A test reads every file under src/ and fails on a cycle between
-/// them, so a low module cannot reach up again.
+/// engines ([`server`], [`client`], [`micro`], [`herd`], [`runner`] with
+/// [`child`]) over their [`results`] and [`analysis`], with [`output`] and
+/// [`report`] on top and [`sys`], [`env`], [`stats`], [`present`] and the
+/// writers of [`export`] at the bottom. A test reads every file under src/ and fails on a cycle between
+/// them, so a low module cannot reach up again; another fails on a cycle
+/// between the files of any one folder.
 #[cfg(test)]
 mod layers {
     use std::collections::{BTreeMap, BTreeSet};
@@ -243,6 +253,180 @@ mod layers {
                 c.join(" -> ")
             );
         }
+    }
+
+    /// The code of a file as the graphs read it: its `#[cfg(test)]`
+    /// modules (at the end of a file) and its comment lines left out.
+    fn code(text: &str) -> String {
+        let lines: Vec<&str> = text.lines().collect();
+        let end = lines
+            .iter()
+            .enumerate()
+            .position(|(i, l)| {
+                l.trim() == "#[cfg(test)]"
+                    && lines[i + 1..]
+                        .iter()
+                        .find(|n| !n.trim().is_empty())
+                        .is_some_and(|n| n.trim_start().starts_with("mod "))
+            })
+            .unwrap_or(lines.len());
+        lines[..end]
+            .iter()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .copied()
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// The first name of each path that follows `prefix` in `text`
+    /// (`super::a::X` gives `a`; `super::{a, b::Y}` gives `a` and `b`).
+    fn names_after(text: &str, prefix: &str) -> Vec<String> {
+        let ident = |s: &str| -> String {
+            s.trim_start_matches(|c: char| c.is_whitespace() || c == '{')
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect()
+        };
+        let mut out = Vec::new();
+        let mut from = 0;
+        while let Some(i) = text[from..].find(prefix) {
+            let at = from + i;
+            from = at + prefix.len();
+            let before = text[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            let rest = &text[from..];
+            if let Some(group) = rest.strip_prefix('{') {
+                let mut depth = 1;
+                let mut item = String::new();
+                for c in group.chars() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => depth -= 1,
+                        _ => {}
+                    }
+                    if depth == 0 || (depth == 1 && c == ',') {
+                        out.push(ident(&item));
+                        item.clear();
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        item.push(c);
+                    }
+                }
+            } else {
+                out.push(ident(rest));
+            }
+        }
+        out.retain(|n| !n.is_empty());
+        out
+    }
+
+    /// The files of one folder and the files of it each one names (through
+    /// `super::x` or the folder's full path), by module name. The folder's
+    /// own `mod.rs` is the folder itself (it declares and re-exports its
+    /// files) and is left out; a subfolder counts as one module.
+    fn folder_graph(src: &Path, dir: &Path) -> Graph {
+        let rel = dir.strip_prefix(src).unwrap();
+        let path = format!(
+            "crate::{}::",
+            rel.components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join("::")
+        );
+        let mut files = BTreeMap::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let p = entry.unwrap().path();
+            let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+            if p.is_dir() {
+                let door = if p.join("mod.rs").exists() {
+                    p.join("mod.rs")
+                } else {
+                    dir.join(format!("{name}.rs"))
+                };
+                files.insert(name, door);
+            } else if p.extension().is_some_and(|e| e == "rs") && name != "mod" {
+                files.insert(name, p);
+            }
+        }
+        let mut graph = Graph::new();
+        for (name, file) in &files {
+            let text = code(&std::fs::read_to_string(file).unwrap_or_default());
+            let edges = graph.entry(name.clone()).or_default();
+            let named = names_after(&text, "super::")
+                .into_iter()
+                .chain(names_after(&text, &path));
+            for other in named {
+                if other != *name && files.contains_key(&other) {
+                    edges.entry(other).or_insert_with(|| {
+                        file.strip_prefix(src)
+                            .unwrap()
+                            .to_string_lossy()
+                            .into_owned()
+                    });
+                }
+            }
+        }
+        graph
+    }
+
+    fn folders(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_dir() {
+                out.push(p.clone());
+                folders(&p, out);
+            }
+        }
+    }
+
+    #[test]
+    fn the_files_of_each_folder_import_each_other_without_a_cycle() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut dirs = Vec::new();
+        folders(&src, &mut dirs);
+        dirs.sort();
+        let client = folder_graph(&src, &src.join("client"));
+        assert!(
+            client["engine"].contains_key("plan"),
+            "the reader sees imports"
+        );
+        let mut found = Vec::new();
+        for dir in &dirs {
+            let graph = folder_graph(&src, dir);
+            if let Some(c) = cycle(&graph) {
+                let edges: Vec<String> = c
+                    .windows(2)
+                    .map(|w| format!("{} -> {} ({})", w[0], w[1], graph[&w[0]][&w[1]]))
+                    .collect();
+                found.push(format!(
+                    "{}: {} ({})",
+                    dir.strip_prefix(&src).unwrap().display(),
+                    c.join(" -> "),
+                    edges.join(", ")
+                ));
+            }
+        }
+        assert!(
+            found.is_empty(),
+            "files of one folder import each other in a cycle; move what both \
+             need into a file of its own that neither imports back: {found:#?}"
+        );
+    }
+
+    #[test]
+    fn names_after_a_prefix_read_paths_and_groups() {
+        let text = "use super::a::X;\nuse super::{b, c::{D, E}};\nfoo::super::z;\n\
+                    let x = crate::client::plan::P;";
+        assert_eq!(names_after(text, "super::"), ["a", "b", "c"]);
+        assert_eq!(names_after(text, "crate::client::"), ["plan"]);
+        assert_eq!(
+            code("use a;\n// super::x\n#[cfg(test)]\nmod tests {}\n"),
+            "use a;"
+        );
     }
 
     #[test]

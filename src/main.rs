@@ -277,7 +277,7 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
                 Ok(d) => d,
                 Err(e) => {
                     eprintln!("c10k run: {e:#}");
-                    let in_use = e.downcast_ref::<runner::lock::InUse>().is_some();
+                    let in_use = e.downcast_ref::<c10k::results::lock::InUse>().is_some();
                     return ExitCode::from(if in_use { 2 } else { 1 });
                 }
             }
@@ -345,7 +345,7 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
 /// the exit code of the gate (or 1 when an output could not be written).
 fn against_baseline(
     args: &c10k::cli::RunArgs,
-    data: &c10k::runner::results::RunData,
+    data: &c10k::results::dir::RunData,
     base: &c10k::compare::input::Side,
 ) -> ExitCode {
     let settings = match c10k::plan::compare::settings(
@@ -463,7 +463,7 @@ fn compare(args: &c10k::cli::CompareArgs) -> ExitCode {
 /// The largest cell of `plan` against this machine, before anything
 /// starts: what cannot fit refuses the run with its fix (false), the rest
 /// are warnings.
-fn preflight(plan: &c10k::runner::matrix::RunPlan) -> bool {
+fn preflight(plan: &c10k::results::matrix::RunPlan) -> bool {
     use c10k::runner::preflight;
     let findings = preflight::check(plan);
     if let Some(f) = preflight::blocking(&findings) {
@@ -485,9 +485,9 @@ fn preflight(plan: &c10k::runner::matrix::RunPlan) -> bool {
 /// last line (the trace of a run killed mid-write, which lost only the
 /// cell it was writing) and a cell recorded again (its first result is
 /// kept): warnings, exit 0, as `--resume` reads them
-/// ([`c10k::runner::results::Problem::refuses`]).
+/// ([`c10k::results::dir::Problem::refuses`]).
 fn report(dir: &std::path::Path) -> ExitCode {
-    let (data, problems) = match c10k::runner::results::load(dir, c10k::plan::check::check) {
+    let (data, problems) = match c10k::results::dir::load(dir, c10k::plan::check::check) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("c10k report: {e:#}");

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 
 use crate::report::Section;
-use crate::runner::results::RunData;
+use crate::results::dir::RunData;
 
 /// Writes every export (and the report unless `report` is false); returns
 /// the paths written. `sections`: the run's tables per work profile
@@ -30,9 +30,9 @@ pub fn write_all(
     written.push(csv);
     let json = dir.join("results.json");
     let mut summary: Vec<serde_json::Value> = Vec::new();
-    for part in crate::runner::axis::parts(data) {
+    for part in crate::results::axis::parts(data) {
         let part_data = &part.data;
-        for (n, rows) in crate::runner::summary::standings(part_data) {
+        for (n, rows) in crate::analysis::summary::standings(part_data) {
             for r in rows {
                 let mut row = serde_json::json!({
                     "model": r.model,
@@ -51,7 +51,7 @@ pub fn write_all(
                 if let Some(w) = part.work {
                     row["work"] = w.into();
                 }
-                if let Some(b) = crate::runner::bound::share(part_data, &r.model, n) {
+                if let Some(b) = crate::analysis::bound::share(part_data, &r.model, n) {
                     row["bound"] = serde_json::to_value(&b.bound)?;
                     row["bound_share"] = serde_json::to_value(b.share)?;
                     row["above_bound"] = b.above.is_some().into();
@@ -100,7 +100,7 @@ fn csv_bytes(data: &RunData) -> anyhow::Result<Vec<u8>> {
         "work_bound",
     ];
     let metric_names: Vec<String> =
-        match serde_json::to_value(crate::runner::cell::Metrics::default())? {
+        match serde_json::to_value(crate::results::cell::Metrics::default())? {
             serde_json::Value::Object(m) => m.keys().cloned().collect(),
             _ => Vec::new(),
         };
@@ -148,7 +148,7 @@ fn markdown(data: &RunData, sections: &[Section]) -> String {
     let ok = data
         .cells
         .iter()
-        .filter(|c| c.status == crate::runner::cell::Status::Ok)
+        .filter(|c| c.status == crate::results::cell::Status::Ok)
         .count();
     let _ = writeln!(
         out,

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
-use super::launch::Template;
+use super::launch::Launch;
 use super::live::{Live, Tick};
 use super::measured::Measured;
 use super::plan::{LoadPlan, Workload};
@@ -77,14 +77,6 @@ const TICK: Duration = Duration::from_millis(100);
 #[derive(Debug, thiserror::Error)]
 #[error("interrupted before the agents started measuring")]
 struct Interrupted;
-
-/// How the agents of a run are started: a template each (the last one
-/// repeated when there are more agents than templates).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Launch {
-    pub templates: Vec<Template>,
-    pub agents: usize,
-}
 
 /// What the agents gave: the merged measurement, the agents lost, and
 /// each agent's own figures with their start skew.

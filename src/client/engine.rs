@@ -26,14 +26,11 @@ use rustix::event::epoll::{self, CreateFlags, Event, EventData, EventFlags};
 
 use super::conn::{Conn, Failure, InFlight, Payload, State};
 use super::measured::{histogram, Measured, Round, MAX_NS};
-use super::plan::{LoadPlan, Stop, Workload};
+use super::plan::{LoadPlan, Stop, Workload, PENDING_CONNECTS};
 use super::record::{ConnRecord, Records};
 use super::report::Syscalls;
 use super::source::{connect_socket, connected_to_itself};
 
-/// Connects in progress per thread at most: enough to keep a fast server
-/// busy, few enough not to overflow a default backlog.
-pub(crate) const PENDING_CONNECTS: usize = 256;
 /// Open loop: messages waiting for a free slot on one connection at most;
 /// past this, sends are skipped and counted as missed.
 const MAX_BACKLOG: usize = 1 << 16;

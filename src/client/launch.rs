@@ -108,6 +108,14 @@ pub fn read_file(path: &std::path::Path) -> Result<Vec<Template>, String> {
     Ok(templates)
 }
 
+/// How the agents of a run are started: a template each (the last one
+/// repeated when there are more agents than templates).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Launch {
+    pub templates: Vec<Template>,
+    pub agents: usize,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

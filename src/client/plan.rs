@@ -11,6 +11,10 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Connects in progress per thread at most: enough to keep a fast server
+/// busy, few enough not to overflow a default backlog.
+pub(crate) const PENDING_CONNECTS: usize = 256;
+
 /// The largest message, in bytes.
 pub(crate) const MAX_MESSAGE: usize = 64 << 20;
 /// The most messages in flight per connection.
@@ -124,7 +128,7 @@ pub struct LoadPlan {
     /// Agents started through launcher templates (`--agent`); `None`: this
     /// machine runs the connections (in worker processes past its
     /// open-files limit).
-    pub agents: Option<super::agents::Launch>,
+    pub agents: Option<super::launch::Launch>,
 }
 
 impl LoadPlan {

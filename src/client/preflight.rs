@@ -452,7 +452,7 @@ fn backlog(needs: &Needs, connect_rate: Option<f64>, system: &System, out: &mut 
     // The client keeps at most PENDING_CONNECTS connects in flight per event
     // loop, so that is the most the server's queue sees at once.
     let processes = processes_needed(needs.connections, system.nofile_hard.unwrap_or(u64::MAX));
-    let burst = (crate::client::engine::PENDING_CONNECTS * needs.threads.max(1) * processes) as u64;
+    let burst = (crate::client::plan::PENDING_CONNECTS * needs.threads.max(1) * processes) as u64;
     // SO_REUSEPORT hashes connects over the queues: each sees its share.
     if n.min(burst).div_ceil(needs.listen_queues.max(1) as u64) <= max {
         return;
@@ -464,7 +464,7 @@ fn backlog(needs: &Needs, connect_rate: Option<f64>, system: &System, out: &mut 
              listen queue (net.core.somaxconn={max} caps every backlog): an overflowed connect \
              waits 1 s or more for a SYN retransmit, which shows as connect latency",
             n.min(burst),
-            crate::client::engine::PENDING_CONNECTS
+            crate::client::plan::PENDING_CONNECTS
         ),
         fix: format!(
             "--connect-rate below the server's accept rate, or sysctl -w \

@@ -19,8 +19,9 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context as _;
 use hdrhistogram::Histogram;
 
-use super::agents::{self, Launch};
+use super::agents;
 use super::conn::Failure;
+use super::launch::Launch;
 use super::launch::{Template, LOCAL};
 use super::plan::{LoadPlan, Workload};
 use super::record::ConnRecord;

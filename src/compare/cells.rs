@@ -36,9 +36,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::input::Side;
 use super::report::{Cell, Curve, Figure, Memory, Pair, Quantile, Runs, Unmatched, Verdict};
-use crate::runner::cell::{CellResult, Metrics, Status};
-use crate::runner::matrix::RunPlan;
-use crate::runner::results::RunData;
+use crate::results::cell::{CellResult, Metrics, Status};
+use crate::results::dir::RunData;
+use crate::results::matrix::RunPlan;
 use crate::stats::compare::{welch, Outcome, Sample};
 
 /// What a cell is, across runs.
@@ -50,7 +50,7 @@ pub struct Key {
 }
 
 impl Key {
-    fn of(c: &crate::runner::matrix::CellSpec) -> Key {
+    fn of(c: &crate::results::matrix::CellSpec) -> Key {
         Key {
             work: c.work.clone(),
             model: c.model.clone(),
@@ -482,10 +482,10 @@ pub fn cell(base: &Side, new: &Side, key: &Key, rules: &Rules) -> Cell {
     let disturbed = |cells: &[&CellResult]| {
         cells
             .iter()
-            .filter(|c| crate::runner::disturbed::disturbed(c))
+            .filter(|c| crate::analysis::disturbed::disturbed(c))
             .count()
     };
-    let limited = |cells: &[&CellResult]| crate::runner::verdict::limit_note(cells);
+    let limited = |cells: &[&CellResult]| crate::analysis::verdict::limit_note(cells);
     Cell {
         work: key.work.clone(),
         model: key.model.clone(),
@@ -531,8 +531,8 @@ pub fn cell(base: &Side, new: &Side, key: &Key, rules: &Rules) -> Cell {
 /// or more: the slope of the server's anonymous PSS, compared by its
 /// intervals (apart: more or less; overlapping: not told apart).
 pub fn memory(base: &Side, new: &Side, matched: &[Key]) -> Vec<Memory> {
-    use crate::runner::axis::parts;
-    use crate::runner::memory::{slopes, Kind};
+    use crate::analysis::memory::{slopes, Kind};
+    use crate::results::axis::parts;
     let fits = |side: &Side| {
         let mut out: BTreeMap<(Option<String>, String), (f64, f64, f64)> = BTreeMap::new();
         for part in parts(&side.data) {

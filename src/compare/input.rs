@@ -1,5 +1,5 @@
 //! One side of a comparison, read from disk: a results directory of `c10k
-//! run` as it is ([`crate::runner::results::load`]), or `c10k load --json`
+//! run` as it is ([`crate::results::dir::load`]), or `c10k load --json`
 //! reports (one file, or a directory of them, one per repeat) wrapped as a
 //! run of one cell per repeat, so that every figure is read the one way a
 //! run's cells are ([`CellResult::metrics`]). A report's `--hdr` log, when
@@ -10,7 +10,7 @@
 //! (a damaged `results.jsonl`, a JSON of another schema, a plan that does
 //! not parse); a partial last line (a run killed while writing) or a cell
 //! recorded again is a warning, as `--resume` and `c10k report` treat it
-//! ([`crate::runner::results::Problem::refuses`]).
+//! ([`crate::results::dir::Problem::refuses`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,11 +18,11 @@ use std::path::{Path, PathBuf};
 use hdrhistogram::Histogram;
 
 use crate::client::report::{Report, SCHEMA_VERSION};
-use crate::runner::cell::{CellResult, Status};
-use crate::runner::matrix::{
+use crate::results::cell::{CellResult, Status};
+use crate::results::dir::{self as results, PlanCheck, RunData};
+use crate::results::matrix::{
     CellSpec, Order, Pin, Primary, Rate, RunPlan, Workload, WorkloadKind, RESULTS_VERSION,
 };
-use crate::runner::results::{self, PlanCheck, RunData};
 
 /// What a side was read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
@@ -362,29 +362,15 @@ fn run_of_loads(path: &Path, reports: Vec<Report>) -> RunData {
         .map(|(cell, mut report)| {
             let failed = report.no_result();
             report.environment = serde_json::Value::Null;
+            let status = match failed {
+                Some(_) => Status::Failed,
+                None => Status::Ok,
+            };
             CellResult {
-                version: RESULTS_VERSION,
-                cell,
-                repeat: 0,
-                status: if failed.is_some() {
-                    Status::Failed
-                } else {
-                    Status::Ok
-                },
                 reason: failed,
-                started_unix: 0.0,
                 wall_seconds: report.warmup_seconds + report.measured_seconds,
-                runner_cpu_seconds: None,
-                runner_traffic_cpu_seconds: None,
-                server: None,
-                kernel_before: None,
-                kernel_loaded: None,
                 load: Some(report),
-                per_connection_csv: None,
-                messages_per_connection: None,
-                bench: None,
-                work_done: None,
-                plan: None,
+                ..CellResult::new(cell, status)
             }
         })
         .collect();

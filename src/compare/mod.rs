@@ -35,8 +35,8 @@ use serde_json::Value;
 use self::cells::{Key, Rules};
 use self::input::Side;
 use self::report::{Comparison, Gate, PrimaryInfo, SideInfo, Summary, Verdict, SCHEMA_VERSION};
+use crate::analysis::summary::{margin_text, times, words};
 use crate::present::units::format_count;
-use crate::runner::summary::{margin_text, times, words};
 
 /// How to compare (from `c10k compare`'s or `c10k run --baseline`'s
 /// flags).

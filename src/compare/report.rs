@@ -90,7 +90,7 @@ pub struct SideInfo {
 pub struct PrimaryInfo {
     /// Throughput (round trips/s), latency (corrected p99, µs), time
     /// (seconds), accept rate (connections/s).
-    pub figure: crate::runner::matrix::Primary,
+    pub figure: crate::results::matrix::Primary,
     /// `round trips/s`, `p99 latency`, `time`, `connections/s`.
     pub label: String,
     pub higher_is_better: bool,

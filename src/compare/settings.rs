@@ -1,6 +1,6 @@
 //! What differs between the two sides besides the code under test: every
 //! setting of the plan (`plan.json` less its cells, as each record carries
-//! it: [`crate::runner::identity::settings`]) and of the machine
+//! it: [`crate::results::identity::settings`]) and of the machine
 //! (`environment.json`) that is not equal on both, by its dotted name; and
 //! whether the machine itself differs, which a reader must see before any
 //! ratio. What must be equal for cells to be compared at all (the figure
@@ -8,8 +8,8 @@
 
 use serde_json::Value;
 
-use crate::runner::identity;
-use crate::runner::matrix::RunPlan;
+use crate::results::identity;
+use crate::results::matrix::RunPlan;
 
 /// A setting with another value on each side.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
@@ -123,7 +123,7 @@ pub fn other_machine(base_env: &Value, new_env: &Value) -> Option<String> {
             e.get("cpus_online").map_or("?".into(), Value::to_string),
             e.get("memory_total_kib")
                 .and_then(Value::as_f64)
-                .map_or("?".into(), crate::runner::memory::kib)
+                .map_or("?".into(), crate::present::units::kib)
         )
     };
     let differs = ["cpu_model", "cpus_online", "memory_total_kib"]
@@ -214,8 +214,8 @@ mod tests {
         let a = RunPlan::example(&["epoll"], &[10], 3);
         let mut b = a.clone();
         assert_eq!(frame(&a, &b), None);
-        b.workload.rate = Some(crate::runner::matrix::Rate::Total(1000.0));
-        b.primary = crate::runner::matrix::Primary::Latency;
+        b.workload.rate = Some(crate::results::matrix::Rate::Total(1000.0));
+        b.primary = crate::results::matrix::Primary::Latency;
         let why = frame(&a, &b).expect("refused");
         assert!(
             why.contains("round trips") || why.contains("closed loop"),

@@ -8,10 +8,10 @@
 use std::fmt::Write as _;
 
 use super::report::{Cell, Comparison, Figure, Runs, Unmatched, Verdict};
+use crate::analysis::summary::{margin_text, times};
 use crate::export::table::Table;
 use crate::present::units::{format_count, seconds, sig3};
-use crate::runner::matrix::Primary;
-use crate::runner::summary::{margin_text, times};
+use crate::results::matrix::Primary;
 
 /// The lines under the summary: differing settings, another machine,
 /// cells on one side only, the test, warnings.
@@ -44,7 +44,7 @@ pub fn head_lines(c: &Comparison) -> Vec<String> {
                         u.work
                             .as_ref()
                             .map_or_else(String::new, |w| format!(" under {w}")),
-                        crate::runner::summary::and_list(&counts),
+                        crate::present::words::and_list(&counts),
                         u.why
                             .as_ref()
                             .map_or_else(String::new, |w| format!(" ({w})"))
@@ -286,7 +286,7 @@ pub fn tables(c: &Comparison, work: Option<&str>, cells: &[&Cell]) -> Vec<Table>
             v.map_or_else(
                 || "–".into(),
                 |(s, lo, hi)| {
-                    let k = crate::runner::memory::kib;
+                    let k = crate::present::units::kib;
                     format!("{} [{}, {}]", k(s), k(lo), k(hi))
                 },
             )

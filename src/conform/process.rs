@@ -13,7 +13,7 @@ use super::subject::Checking;
 use super::subject::Needs;
 use super::wire::{self, count, finish, pattern};
 use super::{ensure, Checked, Stop, Suite};
-use crate::runner::server::GRACE;
+use crate::child::server::GRACE;
 
 /// A client sends up to 64 MiB and reads nothing: the server must stop
 /// taking it in (the client's socket stays unwritable), its resident memory

@@ -1,6 +1,6 @@
 //! What the conformance suite checks, and one running instance of it: a
 //! c10k model started as `c10k serve`, a foreign server started through
-//! the one launcher ([`crate::runner::server::Launcher`]), or an address
+//! the one launcher ([`crate::child::server::Launcher`]), or an address
 //! some server already listens on. Each check says what it needs ([`Needs`]:
 //! a c10k-only flag, the server's process, a low open-files limit) and
 //! gets a fresh server, or a skip saying why it cannot have one.
@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use super::watch::Watch;
 use super::{ensure, wire, Stop, Suite};
-use crate::runner::foreign::{free_port, Foreign};
-use crate::runner::server::{Launcher, ServerChild, StartError, Terminated};
+use crate::child::foreign::{free_port, Foreign};
+use crate::child::server::{Launcher, ServerChild, StartError, Terminated};
 use crate::server::Summary;
 
 /// What the suite checks.

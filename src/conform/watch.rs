@@ -83,7 +83,7 @@ impl Watch {
     fn due(&self, started: Instant, patience: Duration) -> bool {
         match self.state().ready {
             Some(at) => at.elapsed() >= patience,
-            None => started.elapsed() >= patience * 2 + crate::runner::server::GRACE,
+            None => started.elapsed() >= patience * 2 + crate::child::server::GRACE,
         }
     }
 }

@@ -7,11 +7,11 @@
 //! runner's own CPU over the cell and while the client sent, so a reader
 //! sees whether measuring crowded what it measured. Cost: one pass over the results per row.
 
-use super::tables::{missing, summary};
+use super::cells::{missing, summary};
 use crate::export::table::Table;
 use crate::present::units::{format_count, seconds};
-use crate::runner::cell::Metrics;
-use crate::runner::results::RunData;
+use crate::results::cell::Metrics;
+use crate::results::dir::RunData;
 
 /// One row per model and connection count, medians over the measured runs.
 pub(super) fn table(data: &RunData) -> Table {
@@ -45,7 +45,7 @@ pub(super) fn table(data: &RunData) -> Table {
     );
     type Column = (fn(&Metrics) -> Option<f64>, fn(f64) -> String);
     let us = |v: f64| seconds(v / 1e6);
-    let kib = crate::runner::memory::kib;
+    let kib = crate::present::units::kib;
     let per = |v: f64| format!("{v:.3}");
     let columns: [Column; 21] = [
         (|m| m.held, format_count),

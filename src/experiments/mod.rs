@@ -4,6 +4,7 @@
 //! preset into the run plan.
 
 mod c1m;
+mod cells;
 pub mod peers;
 pub mod presets;
 pub mod tables;

@@ -1,7 +1,7 @@
 //! The peers: echo servers in the runtimes people would otherwise pick
 //! (Go, Node.js, Python asyncio and uvloop, Erlang/OTP, socat), each a
 //! small idiomatic program under `peers/`, carried inside this binary and
-//! run as a foreign server ([`crate::runner::foreign`]) beside the models.
+//! run as a foreign server ([`crate::child::foreign`]) beside the models.
 //!
 //! A peer runs where its toolchain is installed: the first interpreter of
 //! its list that answers its probe is used, and a compiled peer (Go) is
@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::runner::foreign::Foreign;
+use crate::child::foreign::Foreign;
 
 /// One peer.
 pub struct Peer {

@@ -1,7 +1,7 @@
 //! The presets: each a matrix that follows one study's method. Flags given
 //! to `c10k run` change a preset's matrix; the plan records the result.
 
-use crate::runner::matrix::{Bench, Pin, Rate, Workload, WorkloadKind};
+use crate::results::matrix::{Bench, Pin, Rate, Workload, WorkloadKind};
 
 /// A named experiment before flags change it.
 #[derive(Debug, Clone)]

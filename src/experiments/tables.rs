@@ -9,13 +9,14 @@
 //! is each run's figure, and the runs' median is shown. Each column of
 //! times or memory is written in one unit ([`Scale`]). Memory per
 //! connection from one count's cells is a figure only where a cell
-//! resolves it ([`crate::runner::memory`]), never a negative cost.
+//! resolves it ([`crate::analysis::memory`]), never a negative cost.
 
+use super::cells::{cells, missing, summary};
+use crate::analysis::memory::{self, CellsCost, Kind};
 use crate::export::table::Table;
 use crate::present::units::{format_count, Scale};
-use crate::runner::cell::{Metrics, Status};
-use crate::runner::memory::{self, CellsCost, Kind};
-use crate::runner::results::RunData;
+use crate::results::cell::{Metrics, Status};
+use crate::results::dir::RunData;
 use crate::stats::Summary;
 
 /// The study's tables for this run (none for the tour).
@@ -78,40 +79,6 @@ const COMP8005: &[Comp8005Row] = &[
     (45_000, None, None, Some(403.595)),
     (100_000, None, None, Some(1461.299)),
 ];
-
-/// The summary of `f` over the measured repeats of `model` at `n`.
-pub(super) fn summary(
-    data: &RunData,
-    model: &str,
-    n: usize,
-    f: impl Fn(&Metrics) -> Option<f64>,
-) -> Option<Summary> {
-    let v: Vec<f64> = cells(data, model, n)
-        .filter(|c| c.status == Status::Ok)
-        .filter_map(|c| f(&c.metrics()))
-        .collect();
-    Summary::of(&v)
-}
-
-fn cells<'a>(
-    data: &'a RunData,
-    model: &'a str,
-    n: usize,
-) -> impl Iterator<Item = &'a crate::runner::cell::CellResult> {
-    data.cells
-        .iter()
-        .filter(move |c| c.cell.model == model && c.cell.connections == n)
-}
-
-/// What to print where a model has no figure at `n`: why, or blank when
-/// the cell has not run.
-pub(super) fn missing(data: &RunData, model: &str, n: usize) -> String {
-    match cells(data, model, n).find(|c| c.status != Status::Ok) {
-        Some(c) if c.status == Status::Skipped => "skipped".into(),
-        Some(_) => "failed".into(),
-        None => "-".into(),
-    }
-}
 
 /// A column's cells: a value, or what to print instead.
 type Column = Vec<Result<f64, String>>;
@@ -591,8 +558,8 @@ fn interval(data: &RunData) -> Table {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::cell::{CellResult, ServerSide};
-    use crate::runner::matrix::RunPlan;
+    use crate::results::cell::{CellResult, ServerSide};
+    use crate::results::matrix::RunPlan;
 
     /// A measured thesis cell of `model` at `n` whose burst took `seconds`,
     /// its server's anonymous memory `idle` then `loaded` KiB.

@@ -42,7 +42,8 @@ use serde::Serialize;
 
 use super::client;
 use super::fit::WorkerCost;
-use super::plan::{Method, Plan};
+use super::method::Method;
+use super::plan::Plan;
 use super::tally::{self, Board, Counts, Spread};
 use super::worker::{self, Setup};
 use crate::sys::process::{self, Reaped};

@@ -25,8 +25,8 @@
 
 use serde::Serialize;
 
-use super::plan::Method;
-use crate::runner::memory::kib;
+use super::method::Method;
+use crate::present::units::kib;
 
 /// Descriptors a worker needs beyond its copies of the listener.
 pub(crate) const FD_MARGIN: usize = 16;

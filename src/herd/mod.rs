@@ -28,6 +28,7 @@ pub mod cell;
 pub mod chart;
 pub mod client;
 pub mod fit;
+pub mod method;
 pub mod plan;
 pub mod report;
 pub mod tally;

@@ -172,9 +172,9 @@ fn preflight_notes(plan: &Plan, costs: &[WorkerCost]) -> Vec<String> {
                 format!(
                     "{} {} (PSS {} + kernel {})",
                     series(c.method, c.dups),
-                    crate::runner::memory::kib(c.per_worker_kib),
-                    crate::runner::memory::kib(c.pss_kib),
-                    crate::runner::memory::kib(c.kernel_kib)
+                    crate::present::units::kib(c.per_worker_kib),
+                    crate::present::units::kib(c.pss_kib),
+                    crate::present::units::kib(c.kernel_kib)
                 )
             })
             .collect();

@@ -41,7 +41,7 @@ use rustix::event::epoll::{self, CreateFlags, EventData, EventFlags};
 use rustix::io::Errno;
 use rustix::net::{accept_with, SocketFlags};
 
-use super::plan::Method;
+use super::method::Method;
 use super::tally::Slot;
 use crate::sys::fdset::{self, FdSet};
 use crate::sys::pollset::{self, POLLIN};

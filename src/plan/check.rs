@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::runner::matrix::{self, CellSpec, RunPlan};
+use crate::results::matrix::{self, CellSpec, RunPlan};
 
 /// Longest name of a variant, server or target: it becomes part of file
 /// names (per-connection CSVs) and of every table.
@@ -242,7 +242,7 @@ mod tests {
             model: "poll".into(),
             args: vec![],
         });
-        p.targets.push(crate::runner::foreign::Target {
+        p.targets.push(crate::child::foreign::Target {
             name: "dup".into(),
             given: "127.0.0.1:9".into(),
             addr: "127.0.0.1:9".parse().unwrap(),
@@ -253,7 +253,7 @@ mod tests {
     #[test]
     fn a_peer_that_cannot_run_here_needs_no_command() {
         let mut p = RunPlan::example(&["epoll", "go"], &[2], 1);
-        p.servers.push(crate::runner::foreign::Foreign {
+        p.servers.push(crate::child::foreign::Foreign {
             name: "go".into(),
             command: vec![],
             unavailable: Some("the go peer needs golang-go (apt-get install golang-go)".into()),

@@ -5,10 +5,10 @@
 use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 
+use crate::child::foreign::Foreign;
 use crate::cli::ConformArgs;
 use crate::conform::{self, Check, Subject, Suite};
 use crate::experiments::peers;
-use crate::runner::foreign::Foreign;
 
 /// A validated `c10k conform`.
 pub struct ConformPlan {

@@ -5,7 +5,7 @@
 
 use super::parse_duration;
 use crate::cli::{AgentArgs, LoadArgs};
-use crate::client::agents::Launch;
+use crate::client::launch::Launch;
 use crate::client::launch::{self, Template};
 use crate::client::plan::{LoadPlan, Stop, Workload, DEFAULT_DURATION, MAX_DEPTH};
 use crate::present::units::parse_size;

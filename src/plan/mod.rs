@@ -8,7 +8,7 @@
 //! - this file: `c10k serve`, the `--server-arg`s of `c10k run`, and the
 //!   parsers of sizes and durations every command shares;
 //! - [`load`]: `c10k load` into a [`crate::client::plan::LoadPlan`];
-//! - [`run`]: `c10k run` into a [`crate::runner::matrix::RunPlan`];
+//! - [`run`]: `c10k run` into a [`crate::results::matrix::RunPlan`];
 //! - [`compare`]: `c10k compare` (and `run --baseline`'s comparison);
 //! - [`check`]: a run's plan checked whole, made from flags or read back;
 //! - [`micro`], [`herd`]: the micro-benchmarks and the herd;

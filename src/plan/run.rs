@@ -3,11 +3,11 @@
 //! workload changed as asked, CPUs to pin to found).
 
 use super::parse_duration;
+use crate::child::foreign::{Foreign, Target};
 use crate::cli::{self, RunArgs};
 use crate::experiments::presets;
 use crate::present::units::parse_size;
-use crate::runner::foreign::{Foreign, Target};
-use crate::runner::matrix::{self, Order, Pin, RunPlan, WorkloadKind, RESULTS_VERSION};
+use crate::results::matrix::{self, Order, Pin, RunPlan, WorkloadKind, RESULTS_VERSION};
 
 /// The run plan for `args`: the preset's matrix with every flag applied,
 /// checked. Errors are one line saying what to change.
@@ -28,7 +28,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         .map(|s| Foreign::parse(s))
         .collect::<Result<Vec<_>, _>>()?;
     let ready_timeout_seconds = match &args.ready_timeout {
-        None => crate::runner::foreign::default_ready_seconds(),
+        None => crate::child::foreign::default_ready_seconds(),
         Some(t) => {
             let t = parse_duration(t).map_err(|e| format!("--ready-timeout: {e}"))?;
             if t < std::time::Duration::from_millis(10) || t > std::time::Duration::from_secs(3600)

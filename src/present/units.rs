@@ -181,6 +181,30 @@ impl Scale {
     }
 }
 
+/// The unit a KiB amount reads best in: (KiB per unit, name).
+fn unit(kib: f64) -> (f64, &'static str) {
+    let a = kib.abs();
+    if a >= 1024.0 * 1024.0 {
+        (1024.0 * 1024.0, "GiB")
+    } else if a >= 1024.0 {
+        (1024.0, "MiB")
+    } else if a >= 1.0 {
+        (1.0, "KiB")
+    } else {
+        (1.0 / 1024.0, "B")
+    }
+}
+
+/// An amount of memory given in KiB, for people: `410 B`, `1.1 KiB`,
+/// `8.2 MiB`.
+pub fn kib(v: f64) -> String {
+    if v == 0.0 {
+        return "0 B".into();
+    }
+    let (per, name) = unit(v);
+    format!("{} {name}", sig3(v / per))
+}
+
 /// A count or rate with thousands separators (`284,113`).
 pub(crate) fn format_count(v: f64) -> String {
     if !v.is_finite() {
@@ -258,6 +282,14 @@ pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn amounts_read_in_their_unit() {
+        assert_eq!(kib(0.4), "410 B");
+        assert_eq!(kib(1.1), "1.1 KiB");
+        assert_eq!(kib(8200.0), "8.01 MiB");
+        assert_eq!(kib(0.0), "0 B");
+    }
 
     #[test]
     fn writes_numbers_for_people() {

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use crate::export::table::escape_html;
-use crate::runner::matrix::{Pin, RunPlan};
+use crate::results::matrix::{Pin, RunPlan};
 
 /// Fields shown with their own label.
 const KNOWN: &[&str] = &[

@@ -7,10 +7,10 @@
 
 use super::charts::{Entry, Figure, Line, Panel, Point};
 use crate::present::units::Unit;
-use crate::runner::cell::Metrics;
-use crate::runner::matrix::WorkloadKind;
-use crate::runner::results::RunData;
-use crate::runner::series::{self, Pick};
+use crate::results::cell::Metrics;
+use crate::results::dir::RunData;
+use crate::results::matrix::WorkloadKind;
+use crate::results::series::{self, Pick};
 use crate::stats::fit::PowerLaw;
 use crate::stats::Summary;
 
@@ -54,7 +54,9 @@ struct Spec {
     fit: Option<&'static str>,
 }
 
-/// The charts of this run, in the order the page shows them.
+/// The charts of this run built from its figures, in the order the page
+/// shows them; the page puts memory per connection ([`super::memory`])
+/// after throughput.
 pub fn charts(data: &RunData) -> Vec<Chart> {
     let mut specs = vec![time_spec(data)];
     specs.push(Spec {
@@ -148,7 +150,7 @@ pub fn charts(data: &RunData) -> Vec<Chart> {
             fit: None,
         });
     }
-    if data.plan.bench == Some(crate::runner::matrix::Bench::Herd) {
+    if data.plan.bench == Some(crate::results::matrix::Bench::Herd) {
         specs.push(Spec {
             id: "herd",
             title: "The herd: wake-ups and failed accepts per connection".into(),
@@ -176,7 +178,7 @@ pub fn charts(data: &RunData) -> Vec<Chart> {
     if data.plan.workload.kind == WorkloadKind::Churn
         || matches!(
             data.plan.bench,
-            Some(crate::runner::matrix::Bench::Herd | crate::runner::matrix::Bench::Accept)
+            Some(crate::results::matrix::Bench::Herd | crate::results::matrix::Bench::Accept)
         )
     {
         specs.push(Spec {
@@ -206,11 +208,7 @@ pub fn charts(data: &RunData) -> Vec<Chart> {
             fit: None,
         });
     }
-    let mut out: Vec<Chart> = specs.iter().map(|s| build(data, s)).collect();
-    // Memory per connection, after throughput as it always was: its own
-    // builder, since a cell there may be below what one sample resolves.
-    out.insert(3.min(out.len()), super::memory::chart(data));
-    out
+    specs.iter().map(|s| build(data, s)).collect()
 }
 
 fn panel(title: &'static str, y_label: &'static str, unit: Unit, pick: Pick) -> PanelSpec {
@@ -233,7 +231,7 @@ fn time_spec(data: &RunData) -> Spec {
     };
     let time: Pick = |m: &Metrics| m.time_seconds;
     if let Some(bench) = data.plan.bench {
-        use crate::runner::matrix::Bench;
+        use crate::results::matrix::Bench;
         let what = match bench {
             Bench::Spawn => "Time to create and join one thread, or fork and reap one process, in a burst of N",
             Bench::Dispatch => "Return time of one wait call over N descriptors with one active (select's copy of the master set included)",

@@ -1,7 +1,7 @@
 //! The memory-per-connection chart: for user (PSS), virtual and kernel
 //! memory, each model's cells that resolve a cost (median and range over
 //! the repeats at each connection count), and the model's slope over the
-//! whole run ([`crate::runner::memory`]) as a dashed level line. Nothing is
+//! whole run ([`crate::analysis::memory`]) as a dashed level line. Nothing is
 //! dropped silently: cells below what one sample resolves are listed under
 //! the chart with their bound, resolved values at or below zero (which a
 //! log axis cannot show) are counted there too, and the slopes with their
@@ -12,10 +12,10 @@ use std::collections::BTreeMap;
 
 use super::charts::{Line, Panel, Point};
 use super::figures::Chart;
+use crate::analysis::memory::{self, CellDelta, Kind};
 use crate::present::units::Unit;
-use crate::runner::memory::{self, CellDelta, Kind};
-use crate::runner::results::RunData;
-use crate::runner::series;
+use crate::results::dir::RunData;
+use crate::results::series;
 use crate::stats::fit::PowerLaw;
 use crate::stats::Summary;
 
@@ -63,7 +63,7 @@ pub fn chart(data: &RunData) -> Chart {
                     unresolved.push(format!(
                         "{} ({runs}≤ {})",
                         crate::present::units::format_count(*n as f64),
-                        memory::kib(bound)
+                        crate::present::units::kib(bound)
                     ));
                 }
                 if let Some(s) = Summary::of(&positive) {

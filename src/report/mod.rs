@@ -13,7 +13,7 @@
 //! has. Nothing reads a font file while the report is made, so it builds and
 //! runs on a system with no fonts installed.
 //!
-//! - [`crate::runner::series`] (read here): the cells that count, grouped by model and connections;
+//! - [`crate::results::series`] (read here): the cells that count, grouped by model and connections;
 //! - [`figures`]: which charts the run gets and their data;
 //! - [`memory`]: the memory-per-connection chart (slopes, cells below
 //!   resolution listed);
@@ -39,7 +39,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 
-use crate::runner::results::RunData;
+use crate::results::dir::RunData;
 
 pub use summary::summary_table;
 pub use tables::{outro, sections, RunTables, Section};

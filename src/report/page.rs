@@ -13,10 +13,10 @@ use super::summary;
 use super::{charts, environment};
 use crate::export::table::escape_html;
 use crate::present::units;
-use crate::runner::axis;
-use crate::runner::matrix::{Order, RunPlan, WorkloadKind};
-use crate::runner::results::RunData;
-use crate::runner::series;
+use crate::results::axis;
+use crate::results::dir::RunData;
+use crate::results::matrix::{Order, RunPlan, WorkloadKind};
+use crate::results::series;
 
 /// The namespace attribute plotters writes on its `<svg>`; inline SVG in
 /// HTML does not need it, and without it the page holds no URL at all.
@@ -117,7 +117,7 @@ pub fn render(data: &RunData) -> anyhow::Result<String> {
                 continue;
             }
             heading(&mut out, part);
-            if let Some(line) = crate::runner::disturbed::headline(&part.data) {
+            if let Some(line) = crate::analysis::disturbed::headline(&part.data) {
                 let _ = writeln!(out, "<p class=\"disturbed\">{}</p>", escape_html(&line));
             }
             for t in &t.verdict {
@@ -163,7 +163,11 @@ pub fn render(data: &RunData) -> anyhow::Result<String> {
         let suffix = part
             .work
             .map_or_else(String::new, |_| format!("-w{}", i + 1));
-        for chart in figures::charts(&part.data) {
+        let mut charts = figures::charts(&part.data);
+        // Memory per connection, after throughput as it always was: its own
+        // builder, since a cell there may be below what one sample resolves.
+        charts.insert(3.min(charts.len()), super::memory::chart(&part.data));
+        for chart in charts {
             out.push_str(&chart_html(&chart, &suffix)?);
         }
     }
@@ -325,7 +329,7 @@ fn workload(plan: &RunPlan) -> String {
     }
 }
 
-fn workload_kind(w: &crate::runner::matrix::Workload) -> String {
+fn workload_kind(w: &crate::results::matrix::Workload) -> String {
     let bytes = match &w.payload {
         Some(p) => format!("the {}-byte message \"{p}\"", w.message_bytes),
         None => format!("a {}-byte message", w.message_bytes),

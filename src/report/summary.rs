@@ -5,10 +5,10 @@
 
 use crate::export::table::Table;
 use crate::present::units::Unit;
-use crate::runner::cell::Status;
-use crate::runner::matrix::Primary;
-use crate::runner::results::RunData;
-use crate::runner::series::{self, Pick};
+use crate::results::cell::Status;
+use crate::results::dir::RunData;
+use crate::results::matrix::Primary;
+use crate::results::series::{self, Pick};
 use crate::stats::Summary;
 
 /// What the primary figure is called, how to pick it, how it is written,

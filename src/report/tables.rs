@@ -2,19 +2,19 @@
 //! (JSON, CSV and Markdown, [`sections`]), the terminal's closing lines
 //! ([`outro`]) and the HTML page each take them from here, in their own
 //! order. A run with a work axis has them once per work profile, under a
-//! heading naming it ([`crate::runner::axis`]); a run without it, once and
+//! heading naming it ([`crate::results::axis`]); a run without it, once and
 //! unheaded. Cost: each table is computed from the results once per call.
 
 use crate::export::table::Table;
-use crate::runner::axis;
-use crate::runner::results::RunData;
+use crate::results::axis;
+use crate::results::dir::RunData;
 
 /// The tables of one work profile, under its heading (`Work: block:1ms`;
 /// none without a work axis).
 pub struct Section {
     pub heading: Option<String>,
     /// What was disturbed from outside the run among its cells
-    /// ([`crate::runner::disturbed::headline`]).
+    /// ([`crate::analysis::disturbed::headline`]).
     pub disturbed: Option<String>,
     pub tables: Vec<Table>,
 }
@@ -26,7 +26,7 @@ pub fn sections(data: &RunData) -> Vec<Section> {
         .iter()
         .map(|p| Section {
             heading: p.heading(),
-            disturbed: crate::runner::disturbed::headline(&p.data),
+            disturbed: crate::analysis::disturbed::headline(&p.data),
             tables: RunTables::of(&p.data).all(),
         })
         .collect()
@@ -49,10 +49,10 @@ pub struct RunTables {
 impl RunTables {
     pub fn of(data: &RunData) -> RunTables {
         RunTables {
-            verdict: crate::runner::verdict::tables(data),
+            verdict: crate::analysis::verdict::tables(data),
             study: crate::experiments::tables(data),
-            ranking: crate::runner::summary::ranking(data),
-            memory: crate::runner::memory::table(data),
+            ranking: crate::analysis::summary::ranking(data),
+            memory: crate::analysis::memory::table(data),
             summary: super::summary::summary_table(data),
         }
     }
@@ -86,14 +86,14 @@ pub fn outro(data: &RunData) -> String {
 fn outro_of(data: &RunData) -> String {
     let t = RunTables::of(data);
     let mut s = String::new();
-    if let Some(line) = crate::runner::disturbed::headline(data) {
+    if let Some(line) = crate::analysis::disturbed::headline(data) {
         s += &format!("\n{line}\n");
     }
     for table in t.ranking.iter().chain(&t.study).chain(&t.memory) {
         s += "\n";
         s += &table.to_text();
     }
-    let verdict = crate::runner::verdict::text(data);
+    let verdict = crate::analysis::verdict::text(data);
     if !verdict.is_empty() {
         s += "\n";
         s += &verdict;

@@ -6,8 +6,8 @@
 
 use std::process::Command;
 
-use super::cell::{BenchFigures, CellResult};
-use super::matrix::{Bench, CellSpec, RunPlan};
+use crate::results::cell::{BenchFigures, CellResult};
+use crate::results::matrix::{Bench, CellSpec, RunPlan};
 
 /// Why a bench cell has no figures.
 pub enum Trouble {
@@ -83,7 +83,7 @@ pub(crate) fn measure(
         .ok_or_else(|| failed("the benchmark wrote no JSON".into()))?;
     let figures = extract(bench, &spec.model, &v)?;
     result.bench = Some(figures);
-    result.status = super::cell::Status::Ok;
+    result.status = crate::results::cell::Status::Ok;
     Ok(())
 }
 

@@ -8,30 +8,16 @@
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::cell::{CellResult, ServerSide, Status};
-use super::foreign::{self, Foreign};
-use super::matrix::{CellSpec, RunPlan, WorkloadKind, RESULTS_VERSION};
-use super::server::{Launcher, ServerChild, StartError, Stopped};
+use crate::child::foreign::{self, Foreign};
+use crate::child::server::{Launcher, ServerChild, StartError, Stopped};
 use crate::client::plan::{LoadPlan, Stop, Workload, DEFAULT_DURATION};
 use crate::client::run::Outcome;
 use crate::metrics::kernel::KernelMemory;
 use crate::metrics::tree::TreeMemory;
 use crate::metrics::{kernel, tree};
+use crate::results::cell::{CellResult, ServerSide, Status};
+use crate::results::matrix::{CellSpec, RunPlan, WorkloadKind};
 use crate::sys;
-
-/// Descriptors a server keeps for itself beside its connections (listener,
-/// epoll or io_uring instances, pipes, stdio).
-const SERVER_HEADROOM: u64 = 128;
-
-/// Server processes sharing the port (SO_REUSEPORT) that `connections` need
-/// under the open-files hard limit `hard`, for a model that does not fork.
-pub(crate) fn server_processes(connections: usize, hard: Option<u64>) -> usize {
-    hard.map_or(1, |h| {
-        connections
-            .div_ceil(h.saturating_sub(SERVER_HEADROOM).max(1) as usize)
-            .max(1)
-    })
-}
 
 /// How long the server's socket count may stand still, short of every
 /// connection the client has up, before the loaded sample is taken anyway
@@ -69,28 +55,14 @@ pub(crate) fn run_cell(plan: &RunPlan, spec: &CellSpec, dir: &Path) -> Ended {
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
     let mut result = CellResult {
-        version: RESULTS_VERSION,
-        cell: spec.clone(),
-        repeat: 0,
-        status: Status::Failed,
-        reason: None,
         started_unix,
-        wall_seconds: 0.0,
-        runner_cpu_seconds: None,
-        runner_traffic_cpu_seconds: None,
-        server: None,
-        kernel_before: None,
-        kernel_loaded: None,
-        load: None,
-        per_connection_csv: None,
         messages_per_connection: if plan.workload.kind == WorkloadKind::Closed {
             plan.workload.messages_for(spec.connections)
         } else {
             None
         },
-        bench: None,
-        work_done: None,
-        plan: Some(super::identity::settings(plan)),
+        plan: Some(crate::results::identity::settings(plan)),
+        ..CellResult::new(spec.clone(), Status::Failed)
     };
     let outcome = match plan.bench {
         Some(b) => super::bench::measure(b, plan, spec, &mut result).map_err(|t| match t {
@@ -229,7 +201,7 @@ fn measure(
         idle_cpus,
     });
     if let Some(s) = &result.server {
-        result.work_done = super::bound::of_cell(plan, spec, &s.summaries);
+        result.work_done = crate::analysis::bound::of_cell(plan, spec, &s.summaries);
     }
     let server_trouble = match died {
         Some(i) => stopped[i]
@@ -390,7 +362,7 @@ fn start_servers(plan: &RunPlan, spec: &CellSpec, hard: Option<u64>) -> Result<S
     let instances = if model.forks() {
         1
     } else {
-        server_processes(spec.connections, hard)
+        crate::results::matrix::server_processes(spec.connections, hard)
     };
     let mut servers: Vec<ServerChild> = Vec::with_capacity(instances);
     let mut args_used = Vec::new();
@@ -434,7 +406,7 @@ fn start_foreign(
     if let Some(why) = &f.unavailable {
         return Err(Trouble::Skipped(why.clone()));
     }
-    if let Some(room) = hard.map(|h| h.saturating_sub(SERVER_HEADROOM)) {
+    if let Some(room) = hard.map(|h| h.saturating_sub(crate::results::matrix::SERVER_HEADROOM)) {
         if spec.connections as u64 > room {
             return Err(Trouble::Skipped(format!(
                 "{} is one process, which holds at most {room} connections under the open-files \
@@ -537,17 +509,6 @@ fn server_args(
     a
 }
 
-/// Event loops per client process for a cell of `n` connections: one per
-/// CPU the client may use, at most one per connection.
-pub(crate) fn client_threads(plan: &RunPlan, n: usize) -> usize {
-    if plan.client_cpus.is_empty() {
-        crate::sys::affinity::cpus_available()
-    } else {
-        plan.client_cpus.len()
-    }
-    .clamp(1, n.max(1))
-}
-
 /// The client's plan for a cell against `target`, checked as any plan
 /// is; its command line is recorded with the results.
 fn load_plan(
@@ -585,7 +546,7 @@ fn load_plan(
     };
     let cpus = (!plan.client_cpus.is_empty()).then(|| plan.client_cpus.clone());
     let mut p = LoadPlan {
-        threads: client_threads(plan, n),
+        threads: plan.client_threads(n),
         stop,
         warmup,
         message_size: w.message_size(),

@@ -13,32 +13,17 @@
 //! the bound the work allows beside the figure ([`bound`]).
 
 pub mod auto;
-pub mod axis;
 pub mod bench;
-pub mod bound;
-pub mod cell;
-pub mod disturbed;
 pub mod execute;
-pub mod foreign;
-pub mod identity;
-pub mod lock;
-pub mod matrix;
-pub mod memory;
-pub(crate) mod pipes;
 pub mod preflight;
 pub mod progress;
-pub mod results;
-pub mod series;
-pub mod server;
-pub mod summary;
-pub mod verdict;
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use anyhow::Context as _;
 
-use results::RunData;
+use crate::results::dir::{self as results, RunData};
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,7 +39,10 @@ pub enum Finish {
 
 /// Starts a new run of `plan` in a fresh directory under `out`; the
 /// appender holds the directory's lock.
-pub fn create(plan: matrix::RunPlan, out: &Path) -> anyhow::Result<(RunData, results::Appender)> {
+pub fn create(
+    plan: crate::results::matrix::RunPlan,
+    out: &Path,
+) -> anyhow::Result<(RunData, results::Appender)> {
     let dir = out.join(format!("{}-{}", plan.experiment, timestamp()));
     let environment = serde_json::to_value(crate::env::capture())?;
     let appender = results::create(&dir, &plan, &environment)?;
@@ -160,7 +148,7 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
                         .push(std::mem::replace(&mut data.cells[i], *result)),
                     None => data.cells.push(*result),
                 }
-                if disturbed::repeat(data, &spec.id) {
+                if crate::analysis::disturbed::repeat(data, &spec.id) {
                     progress.repeating(&spec);
                     todo.push_front(spec);
                     continue;
@@ -241,7 +229,7 @@ pub fn intro(data: &RunData) -> String {
     );
     let hard = crate::sys::rlimit::nofile().hard;
     if let (Some(h), Some(&max)) = (hard, p.connections.iter().max()) {
-        if execute::server_processes(max, Some(h)) > 1 {
+        if crate::results::matrix::server_processes(max, Some(h)) > 1 {
             s += &format!(
                 "  note: the open-files hard limit is {h} per process; cells past it run the server as several processes sharing the port (SO_REUSEPORT) and the client as several workers\n"
             );

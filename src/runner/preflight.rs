@@ -26,7 +26,7 @@
 use crate::client::preflight::{self, Finding, Level, Needs, System};
 use crate::present::units::format_count;
 
-use super::matrix::RunPlan;
+use crate::results::matrix::{Refusal, RunPlan};
 
 /// Threads parked to measure what one costs.
 const PARKED: usize = 256;
@@ -87,8 +87,8 @@ pub(crate) fn check_with(plan: &RunPlan, system: &System) -> Vec<Finding> {
         connections: n,
         target,
         sources: 0,
-        threads: super::execute::client_threads(plan, n),
-        listen_queues: super::execute::server_processes(n, system.nofile_hard),
+        threads: plan.client_threads(n),
+        listen_queues: crate::results::matrix::server_processes(n, system.nofile_hard),
         // Agents check their own machines; here, only the servers' half.
         client_here: plan.agents.is_none(),
     };
@@ -115,7 +115,7 @@ fn damon_finding(plan: &RunPlan, system: &System) -> Option<Finding> {
         .models
         .iter()
         .filter(|m| {
-            super::matrix::resolve(&plan.variants, m)
+            crate::results::matrix::resolve(&plan.variants, m)
                 .is_some_and(|(model, _)| model.forks() && model.task_per_connection())
         })
         .filter_map(|m| {
@@ -149,21 +149,11 @@ fn damon_finding(plan: &RunPlan, system: &System) -> Option<Finding> {
     })
 }
 
-/// A model's counts it cannot hold here, and why: the first count refused
-/// (every larger one is too).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Refusal {
-    pub model: String,
-    /// The smallest refused count.
-    pub from: usize,
-    pub why: String,
-}
-
 /// For each model of `plan` with a task per connection, the counts it
 /// cannot hold; `cost` is measured only when such a model is present.
 pub(crate) fn refusals(
     models: &[String],
-    variants: &[super::matrix::Variant],
+    variants: &[crate::results::matrix::Variant],
     connections: &[usize],
     system: &System,
     cost: &mut dyn FnMut() -> Option<TaskCost>,
@@ -171,7 +161,7 @@ pub(crate) fn refusals(
     let mut out = Vec::new();
     let mut measured: Option<Option<TaskCost>> = None;
     for name in models {
-        let Some((model, _)) = super::matrix::resolve(variants, name) else {
+        let Some((model, _)) = crate::results::matrix::resolve(variants, name) else {
             continue;
         };
         if !(model.task_per_connection() || model.worker_per_connection()) {
@@ -291,7 +281,7 @@ mod tests {
             ..machine()
         };
         let mut p = plan("epoll", &[1_000_000]);
-        p.agents = Some(crate::client::agents::Launch {
+        p.agents = Some(crate::client::launch::Launch {
             templates: Vec::new(),
             agents: 4,
         });

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::cell::{CellResult, Status};
-use super::matrix::{CellSpec, Primary};
+use crate::results::cell::{CellResult, Status};
+use crate::results::matrix::{CellSpec, Primary};
 
 pub(crate) struct Progress {
     bar: Option<ProgressBar>,

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc::channel;
 
+use c10k::child::server::Launcher;
 use c10k::metrics::tree::running;
-use c10k::runner::server::Launcher;
 use libtest_mimic::Failed;
 use serde_json::Value;
 
@@ -95,7 +95,7 @@ fn row<'a>(report: &'a Value, check: &str) -> Result<&'a Value, Failed> {
 fn a_setsid_helper_cannot_hold_a_servers_stop() -> Result<(), Failed> {
     let dir = scratch("setsid-stop")?;
     let pidfile = dir.join("helper.pid");
-    let port = c10k::runner::foreign::free_port()?;
+    let port = c10k::child::foreign::free_port()?;
     let script = format!(
         "setsid sleep 3600 & echo $! > {}; exec python3 {} {port}",
         pidfile.display(),

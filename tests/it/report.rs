@@ -23,9 +23,9 @@ use std::time::Duration;
 use c10k::client::report::{Burst, Client, Connect, Connections, Percentiles, Report, Throughput};
 use c10k::metrics::kernel::KernelMemory;
 use c10k::metrics::tree::TreeMemory;
-use c10k::runner::cell::{CellResult, ServerSide, Status};
-use c10k::runner::matrix::{self, Order, Pin, Primary, RunPlan, Workload, WorkloadKind};
-use c10k::runner::results::RunData;
+use c10k::results::cell::{CellResult, ServerSide, Status};
+use c10k::results::dir::RunData;
+use c10k::results::matrix::{self, Order, Pin, Primary, RunPlan, Workload, WorkloadKind};
 use libtest_mimic::Failed;
 
 use crate::support::Test;
@@ -207,15 +207,8 @@ fn ok(spec: &matrix::CellSpec, kind: &str, c: Cell, fixed: bool) -> CellResult {
         (vm as f64 + c.virtual_kib * n as f64) as u64,
     );
     CellResult {
-        version: matrix::RESULTS_VERSION,
-        cell: spec.clone(),
-        repeat: 0,
-        status: Status::Ok,
-        reason: None,
         started_unix: 1.7e9 + spec.index as f64,
         wall_seconds: 3.0,
-        runner_cpu_seconds: None,
-        runner_traffic_cpu_seconds: None,
         server: Some(ServerSide {
             instances: 1,
             args: vec!["serve".into(), spec.model.clone()],
@@ -239,34 +232,17 @@ fn ok(spec: &matrix::CellSpec, kind: &str, c: Cell, fixed: bool) -> CellResult {
             tcp_sockets: 10 + 2 * n,
         }),
         load: Some(load_report(kind, spec.connections, &c)),
-        per_connection_csv: None,
         messages_per_connection: fixed.then_some(1),
-        bench: None,
-        work_done: None,
-        plan: None,
+        ..CellResult::new(spec.clone(), Status::Ok)
     }
 }
 
 fn not_measured(spec: &matrix::CellSpec, status: Status, reason: &str) -> CellResult {
     CellResult {
-        version: matrix::RESULTS_VERSION,
-        cell: spec.clone(),
-        repeat: 0,
-        status,
         reason: Some(reason.into()),
         started_unix: 1.7e9,
         wall_seconds: 0.1,
-        runner_cpu_seconds: None,
-        runner_traffic_cpu_seconds: None,
-        server: None,
-        kernel_before: None,
-        kernel_loaded: None,
-        load: None,
-        per_connection_csv: None,
-        messages_per_connection: None,
-        bench: None,
-        work_done: None,
-        plan: None,
+        ..CellResult::new(spec.clone(), status)
     }
 }
 
@@ -1094,7 +1070,7 @@ fn verdict_first_with_ties_and_costs() -> Result<(), Failed> {
 
 fn one_run_is_not_ranked() -> Result<(), Failed> {
     let data = tie_run(1);
-    let tables = c10k::runner::summary::ranking(&data);
+    let tables = c10k::analysis::summary::ranking(&data);
     for t in &tables {
         if !t.title.contains("; 1 run: order not tested (") {
             return Err(format!("title {:?}", t.title).into());
@@ -1106,7 +1082,7 @@ fn one_run_is_not_ranked() -> Result<(), Failed> {
             return Err(format!("vs best {:?}", t.rows[1]).into());
         }
     }
-    let verdict = c10k::runner::verdict::tables(&data);
+    let verdict = c10k::analysis::verdict::tables(&data);
     if !verdict[0]
         .title
         .starts_with("10 connections: epoll has the best median; 1 run: order not tested")
@@ -1138,7 +1114,7 @@ fn memory_below_resolution_is_listed_and_sloped() -> Result<(), Failed> {
     // The slopes, with intervals, in a table under the chart: epoll's
     // 0.1 KiB per connection recovered from cells that one by one do not
     // all resolve it.
-    let t = c10k::runner::memory::table(&data).ok_or("no memory table")?;
+    let t = c10k::analysis::memory::table(&data).ok_or("no memory table")?;
     let row = |m: &str| t.rows.iter().find(|r| r[0] == m).cloned();
     let epoll = row("epoll").ok_or("no epoll row")?;
     let threads = row("threads").ok_or("no threads row")?;

@@ -11,7 +11,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::channel;
 use std::time::Duration;
 
-use c10k::runner::server::{Launcher, ServerChild, StartError};
+use c10k::child::server::{Launcher, ServerChild, StartError};
 use c10k::server::Summary;
 use libtest_mimic::Failed;
 

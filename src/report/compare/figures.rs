@@ -6,13 +6,13 @@
 //! (its colour and marker); its BASE line is dashed in a paler shade of
 //! its colour. Cost: one pass over the cells per chart.
 
+use crate::analysis::summary::margin_text;
 use crate::compare::report::{Cell, Comparison, Curve};
 use crate::present::look::{Dash, Look};
 use crate::present::units::{format_count, Unit};
 use crate::report::charts::{self, Entry, Figure, Line, Panel, Point, XFormat};
 use crate::report::figures::Chart;
-use crate::runner::matrix::Primary;
-use crate::runner::summary::margin_text;
+use crate::results::matrix::Primary;
 
 /// Most latency spectra in one profile's figure; the rest are named.
 pub const MAX_SPECTRA: usize = 12;

@@ -10,8 +10,8 @@
 
 use std::collections::BTreeMap;
 
-use super::cell::{CellResult, Status};
-use super::results::RunData;
+use crate::results::cell::{CellResult, Status};
+use crate::results::dir::RunData;
 
 /// Whether a measured cell was disturbed from outside the run.
 pub(crate) fn disturbed(c: &CellResult) -> bool {
@@ -96,12 +96,12 @@ pub(crate) fn headline(data: &RunData) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::matrix::RunPlan;
+    use crate::results::matrix::RunPlan;
 
     /// `plan`'s results: each of `runs` is a cell index and whether each
     /// of its records, in order, was disturbed.
     fn data(plan: &RunPlan, runs: &[(usize, &[bool])]) -> RunData {
-        let measured = crate::runner::results::Figures {
+        let measured = crate::results::dir::Figures {
             throughput: 1000.0,
             ..Default::default()
         };

@@ -8,32 +8,13 @@
 //! wrong), flagged in every table that shows it and never a win. Costs a
 //! comparison per model and count.
 
-use serde::{Deserialize, Serialize};
-
-use super::cell::Status;
-use super::matrix::{CellSpec, RunPlan, WorkloadKind};
-use super::results::RunData;
 use crate::present::units::{format_count, sig3};
+use crate::results::cell::{Status, WorkDone};
+use crate::results::dir::RunData;
+use crate::results::matrix::{CellSpec, RunPlan, WorkloadKind};
 use crate::server::stats::WorkSummary;
-use crate::server::work::{Bound, Capacity, Work};
+use crate::server::work::{Bound, Work};
 use crate::stats::compare::{self, Comparison, Sample};
-
-/// What a cell's servers did under its work, and what the work allows.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WorkDone {
-    /// Requests whose work the servers did over the whole cell
-    /// (connections coming up, the warm-up, the window and the drain),
-    /// summed over its instances.
-    pub requests: u64,
-    /// Bytes of one request: the workload's message.
-    pub request_bytes: usize,
-    /// What the model's handlers can do at once, as its server reported
-    /// it (handlers summed over the instances sharing the port).
-    pub capacity: Capacity,
-    /// The throughput the work alone allows at the cell's connections and
-    /// depth (for an open loop, at most its offered rate).
-    pub bound: Option<Bound>,
-}
 
 /// The work record of a cell of `plan` under `spec`'s work, from the JSON
 /// summaries its servers printed; `None` for a cell without work or
@@ -181,7 +162,7 @@ pub(crate) fn above_text(data: &RunData, n: usize, models: &[&str]) -> Option<St
         format!(
             "Above the bound the work allows, beyond noise and margin (a defect to find, not a \
              win): {}.",
-            super::summary::and_list(&above)
+            crate::present::words::and_list(&above)
         )
     })
 }
@@ -189,7 +170,8 @@ pub(crate) fn above_text(data: &RunData, n: usize, models: &[&str]) -> Option<St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::results::Figures;
+    use crate::results::dir::Figures;
+    use crate::server::work::Capacity;
 
     /// A run of `model` under block:1ms on one loop (bound 1,000/s) whose
     /// rounds measured `throughputs`.
@@ -269,7 +251,7 @@ mod tests {
         assert_eq!((w.requests, w.capacity.handlers), (1400, Some(2)));
         let b = w.bound.expect("a bound");
         assert!((b.per_second - 2000.0).abs() < 1e-6, "{b:?}");
-        plan.workload.rate = Some(crate::runner::matrix::Rate::Total(500.0));
+        plan.workload.rate = Some(crate::results::matrix::Rate::Total(500.0));
         let b = of_cell(&plan, &spec, &[summary]).and_then(|w| w.bound);
         assert_eq!(
             b.map(|b| b.why),

@@ -10,8 +10,8 @@
 
 use std::borrow::Cow;
 
+use super::dir::RunData;
 use super::matrix::{self, CellSpec};
-use super::results::RunData;
 
 /// The cells of one work profile, as a run of their own.
 #[derive(Debug, Clone)]
@@ -67,8 +67,8 @@ pub fn parts(data: &RunData) -> Vec<Part<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::matrix::{expand, Order, RunPlan};
-    use crate::runner::results::Figures;
+    use crate::results::dir::Figures;
+    use crate::results::matrix::{expand, Order, RunPlan};
 
     #[test]
     fn a_run_splits_by_profile_and_one_without_the_axis_stays_whole() {

@@ -441,21 +441,21 @@ pub struct RunPlan {
     pub variants: Vec<Variant>,
     /// Servers that are not c10k's (`--server`), named in `models`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub servers: Vec<super::foreign::Foreign>,
+    pub servers: Vec<crate::child::foreign::Foreign>,
     /// Servers already running (`--target`), named in `models`: only the
     /// client's side is measured.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub targets: Vec<super::foreign::Target>,
+    pub targets: Vec<crate::child::foreign::Target>,
     /// Where every cell's client runs (`--agent`): agents started through
     /// these launchers; absent: in worker processes on this machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agents: Option<crate::client::agents::Launch>,
+    pub agents: Option<crate::client::launch::Launch>,
     /// The address the servers bind (`--bind`), one the agents reach;
     /// absent: loopback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bind: Option<std::net::IpAddr>,
     /// How long a foreign server may take to be ready, in seconds.
-    #[serde(default = "super::foreign::default_ready_seconds")]
+    #[serde(default = "crate::child::foreign::default_ready_seconds")]
     pub ready_timeout_seconds: f64,
     /// A micro-benchmark experiment (its cells run no server).
     #[serde(default)]
@@ -467,9 +467,9 @@ pub struct RunPlan {
     #[serde(default = "default_size_label")]
     pub size_label: String,
     /// Models refused up front from a count on, with the measured cause
-    /// ([`super::preflight`]): their cells there are skipped unstarted.
+    /// ([`crate::runner::preflight`]): their cells there are skipped unstarted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub refused: Vec<super::preflight::Refusal>,
+    pub refused: Vec<Refusal>,
     pub cells: Vec<CellSpec>,
 }
 
@@ -564,6 +564,43 @@ impl RunPlan {
             ));
         }
         Ok(())
+    }
+}
+
+/// A model's counts it cannot hold here, and why: the first count refused
+/// (every larger one is too).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Refusal {
+    pub model: String,
+    /// The smallest refused count.
+    pub from: usize,
+    pub why: String,
+}
+
+/// Descriptors a server keeps for itself beside its connections (listener,
+/// epoll or io_uring instances, pipes, stdio).
+pub(crate) const SERVER_HEADROOM: u64 = 128;
+
+/// Server processes sharing the port (SO_REUSEPORT) that `connections` need
+/// under the open-files hard limit `hard`, for a model that does not fork.
+pub(crate) fn server_processes(connections: usize, hard: Option<u64>) -> usize {
+    hard.map_or(1, |h| {
+        connections
+            .div_ceil(h.saturating_sub(SERVER_HEADROOM).max(1) as usize)
+            .max(1)
+    })
+}
+
+impl RunPlan {
+    /// Event loops per client process for a cell of `n` connections: one per
+    /// CPU the client may use, at most one per connection.
+    pub(crate) fn client_threads(&self, n: usize) -> usize {
+        if self.client_cpus.is_empty() {
+            crate::sys::affinity::cpus_available()
+        } else {
+            self.client_cpus.len()
+        }
+        .clamp(1, n.max(1))
     }
 }
 

@@ -45,7 +45,7 @@ pub struct RunData {
     /// cell once: its last repeat.
     pub cells: Vec<CellResult>,
     /// Runs disturbed from outside that a repeat of the same cell
-    /// replaced ([`super::disturbed`]), in the order recorded.
+    /// replaced ([`crate::analysis::disturbed`]), in the order recorded.
     pub superseded: Vec<CellResult>,
 }
 
@@ -96,24 +96,10 @@ impl RunData {
                     idle_cpus: f.idle_cpus,
                 });
             data.cells.push(CellResult {
-                version: RESULTS_VERSION,
-                cell: spec.clone(),
-                repeat: 0,
-                status: super::cell::Status::Ok,
-                reason: None,
-                started_unix: 0.0,
                 wall_seconds: 0.1,
-                runner_cpu_seconds: None,
-                runner_traffic_cpu_seconds: None,
                 server,
-                kernel_before: None,
-                kernel_loaded: None,
                 load: Some(load),
-                per_connection_csv: None,
-                messages_per_connection: None,
-                bench: None,
-                work_done: None,
-                plan: None,
+                ..CellResult::new(spec.clone(), super::cell::Status::Ok)
             });
         }
         data
@@ -476,7 +462,7 @@ impl Appender {
                 ),
                 _ => anyhow::anyhow!("cannot open {} for appending: {e}", path.display()),
             })?;
-        super::lock::exclusive(&file, dir)?;
+        super::lock::exclusive(&file, &path, dir)?;
         Ok(Appender { file })
     }
 
@@ -569,9 +555,9 @@ mod tests {
     fn load(dir: &Path) -> anyhow::Result<(RunData, Vec<Problem>)> {
         super::load(dir, crate::plan::check::check)
     }
-    use crate::runner::cell::Status;
-    use crate::runner::identity::settings;
-    use crate::runner::matrix::WorkloadKind;
+    use crate::results::cell::Status;
+    use crate::results::identity::settings;
+    use crate::results::matrix::WorkloadKind;
 
     /// epoll and poll at 2 connections, 2 runs each: 4 cells.
     fn plan() -> RunPlan {
@@ -581,24 +567,11 @@ mod tests {
     /// The result of cell `i` of `plan`, as the runner records it.
     fn result(plan: &RunPlan, i: usize) -> CellResult {
         CellResult {
-            version: RESULTS_VERSION,
-            cell: plan.cells[i].clone(),
-            repeat: 0,
-            status: Status::Ok,
-            reason: None,
             started_unix: 1.7e9 + i as f64,
             wall_seconds: 0.1,
-            runner_cpu_seconds: None,
-            runner_traffic_cpu_seconds: None,
-            server: None,
-            kernel_before: None,
-            kernel_loaded: None,
             load: Some(crate::client::report::example(2, 100, 6400)),
-            per_connection_csv: None,
-            messages_per_connection: None,
-            bench: None,
-            work_done: None,
             plan: Some(settings(plan)),
+            ..CellResult::new(plan.cells[i].clone(), Status::Ok)
         }
     }
 
@@ -794,7 +767,7 @@ mod tests {
         let first = Appender::lock(&d, false).unwrap();
         let e = Appender::lock(&d, false).err().expect("a second lock");
         let in_use = e
-            .downcast_ref::<crate::runner::lock::InUse>()
+            .downcast_ref::<crate::results::lock::InUse>()
             .expect("InUse");
         assert_eq!(in_use.pid, Some(std::process::id()));
         assert!(e.to_string().ends_with(&format!(
@@ -804,7 +777,7 @@ mod tests {
         // A new run into a directory being run is refused the same way.
         assert!(create(&d, &p, &serde_json::json!({}))
             .err()
-            .is_some_and(|e| e.downcast_ref::<crate::runner::lock::InUse>().is_some()));
+            .is_some_and(|e| e.downcast_ref::<crate::results::lock::InUse>().is_some()));
         drop(first);
         assert!(Appender::lock(&d, false).is_ok());
         let _ = std::fs::remove_dir_all(&d);

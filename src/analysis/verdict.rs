@@ -15,12 +15,13 @@
 //! ranks by corrected p99, so p99 is its first figure. Costs what the
 //! ranking costs, once per figure.
 
-use super::cell::{CellResult, Metrics, RunsFigure, Status};
 use super::memory::{self, Kind};
-use super::results::RunData;
-use super::summary::{self, and_list, Ranked};
+use super::summary::{self, Ranked};
 use crate::export::table::Table;
 use crate::present::units::{format_count, sig3, Scale};
+use crate::present::words::and_list;
+use crate::results::cell::{CellResult, Metrics, RunsFigure, Status};
+use crate::results::dir::RunData;
 use crate::stats::compare::{self, Comparison, Sample};
 use crate::stats::Summary;
 
@@ -117,7 +118,7 @@ fn cpu_pick(churn: bool) -> fn(&Metrics) -> Option<f64> {
 /// Every measured model's figures at count `n`.
 fn judged(data: &RunData, n: usize, slopes: &[memory::Slope]) -> Vec<Judged> {
     let p = data.plan.primary;
-    let churn = data.plan.workload.kind == super::matrix::WorkloadKind::Churn;
+    let churn = data.plan.workload.kind == crate::results::matrix::WorkloadKind::Churn;
     let cpu = cpu_pick(churn);
     let sample_of = |rows: &[(String, Vec<(usize, f64)>)], m: &str| {
         rows.iter()
@@ -132,7 +133,7 @@ fn judged(data: &RunData, n: usize, slopes: &[memory::Slope]) -> Vec<Judged> {
         .map(|(model, _)| Judged {
             model: model.clone(),
             primary: sample_of(&primary, model),
-            p99: (p != super::matrix::Primary::Latency)
+            p99: (p != crate::results::matrix::Primary::Latency)
                 .then(|| sample_of(&p99, model))
                 .flatten(),
             cpu: sample_of(&cpus, model),
@@ -184,9 +185,9 @@ fn beats(data: &RunData, f: Figure, a: &Judged, b: &Judged) -> Option<String> {
             (lo_b > hi_a && xb - xa > MEMORY_FLOOR_KIB).then(|| {
                 format!(
                     "{}/connection against {}'s {}",
-                    memory::kib(xb),
+                    crate::present::units::kib(xb),
                     a.model,
-                    memory::kib(xa.max(0.0))
+                    crate::present::units::kib(xa.max(0.0))
                 )
             })
         }
@@ -336,7 +337,7 @@ fn judgement(data: &RunData, n: usize, rows: &[Ranked], user: &[memory::Slope]) 
         return vec!["One run each: no model is shown to beat another (untested).".into()];
     }
     let all = judged(data, n, user);
-    let churn = data.plan.workload.kind == super::matrix::WorkloadKind::Churn;
+    let churn = data.plan.workload.kind == crate::results::matrix::WorkloadKind::Churn;
     let mut best = vec![format!(
         "{}: {}",
         data.plan.primary.label(),
@@ -346,7 +347,7 @@ fn judgement(data: &RunData, n: usize, rows: &[Ranked], user: &[memory::Slope]) 
             .unwrap_or("")
             .trim_end_matches(" is best")
     )];
-    if data.plan.primary != super::matrix::Primary::Latency {
+    if data.plan.primary != crate::results::matrix::Primary::Latency {
         if let Some(b) = best_by(data, n, &|m| m.latency_p99_us) {
             best.push(format!("p99: {b}"));
         }
@@ -382,7 +383,7 @@ fn judgement(data: &RunData, n: usize, rows: &[Ranked], user: &[memory::Slope]) 
 pub fn tables(data: &RunData) -> Vec<Table> {
     let p = data.plan.primary;
     let user = memory::slopes(data, Kind::User);
-    let churn = data.plan.workload.kind == super::matrix::WorkloadKind::Churn;
+    let churn = data.plan.workload.kind == crate::results::matrix::WorkloadKind::Churn;
     let mut out = Vec::new();
     for (n, rows) in summary::standings(data) {
         let cells_of = |model: &str| -> Vec<&CellResult> {
@@ -475,7 +476,7 @@ pub fn tables(data: &RunData) -> Vec<Table> {
         let keep: Vec<bool> = (0..header.len())
             .map(|i| {
                 (i < 4 || body.iter().any(|r| r[i] != "–"))
-                    && !(i == 4 && p == super::matrix::Primary::Latency)
+                    && !(i == 4 && p == crate::results::matrix::Primary::Latency)
             })
             .collect();
         header = only(header, &keep);
@@ -548,7 +549,7 @@ fn notes(data: &RunData) -> Vec<String> {
         "Not dominated: no other model beats it on one figure (beyond noise and margin) \
          without losing on another; memory differs past disjoint intervals and {} per \
          connection, idle CPU past {} % of a CPU.",
-        memory::kib(MEMORY_FLOOR_KIB),
+        crate::present::units::kib(MEMORY_FLOOR_KIB),
         sig3(IDLE_FLOOR_CPUS * 100.0)
     ));
     notes.push(
@@ -564,7 +565,7 @@ fn notes(data: &RunData) -> Vec<String> {
     if data.cells.iter().any(|c| c.work_done.is_some()) {
         notes.push(super::bound::NOTE.to_string());
     }
-    notes.extend(super::auto::unsettled_note(&data.plan, &data.cells));
+    notes.extend(super::settled::unsettled_note(&data.plan, &data.cells));
     notes
 }
 
@@ -624,7 +625,7 @@ mod tests {
         );
     }
 
-    use crate::runner::results::Figures;
+    use crate::results::dir::Figures;
 
     fn judged_at_10(data: &RunData) -> Vec<Judged> {
         judged(data, 10, &memory::slopes(data, Kind::User))

@@ -51,10 +51,11 @@
 //! table says so whenever two models' slopes above zero coincide
 //! ([`identical`]). Cost: one pass over the results.
 
-use super::cell::{CellResult, Status};
-use super::results::RunData;
 use crate::export::table::Table;
-use crate::present::units::{sig3, Scale};
+use crate::present::units::{kib, sig3, Scale};
+use crate::present::words::and_list;
+use crate::results::cell::{CellResult, Status};
+use crate::results::dir::RunData;
 use crate::stats::slope::LinearFit;
 
 /// A page, KiB: the step in which a process's memory changes.
@@ -168,7 +169,7 @@ fn cpus_online(data: &RunData) -> usize {
 /// Every measured cell's delta of `kind`, in the order recorded.
 pub(crate) fn deltas(data: &RunData, kind: Kind) -> Vec<CellDelta> {
     let cpus = cpus_online(data);
-    crate::runner::series::latest(data)
+    crate::results::series::latest(data)
         .into_iter()
         .filter_map(|c| delta(c, kind, cpus))
         .collect()
@@ -190,7 +191,7 @@ pub struct Slope {
 /// order of models.
 pub fn slopes(data: &RunData, kind: Kind) -> Vec<Slope> {
     let all = deltas(data, kind);
-    crate::runner::series::models(data)
+    crate::results::series::models(data)
         .into_iter()
         .filter_map(|model| {
             let points: Vec<(f64, f64, f64)> = all
@@ -206,30 +207,6 @@ pub fn slopes(data: &RunData, kind: Kind) -> Vec<Slope> {
             })
         })
         .collect()
-}
-
-/// The unit a KiB amount reads best in: (KiB per unit, name).
-fn unit(kib: f64) -> (f64, &'static str) {
-    let a = kib.abs();
-    if a >= 1024.0 * 1024.0 {
-        (1024.0 * 1024.0, "GiB")
-    } else if a >= 1024.0 {
-        (1024.0, "MiB")
-    } else if a >= 1.0 {
-        (1.0, "KiB")
-    } else {
-        (1.0 / 1024.0, "B")
-    }
-}
-
-/// An amount of memory given in KiB, for people: `410 B`, `1.1 KiB`,
-/// `8.2 MiB`.
-pub fn kib(v: f64) -> String {
-    if v == 0.0 {
-        return "0 B".into();
-    }
-    let (per, name) = unit(v);
-    format!("{} {name}", sig3(v / per))
 }
 
 /// What a slope says of the cost per connection, KiB: never a negative
@@ -486,7 +463,7 @@ pub fn table(data: &RunData) -> Option<Table> {
         },
         &["model", "user (PSS)", "virtual", "kernel", "cells"],
     );
-    let models = crate::runner::series::models(data);
+    let models = crate::results::series::models(data);
     // Each kind's column in one unit.
     let columns: Vec<Vec<Option<PerConnection>>> = per_kind
         .iter()
@@ -560,25 +537,12 @@ pub fn table(data: &RunData) -> Option<Table> {
     Some(t)
 }
 
-/// `a`, `a and b`, `a, b and c`.
-fn and_list(items: &[String]) -> String {
-    match items {
-        [] => String::new(),
-        [one] => one.clone(),
-        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn amounts_read_in_their_unit() {
-        assert_eq!(kib(0.4), "410 B");
-        assert_eq!(kib(1.1), "1.1 KiB");
-        assert_eq!(kib(8200.0), "8.01 MiB");
-        assert_eq!(kib(0.0), "0 B");
+    fn costs_read_in_their_unit() {
         let f = LinearFit {
             slope: 1.1,
             intercept: 0.0,

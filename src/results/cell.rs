@@ -17,6 +17,7 @@ use crate::client::report::Report;
 use crate::metrics::kernel::KernelMemory;
 use crate::metrics::tree::TreeMemory;
 use crate::present::units::Scale;
+use crate::server::work::{Bound, Capacity};
 
 /// How a cell ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,7 +71,7 @@ pub struct CellResult {
     #[serde(flatten)]
     pub cell: CellSpec,
     /// 0 for a cell's first run; k for its k-th repeat after a run
-    /// disturbed from outside ([`super::disturbed`]). The highest counts.
+    /// disturbed from outside ([`crate::analysis::disturbed`]). The highest counts.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub repeat: usize,
     pub status: Status,
@@ -109,9 +110,9 @@ pub struct CellResult {
     #[serde(default)]
     pub bench: Option<BenchFigures>,
     /// A cell with work (`--work`): the requests its servers did, their
-    /// capacity and the bound the work allows ([`super::bound`]).
+    /// capacity and the bound the work allows ([`crate::analysis::bound`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub work_done: Option<super::bound::WorkDone>,
+    pub work_done: Option<WorkDone>,
     /// The plan's settings the cell was measured under
     /// ([`super::identity::settings`]), so that no other plan takes it
     /// for one of its own; absent in records written before they carried
@@ -238,7 +239,7 @@ pub struct Metrics {
     /// (its summaries).
     pub work_requests: Option<f64>,
     /// `--work`: the throughput the work alone allows, per second
-    /// ([`super::bound`]).
+    /// ([`crate::analysis::bound`]).
     pub work_bound_per_second: Option<f64>,
     /// `--work`, closed and open loops: the measured throughput over that
     /// bound (1.0: all of it; clearly above 1 is a defect).
@@ -417,6 +418,31 @@ impl RunsFigure {
 }
 
 impl CellResult {
+    /// A record of `cell` with `status` and nothing measured yet: the
+    /// start every record is built from, its figures filled in after.
+    pub fn new(cell: CellSpec, status: Status) -> CellResult {
+        CellResult {
+            version: super::matrix::RESULTS_VERSION,
+            cell,
+            repeat: 0,
+            status,
+            reason: None,
+            started_unix: 0.0,
+            wall_seconds: 0.0,
+            runner_cpu_seconds: None,
+            runner_traffic_cpu_seconds: None,
+            server: None,
+            kernel_before: None,
+            kernel_loaded: None,
+            load: None,
+            per_connection_csv: None,
+            messages_per_connection: None,
+            bench: None,
+            work_done: None,
+            plan: None,
+        }
+    }
+
     /// The server's CPU (its whole tree) over the measured window per
     /// measured message, µs, checked against what bounds it
     /// ([`check_window_cpu`]): the window's wall time on the server's CPUs,
@@ -600,6 +626,23 @@ impl CellResult {
         }
         m
     }
+}
+
+/// What a cell's servers did under its work, and what the work allows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkDone {
+    /// Requests whose work the servers did over the whole cell
+    /// (connections coming up, the warm-up, the window and the drain),
+    /// summed over its instances.
+    pub requests: u64,
+    /// Bytes of one request: the workload's message.
+    pub request_bytes: usize,
+    /// What the model's handlers can do at once, as its server reported
+    /// it (handlers summed over the instances sharing the port).
+    pub capacity: Capacity,
+    /// The throughput the work alone allows at the cell's connections and
+    /// depth (for an open loop, at most its offered rate).
+    pub bound: Option<Bound>,
 }
 
 #[cfg(test)]

@@ -5,8 +5,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use crate::runner::cell::{CellResult, Metrics, Status};
-use crate::runner::results::RunData;
+use crate::results::cell::{CellResult, Metrics, Status};
+use crate::results::dir::RunData;
 
 /// Picks one figure out of a cell's metrics.
 pub(crate) type Pick = fn(&Metrics) -> Option<f64>;

@@ -1,7 +1,7 @@
 //! The exclusive lock a `c10k run` holds on its results directory, so two
 //! runs never measure the same cells on the same pinned CPUs or append to
 //! one file: `flock(LOCK_EX | LOCK_NB)` on `results.jsonl`, taken before
-//! the directory is read or written and held (by [`super::results::Appender`],
+//! the directory is read or written and held (by [`super::dir::Appender`],
 //! which owns the descriptor) until the process exits, a kill included.
 //!
 //! The lock is on `results.jsonl` itself, not a lock file beside it: no
@@ -39,14 +39,14 @@ impl std::fmt::Display for InUse {
 
 impl std::error::Error for InUse {}
 
-/// Takes the exclusive lock of `dir` on `file` (its `results.jsonl`,
-/// opened for writing) without waiting.
+/// Takes the exclusive lock of `dir` on `file` (its `results.jsonl` at
+/// `path`, opened for writing) without waiting.
 ///
 /// A lock whose holder `/proc/locks` no longer shows was let go while we
 /// looked, so the lock is tried again, a few times at most. This happens
 /// right after a run is killed: a child it was starting holds a copy of
 /// the descriptor from fork until its exec closes it.
-pub fn exclusive(file: &File, dir: &Path) -> anyhow::Result<()> {
+pub fn exclusive(file: &File, path: &Path, dir: &Path) -> anyhow::Result<()> {
     const TRIES: usize = 3;
     for _ in 0..TRIES {
         match flock(file, FlockOperation::NonBlockingLockExclusive) {
@@ -62,7 +62,7 @@ pub fn exclusive(file: &File, dir: &Path) -> anyhow::Result<()> {
             }
             Err(e) => anyhow::bail!(
                 "cannot lock {}: {e} (a filesystem without flock?)",
-                dir.join(super::results::RESULTS).display()
+                path.display()
             ),
         }
     }

@@ -11,11 +11,12 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::cell::{Metrics, Status};
 use super::disturbed::{self, Tally};
-use super::results::RunData;
 use crate::export::table::Table;
 use crate::present::units::{format_count, sig3};
+use crate::present::words::and_list;
+use crate::results::cell::{Metrics, Status};
+use crate::results::dir::RunData;
 use crate::stats::compare::{self, Comparison, Outcome, Sample};
 use crate::stats::Summary;
 
@@ -27,7 +28,7 @@ pub(crate) fn rounds(
     n: usize,
     pick: &dyn Fn(&Metrics) -> Option<f64>,
 ) -> Vec<(String, Vec<(usize, f64)>)> {
-    super::series::models(data)
+    crate::results::series::models(data)
         .into_iter()
         .filter_map(|model| {
             let values: Vec<(usize, f64)> = data
@@ -152,7 +153,7 @@ pub(crate) fn rank(
 /// The models at each connection count by the experiment's figure.
 pub(crate) fn standings(data: &RunData) -> BTreeMap<usize, Vec<Ranked>> {
     let p = data.plan.primary;
-    super::series::connections(data)
+    crate::results::series::connections(data)
         .into_iter()
         .map(|n| {
             let values = rounds(data, n, &|m| m.primary(p));
@@ -165,10 +166,10 @@ pub(crate) fn standings(data: &RunData) -> BTreeMap<usize, Vec<Ranked>> {
 /// How a column of the experiment's figure is written: times in one unit
 /// for the whole column (`0.206 ms` beside `5.44 ms`), counts in full.
 pub(crate) fn primary_scale(
-    p: super::matrix::Primary,
+    p: crate::results::matrix::Primary,
     values: impl IntoIterator<Item = f64>,
 ) -> Box<dyn Fn(f64) -> String> {
-    use super::matrix::Primary;
+    use crate::results::matrix::Primary;
     match p {
         Primary::Time => {
             let s = crate::present::units::Scale::seconds(values);
@@ -318,16 +319,6 @@ pub(crate) fn rank_text(row: &Ranked) -> String {
         None => "–".into(),
         Some(r) if row.unsettled() => format!("{r}?"),
         Some(r) => r.to_string(),
-    }
-}
-
-/// `a`, `a and b`, `a, b and c`.
-pub(crate) fn and_list<S: AsRef<str>>(items: &[S]) -> String {
-    let items: Vec<&str> = items.iter().map(AsRef::as_ref).collect();
-    match items.as_slice() {
-        [] => String::new(),
-        [one] => one.to_string(),
-        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
     }
 }
 
@@ -509,12 +500,12 @@ pub fn ranking(data: &RunData) -> Vec<Table> {
 mod tests {
     use super::*;
     fn run_of(models: &[(&str, &[f64])]) -> RunData {
-        let figures: Vec<(&str, Vec<crate::runner::results::Figures>)> = models
+        let figures: Vec<(&str, Vec<crate::results::dir::Figures>)> = models
             .iter()
             .map(|(m, v)| {
                 let f = v
                     .iter()
-                    .map(|&throughput| crate::runner::results::Figures {
+                    .map(|&throughput| crate::results::dir::Figures {
                         throughput,
                         ..Default::default()
                     })
@@ -523,13 +514,6 @@ mod tests {
             })
             .collect();
         RunData::example_of(&figures)
-    }
-
-    #[test]
-    fn lists_read_as_english() {
-        assert_eq!(and_list(&["a"]), "a");
-        assert_eq!(and_list(&["a", "b"]), "a and b");
-        assert_eq!(and_list(&["a", "b", "c"]), "a, b and c");
     }
 
     #[test]
