@@ -333,111 +333,118 @@ pub struct HerdArgs {
 
 /// `c10k run [EXPERIMENT]`: a preset's matrix, changed by any flag given.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("matrix").multiple(true)))]
 pub struct RunArgs {
     /// tour (default), thesis, muller, comp8005, accept, c1m, peers,
     /// handlers or a micro-benchmark (dispatch, spawn, micro-accept,
     /// herd); `--list` says what each does.
+    #[arg(group = "matrix")]
     pub experiment: Option<String>,
     /// List the experiments and exit.
     #[arg(long)]
     pub list: bool,
     /// Models, e.g. select,threads [default: every model]; may be empty
     /// (`--models ''`) when --server names servers.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', group = "matrix")]
     pub models: Option<Vec<String>>,
     /// A server of your own beside the models: NAME='COMMAND ARGS {port}'
     /// ({port}: a free port c10k picked; {addr}: the address to bind;
     /// {cpus}: the server side's CPU list). Ready when it prints a line
     /// starting READY or listens on the port. Repeatable.
-    #[arg(long = "server", value_name = "NAME=COMMAND")]
+    #[arg(long = "server", value_name = "NAME=COMMAND", group = "matrix")]
     pub servers: Vec<String>,
     /// A server already running, here or elsewhere, beside the models:
     /// NAME=HOST:PORT. Only the client's side is measured (its process is
     /// not c10k's to sample). Repeatable.
-    #[arg(long = "target", value_name = "NAME=HOST:PORT")]
+    #[arg(long = "target", value_name = "NAME=HOST:PORT", group = "matrix")]
     pub targets: Vec<String>,
     /// How long a --server may take to be ready [default: 60s].
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", group = "matrix")]
     pub ready_timeout: Option<String>,
     /// Connection counts, e.g. 2,4,8.
-    #[arg(short, long, value_delimiter = ',')]
+    #[arg(short, long, value_delimiter = ',', group = "matrix")]
     pub connections: Option<Vec<usize>>,
     /// Work profiles: every model at every count runs under each, with
     /// its rankings and verdict per profile and each figure beside the
     /// bound the work allows; none, or serve's --work SPEC, e.g.
     /// none,cpu:20us,block:1ms (a request is one message, -m bytes).
-    #[arg(long, value_delimiter = ',', value_name = "SPECS")]
+    #[arg(long, value_delimiter = ',', value_name = "SPECS", group = "matrix")]
     pub work: Option<Vec<String>>,
     /// Repeats of every cell, or `auto`: repeat each until its median is
     /// known to ±5 % (95 % interval), 3 to 10 runs.
-    #[arg(long, value_name = "N|auto")]
+    #[arg(long, value_name = "N|auto", group = "matrix")]
     pub runs: Option<String>,
     /// Two models are equivalent when the 95 % interval of their ratio
     /// lies within ± this margin, e.g. 5% (the default), 2%.
-    #[arg(long, value_name = "PCT")]
+    #[arg(long, value_name = "PCT", group = "matrix")]
     pub margin: Option<String>,
     /// Times a run disturbed from outside (CPU used by other processes, or
     /// steal) is run again before it is kept and marked [default: 2].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", group = "matrix")]
     pub repeat_disturbed: Option<usize>,
     /// What the client does: closed (loop), burst, churn.
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, group = "matrix")]
     pub workload: Option<WorkloadKind>,
     /// Messages per connection (a fixed amount of work instead of a timed
     /// window).
-    #[arg(short = 'n', long)]
+    #[arg(short = 'n', long, group = "matrix")]
     pub messages: Option<u64>,
     /// Measured window of a timed cell, e.g. 1s, 500ms.
-    #[arg(short, long)]
+    #[arg(short, long, group = "matrix")]
     pub duration: Option<String>,
     /// Traffic before each timed cell's measured window.
-    #[arg(long)]
+    #[arg(long, group = "matrix")]
     pub warmup: Option<String>,
     /// Message size, e.g. 64, 1KiB.
-    #[arg(short = 'm', long)]
+    #[arg(short = 'm', long, group = "matrix")]
     pub message_size: Option<String>,
     /// Open loop: messages per second in total over each cell's
     /// connections, on a schedule whatever the server's pace (latency
     /// corrected for coordinated omission, as wrk2's -R).
-    #[arg(short = 'r', long, value_name = "RATE")]
+    #[arg(short = 'r', long, value_name = "RATE", group = "matrix")]
     pub rate: Option<f64>,
     /// Open loop: messages per second on each connection (the load grows
     /// with the connections).
-    #[arg(long, value_name = "RATE", conflicts_with = "rate")]
+    #[arg(long, value_name = "RATE", conflicts_with = "rate", group = "matrix")]
     pub rate_per_connection: Option<f64>,
     /// New connections per second while each cell's connections come up
     /// [default: as fast as the listen queue takes them].
-    #[arg(long, value_name = "RATE")]
+    #[arg(long, value_name = "RATE", group = "matrix")]
     pub connect_rate: Option<f64>,
     /// Open loop: the client works in passes at least this long apart
     /// (`c10k load --interval`), e.g. 2ms: fewer wake-ups, each latency
     /// late by up to one interval at each end [default: 0s; c1m: 10ms].
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", group = "matrix")]
     pub client_interval: Option<String>,
     /// A connect or echo not answered within this fails its connection
     /// [default: 10s; comp8005: 120s].
-    #[arg(long)]
+    #[arg(long, group = "matrix")]
     pub timeout: Option<String>,
     /// Where server and client run: split (different CPUs), same, all
     /// (each on every CPU), none [default: split; c1m: none; handlers:
     /// all].
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, group = "matrix")]
     pub pin: Option<Pin>,
     /// Repeat order: interleaved (run r of every cell, then r+1) or
     /// sequential.
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, group = "matrix")]
     pub order: Option<Order>,
     /// Write each cell's per-connection CSV under cells/.
-    #[arg(long)]
+    #[arg(long, group = "matrix")]
     pub per_connection_csv: bool,
     /// Pass this to every `c10k serve`, e.g. --server-arg=--stack-size=2MiB
     /// (repeatable).
-    #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
+    #[arg(
+        long = "server-arg",
+        value_name = "ARG",
+        allow_hyphen_values = true,
+        group = "matrix"
+    )]
     pub server_args: Vec<String>,
     /// A c10k model with more serve flags under a name of its own, run
     /// beside the models: NAME='MODEL FLAGS', e.g. 'select+lock=select
     /// --shared-state' or 'epoll@1ms=epoll --interval 1ms' (repeatable).
-    #[arg(long = "variant", value_name = "NAME=MODEL FLAGS")]
+    #[arg(long = "variant", value_name = "NAME=MODEL FLAGS", group = "matrix")]
     pub variants: Vec<String>,
     /// Every cell's client runs on agents (--agent, --agents-file,
     /// --agents, as for `c10k load`); the server stays here.
@@ -445,13 +452,14 @@ pub struct RunArgs {
     pub agents: AgentArgs,
     /// Address the servers bind, one the agents can reach (e.g. this
     /// host's address on their network) [default: 127.0.0.1].
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", group = "matrix")]
     pub bind: Option<std::net::IpAddr>,
     /// Directory under which results/EXPERIMENT-TIME/ is made.
     #[arg(long, default_value = "results")]
     pub out: std::path::PathBuf,
-    /// Finish an interrupted run in DIR (its own plan is used).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "models", "connections", "work", "runs", "margin", "repeat_disturbed", "workload", "messages", "duration", "warmup", "message_size", "rate", "rate_per_connection", "connect_rate", "client_interval", "timeout", "pin", "order", "per_connection_csv", "server_args", "variants", "servers", "targets", "ready_timeout", "agent", "agents_file", "agents", "bind"])]
+    /// Finish an interrupted run in DIR (its own plan is used): no flag of
+    /// the matrix (group `matrix`) or of the agents goes with it.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["matrix", "AgentArgs"])]
     pub resume: Option<std::path::PathBuf>,
     /// Do not write report.html (the exports are still written).
     #[arg(long)]
@@ -809,6 +817,30 @@ pub struct ConformArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resume_goes_with_no_flag_of_the_matrix_or_the_agents() {
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(["c10k", "run", "--resume", "results/x"].iter().chain(args))
+        };
+        assert!(parse(&["--no-report", "--out", "o"]).is_ok());
+        for flags in [
+            &["tour"][..],
+            &["--models", "epoll"],
+            &["-c", "10"],
+            &["--server-arg=--edge"],
+            &["--bind", "127.0.0.1"],
+            &["--agent", "ssh h c10k agent"],
+            &["--agents", "2"],
+        ] {
+            let e = parse(flags).expect_err(&flags.join(" "));
+            assert_eq!(
+                e.kind(),
+                clap::error::ErrorKind::ArgumentConflict,
+                "{flags:?}"
+            );
+        }
+    }
 
     #[test]
     fn edits_count_a_swap_as_one() {

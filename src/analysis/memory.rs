@@ -398,18 +398,6 @@ fn cells_text(cells: &[&CellDelta]) -> Option<String> {
     CellsCost::of(cells).map(|c| c.text(&Scale::kib([c.magnitude()]), true))
 }
 
-/// The models that run c10k's readiness loop (`src/server/reactor.rs`) and
-/// its connection table.
-const READINESS: [&str; 7] = [
-    "busy",
-    "select",
-    "poll",
-    "sigio",
-    "epoll",
-    "epoll-workers",
-    "hybrid",
-];
-
 /// Groups of models whose slopes above zero read the same (slope and
 /// interval to three digits): each group of two or more, in plan order.
 pub(crate) fn identical(slopes: &[Slope]) -> Vec<Vec<String>> {
@@ -519,7 +507,10 @@ pub fn table(data: &RunData) -> Option<Table> {
     );
     for (kind, slopes) in Kind::ALL.iter().zip(&per_kind) {
         for group in identical(slopes) {
-            let shared = if group.iter().all(|m| READINESS.contains(&m.as_str())) {
+            // The models that run c10k's readiness loop
+            // (`src/server/reactor.rs`) and its connection table.
+            let readiness = |m: &String| crate::server::find(m).is_some_and(|m| m.readiness());
+            let shared = if group.iter().all(readiness) {
                 " (they share c10k's one connection table, a slot per descriptor in a vector \
                  that doubles)"
             } else {

@@ -220,12 +220,6 @@ fn secs(s: f64) -> String {
     crate::present::units::seconds(s)
 }
 
-/// Whether a server at `ip` runs on this machine (its CPU is then part of
-/// the machine's): a loopback address, or one this host can bind.
-pub(crate) fn is_local(ip: std::net::IpAddr) -> bool {
-    ip.is_loopback() || ip.is_unspecified() || std::net::UdpSocket::bind((ip, 0)).is_ok()
-}
-
 /// The verdict on `x`.
 pub(crate) fn judge(x: &Inputs) -> Limits {
     let w = &x.window;

@@ -153,13 +153,12 @@ pub(crate) fn check_with(
     connect_rate: Option<f64>,
     system: &System,
 ) -> Vec<Finding> {
-    evaluate(needs, connect_rate, system, is_local(needs.target.ip()))
-}
-
-/// Whether `ip` is an address of this machine, so the server's sockets share
-/// its limits: loopback, or an address a socket can bind (no packet sent).
-fn is_local(ip: IpAddr) -> bool {
-    ip.is_loopback() || std::net::UdpSocket::bind((ip, 0)).is_ok()
+    evaluate(
+        needs,
+        connect_rate,
+        system,
+        source::is_local(needs.target.ip()),
+    )
 }
 
 /// Worker processes needed to hold `connections` when each may open at most

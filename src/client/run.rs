@@ -280,7 +280,7 @@ fn assemble(
         client_seconds: cpu,
         client_capacity,
         client_local,
-        server_local: limit::is_local(plan.target.ip()),
+        server_local: super::source::is_local(plan.target.ip()),
         rate_kept: match plan.workload {
             Workload::Open { rate, .. } => per_second(messages as f64) >= rate * 0.95,
             _ => false,

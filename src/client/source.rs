@@ -20,6 +20,14 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::sys;
 
+/// Whether a server at `ip` runs on this machine, so its sockets share this
+/// machine's limits and its CPU is part of the machine's: a loopback
+/// address, the unspecified address (0.0.0.0 or ::, which a connect reaches
+/// this host by), or one a socket here can bind (no packet sent).
+pub(crate) fn is_local(ip: IpAddr) -> bool {
+    ip.is_loopback() || ip.is_unspecified() || std::net::UdpSocket::bind((ip, 0)).is_ok()
+}
+
 /// At most this many source addresses (a /16 worth): more would only ever be
 /// a typo in a range.
 pub(crate) const MAX_SOURCES: usize = 65_536;
@@ -259,6 +267,16 @@ pub(crate) fn connected_to_itself(s: &std::net::TcpStream, target: SocketAddr) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn local_addresses_are_loopback_unspecified_or_bindable() {
+        assert!(is_local("127.0.0.1".parse().unwrap()));
+        assert!(is_local("127.0.0.9".parse().unwrap()));
+        assert!(is_local("0.0.0.0".parse().unwrap()));
+        assert!(is_local("::".parse().unwrap()));
+        // TEST-NET-1 (RFC 5737) is no host's address.
+        assert!(!is_local("192.0.2.1".parse().unwrap()));
+    }
     use std::net::{Ipv6Addr, TcpListener};
 
     fn v4(a: u8, b: u8, c: u8, d: u8) -> IpAddr {

@@ -262,7 +262,13 @@ mod tests {
     #[test]
     fn workers_default_to_the_cpus_the_server_may_use() {
         let first = crate::sys::affinity::current_cpus()[0].to_string();
-        for model in ["uring", "epoll-workers", "tokio", "hybrid"] {
+        // Every model but the one with a worker per connection (prefork),
+        // whose pool is sized for connections, not CPUs.
+        let pools = crate::server::MODELS
+            .iter()
+            .filter(|m| !m.worker_per_connection())
+            .map(|m| m.name());
+        for model in pools {
             let pinned = serve(&["--model", model, "--cpus", &first]);
             assert_eq!(pinned.config.workers, 1, "{model} on one CPU");
             let free = serve(&["--model", model]);
@@ -274,12 +280,13 @@ mod tests {
             let asked = serve(&["--model", model, "--cpus", &first, "--workers", "3"]);
             assert_eq!(asked.config.workers, 3, "{model}: --workers wins");
         }
-        assert_eq!(
-            serve(&["--model", "prefork", "--cpus", &first])
-                .config
-                .workers,
-            64
-        );
+        for m in crate::server::MODELS
+            .iter()
+            .filter(|m| m.worker_per_connection())
+        {
+            let plan = serve(&["--model", m.name(), "--cpus", &first]);
+            assert_eq!(plan.config.workers, 64, "{}", m.name());
+        }
     }
 
     #[test]

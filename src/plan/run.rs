@@ -10,296 +10,28 @@ use crate::present::units::parse_size;
 use crate::results::matrix::{self, Order, Pin, RunPlan, WorkloadKind, RESULTS_VERSION};
 
 /// The run plan for `args`: the preset's matrix with every flag applied,
-/// checked. Errors are one line saying what to change.
+/// checked, one axis at a time (the models and their servers, the counts,
+/// the repeats, the workload, the work, the placement). Errors are one line
+/// saying what to change.
 pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
-    let name = args.experiment.as_deref().unwrap_or("tour");
-    let preset = presets::find(name).ok_or_else(|| {
-        let names: Vec<_> = presets::all().iter().map(|p| p.name).collect();
-        let tip =
-            cli::similar("experiment", name, &names).map_or_else(String::new, |t| format!("; {t}"));
-        format!(
-            "unknown experiment '{name}': expected one of {} (see --list){tip}",
-            names.join(", ")
-        )
-    })?;
-    let mut servers = args
-        .servers
-        .iter()
-        .map(|s| Foreign::parse(s))
-        .collect::<Result<Vec<_>, _>>()?;
-    let ready_timeout_seconds = match &args.ready_timeout {
-        None => crate::child::foreign::default_ready_seconds(),
-        Some(t) => {
-            let t = parse_duration(t).map_err(|e| format!("--ready-timeout: {e}"))?;
-            if t < std::time::Duration::from_millis(10) || t > std::time::Duration::from_secs(3600)
-            {
-                return Err("--ready-timeout must be from 10ms to 1h".into());
-            }
-            t.as_secs_f64()
-        }
-    };
-    // A preset's peers join as foreign servers, unless --server names one
-    // of them itself.
-    let cache = crate::experiments::peers::cache_dir();
-    for name in preset.peers {
-        let Some(peer) = crate::experiments::peers::find(name) else {
-            continue;
-        };
-        if !servers.iter().any(|s| s.name == *name) {
-            servers.push(peer.resolve(&cache));
-        }
-    }
-    let mut variants = Vec::new();
-    let given = preset.variants.iter().map(|(n, v)| format!("{n}={v}"));
-    for text in given.chain(args.variants.iter().cloned()) {
-        let v = variant(&text)?;
-        if variants.iter().any(|o: &matrix::Variant| o.name == v.name) {
-            return Err(format!("--variant names '{}' twice", v.name));
-        }
-        variants.push(v);
-    }
-    let targets = args
-        .targets
-        .iter()
-        .map(|s| Target::parse(s))
-        .collect::<Result<Vec<_>, _>>()?;
-    if (!servers.is_empty() || !targets.is_empty()) && preset.bench.is_some() {
-        return Err(format!(
-            "--server, --target: the {name} experiment runs a micro-benchmark, not servers"
-        ));
-    }
-    let mut models: Vec<String> = match &args.models {
-        Some(m) => m
-            .iter()
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect(),
-        None if preset.models.is_empty() => crate::server::names()
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
-        None => preset.models.iter().map(|s| s.to_string()).collect(),
-    };
-    if models.is_empty() && servers.is_empty() && targets.is_empty() {
-        return Err("--models names no model".into());
-    }
-    for m in &models {
-        let known = match preset.bench {
-            Some(_) => preset.models.contains(&m.as_str()),
-            None => {
-                matrix::resolve(&variants, m).is_some()
-                    || servers.iter().any(|s| s.name == *m)
-                    || targets.iter().any(|t| t.name == *m)
-            }
-        };
-        if !known {
-            let names = match preset.bench {
-                Some(_) => preset.models.to_vec(),
-                None => crate::server::names(),
-            };
-            let tip =
-                cli::similar("model", m, &names).map_or_else(String::new, |t| format!("; {t}"));
-            return Err(format!(
-                "unknown model '{m}': expected one of {}{tip}",
-                names.join(", ")
-            ));
-        }
-    }
-    let mut seen = std::collections::BTreeSet::new();
-    if let Some(m) = models.iter().find(|m| !seen.insert(m.as_str())) {
-        return Err(format!("--models names '{m}' twice"));
-    }
-    // Each server of the user's runs beside the models: where --models
-    // places it, or after them.
-    // The user's variants (after the preset's) run beside the models.
-    for v in &variants[preset.variants.len()..] {
-        if !models.contains(&v.name) {
-            models.push(v.name.clone());
-        }
-    }
-    // One name, one server: a --variant, --server or --target of the same
-    // name as another would never run.
-    let mut named: std::collections::BTreeMap<&str, &str> = variants
-        .iter()
-        .map(|v| (v.name.as_str(), "--variant"))
-        .collect();
-    let names = servers.iter().map(|s| ("--server", &s.name));
-    for (flag, name) in names.chain(targets.iter().map(|t| ("--target", &t.name))) {
-        if let Some(first) = named.insert(name.as_str(), flag) {
-            return Err(if first == flag {
-                format!("{flag} names '{name}' twice")
-            } else {
-                format!("{first} and {flag} both name '{name}': give each server a name of its own")
-            });
-        }
-        if !models.contains(name) {
-            models.push(name.clone());
-        }
-    }
-    let mut connections = args
-        .connections
-        .clone()
-        .unwrap_or_else(|| preset.connections.to_vec());
-    if connections.is_empty() || connections.contains(&0) {
-        return Err("--connections must list counts of at least 1, e.g. 2,4,8".into());
-    }
-    if let Some(&c) = connections.iter().find(|&&c| c > 10_000_000) {
-        return Err(format!(
-            "--connections {c}: more than 10,000,000 is beyond any machine"
-        ));
-    }
-    connections.sort_unstable();
-    connections.dedup();
-    let (runs, auto_runs) = match args.runs.as_deref().map(str::trim) {
-        None => (preset.runs, None),
-        Some("auto") => {
-            let a = matrix::AutoRuns::default();
-            (a.min, Some(a))
-        }
-        Some(text) => match text.parse::<usize>() {
-            Ok(n) if (1..=1000).contains(&n) => (n, None),
-            _ => {
-                return Err(format!(
-                    "--runs {text}: must be a count from 1 to 1000, or auto"
-                ))
-            }
-        },
-    };
-    let margin = match args.margin.as_deref() {
-        None => crate::stats::compare::DEFAULT_MARGIN,
-        Some(text) => parse_percent("--margin", text)?,
-    };
-    let repeat_disturbed = match args.repeat_disturbed {
-        None => matrix::DEFAULT_REPEAT_DISTURBED,
-        Some(n) if n <= 10 => n,
-        Some(n) => {
-            return Err(format!(
-                "--repeat-disturbed {n}: at most 10 (each repeat is a whole cell again)"
-            ))
-        }
-    };
-    let mut workload = preset.workload.clone();
-    if let Some(kind) = args.workload.map(WorkloadKind::from) {
-        if kind != workload.kind {
-            workload.kind = kind;
-            // A preset's open loop is of its closed workload.
-            workload.rate = None;
-            workload.total_messages = None;
-            workload.messages_per_connection = None;
-            if workload.duration_seconds == 0.0 {
-                workload.duration_seconds = 1.0;
-                workload.warmup_seconds = 0.25;
-            }
-        }
-    }
-    if let Some(n) = args.messages {
-        if n == 0 {
-            return Err("--messages must be at least 1".into());
-        }
-        if workload.kind != WorkloadKind::Closed {
-            return Err("--messages applies to the closed workload only".into());
-        }
-        workload.messages_per_connection = Some(n);
-        workload.total_messages = None;
-    }
-    if let Some(d) = &args.duration {
-        let d = parse_duration(d).map_err(|e| format!("--duration: {e}"))?;
-        if d.is_zero() {
-            return Err("--duration must be above 0".into());
-        }
-        if workload.messages_for(1).is_some() && args.messages.is_none() {
-            // A duration replaces the preset's fixed amount of work.
-            workload.messages_per_connection = None;
-            workload.total_messages = None;
-        }
-        workload.duration_seconds = d.as_secs_f64();
-    }
-    if let Some(w) = &args.warmup {
-        workload.warmup_seconds = parse_duration(w)
-            .map_err(|e| format!("--warmup: {e}"))?
-            .as_secs_f64();
-    }
-    if let Some(m) = &args.message_size {
-        let n = parse_size(m).map_err(|e| format!("--message-size: {e}"))?;
-        if !(1..=crate::client::plan::MAX_MESSAGE).contains(&n) {
-            return Err(format!("--message-size {n}: must be from 1 B to 64 MiB"));
-        }
-        workload.message_bytes = n;
-        workload.payload = None;
-    }
-    if let Some(t) = &args.timeout {
-        let t = parse_duration(t).map_err(|e| format!("--timeout: {e}"))?;
-        if t < std::time::Duration::from_millis(1) {
-            return Err("--timeout must be at least 1ms".into());
-        }
-        workload.timeout_seconds = t.as_secs_f64();
-    }
-    use crate::client::plan::{per_second, MAX_RATE};
-    let rate = match (args.rate, args.rate_per_connection) {
-        (Some(r), _) => Some(matrix::Rate::Total(per_second("--rate", r, MAX_RATE)?)),
-        (None, Some(r)) => Some(matrix::Rate::PerConnection(per_second(
-            "--rate-per-connection",
-            r,
-            MAX_RATE,
-        )?)),
-        (None, None) => None,
-    };
-    if rate.is_some() {
-        if workload.kind != WorkloadKind::Closed {
-            return Err(format!(
-                "--rate: an open loop sends messages on connections it keeps; the {} workload \
-                 has none (use it with --workload closed)",
-                workload.report_name()
-            ));
-        }
-        workload.rate = rate;
-        if workload.duration_seconds <= 0.0 && workload.messages_for(1).is_none() {
-            workload.duration_seconds = 1.0;
-        }
-    }
-    if let Some(r) = args.connect_rate {
-        workload.connect_rate = Some(per_second("--connect-rate", r, MAX_RATE)?);
-    }
-    if let Some(text) = &args.client_interval {
-        let d = parse_duration(text).map_err(|e| format!("--client-interval: {e}"))?;
-        if d > crate::server::pace::MAX_INTERVAL {
-            return Err(format!("--client-interval {text}: must be at most 1s"));
-        }
-        if workload.rate.is_none() {
-            return Err(
-                "--client-interval paces an open loop: give --rate or --rate-per-connection".into(),
-            );
-        }
-        workload.client_interval_seconds = (!d.is_zero()).then_some(d.as_secs_f64());
-    }
-    if workload.kind != WorkloadKind::Burst
-        && workload.messages_for(1).is_none()
-        && workload.duration_seconds <= 0.0
-    {
-        workload.duration_seconds = 1.0;
-    }
-    // From the workload as changed by the flags: a preset's fixed amount of
-    // work turned into a timed window is ranked by throughput, not time.
-    let primary = match workload.kind {
-        _ if preset.bench == Some(matrix::Bench::Accept) => matrix::Primary::AcceptRate,
-        _ if preset.bench.is_some() => matrix::Primary::Time,
-        WorkloadKind::Burst => matrix::Primary::Time,
-        WorkloadKind::Closed if workload.rate.is_some() => matrix::Primary::Latency,
-        WorkloadKind::Churn => matrix::Primary::AcceptRate,
-        WorkloadKind::Closed if workload.messages_for(1).is_some() => matrix::Primary::Time,
-        WorkloadKind::Closed => matrix::Primary::Throughput,
-    };
-    let work = match &args.work {
-        Some(list) => list.clone(),
-        None => preset.work.iter().map(|w| w.to_string()).collect(),
-    };
-    let work = work_axis(&work, &workload)?;
-    if !work.is_empty() {
-        refuse_work_flags("--server-arg", &args.server_args)?;
-        for v in &variants {
-            refuse_work_flags(&format!("--variant {}", v.name), &v.args)?;
-        }
-    }
+    let preset = preset_of(args)?;
+    let name = preset.name;
+    let Servers {
+        servers,
+        targets,
+        variants,
+        ready_timeout_seconds,
+    } = servers_of(args, &preset)?;
+    let models = models_of(args, &preset, &variants, &servers, &targets)?;
+    let connections = connections_of(args, &preset)?;
+    let Repeats {
+        runs,
+        auto_runs,
+        margin,
+        repeat_disturbed,
+    } = repeats_of(args, &preset)?;
+    let (workload, primary) = workload_of(args, &preset)?;
+    let work = work_of(args, &preset, &workload, &variants)?;
     let pin = args.pin.map_or(preset.pin, Pin::from);
     // A micro-benchmark places its own threads; the runner pins nothing.
     let (server_cpus, client_cpus) = if preset.bench.is_some() {
@@ -426,6 +158,386 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     // across --variant, --server and --target among them).
     super::check::check(&plan)?;
     Ok(plan)
+}
+
+/// Every model of the registry, each of `variants` (a preset's, `NAME`,
+/// `MODEL FLAGS`) right after the model it varies.
+fn every_model(variants: &[(&str, &str)]) -> Vec<String> {
+    let base = |spec: &str| {
+        spec.split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let mut models = Vec::new();
+    for name in crate::server::names() {
+        models.push(name.to_string());
+        let of_it = variants.iter().filter(|(_, spec)| base(spec) == name);
+        models.extend(of_it.map(|(v, _)| v.to_string()));
+    }
+    models
+}
+
+/// The preset `args` names (the tour when none).
+fn preset_of(args: &RunArgs) -> Result<presets::Preset, String> {
+    let name = args.experiment.as_deref().unwrap_or("tour");
+    presets::find(name).ok_or_else(|| {
+        let names: Vec<_> = presets::all().iter().map(|p| p.name).collect();
+        let tip =
+            cli::similar("experiment", name, &names).map_or_else(String::new, |t| format!("; {t}"));
+        format!(
+            "unknown experiment '{name}': expected one of {} (see --list){tip}",
+            names.join(", ")
+        )
+    })
+}
+
+/// The servers beside the models: the user's (`--server`, `--target`), the
+/// preset's peers, and the variants (the preset's, then `--variant`).
+struct Servers {
+    servers: Vec<Foreign>,
+    targets: Vec<Target>,
+    variants: Vec<matrix::Variant>,
+    ready_timeout_seconds: f64,
+}
+
+fn servers_of(args: &RunArgs, preset: &presets::Preset) -> Result<Servers, String> {
+    let name = preset.name;
+    let mut servers = args
+        .servers
+        .iter()
+        .map(|s| Foreign::parse(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let ready_timeout_seconds = match &args.ready_timeout {
+        None => crate::child::foreign::default_ready_seconds(),
+        Some(t) => {
+            let t = parse_duration(t).map_err(|e| format!("--ready-timeout: {e}"))?;
+            if t < std::time::Duration::from_millis(10) || t > std::time::Duration::from_secs(3600)
+            {
+                return Err("--ready-timeout must be from 10ms to 1h".into());
+            }
+            t.as_secs_f64()
+        }
+    };
+    // A preset's peers join as foreign servers, unless --server names one
+    // of them itself.
+    let cache = crate::experiments::peers::cache_dir();
+    for name in preset.peers {
+        let Some(peer) = crate::experiments::peers::find(name) else {
+            continue;
+        };
+        if !servers.iter().any(|s| s.name == *name) {
+            servers.push(peer.resolve(&cache));
+        }
+    }
+    let mut variants = Vec::new();
+    let given = preset.variants.iter().map(|(n, v)| format!("{n}={v}"));
+    for text in given.chain(args.variants.iter().cloned()) {
+        let v = variant(&text)?;
+        if variants.iter().any(|o: &matrix::Variant| o.name == v.name) {
+            return Err(format!("--variant names '{}' twice", v.name));
+        }
+        variants.push(v);
+    }
+    let targets = args
+        .targets
+        .iter()
+        .map(|s| Target::parse(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    if (!servers.is_empty() || !targets.is_empty()) && preset.bench.is_some() {
+        return Err(format!(
+            "--server, --target: the {name} experiment runs a micro-benchmark, not servers"
+        ));
+    }
+    Ok(Servers {
+        servers,
+        targets,
+        variants,
+        ready_timeout_seconds,
+    })
+}
+
+/// The models of the matrix: `--models` or the preset's, each known, once,
+/// then the user's variants and servers where `--models` does not place
+/// them.
+fn models_of(
+    args: &RunArgs,
+    preset: &presets::Preset,
+    variants: &[matrix::Variant],
+    servers: &[Foreign],
+    targets: &[Target],
+) -> Result<Vec<String>, String> {
+    let mut models: Vec<String> = match &args.models {
+        Some(m) => m
+            .iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect(),
+        None if preset.models.is_empty() => every_model(preset.variants),
+        None => preset.models.iter().map(|s| s.to_string()).collect(),
+    };
+    if models.is_empty() && servers.is_empty() && targets.is_empty() {
+        return Err("--models names no model".into());
+    }
+    for m in &models {
+        let known = match preset.bench {
+            Some(_) => preset.models.contains(&m.as_str()),
+            None => {
+                matrix::resolve(variants, m).is_some()
+                    || servers.iter().any(|s| s.name == *m)
+                    || targets.iter().any(|t| t.name == *m)
+            }
+        };
+        if !known {
+            let names = match preset.bench {
+                Some(_) => preset.models.to_vec(),
+                None => crate::server::names(),
+            };
+            let tip =
+                cli::similar("model", m, &names).map_or_else(String::new, |t| format!("; {t}"));
+            return Err(format!(
+                "unknown model '{m}': expected one of {}{tip}",
+                names.join(", ")
+            ));
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(m) = models.iter().find(|m| !seen.insert(m.as_str())) {
+        return Err(format!("--models names '{m}' twice"));
+    }
+    // Each server of the user's runs beside the models: where --models
+    // places it, or after them.
+    // The user's variants (after the preset's) run beside the models.
+    for v in &variants[preset.variants.len()..] {
+        if !models.contains(&v.name) {
+            models.push(v.name.clone());
+        }
+    }
+    // One name, one server: a --variant, --server or --target of the same
+    // name as another would never run.
+    let mut named: std::collections::BTreeMap<&str, &str> = variants
+        .iter()
+        .map(|v| (v.name.as_str(), "--variant"))
+        .collect();
+    let names = servers.iter().map(|s| ("--server", &s.name));
+    for (flag, name) in names.chain(targets.iter().map(|t| ("--target", &t.name))) {
+        if let Some(first) = named.insert(name.as_str(), flag) {
+            return Err(if first == flag {
+                format!("{flag} names '{name}' twice")
+            } else {
+                format!("{first} and {flag} both name '{name}': give each server a name of its own")
+            });
+        }
+        if !models.contains(name) {
+            models.push(name.clone());
+        }
+    }
+    Ok(models)
+}
+
+/// The connection counts, sorted, each once.
+fn connections_of(args: &RunArgs, preset: &presets::Preset) -> Result<Vec<usize>, String> {
+    let mut connections = args
+        .connections
+        .clone()
+        .unwrap_or_else(|| preset.connections.to_vec());
+    if connections.is_empty() || connections.contains(&0) {
+        return Err("--connections must list counts of at least 1, e.g. 2,4,8".into());
+    }
+    if let Some(&c) = connections.iter().find(|&&c| c > 10_000_000) {
+        return Err(format!(
+            "--connections {c}: more than 10,000,000 is beyond any machine"
+        ));
+    }
+    connections.sort_unstable();
+    connections.dedup();
+    Ok(connections)
+}
+
+/// How often each cell runs, and how the runs are judged.
+struct Repeats {
+    runs: usize,
+    auto_runs: Option<matrix::AutoRuns>,
+    margin: f64,
+    repeat_disturbed: usize,
+}
+
+fn repeats_of(args: &RunArgs, preset: &presets::Preset) -> Result<Repeats, String> {
+    let (runs, auto_runs) = match args.runs.as_deref().map(str::trim) {
+        None => (preset.runs, None),
+        Some("auto") => {
+            let a = matrix::AutoRuns::default();
+            (a.min, Some(a))
+        }
+        Some(text) => match text.parse::<usize>() {
+            Ok(n) if (1..=1000).contains(&n) => (n, None),
+            _ => {
+                return Err(format!(
+                    "--runs {text}: must be a count from 1 to 1000, or auto"
+                ))
+            }
+        },
+    };
+    let margin = match args.margin.as_deref() {
+        None => crate::stats::compare::DEFAULT_MARGIN,
+        Some(text) => parse_percent("--margin", text)?,
+    };
+    let repeat_disturbed = match args.repeat_disturbed {
+        None => matrix::DEFAULT_REPEAT_DISTURBED,
+        Some(n) if n <= 10 => n,
+        Some(n) => {
+            return Err(format!(
+                "--repeat-disturbed {n}: at most 10 (each repeat is a whole cell again)"
+            ))
+        }
+    };
+    Ok(Repeats {
+        runs,
+        auto_runs,
+        margin,
+        repeat_disturbed,
+    })
+}
+
+/// The preset's workload changed by the flags, and the figure it ranks by.
+fn workload_of(
+    args: &RunArgs,
+    preset: &presets::Preset,
+) -> Result<(matrix::Workload, matrix::Primary), String> {
+    let mut workload = preset.workload.clone();
+    if let Some(kind) = args.workload.map(WorkloadKind::from) {
+        if kind != workload.kind {
+            workload.kind = kind;
+            // A preset's open loop is of its closed workload.
+            workload.rate = None;
+            workload.total_messages = None;
+            workload.messages_per_connection = None;
+            if workload.duration_seconds == 0.0 {
+                workload.duration_seconds = 1.0;
+                workload.warmup_seconds = 0.25;
+            }
+        }
+    }
+    if let Some(n) = args.messages {
+        if n == 0 {
+            return Err("--messages must be at least 1".into());
+        }
+        if workload.kind != WorkloadKind::Closed {
+            return Err("--messages applies to the closed workload only".into());
+        }
+        workload.messages_per_connection = Some(n);
+        workload.total_messages = None;
+    }
+    if let Some(d) = &args.duration {
+        let d = parse_duration(d).map_err(|e| format!("--duration: {e}"))?;
+        if d.is_zero() {
+            return Err("--duration must be above 0".into());
+        }
+        if workload.messages_for(1).is_some() && args.messages.is_none() {
+            // A duration replaces the preset's fixed amount of work.
+            workload.messages_per_connection = None;
+            workload.total_messages = None;
+        }
+        workload.duration_seconds = d.as_secs_f64();
+    }
+    if let Some(w) = &args.warmup {
+        workload.warmup_seconds = parse_duration(w)
+            .map_err(|e| format!("--warmup: {e}"))?
+            .as_secs_f64();
+    }
+    if let Some(m) = &args.message_size {
+        let n = parse_size(m).map_err(|e| format!("--message-size: {e}"))?;
+        if !(1..=crate::client::plan::MAX_MESSAGE).contains(&n) {
+            return Err(format!("--message-size {n}: must be from 1 B to 64 MiB"));
+        }
+        workload.message_bytes = n;
+        workload.payload = None;
+    }
+    if let Some(t) = &args.timeout {
+        let t = parse_duration(t).map_err(|e| format!("--timeout: {e}"))?;
+        if t < std::time::Duration::from_millis(1) {
+            return Err("--timeout must be at least 1ms".into());
+        }
+        workload.timeout_seconds = t.as_secs_f64();
+    }
+    use crate::client::plan::{per_second, MAX_RATE};
+    let rate = match (args.rate, args.rate_per_connection) {
+        (Some(r), _) => Some(matrix::Rate::Total(per_second("--rate", r, MAX_RATE)?)),
+        (None, Some(r)) => Some(matrix::Rate::PerConnection(per_second(
+            "--rate-per-connection",
+            r,
+            MAX_RATE,
+        )?)),
+        (None, None) => None,
+    };
+    if rate.is_some() {
+        if workload.kind != WorkloadKind::Closed {
+            return Err(format!(
+                "--rate: an open loop sends messages on connections it keeps; the {} workload \
+                 has none (use it with --workload closed)",
+                workload.report_name()
+            ));
+        }
+        workload.rate = rate;
+        if workload.duration_seconds <= 0.0 && workload.messages_for(1).is_none() {
+            workload.duration_seconds = 1.0;
+        }
+    }
+    if let Some(r) = args.connect_rate {
+        workload.connect_rate = Some(per_second("--connect-rate", r, MAX_RATE)?);
+    }
+    if let Some(text) = &args.client_interval {
+        let d = parse_duration(text).map_err(|e| format!("--client-interval: {e}"))?;
+        if d > crate::server::pace::MAX_INTERVAL {
+            return Err(format!("--client-interval {text}: must be at most 1s"));
+        }
+        if workload.rate.is_none() {
+            return Err(
+                "--client-interval paces an open loop: give --rate or --rate-per-connection".into(),
+            );
+        }
+        workload.client_interval_seconds = (!d.is_zero()).then_some(d.as_secs_f64());
+    }
+    if workload.kind != WorkloadKind::Burst
+        && workload.messages_for(1).is_none()
+        && workload.duration_seconds <= 0.0
+    {
+        workload.duration_seconds = 1.0;
+    }
+    // From the workload as changed by the flags: a preset's fixed amount of
+    // work turned into a timed window is ranked by throughput, not time.
+    let primary = match workload.kind {
+        _ if preset.bench == Some(matrix::Bench::Accept) => matrix::Primary::AcceptRate,
+        _ if preset.bench.is_some() => matrix::Primary::Time,
+        WorkloadKind::Burst => matrix::Primary::Time,
+        WorkloadKind::Closed if workload.rate.is_some() => matrix::Primary::Latency,
+        WorkloadKind::Churn => matrix::Primary::AcceptRate,
+        WorkloadKind::Closed if workload.messages_for(1).is_some() => matrix::Primary::Time,
+        WorkloadKind::Closed => matrix::Primary::Throughput,
+    };
+    Ok((workload, primary))
+}
+
+/// The work axis (`--work` or the preset's), checked; the serve flags of
+/// `--server-arg` and `--variant` may not give work of their own beside it.
+fn work_of(
+    args: &RunArgs,
+    preset: &presets::Preset,
+    workload: &matrix::Workload,
+    variants: &[matrix::Variant],
+) -> Result<Vec<String>, String> {
+    let work = match &args.work {
+        Some(list) => list.clone(),
+        None => preset.work.iter().map(|w| w.to_string()).collect(),
+    };
+    let work = work_axis(&work, workload)?;
+    if !work.is_empty() {
+        refuse_work_flags("--server-arg", &args.server_args)?;
+        for v in variants {
+            refuse_work_flags(&format!("--variant {}", v.name), &v.args)?;
+        }
+    }
+    Ok(work)
 }
 
 /// What a run of one's own matrix is called (its results directory is
