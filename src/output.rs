@@ -49,7 +49,7 @@ pub fn write_all(
                 // With a work axis: the row's profile, its bound and the
                 // share of it (above_bound: beyond noise and margin).
                 if let Some(w) = part.work {
-                    row["work"] = w.into();
+                    row["work"] = w.to_string().into();
                 }
                 if let Some(b) = crate::analysis::bound::share(part_data, &r.model, n) {
                     row["bound"] = serde_json::to_value(&b.bound)?;

@@ -1,19 +1,22 @@
 //! The bound beside the figure: under `--work`, the throughput the work
 //! alone allows a cell ([`WorkDone`], recorded with each cell from its
 //! servers' summaries: the model's own capacity, the cell's connections
-//! and depth, an open loop's offered rate; [`Work::bound`] says how), and
+//! and depth, an open loop's offered rate; [`bound`] says how), and
 //! the share of it a model reached at one count ([`Share`]). A model far
 //! below its bound shows its own overhead; one above it beyond noise and
 //! margin is a defect (the work was not done as asked, or the bound is
 //! wrong), flagged in every table that shows it and never a win. Costs a
 //! comparison per model and count.
 
+use std::time::Duration;
+
 use crate::present::units::{format_count, sig3};
+use crate::results::cell::Bound;
 use crate::results::cell::{Status, WorkDone};
 use crate::results::dir::RunData;
 use crate::results::matrix::{CellSpec, RunPlan, WorkloadKind};
 use crate::server::stats::WorkSummary;
-use crate::server::work::{Bound, Work};
+use crate::server::work::{Capacity, Kind, Profile};
 use crate::stats::compare::{self, Comparison, Sample};
 
 /// The work record of a cell of `plan` under `spec`'s work, from the JSON
@@ -24,7 +27,7 @@ pub(crate) fn of_cell(
     spec: &CellSpec,
     summaries: &[serde_json::Value],
 ) -> Option<WorkDone> {
-    let text = spec.work.as_deref()?;
+    let profile = spec.work.as_ref()?;
     let reported: Vec<(u64, WorkSummary)> = summaries
         .iter()
         .filter_map(|s| {
@@ -35,9 +38,8 @@ pub(crate) fn of_cell(
     let (_, first) = reported.first()?;
     let mut capacity = first.capacity;
     capacity.handlers = capacity.handlers.map(|h| h * reported.len());
-    let work = Work::parse(text, first.request_bytes).ok()?;
     let w = &plan.workload;
-    let mut bound = work.bound(&capacity, spec.connections, w.depth);
+    let mut bound = bound(profile, &capacity, spec.connections, w.depth);
     if let (WorkloadKind::Closed, Some(rate)) = (w.kind, w.rate) {
         let offered = rate.total(spec.connections);
         if bound.as_ref().is_none_or(|b| offered < b.per_second) {
@@ -53,6 +55,81 @@ pub(crate) fn of_cell(
         capacity,
         bound,
     })
+}
+
+/// The throughput (requests per second) the work of `profile` alone
+/// allows a model
+/// with `capacity` serving `connections` connections with `depth`
+/// requests in flight on each (a closed loop), and why; `None` with no
+/// work. The least of: the closed loop's N·depth / (all the parts),
+/// the handlers' H / (what holds one), and the cores' C / cpu.
+pub fn bound(
+    profile: &Profile,
+    capacity: &Capacity,
+    connections: usize,
+    depth: usize,
+) -> Option<Bound> {
+    if profile.is_none() {
+        return None;
+    }
+    let secs = |d: Duration| d.as_secs_f64();
+    let (cpu, block, wait) = (
+        secs(profile.mean(Kind::Cpu)),
+        secs(profile.mean(Kind::Block)),
+        secs(profile.mean(Kind::Wait)),
+    );
+    let in_flight = (connections * depth.max(1)) as f64;
+    let mut best: Option<Bound> = None;
+    let mut consider = |per_second: f64, why: String| {
+        if per_second.is_finite() && best.as_ref().is_none_or(|b| per_second < b.per_second) {
+            best = Some(Bound { per_second, why });
+        }
+    };
+    let all = cpu + block + wait;
+    if all > 0.0 {
+        consider(
+            in_flight / all,
+            format!("{} in flight / {}", in_flight as u64, seconds(all)),
+        );
+    }
+    let handlers = capacity
+        .handlers
+        .map_or(connections, |h| h.min(connections.max(1)))
+        .max(1);
+    let hold = cpu
+        + if capacity.block_holds { block } else { 0.0 }
+        + if capacity.wait_holds { wait } else { 0.0 };
+    let who = match capacity.handlers {
+        None => "a thread per connection".to_string(),
+        Some(1) => "1 thread".to_string(),
+        Some(_) => format!("{handlers} handlers"),
+    };
+    if hold > 0.0 {
+        consider(
+            handlers as f64 / hold,
+            format!("{who} / {} each", seconds(hold)),
+        );
+    }
+    if cpu > 0.0 {
+        let cores = handlers.min(capacity.cores.max(1));
+        consider(
+            cores as f64 / cpu,
+            format!("{cores} core{} / {} of CPU", plural(cores), seconds(cpu)),
+        );
+    }
+    best
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+fn seconds(s: f64) -> String {
+    crate::present::units::seconds(s)
 }
 
 /// A model's bound at one count and the share of it its runs reached.
@@ -185,7 +262,7 @@ mod tests {
             .collect();
         let mut data = RunData::example_of(&[("select", figures)]);
         for c in &mut data.cells {
-            c.cell.work = Some("block:1ms".into());
+            c.cell.work = Some("block:1ms".parse().unwrap());
             c.work_done = Some(WorkDone {
                 requests: 1000,
                 request_bytes: 64,
@@ -202,6 +279,38 @@ mod tests {
             });
         }
         data
+    }
+
+    #[test]
+    fn bounds_follow_the_model_shape() {
+        let loop1 = Capacity {
+            handlers: Some(1),
+            cores: 2,
+            block_holds: true,
+            wait_holds: false,
+        };
+        let per_conn = Capacity {
+            handlers: None,
+            wait_holds: true,
+            ..loop1
+        };
+        let block = Profile::parse("block:1ms").unwrap();
+        let b = bound(&block, &loop1, 100, 1).unwrap();
+        assert!((b.per_second - 1000.0).abs() < 1e-6, "{b:?}");
+        let b = bound(&block, &per_conn, 100, 1).unwrap();
+        assert!((b.per_second - 100_000.0).abs() < 1e-3, "{b:?}");
+        let wait = Profile::parse("wait:1ms").unwrap();
+        // A loop waits without holding: only the closed loop bounds it.
+        let b = bound(&wait, &loop1, 10, 1).unwrap();
+        assert!((b.per_second - 10_000.0).abs() < 1e-3, "{b:?}");
+        let cpu = Profile::parse("cpu:100us").unwrap();
+        let two = Capacity {
+            handlers: Some(2),
+            ..loop1
+        };
+        assert!((bound(&cpu, &two, 100, 1).unwrap().per_second - 20_000.0).abs() < 1e-3);
+        assert!((bound(&cpu, &loop1, 100, 1).unwrap().per_second - 10_000.0).abs() < 1e-3);
+        assert!(bound(&Profile::default(), &loop1, 10, 1).is_none());
     }
 
     #[test]
@@ -233,12 +342,12 @@ mod tests {
     #[test]
     fn the_record_adds_instances_and_the_offered_rate() {
         let mut plan = RunPlan::example(&["epoll"], &[100], 1);
-        plan.work = vec!["block:1ms".into()];
+        plan.work = vec!["block:1ms".parse().unwrap()];
         let spec = CellSpec {
             id: "epoll/block:1ms/c100/r1".into(),
             index: 0,
             model: "epoll".into(),
-            work: Some("block:1ms".into()),
+            work: Some("block:1ms".parse().unwrap()),
             connections: 100,
             run: 1,
         };

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use crate::results::cell::{CellResult, Status};
 use crate::results::matrix::{AutoRuns, CellSpec, RunPlan};
+use crate::server::work::Profile;
 use crate::stats::median::{settled, MedianInterval};
 
 /// Where a group stands.
@@ -32,7 +33,7 @@ pub enum Group {
 }
 
 /// A group: a model, a work profile's work (`None` for none) and a count.
-pub type Key = (String, Option<String>, usize);
+pub type Key = (String, Option<Profile>, usize);
 
 /// The state of every group of the plan.
 pub fn groups(plan: &RunPlan, cells: &[CellResult]) -> BTreeMap<Key, Group> {

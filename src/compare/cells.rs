@@ -52,7 +52,7 @@ pub struct Key {
 impl Key {
     fn of(c: &crate::results::matrix::CellSpec) -> Key {
         Key {
-            work: c.work.clone(),
+            work: c.work.as_ref().map(ToString::to_string),
             model: c.model.clone(),
             connections: c.connections,
         }
@@ -118,8 +118,9 @@ fn order(base: &RunData, new: &RunData) -> impl Fn(&Key) -> (usize, usize, usize
     let mut models: Vec<String> = Vec::new();
     for d in [base, new] {
         for c in &d.plan.cells {
-            if !works.contains(&c.work) {
-                works.push(c.work.clone());
+            let work = c.work.as_ref().map(ToString::to_string);
+            if !works.contains(&work) {
+                works.push(work);
             }
             if !models.contains(&c.model) {
                 models.push(c.model.clone());
@@ -536,7 +537,7 @@ pub fn memory(base: &Side, new: &Side, matched: &[Key]) -> Vec<Memory> {
     let fits = |side: &Side| {
         let mut out: BTreeMap<(Option<String>, String), (f64, f64, f64)> = BTreeMap::new();
         for part in parts(&side.data) {
-            let work = part.work.filter(|w| *w != "none").map(str::to_string);
+            let work = part.work.filter(|w| !w.is_none()).map(ToString::to_string);
             for s in slopes(&part.data, Kind::User) {
                 if let Some(f) = s.fit {
                     out.insert((work.clone(), s.model), (f.slope, f.slope_lo, f.slope_hi));

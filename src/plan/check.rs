@@ -177,12 +177,12 @@ fn cells(plan: &RunPlan) -> Result<(), String> {
             ));
         }
         if !profiles.contains(&c.work) {
-            return Err(format!("{at}.work {:?} is not one of work", c.work));
+            return Err(format!("{at}.work '{}' is not one of work", c.profile()));
         }
         if !(1..=most_runs).contains(&c.run) {
             return Err(format!("{at}.run {} is not from 1 to {most_runs}", c.run));
         }
-        let id = CellSpec::id_of(&c.model, c.work.as_deref(), c.connections, c.run);
+        let id = CellSpec::id_of(&c.model, c.work.as_ref(), c.connections, c.run);
         if c.id != id {
             return Err(format!("{at}.id '{}' should be '{id}'", c.id));
         }

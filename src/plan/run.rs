@@ -8,6 +8,7 @@ use crate::cli::{self, RunArgs};
 use crate::experiments::presets;
 use crate::present::units::parse_size;
 use crate::results::matrix::{self, Order, Pin, RunPlan, WorkloadKind, RESULTS_VERSION};
+use crate::server::work::Profile;
 
 /// The run plan for `args`: the preset's matrix with every flag applied,
 /// checked, one axis at a time (the models and their servers, the counts,
@@ -31,7 +32,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         repeat_disturbed,
     } = repeats_of(args, &preset)?;
     let (workload, primary) = workload_of(args, &preset)?;
-    let work = work_of(args, &preset, &workload, &variants)?;
+    let work = work_of(args, &preset, &variants)?;
     let pin = args.pin.map_or(preset.pin, Pin::from);
     // A micro-benchmark places its own threads; the runner pins nothing.
     let (server_cpus, client_cpus) = if preset.bench.is_some() {
@@ -523,14 +524,13 @@ fn workload_of(
 fn work_of(
     args: &RunArgs,
     preset: &presets::Preset,
-    workload: &matrix::Workload,
     variants: &[matrix::Variant],
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<Profile>, String> {
     let work = match &args.work {
         Some(list) => list.clone(),
         None => preset.work.iter().map(|w| w.to_string()).collect(),
     };
-    let work = work_axis(&work, workload)?;
+    let work = work_axis(&work)?;
     if !work.is_empty() {
         refuse_work_flags("--server-arg", &args.server_args)?;
         for v in variants {
@@ -550,7 +550,7 @@ pub const CUSTOM: &str = "custom";
 fn custom_title(
     models: &[String],
     connections: &[usize],
-    work: &[String],
+    work: &[Profile],
     workload: &matrix::Workload,
 ) -> String {
     let mut every = crate::server::names();
@@ -575,7 +575,7 @@ fn custom_title(
     let under = if work.is_empty() {
         String::new()
     } else {
-        format!(", under work {}", work.join(", "))
+        format!(", under work {}", crate::present::words::list(work))
     };
     format!(
         "a custom matrix: {models} at {} connection{}, {how}{under}",
@@ -584,11 +584,10 @@ fn custom_title(
     )
 }
 
-/// `--work`: the profiles, each checked as `c10k serve --work` checks it
-/// for requests of one message, and written canonically; the rest (named
+/// `--work`: the profiles, each parsed as `c10k serve --work` parses it; the rest (named
 /// once, a request that fits the echo buffer, no micro-benchmark) is
 /// [`RunPlan::check_work`], as for a plan read back.
-fn work_axis(list: &[String], workload: &matrix::Workload) -> Result<Vec<String>, String> {
+fn work_axis(list: &[String]) -> Result<Vec<Profile>, String> {
     let given: Vec<&str> = list
         .iter()
         .map(|w| w.trim())
@@ -599,9 +598,7 @@ fn work_axis(list: &[String], workload: &matrix::Workload) -> Result<Vec<String>
     }
     given
         .into_iter()
-        .map(|w| {
-            matrix::work_profile(w, workload.message_size()).map_err(|e| format!("--work: {e}"))
-        })
+        .map(|w| Profile::parse(w).map_err(|e| format!("--work: {e}")))
         .collect()
 }
 

@@ -11,6 +11,15 @@ pub fn and_list<S: AsRef<str>>(items: &[S]) -> String {
     }
 }
 
+/// `a, b, c`: each item as it displays.
+pub fn list<T: std::fmt::Display>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -296,7 +296,7 @@ fn under_work(plan: &RunPlan) -> String {
     format!(
         ", under each of the work profiles {} (a request is one message: the server does its \
          work, then echoes it)",
-        plan.work.join(", ")
+        crate::present::words::list(&plan.work)
     )
 }
 

@@ -12,13 +12,14 @@ use std::borrow::Cow;
 
 use super::dir::RunData;
 use super::matrix::{self, CellSpec};
+use crate::server::work::Profile;
 
 /// The cells of one work profile, as a run of their own.
 #[derive(Debug, Clone)]
 pub struct Part<'a> {
     /// The profile (`none`, `block:1ms`); `None` for a run without the
     /// axis.
-    pub work: Option<&'a str>,
+    pub work: Option<&'a Profile>,
     pub data: Cow<'a, RunData>,
 }
 
@@ -51,7 +52,7 @@ pub fn parts(data: &RunData) -> Vec<Part<'_>> {
                 v.iter().filter(|c| mine(&c.cell)).cloned().collect()
             };
             Part {
-                work: Some(name.as_str()),
+                work: Some(name),
                 data: Cow::Owned(RunData {
                     dir: data.dir.clone(),
                     plan,
@@ -83,7 +84,7 @@ mod tests {
         assert!(matches!(parts[0].data, Cow::Borrowed(_)));
 
         let mut plan = RunPlan::example(&["a", "b"], &[10], 1);
-        plan.work = vec!["none".into(), "block:1ms".into()];
+        plan.work = vec!["none".parse().unwrap(), "block:1ms".parse().unwrap()];
         plan.cells = expand(
             &plan.models,
             &plan.connections,
@@ -106,7 +107,7 @@ mod tests {
         for p in &parts {
             assert_eq!(p.data.plan.cells.len(), 2);
             assert_eq!(p.data.cells.len(), 2);
-            let want = (p.work != Some("none")).then(|| "block:1ms".to_string());
+            let want = p.work.filter(|w| !w.is_none()).cloned();
             assert!(p.data.cells.iter().all(|c| c.cell.work == want));
         }
     }

@@ -17,7 +17,7 @@ use crate::client::report::Report;
 use crate::metrics::kernel::KernelMemory;
 use crate::metrics::tree::TreeMemory;
 use crate::present::units::Scale;
-use crate::server::work::{Bound, Capacity};
+use crate::server::work::Capacity;
 
 /// How a cell ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -626,6 +626,14 @@ impl CellResult {
         }
         m
     }
+}
+
+/// The throughput the work allows, and the term that set it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bound {
+    pub per_second: f64,
+    /// `1 thread / 1 ms each`, `2 cores / 100 µs of CPU`, …
+    pub why: String,
 }
 
 /// What a cell's servers did under its work, and what the work allows.

@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::present::units::{amount, format_count};
+use crate::server::work::Profile;
 
 /// Version of `plan.json` and `results.jsonl`; bumped when a field changes
 /// meaning or disappears.
@@ -347,7 +348,7 @@ pub struct CellSpec {
     /// (`block:1ms`); absent for none, so a cell without work has the id
     /// and the record it always had.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub work: Option<String>,
+    pub work: Option<Profile>,
     pub connections: usize,
     /// Repeat number, from 1.
     pub run: usize,
@@ -355,7 +356,7 @@ pub struct CellSpec {
 
 impl CellSpec {
     /// The id of `model` under `work` at `connections`, run `run`.
-    pub fn id_of(model: &str, work: Option<&str>, connections: usize, run: usize) -> String {
+    pub fn id_of(model: &str, work: Option<&Profile>, connections: usize, run: usize) -> String {
         match work {
             Some(w) => format!("{model}/{w}/c{connections}/r{run}"),
             None => format!("{model}/c{connections}/r{run}"),
@@ -363,29 +364,24 @@ impl CellSpec {
     }
 
     /// The cell's work profile as the axis names it (`none` without work).
-    pub fn profile(&self) -> &str {
-        self.work.as_deref().unwrap_or(NO_WORK)
+    pub fn profile(&self) -> String {
+        self.work
+            .as_ref()
+            .map_or_else(|| NO_WORK.to_string(), Profile::to_string)
     }
 }
 
 /// The profile of the cells without work.
 pub const NO_WORK: &str = "none";
 
-/// A `--work` profile checked as `c10k serve --work` checks it, for
-/// requests of `request_bytes`: its canonical spec (`none` for no work).
-/// The one check of the axis, for flags and for a `plan.json` read back.
-pub fn work_profile(spec: &str, request_bytes: usize) -> Result<String, String> {
-    crate::server::work::Work::parse(spec.trim(), request_bytes).map(|w| w.spec())
-}
-
 /// The work of each profile's cells, in the axis's order: `None` for
 /// `none`; no axis is one profile, none.
-pub fn profiles(work: &[String]) -> Vec<Option<String>> {
+pub fn profiles(work: &[Profile]) -> Vec<Option<Profile>> {
     if work.is_empty() {
         return vec![None];
     }
     work.iter()
-        .map(|w| (w != NO_WORK).then(|| w.clone()))
+        .map(|w| (!w.is_none()).then(|| w.clone()))
         .collect()
 }
 
@@ -405,7 +401,7 @@ pub struct RunPlan {
     /// each of these profiles (canonical specs, `none` for no work); empty:
     /// no axis, every cell without work.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub work: Vec<String>,
+    pub work: Vec<Profile>,
     /// Repeats of every cell; with `auto_runs`, the minimum.
     pub runs: usize,
     /// `--runs auto`: the plan's cells are the minimum of runs so far, and
@@ -525,23 +521,19 @@ impl RunPlan {
     }
 
     /// Checks the work axis of a plan read back (anyone may edit
-    /// `plan.json`) as the flags were checked: every profile a spec
-    /// `c10k serve --work` takes, written canonically, named once, a
-    /// request that fits the servers' echo buffer, no work in a
+    /// `plan.json`; each profile was parsed as `c10k serve --work` parses
+    /// it when it was read) as the flags were checked: every profile named
+    /// once, a request that fits the servers' echo buffer, no work in a
     /// micro-benchmark; and every cell's work one of the profiles.
     pub fn check_work(&self) -> Result<(), String> {
         let bytes = self.workload.message_size();
         let mut seen = std::collections::BTreeSet::new();
         for w in &self.work {
-            let canonical = work_profile(w, bytes).map_err(|e| format!("work: {e}"))?;
-            if canonical != *w {
-                return Err(format!("work: '{w}' is written '{canonical}' (canonical)"));
-            }
-            if !seen.insert(w.as_str()) {
+            if !seen.insert(w.to_string()) {
                 return Err(format!("work names '{w}' twice"));
             }
         }
-        let any = self.work.iter().any(|w| w != NO_WORK);
+        let any = self.work.iter().any(|w| !w.is_none());
         if any && self.bench.is_some() {
             return Err("work: a micro-benchmark has no handler to give work".into());
         }
@@ -668,7 +660,7 @@ pub(crate) fn round_order(models: &[String], run: usize) -> Vec<&String> {
 pub fn expand(
     models: &[String],
     connections: &[usize],
-    work: &[String],
+    work: &[Profile],
     runs: usize,
     order: Order,
 ) -> Vec<CellSpec> {
@@ -702,7 +694,7 @@ pub fn expand(
         .into_iter()
         .enumerate()
         .map(|(index, (model, work, connections, run))| CellSpec {
-            id: CellSpec::id_of(&model, work.as_deref(), connections, run),
+            id: CellSpec::id_of(&model, work.as_ref(), connections, run),
             index,
             model,
             work,
@@ -752,7 +744,7 @@ mod tests {
     #[test]
     fn a_work_axis_pairs_models_within_each_round_count_and_profile() {
         let models = vec!["a".to_string(), "b".to_string()];
-        let work = vec!["none".to_string(), "block:1ms".to_string()];
+        let work: Vec<Profile> = vec!["none".parse().unwrap(), "block:1ms".parse().unwrap()];
         let cells = expand(&models, &[2, 4], &work, 2, Order::Interleaved);
         assert_eq!(cells.len(), 16);
         // The none profile keeps the ids of a run without the axis.
@@ -786,18 +778,29 @@ mod tests {
     #[test]
     fn a_plan_read_back_has_its_work_checked() {
         let mut p = RunPlan::example(&["a"], &[2], 1);
-        p.work = vec!["none".into(), "block:1ms".into()];
+        p.work = vec!["none".parse().unwrap(), "block:1ms".parse().unwrap()];
         p.cells = expand(&p.models, &p.connections, &p.work, 1, Order::Interleaved);
         assert_eq!(p.check_work(), Ok(()));
-        let mut bad = p.clone();
-        bad.work[1] = "block:1zz".into();
-        let e = bad.check_work().unwrap_err();
-        assert!(e.starts_with("work: 'block:1zz'"), "{e}");
-        let mut loose = p.clone();
-        loose.work[1] = "block:1000us".into();
-        assert!(loose.check_work().unwrap_err().contains("canonical"));
+        // A profile is parsed as it is read back: a bad one is refused, and
+        // so is one not written canonically.
+        let json = serde_json::to_value(&p).unwrap();
+        let mut bad = json.clone();
+        bad["work"][1] = "block:1zz".into();
+        let e = serde_json::from_value::<RunPlan>(bad)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("'block:1zz'"), "{e}");
+        let mut loose = json.clone();
+        loose["work"][1] = "block:1000us".into();
+        let e = serde_json::from_value::<RunPlan>(loose)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("canonical"), "{e}");
+        let mut twice = p.clone();
+        twice.work[0] = twice.work[1].clone();
+        assert!(twice.check_work().unwrap_err().contains("twice"));
         let mut stray = p.clone();
-        stray.cells[1].work = Some("cpu:5us".into());
+        stray.cells[1].work = Some("cpu:5us".parse().unwrap());
         assert!(stray.check_work().unwrap_err().contains("not one of"));
         let mut big = p.clone();
         big.workload.message_bytes = 1 << 20;

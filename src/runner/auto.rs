@@ -22,6 +22,7 @@
 use crate::analysis::settled::{groups, Group};
 use crate::results::cell::CellResult;
 use crate::results::matrix::{CellSpec, Order, RunPlan};
+use crate::server::work::Profile;
 
 /// Adds to the plan the next run of every group that needs one (see the
 /// module's doc for where it goes) and numbers the cells again in run
@@ -35,7 +36,7 @@ pub fn extend(plan: &mut RunPlan, cells: &[CellResult]) -> usize {
     let profiles = crate::results::matrix::profiles(&plan.work);
     // Interleaved rounds go by connection count, then work profile, then
     // model, as `expand`.
-    let mut wanted: Vec<(String, Option<String>, usize, usize)> = Vec::new();
+    let mut wanted: Vec<(String, Option<Profile>, usize, usize)> = Vec::new();
     for &n in &plan.connections {
         for w in &profiles {
             for m in &plan.models {
@@ -59,7 +60,7 @@ pub fn extend(plan: &mut RunPlan, cells: &[CellResult]) -> usize {
     });
     for (model, work, n, run) in &wanted {
         let spec = CellSpec {
-            id: CellSpec::id_of(model, work.as_deref(), *n, *run),
+            id: CellSpec::id_of(model, work.as_ref(), *n, *run),
             index: 0,
             model: model.clone(),
             work: work.clone(),
@@ -273,7 +274,7 @@ mod tests {
     fn each_work_profile_is_a_group_of_its_own() {
         let mut p = plan(Order::Interleaved);
         p.bench = None;
-        p.work = vec!["none".into(), "block:1ms".into()];
+        p.work = vec!["none".parse().unwrap(), "block:1ms".parse().unwrap()];
         p.cells = matrix::expand(&p.models, &p.connections, &p.work, 3, Order::Interleaved);
         // Only a/block:1ms at 10 varies: only it gets a fourth run.
         let cells: Vec<CellResult> = p
@@ -287,7 +288,7 @@ mod tests {
         assert_eq!(extend(&mut p, &cells), 1);
         let last = p.cells.last().expect("a cell");
         assert_eq!(last.id, "a/block:1ms/c10/r4");
-        assert_eq!(last.work.as_deref(), Some("block:1ms"));
+        assert_eq!(last.profile(), "block:1ms");
         assert_eq!(groups(&p, &cells).len(), 8);
     }
 

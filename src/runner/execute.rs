@@ -497,7 +497,7 @@ fn server_args(
     if let Some(work) = &spec.work {
         a.extend([
             "--work".into(),
-            work.clone(),
+            work.to_string(),
             "--message-size".into(),
             plan.workload.message_size().to_string(),
         ]);

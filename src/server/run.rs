@@ -105,7 +105,7 @@ pub fn serve(
     let mut summary = stats.summary(model.name());
     if !config.work.is_none() {
         summary.work = Some(super::stats::WorkSummary {
-            spec: config.work.spec(),
+            spec: config.work.to_string(),
             request_bytes: config.work.request,
             capacity: super::work::Capacity {
                 handlers: model.handlers(&config),

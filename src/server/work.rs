@@ -21,8 +21,8 @@
 //! [`Requests`] is the one place where a connection's bytes become requests
 //! and requests get their work: the shared echo state machine
 //! ([`super::conn`]) and the io_uring model's own use it. [`Capacity`] is
-//! what a model's handlers can do at once, and [`Work::bound`] the
-//! throughput the work alone allows with it.
+//! what a model's handlers can do at once; the throughput the work alone
+//! allows with it is the analysis's ([`crate::analysis::bound::bound`]).
 //!
 //! Costs: with no work, nothing (the echo path is the plain one). With
 //! work, per request: a division to find request boundaries, the parts'
@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use crate::present::units::parse_duration;
 
 /// The kind of one part of the work.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
     /// On-CPU work, by the thread's CPU clock.
@@ -59,7 +59,7 @@ impl Kind {
 }
 
 /// One part: a kind and a duration, fixed or exponential with that mean.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Part {
     pub kind: Kind,
     pub mean: Duration,
@@ -102,32 +102,20 @@ fn seed() -> u64 {
 /// The longest part: a request's work must end within a cell.
 pub const MAX_PART: Duration = Duration::from_secs(10);
 
-/// What a server does per request, and how its model runs blocking calls.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Work {
-    /// In order; empty: no work (plain echo).
+/// A work profile: what a handler does per request, its parts in order
+/// (none: the plain echo). Parsed once from its SPEC; (de)serialized as its
+/// canonical spec (`none`, `cpu:20us+block:exp:1ms`), so it travels typed
+/// in a run's plan and records ([`crate::results::matrix::CellSpec`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Profile {
+    /// In order; empty: no work.
     pub parts: Vec<Part>,
-    /// Bytes per request (`--message-size`).
-    pub request: usize,
-    /// Blocking calls are handed to the caller ([`Next::Block`]) instead of
-    /// made in place: tokio's `spawn_blocking`.
-    pub offload_block: bool,
 }
 
-impl Default for Work {
-    fn default() -> Work {
-        Work {
-            parts: Vec::new(),
-            request: 64,
-            offload_block: false,
-        }
-    }
-}
-
-impl Work {
-    /// Parses a SPEC (`none`, `cpu:20us`, `block:exp:1ms+wait:2ms`) for
-    /// requests of `request` bytes.
-    pub fn parse(spec: &str, request: usize) -> Result<Work, String> {
+impl Profile {
+    /// Parses a SPEC (`none`, `cpu:20us`, `block:exp:1ms+wait:2ms`).
+    pub fn parse(spec: &str) -> Result<Profile, String> {
         let spec = spec.trim();
         let mut parts = Vec::new();
         if spec != "none" {
@@ -135,11 +123,7 @@ impl Work {
                 parts.push(parse_part(text.trim())?);
             }
         }
-        Ok(Work {
-            parts,
-            request: request.max(1),
-            offload_block: false,
-        })
+        Ok(Profile { parts })
     }
 
     /// No work: the plain echo.
@@ -160,83 +144,93 @@ impl Work {
             .map(|p| p.mean)
             .sum()
     }
+}
 
-    /// The spec in its canonical form (`none`, `cpu:20us+block:exp:1ms`).
-    pub fn spec(&self) -> String {
-        self.to_string()
-    }
-
-    /// The throughput (requests per second) the work alone allows a model
-    /// with `capacity` serving `connections` connections with `depth`
-    /// requests in flight on each (a closed loop), and why; `None` with no
-    /// work. The least of: the closed loop's N·depth / (all the parts),
-    /// the handlers' H / (what holds one), and the cores' C / cpu.
-    pub fn bound(&self, capacity: &Capacity, connections: usize, depth: usize) -> Option<Bound> {
-        if self.is_none() {
-            return None;
-        }
-        let secs = |d: Duration| d.as_secs_f64();
-        let (cpu, block, wait) = (
-            secs(self.mean(Kind::Cpu)),
-            secs(self.mean(Kind::Block)),
-            secs(self.mean(Kind::Wait)),
-        );
-        let in_flight = (connections * depth.max(1)) as f64;
-        let mut best: Option<Bound> = None;
-        let mut consider = |per_second: f64, why: String| {
-            if per_second.is_finite() && best.as_ref().is_none_or(|b| per_second < b.per_second) {
-                best = Some(Bound { per_second, why });
-            }
-        };
-        let all = cpu + block + wait;
-        if all > 0.0 {
-            consider(
-                in_flight / all,
-                format!("{} in flight / {}", in_flight as u64, seconds(all)),
-            );
-        }
-        let handlers = capacity
-            .handlers
-            .map_or(connections, |h| h.min(connections.max(1)))
-            .max(1);
-        let hold = cpu
-            + if capacity.block_holds { block } else { 0.0 }
-            + if capacity.wait_holds { wait } else { 0.0 };
-        let who = match capacity.handlers {
-            None => "a thread per connection".to_string(),
-            Some(1) => "1 thread".to_string(),
-            Some(_) => format!("{handlers} handlers"),
-        };
-        if hold > 0.0 {
-            consider(
-                handlers as f64 / hold,
-                format!("{who} / {} each", seconds(hold)),
-            );
-        }
-        if cpu > 0.0 {
-            let cores = handlers.min(capacity.cores.max(1));
-            consider(
-                cores as f64 / cpu,
-                format!("{cores} core{} / {} of CPU", plural(cores), seconds(cpu)),
-            );
-        }
-        best
+impl std::str::FromStr for Profile {
+    type Err = String;
+    fn from_str(spec: &str) -> Result<Profile, String> {
+        Profile::parse(spec)
     }
 }
 
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
+/// A profile is its canonical spec: `block:1ms` equals the profile of
+/// `block:1000us`.
+impl PartialEq<&str> for Profile {
+    fn eq(&self, spec: &&str) -> bool {
+        Profile::parse(spec).is_ok_and(|p| p == *self)
     }
 }
 
-fn seconds(s: f64) -> String {
-    crate::present::units::seconds(s)
+/// A profile read from a file (a plan, a record) is written as c10k writes
+/// it, canonically, since the ids of its cells are made from that text.
+impl TryFrom<String> for Profile {
+    type Error = String;
+    fn try_from(spec: String) -> Result<Profile, String> {
+        let p = Profile::parse(&spec)?;
+        if p.to_string() != spec {
+            return Err(format!("work: '{spec}' is written '{p}' (canonical)"));
+        }
+        Ok(p)
+    }
 }
 
+impl From<Profile> for String {
+    fn from(p: Profile) -> String {
+        p.to_string()
+    }
+}
+
+/// What a server does per request, and how its model runs blocking calls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Work {
+    pub profile: Profile,
+    /// Bytes per request (`--message-size`).
+    pub request: usize,
+    /// Blocking calls are handed to the caller ([`Next::Block`]) instead of
+    /// made in place: tokio's `spawn_blocking`.
+    pub offload_block: bool,
+}
+
+impl Default for Work {
+    fn default() -> Work {
+        Work {
+            profile: Profile::default(),
+            request: 64,
+            offload_block: false,
+        }
+    }
+}
+
+impl Work {
+    /// Parses a SPEC (`none`, `cpu:20us`, `block:exp:1ms+wait:2ms`) for
+    /// requests of `request` bytes.
+    pub fn parse(spec: &str, request: usize) -> Result<Work, String> {
+        Ok(Work {
+            profile: Profile::parse(spec)?,
+            request: request.max(1),
+            offload_block: false,
+        })
+    }
+
+    /// No work: the plain echo.
+    pub fn is_none(&self) -> bool {
+        self.profile.is_none()
+    }
+
+    /// Whether a part of this kind is in the work.
+    pub fn has(&self, kind: Kind) -> bool {
+        self.profile.has(kind)
+    }
+}
+
+/// The work's canonical spec (its profile's).
 impl fmt::Display for Work {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.profile.fmt(f)
+    }
+}
+
+impl fmt::Display for Profile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.parts.is_empty() {
             return f.write_str("none");
@@ -308,14 +302,6 @@ pub struct Capacity {
     pub wait_holds: bool,
 }
 
-/// The throughput the work allows, and the term that set it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Bound {
-    pub per_second: f64,
-    /// `1 thread / 1 ms each`, `2 cores / 100 µs of CPU`, …
-    pub why: String,
-}
-
 /// What a connection's handler must do next about its requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {
@@ -370,7 +356,7 @@ impl Requests {
     /// Runs the parts of the request in hand from where it stopped; `None`
     /// once they are all done.
     fn step(&mut self, work: &Work) -> Option<Next> {
-        while let Some(part) = work.parts.get(self.part) {
+        while let Some(part) = work.profile.parts.get(self.part) {
             match part.kind {
                 Kind::Cpu => spin(part.sample()),
                 Kind::Block if work.offload_block => {
@@ -444,7 +430,12 @@ mod tests {
     fn specs_parse_and_print_back() {
         let w = Work::parse("cpu:20us+block:exp:1ms+wait:1.5ms", 64).unwrap();
         assert_eq!(w.to_string(), "cpu:20us+block:exp:1ms+wait:1.5ms");
-        assert_eq!(w.mean(Kind::Block), Duration::from_millis(1));
+        assert_eq!(w.profile.mean(Kind::Block), Duration::from_millis(1));
+        let p: Profile = serde_json::from_str("\"block:1ms\"").unwrap();
+        assert_eq!(serde_json::to_string(&p).unwrap(), "\"block:1ms\"");
+        let loose = serde_json::from_str::<Profile>("\"block:1000us\"");
+        assert!(loose.unwrap_err().to_string().contains("canonical"));
+        assert!(serde_json::from_str::<Profile>("\"disk:1ms\"").is_err());
         assert!(Work::parse("none", 64).unwrap().is_none());
         for bad in [
             "",
@@ -457,38 +448,6 @@ mod tests {
         ] {
             assert!(Work::parse(bad, 64).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn bounds_follow_the_model_shape() {
-        let loop1 = Capacity {
-            handlers: Some(1),
-            cores: 2,
-            block_holds: true,
-            wait_holds: false,
-        };
-        let per_conn = Capacity {
-            handlers: None,
-            wait_holds: true,
-            ..loop1
-        };
-        let block = Work::parse("block:1ms", 64).unwrap();
-        let b = block.bound(&loop1, 100, 1).unwrap();
-        assert!((b.per_second - 1000.0).abs() < 1e-6, "{b:?}");
-        let b = block.bound(&per_conn, 100, 1).unwrap();
-        assert!((b.per_second - 100_000.0).abs() < 1e-3, "{b:?}");
-        let wait = Work::parse("wait:1ms", 64).unwrap();
-        // A loop waits without holding: only the closed loop bounds it.
-        let b = wait.bound(&loop1, 10, 1).unwrap();
-        assert!((b.per_second - 10_000.0).abs() < 1e-3, "{b:?}");
-        let cpu = Work::parse("cpu:100us", 64).unwrap();
-        let two = Capacity {
-            handlers: Some(2),
-            ..loop1
-        };
-        assert!((cpu.bound(&two, 100, 1).unwrap().per_second - 20_000.0).abs() < 1e-3);
-        assert!((cpu.bound(&loop1, 100, 1).unwrap().per_second - 10_000.0).abs() < 1e-3);
-        assert!(Work::default().bound(&loop1, 10, 1).is_none());
     }
 
     #[test]

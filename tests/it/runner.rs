@@ -963,7 +963,7 @@ fn damaged_work() -> Result<(), Failed> {
         return Err(format!("plan.json lacks the profile: {plan}").into());
     }
     for (damaged, want) in [
-        ("\"wait:1zz\"", "plan.json: work: 'wait:1zz'"),
+        ("\"wait:1zz\"", "plan.json does not parse: 'wait:1zz'"),
         ("\"wait:1000us\"", "canonical"),
     ] {
         std::fs::write(&plan_path, plan.replacen("\"wait:1ms\"", damaged, 1))?;
