@@ -212,6 +212,20 @@ pub enum Command {
     Agent,
     /// The thundering herd: W processes waiting on one listening socket.
     Herd(HerdArgs),
+    /// Print a shell's completion script, e.g. `c10k completions bash >
+    /// ~/.local/share/bash-completion/completions/c10k`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff), every subcommand in it: `c10k man >
+    /// c10k.1; man ./c10k.1`.
+    Man,
+}
+
+/// `c10k completions SHELL`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell the script is for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 /// `c10k micro BENCH`.

@@ -1,4 +1,5 @@
-//! Command-line behaviour: bad input gets one clear line and exit code 2.
+//! Command-line behaviour: bad input gets one clear line and exit code 2;
+//! the completion scripts and the man page are made from the flags.
 
 use std::process::Command;
 
@@ -12,6 +13,12 @@ pub const TESTS: &[(&str, Test)] = &[
     ("models_lists_every_model", models_list),
     ("help_shows_placeholders_in_braces", help_braces),
     ("typos_get_a_suggestion", typos),
+    ("completions_name_the_subcommands", completions),
+    (
+        "completions_for_an_unknown_shell_is_one_line_exit_2",
+        completions_unknown,
+    ),
+    ("man_page_has_a_title_and_every_subcommand", man_page),
 ];
 
 fn serve(args: &[&str]) -> Result<(Option<i32>, String), Failed> {
@@ -102,6 +109,83 @@ fn typos() -> Result<(), Failed> {
         if out.status.code() != Some(2) || err.lines().count() != 1 || !err.contains(tip) {
             return Err(format!("{args:?}: exit {:?}, stderr {err:?}", out.status.code()).into());
         }
+    }
+    Ok(())
+}
+
+/// Every shell gets a script; bash's completes the subcommands.
+fn completions() -> Result<(), Failed> {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = Command::new(bin()).args(["completions", shell]).output()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() || !text.contains("serve") || !text.contains("load") {
+            return Err(format!("`c10k completions {shell}`: {:?}\n{text}", out.status).into());
+        }
+        // Help texts go into zsh's and fish's: the `{n}` kept from clap
+        // must not bring its escape sequence.
+        if text.contains('\u{1b}') {
+            return Err(format!("`c10k completions {shell}` holds an escape sequence").into());
+        }
+        if shell == "bash"
+            && !text
+                .lines()
+                .any(|l| l.trim_start().starts_with("complete -F"))
+        {
+            return Err(
+                format!("`c10k completions bash` has no `complete -F` line:\n{text}").into(),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn completions_unknown() -> Result<(), Failed> {
+    let out = Command::new(bin())
+        .args(["completions", "nosuch"])
+        .output()?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() != Some(2)
+        || err.lines().count() != 1
+        || !err.contains("nosuch")
+        || !out.stdout.is_empty()
+    {
+        return Err(format!("exit {:?}, stderr {err:?}", out.status.code()).into());
+    }
+    Ok(())
+}
+
+/// The page opens (after roff's definition of the apostrophe string) with
+/// `.TH c10k 1`, lists every subcommand, and gives each, nested ones
+/// too, a section of its own.
+fn man_page() -> Result<(), Failed> {
+    let out = Command::new(bin()).arg("man").output()?;
+    let page = String::from_utf8_lossy(&out.stdout);
+    let first = page
+        .lines()
+        .find(|l| !l.starts_with(".ie ") && !l.starts_with(".el "));
+    if !out.status.success() || !first.is_some_and(|l| l.starts_with(".TH c10k 1 ")) {
+        return Err(format!("`c10k man`: {:?}, opens with {first:?}", out.status).into());
+    }
+    let cmd = c10k::cli::command();
+    let mut names: Vec<String> = Vec::new();
+    for sub in cmd.get_subcommands() {
+        names.push(format!("c10k {}", sub.get_name()));
+        for nested in sub.get_subcommands() {
+            names.push(format!("c10k {} {}", sub.get_name(), nested.get_name()));
+        }
+    }
+    if !names.iter().any(|n| n == "c10k micro spawn") {
+        return Err(format!("the subcommands read from cli: {names:?}").into());
+    }
+    for name in &names {
+        let listed = format!("\\fB{name}\\fR");
+        let section = format!(".SH \"{name}\"");
+        if !page.contains(&listed) || !page.lines().any(|l| l == section) {
+            return Err(format!("`c10k man` lacks {name} (listed or its section):\n{page}").into());
+        }
+    }
+    if page.contains("c10k help") || page.contains('\u{1b}') {
+        return Err(format!("`c10k man` lists help or holds an escape sequence:\n{page}").into());
     }
     Ok(())
 }
