@@ -1,7 +1,8 @@
 //! `c10k run --server`: a server that is not c10k's, measured as a model
-//! (the asyncio peer, standard-library Python), and foreign servers that
-//! never become ready, exit at once, or ignore SIGTERM, each a failed cell
-//! with its cause and nothing of theirs left running.
+//! (the asyncio peer, standard-library Python), and foreign servers
+//! (tests/servers/) that never become ready, exit at once, or ignore
+//! SIGTERM, each a failed cell with its cause and nothing of theirs left
+//! running.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -300,37 +301,23 @@ fn target() -> Result<(), Failed> {
 
 fn misbehaving() -> Result<(), Failed> {
     let dir = scratch("foreign-misbehaving")?;
-    let write = |name: &str, text: &str| -> Result<String, Failed> {
+    // Copies of the servers (tests/servers/) under this test's directory,
+    // so what they leave running can be told from any other test's.
+    let copy = |name: &str| -> Result<String, Failed> {
         let p = dir.join(name);
-        std::fs::write(&p, text)?;
+        std::fs::copy(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/servers")
+                .join(name),
+            &p,
+        )?;
         Ok(p.display().to_string())
     };
-    let never = write("never.py", "import sys, time\ntime.sleep(600)\n")?;
-    let exits = write(
-        "exits.py",
-        "import sys\nsys.exit('cannot start: no such thing')\n",
-    )?;
-    // Serves (one thread per connection), ignores SIGTERM, and leaves a
-    // child of its own in its process group.
-    let stubborn = write(
-        "stubborn.py",
-        r#"import signal, socket, subprocess, sys, threading
-if sys.argv[1] == "child":
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    threading.Event().wait()
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
-subprocess.Popen([sys.executable, __file__, "child"])
-lst = socket.create_server(("127.0.0.1", int(sys.argv[1])), backlog=128)
-def serve(c):
-    with c:
-        while data := c.recv(65536):
-            c.sendall(data)
-print("READY", flush=True)
-while True:
-    c, _ = lst.accept()
-    threading.Thread(target=serve, args=(c,), daemon=True).start()
-"#,
-    )?;
+    let never = copy("never_ready.py")?;
+    let exits = copy("exits_at_once.py")?;
+    // Serves, ignores SIGTERM, and leaves a child of its own in its
+    // process group.
+    let stubborn = copy("ignores_sigterm.py")?;
     let specs = [
         format!("never=python3 {never} {{port}}"),
         format!("exits=python3 {exits} {{port}}"),

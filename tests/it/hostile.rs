@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::misbehave::{Fault, Misbehave};
+use crate::misbehaving_echo::{Fault, Misbehave};
 use crate::support::{bin, run_c10k, Ran, Server, Started, Test, PATIENCE};
 
 pub const TESTS: &[(&str, Test)] = &[

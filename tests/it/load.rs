@@ -1,6 +1,7 @@
 //! `c10k load` against real `c10k serve` children and against a server that
-//! misbehaves on purpose: counts and error kinds must be exact, and every
-//! output must be written whatever the server did.
+//! misbehaves on purpose (tests/servers/misbehaving_echo.rs): counts and
+//! error kinds must be exact, and every output must be written whatever the
+//! server did.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -8,7 +9,7 @@ use std::process::Command;
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::misbehave::{Fault, Misbehave};
+use crate::misbehaving_echo::{Fault, Misbehave};
 use crate::support::{bin, Server, Started, Test};
 
 pub const TESTS: &[(&str, Test)] = &[

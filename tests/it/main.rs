@@ -16,7 +16,8 @@ mod hostile_children;
 mod load;
 mod micro;
 mod micro_accept;
-mod misbehave;
+#[path = "../servers/misbehaving_echo.rs"]
+mod misbehaving_echo;
 mod models;
 mod report;
 mod runner;
@@ -64,7 +65,7 @@ fn main() {
         ("load", load::TESTS),
         ("micro", micro::TESTS),
         ("micro_accept", micro_accept::TESTS),
-        ("misbehave", misbehave::TESTS),
+        ("misbehaving_echo", misbehaving_echo::TESTS),
         ("models", models::TESTS),
         ("report", report::TESTS),
         ("runner", runner::TESTS),

@@ -10,7 +10,7 @@ use jsonschema::Validator;
 use libtest_mimic::Failed;
 use serde_json::{json, Value};
 
-use crate::misbehave::{Fault, Misbehave};
+use crate::misbehaving_echo::{Fault, Misbehave};
 use crate::support::{bin, Server, Started, Test};
 
 pub const TESTS: &[(&str, Test)] = &[

@@ -15,6 +15,10 @@
 //! Byte positions in [`Fault::DropBytes`] and [`Fault::Corrupt`] count from
 //! the start of each connection, so a client knows exactly which bytes go
 //! missing or come back wrong.
+//!
+//! It is the one fixture server written in Rust; it lives here with the
+//! others, and the test binary takes it in by path (`tests/it/main.rs`),
+//! where its self-tests, at the end of this file, run beside the rest.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
