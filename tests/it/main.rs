@@ -5,14 +5,13 @@
 #![forbid(unsafe_code)]
 
 mod agents;
+mod bad_input;
 mod cli;
 mod compare;
 mod conform;
 mod conformance;
 mod foreign;
 mod herd;
-mod hostile;
-mod hostile_children;
 mod load;
 mod micro;
 mod micro_accept;
@@ -24,6 +23,7 @@ mod runner;
 mod scale;
 mod schema;
 mod sshd;
+mod stopping_servers;
 mod support;
 mod work;
 
@@ -55,13 +55,12 @@ fn main() {
     ));
     let groups: [(&str, &[(&str, support::Test)]); 19] = [
         ("agents", agents::TESTS),
+        ("bad_input", bad_input::TESTS),
         ("cli", cli::TESTS),
         ("compare", compare::TESTS),
         ("conform", conform::TESTS),
         ("foreign", foreign::TESTS),
         ("herd", herd::TESTS),
-        ("hostile", hostile::TESTS),
-        ("hostile_children", hostile_children::TESTS),
         ("load", load::TESTS),
         ("micro", micro::TESTS),
         ("micro_accept", micro_accept::TESTS),
@@ -72,6 +71,7 @@ fn main() {
         ("scale", scale::TESTS),
         ("schema", schema::TESTS),
         ("sshd", sshd::TESTS),
+        ("stopping_servers", stopping_servers::TESTS),
         ("work", work::TESTS),
     ];
     for (group, tests) in groups {

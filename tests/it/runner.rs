@@ -372,7 +372,7 @@ fn failed_cells() -> Result<(), Failed> {
     // The server refuses past one connection: three of four fail. The run
     // records the cell as failed, with its cause, and goes on. (A bad
     // server flag no longer reaches a cell: it is refused with the plan,
-    // see hostile::server_args_are_checked_with_the_plan.)
+    // see bad_input::server_args_are_checked_with_the_plan.)
     let (arg, want) = ("--server-arg=--max-conns=1", "3 of 4 connections failed");
     let o = run(&[
         "--models",

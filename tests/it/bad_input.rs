@@ -1,8 +1,8 @@
-//! Hostile and careless input, each case as a careless or hostile user
-//! would meet it: bad flags, lying and dying servers, signals, odd output
-//! paths, damaged results directories, two runs on one directory. Every
-//! case asserts the exit code, the one-line message and that nothing
-//! already measured was lost; a panic anywhere fails the case.
+//! Bad input, each case as a careless or hostile user would give it: bad
+//! flags, lying and dying servers, signals, odd output paths, damaged
+//! results directories, two runs on one directory. Every case asserts the
+//! exit code, the one-line message and that nothing already measured was
+//! lost; a panic anywhere fails the case.
 
 use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
@@ -419,7 +419,8 @@ struct Scratch(PathBuf);
 
 impl Scratch {
     fn new(name: &str) -> Result<Scratch, Failed> {
-        let dir = std::env::temp_dir().join(format!("c10k-hostile-{name}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("c10k-bad-input-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)?;
         Ok(Scratch(dir))
@@ -657,7 +658,7 @@ fn micro_and_herd_outputs_are_checked_before_measuring() -> Result<(), Failed> {
 /// A real results directory of 2 cells (epoll at 2 connections, 2 runs),
 /// made by `c10k run` under a fresh scratch directory: (scratch, results).
 fn measured(name: &str) -> Result<(PathBuf, PathBuf), Failed> {
-    let out = std::env::temp_dir().join(format!("c10k-hostile-{name}-{}", std::process::id()));
+    let out = std::env::temp_dir().join(format!("c10k-bad-input-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out)?;
     let r = c10k(&[
@@ -1012,7 +1013,7 @@ fn a_refused_target_says_refused() -> Result<(), Failed> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
-    let out = std::env::temp_dir().join(format!("c10k-hostile-target-{}", std::process::id()));
+    let out = std::env::temp_dir().join(format!("c10k-bad-input-target-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let target = format!("gone=127.0.0.1:{port}");
     let r = c10k(&[

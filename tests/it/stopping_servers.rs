@@ -1,10 +1,12 @@
-//! Hostile server children (issue 29): a server that leaves a `setsid`
-//! helper holding its output, one that trickles its echo, a `--json` into
-//! a missing directory, SIGTERM to `c10k conform` itself, and fork and
-//! prefork stopped the moment their connections end. Each asserts what the
-//! user sees (exit code, the row, the message) and that no process of the
-//! server is left; every wait is bounded by [`PATIENCE`], as a guard
-//! against hangs, never as a timing assertion.
+//! Servers stopped whatever they and their children do (issue 29): a
+//! server that leaves a `setsid` helper holding its output, one that
+//! trickles its echo past a check's deadline, SIGTERM to `c10k conform`
+//! itself mid-check, and fork and prefork stopped the moment their
+//! connections end; and `c10k conform --json` into a missing directory,
+//! refused before any server starts. Each asserts what the user sees (exit
+//! code, the row, the message) and that no process of the server is left;
+//! every wait is bounded by [`PATIENCE`], as a guard against hangs, never
+//! as a timing assertion.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
