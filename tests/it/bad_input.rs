@@ -12,82 +12,31 @@ use libtest_mimic::Failed;
 use serde_json::Value;
 
 use crate::misbehaving_echo::{Fault, Misbehave};
-use crate::support::{bin, run_c10k, Ran, Server, Started, Test, PATIENCE};
+use crate::support::{bin, run_c10k, Ran, Server, Started, PATIENCE};
 
-pub const TESTS: &[(&str, Test)] = &[
-    ("cpus_this_machine_lacks", cpus_this_machine_lacks),
-    ("missing_arguments_are_named", missing_arguments_are_named),
-    ("rates_out_of_range", rates_out_of_range),
-    ("ranking_flags_out_of_range", ranking_flags_out_of_range),
-    (
-        "server_args_are_checked_with_the_plan",
-        server_args_are_checked_with_the_plan,
-    ),
-    (
-        "a_server_that_never_answers_fails_the_check",
-        a_server_that_never_answers_fails_the_check,
-    ),
-    ("an_interrupted_load_says_so", an_interrupted_load_says_so),
-    (
-        "the_client_reports_its_own_memory",
-        the_client_reports_its_own_memory,
-    ),
-    (
-        "churn_against_a_refusing_port_stays_bounded",
-        churn_against_a_refusing_port_stays_bounded,
-    ),
-    (
-        "an_output_in_a_missing_directory_is_refused_before_connecting",
-        an_output_in_a_missing_directory_is_refused_before_connecting,
-    ),
-    (
-        "a_read_only_output_is_refused_before_measuring",
-        a_read_only_output_is_refused_before_measuring,
-    ),
-    (
-        "an_output_through_a_symlink_keeps_the_link",
-        an_output_through_a_symlink_keeps_the_link,
-    ),
-    (
-        "outputs_to_devices_are_written_in_place",
-        outputs_to_devices_are_written_in_place,
-    ),
-    (
-        "micro_and_herd_outputs_are_checked_before_measuring",
-        micro_and_herd_outputs_are_checked_before_measuring,
-    ),
-    (
-        "resume_completes_a_last_result_without_its_newline",
-        resume_completes_a_last_result_without_its_newline,
-    ),
-    (
-        "resume_refuses_results_of_another_plan",
-        resume_refuses_results_of_another_plan,
-    ),
-    (
-        "report_names_every_unreadable_line",
-        report_names_every_unreadable_line,
-    ),
-    (
-        "a_second_run_on_a_directory_is_refused",
-        a_second_run_on_a_directory_is_refused,
-    ),
-    (
-        "resume_checks_the_plan_as_a_fresh_run_does",
-        resume_checks_the_plan_as_a_fresh_run_does,
-    ),
-    (
-        "one_name_one_server_and_names_are_capped",
-        one_name_one_server_and_names_are_capped,
-    ),
-    (
-        "a_refused_target_says_refused",
-        a_refused_target_says_refused,
-    ),
-    (
-        "a_cell_recorded_twice_reads_one_way",
-        a_cell_recorded_twice_reads_one_way,
-    ),
+tests![
+    cpus_this_machine_lacks,
+    missing_arguments_are_named,
+    rates_out_of_range,
+    ranking_flags_out_of_range,
+    server_args_are_checked_with_the_plan,
+    a_server_that_never_answers_fails_the_check,
+    an_interrupted_load_says_so,
+    the_client_reports_its_own_memory,
+    churn_against_a_refusing_port_stays_bounded,
+    an_output_in_a_missing_directory_is_refused_before_connecting,
+    a_read_only_output_is_refused_before_measuring,
+    an_output_through_a_symlink_keeps_the_link,
+    outputs_to_devices_are_written_in_place,
+    micro_and_herd_outputs_are_checked_before_measuring,
+    resume_completes_a_last_result_without_its_newline,
+    resume_refuses_results_of_another_plan,
+    report_names_every_unreadable_line,
+    a_second_run_on_a_directory_is_refused,
+    resume_checks_the_plan_as_a_fresh_run_does,
+    one_name_one_server_and_names_are_capped,
+    a_refused_target_says_refused,
+    a_cell_recorded_twice_reads_one_way,
 ];
 
 /// Runs `c10k ARGS…`; a panic or a hang is a failure whatever the case

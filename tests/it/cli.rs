@@ -4,14 +4,14 @@ use std::process::Command;
 
 use libtest_mimic::Failed;
 
-use crate::support::{bin, Test};
+use crate::support::bin;
 
-pub const TESTS: &[(&str, Test)] = &[
-    ("unknown_model_is_one_line_exit_2", unknown_model),
-    ("bad_sizes_are_refused", bad_sizes),
-    ("models_lists_every_model", models_list),
-    ("help_shows_placeholders_in_braces", help_braces),
-    ("typos_get_a_suggestion", typos),
+tests![
+    unknown_model_is_one_line_exit_2,
+    bad_sizes_are_refused,
+    models_lists_every_model,
+    help_shows_placeholders_in_braces,
+    typos_get_a_suggestion,
 ];
 
 fn serve(args: &[&str]) -> Result<(Option<i32>, String), Failed> {
@@ -22,7 +22,7 @@ fn serve(args: &[&str]) -> Result<(Option<i32>, String), Failed> {
     ))
 }
 
-fn unknown_model() -> Result<(), Failed> {
+fn unknown_model_is_one_line_exit_2() -> Result<(), Failed> {
     let (code, err) = serve(&["--model", "carrier-pigeon"])?;
     if code != Some(2) || err.lines().count() != 1 || !err.contains("carrier-pigeon") {
         return Err(format!("exit {code:?}, stderr {err:?}").into());
@@ -30,7 +30,7 @@ fn unknown_model() -> Result<(), Failed> {
     Ok(())
 }
 
-fn bad_sizes() -> Result<(), Failed> {
+fn bad_sizes_are_refused() -> Result<(), Failed> {
     for args in [
         &["--buffer", "12 parsecs"][..],
         &["--buffer", "1"],
@@ -46,7 +46,7 @@ fn bad_sizes() -> Result<(), Failed> {
     Ok(())
 }
 
-fn models_list() -> Result<(), Failed> {
+fn models_lists_every_model() -> Result<(), Failed> {
     let out = Command::new(bin()).arg("models").output()?;
     let text = String::from_utf8_lossy(&out.stdout);
     for name in c10k::server::names() {
@@ -62,7 +62,7 @@ fn models_list() -> Result<(), Failed> {
 
 /// Clap reads `{n}` in a help text as a line break; the agent template's
 /// `{n}` (and every other placeholder) must show as written.
-fn help_braces() -> Result<(), Failed> {
+fn help_shows_placeholders_in_braces() -> Result<(), Failed> {
     for sub in ["load", "run"] {
         let out = Command::new(bin()).args([sub, "--help"]).output()?;
         let text = String::from_utf8_lossy(&out.stdout);
@@ -84,7 +84,7 @@ fn help_braces() -> Result<(), Failed> {
 }
 
 /// A mistyped flag or subcommand: exit 2, one line, and clap's tip.
-fn typos() -> Result<(), Failed> {
+fn typos_get_a_suggestion() -> Result<(), Failed> {
     for (args, tip) in [
         (
             &["run", "--model", "epoll"][..],

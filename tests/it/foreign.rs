@@ -9,24 +9,15 @@ use std::process::Command;
 
 use libtest_mimic::Failed;
 
-use crate::support::{bin, lines, results_dir, scratch, succeeded, Test};
+use crate::support::{bin, lines, results_dir, scratch, succeeded};
 
-pub const TESTS: &[(&str, Test)] = &[
-    ("asyncio_server_is_measured_as_a_model", asyncio_measured),
-    (
-        "never_ready_exits_at_once_and_ignores_sigterm_are_failed_cells",
-        misbehaving,
-    ),
-    ("a_running_target_is_driven_and_not_observed", target),
-    ("every_peer_runs_or_says_what_to_install", peers),
-    (
-        "a_noisy_server_is_inconclusive_against_a_steady_one_never_tied",
-        noisy_is_inconclusive,
-    ),
-    (
-        "a_foreign_server_runs_under_none_and_is_skipped_under_work",
-        foreign_under_work,
-    ),
+tests![
+    asyncio_server_is_measured_as_a_model,
+    never_ready_exits_at_once_and_ignores_sigterm_are_failed_cells,
+    a_running_target_is_driven_and_not_observed,
+    every_peer_runs_or_says_what_to_install,
+    a_noisy_server_is_inconclusive_against_a_steady_one_never_tied,
+    a_foreign_server_runs_under_none_and_is_skipped_under_work,
 ];
 
 /// Runs `c10k run ARGS --no-report --out DIR/out` (with `env` set) and
@@ -84,7 +75,7 @@ fn left_running(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-fn asyncio_measured() -> Result<(), Failed> {
+fn asyncio_server_is_measured_as_a_model() -> Result<(), Failed> {
     let dir = scratch("foreign-asyncio")?;
     // A copy of the peer under this test's directory, so what it leaves
     // running can be told from any other test's.
@@ -160,7 +151,7 @@ fn asyncio_measured() -> Result<(), Failed> {
 /// `--work`: a server that is not c10k's cannot be given work: its cells
 /// with work are skipped with that reason (never a number), its none cells
 /// measured; a c10k model beside it runs under both.
-fn foreign_under_work() -> Result<(), Failed> {
+fn a_foreign_server_runs_under_none_and_is_skipped_under_work() -> Result<(), Failed> {
     let dir = scratch("foreign-work")?;
     let script = dir.join("asyncio_echo.py");
     std::fs::copy(
@@ -214,7 +205,7 @@ fn foreign_under_work() -> Result<(), Failed> {
     Ok(())
 }
 
-fn peers() -> Result<(), Failed> {
+fn every_peer_runs_or_says_what_to_install() -> Result<(), Failed> {
     let dir = scratch("foreign-peers")?;
     // The peers are written (and Go built) under this test's directory.
     let cells = run_with(
@@ -246,7 +237,7 @@ fn peers() -> Result<(), Failed> {
     Ok(())
 }
 
-fn target() -> Result<(), Failed> {
+fn a_running_target_is_driven_and_not_observed() -> Result<(), Failed> {
     use std::io::{BufRead, BufReader};
     let dir = scratch("foreign-target")?;
     // The peer, started by the test as a user would start their server.
@@ -299,7 +290,7 @@ fn target() -> Result<(), Failed> {
     Ok(())
 }
 
-fn misbehaving() -> Result<(), Failed> {
+fn never_ready_exits_at_once_and_ignores_sigterm_are_failed_cells() -> Result<(), Failed> {
     let dir = scratch("foreign-misbehaving")?;
     // Copies of the servers (tests/servers/) under this test's directory,
     // so what they leave running can be told from any other test's.
@@ -365,7 +356,7 @@ fn misbehaving() -> Result<(), Failed> {
 /// slow, fast) beside a steady one: their comparison is inconclusive, the
 /// ranking says so in its heading, its rank column and the row, and
 /// nothing reads as a tie.
-fn noisy_is_inconclusive() -> Result<(), Failed> {
+fn a_noisy_server_is_inconclusive_against_a_steady_one_never_tied() -> Result<(), Failed> {
     let dir = scratch("foreign-noisy")?;
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers/sleepy_echo.py");
     let noisy = format!(

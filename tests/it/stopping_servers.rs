@@ -19,35 +19,15 @@ use c10k::runner::server::Launcher;
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::support::{
-    bin, run_c10k, scratch, wait_bounded, Pipes, Server, Started, Test, PATIENCE,
-};
+use crate::support::{bin, run_c10k, scratch, wait_bounded, Pipes, Server, Started, PATIENCE};
 
-pub const TESTS: &[(&str, Test)] = &[
-    (
-        "a_setsid_helper_cannot_hold_a_servers_stop",
-        a_setsid_helper_cannot_hold_a_servers_stop,
-    ),
-    (
-        "conform_sigterm_names_a_setsid_helper_and_ends",
-        conform_sigterm_names_a_setsid_helper_and_ends,
-    ),
-    (
-        "conform_patience_bounds_a_whole_check",
-        conform_patience_bounds_a_whole_check,
-    ),
-    (
-        "conform_json_in_a_missing_directory_is_refused_first",
-        conform_json_in_a_missing_directory_is_refused_first,
-    ),
-    (
-        "conform_stops_on_sigterm_to_itself",
-        conform_stops_on_sigterm_to_itself,
-    ),
-    (
-        "fork_and_prefork_stop_as_their_connections_end",
-        fork_and_prefork_stop_as_their_connections_end,
-    ),
+tests![
+    a_setsid_helper_cannot_hold_a_servers_stop,
+    conform_sigterm_names_a_setsid_helper_and_ends,
+    conform_patience_bounds_a_whole_check,
+    conform_json_in_a_missing_directory_is_refused_first,
+    conform_stops_on_sigterm_to_itself,
+    fork_and_prefork_stop_as_their_connections_end,
 ];
 
 fn repo(path: &str) -> PathBuf {
