@@ -16,38 +16,23 @@ use std::process::Command;
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::support::{
-    bin, lines, results_dir, scratch, succeeded, Server, Started, Test, PATIENCE,
-};
+use crate::support::{bin, lines, results_dir, scratch, succeeded, Server, Started, PATIENCE};
 
-pub const TESTS: &[(&str, Test)] = &[
-    ("every_launcher_runs_the_same_run", every_launcher),
-    ("a_launcher_that_fails_is_one_line", failing_launcher),
-    ("an_agent_lost_mid_run_leaves_the_rest", lost_agent),
-    ("bad_agent_flags_are_one_line_exit_2", bad_flags),
-    ("run_cells_drive_their_client_over_agents", run_over_agents),
-    (
-        "an_agent_whose_stdin_and_stderr_go_while_connecting_exits",
-        orphan_while_connecting,
-    ),
-    (
-        "a_banner_not_in_utf8_is_noise_and_a_failing_launcher_keeps_the_figures",
-        latin1_banner_and_failing_launcher,
-    ),
-    ("a_lying_agent_is_not_believed", lying_agent),
-    (
-        "sigint_while_waiting_for_hello_stops_every_launcher",
-        interrupt_before_hello,
-    ),
-    (
-        "sigterm_to_the_controller_alone_keeps_what_the_agents_measured",
-        interrupt_while_measuring,
-    ),
-    (
-        "burst_and_churn_over_agents_are_refused_in_the_plan",
-        one_process_workloads,
-    ),
-    ("an_agent_refuses_a_plan_for_no_agents", plan_for_no_agents),
+tests![
+    every_launcher_runs_the_same_run,
+    a_launcher_that_fails_is_one_line,
+    an_agent_lost_mid_run_leaves_the_rest,
+    bad_agent_flags_are_one_line_exit_2,
+    run_cells_drive_their_client_over_agents,
+    an_agent_whose_stdin_and_stderr_go_while_connecting_exits,
+    a_banner_not_in_utf8_is_noise_and_a_failing_launcher_keeps_the_figures,
+    a_lying_agent_is_not_believed,
+    sigint_while_waiting_for_hello_stops_every_launcher,
+    sigterm_to_the_controller_alone_keeps_what_the_agents_measured,
+    burst_and_churn_over_agents_are_refused_in_the_plan,
+    an_agent_refuses_a_plan_for_no_agents,
+    four_client_namespaces_drive_a_server_namespace,
+    a_task_limit_met_while_starting_agents_stops_them_all,
 ];
 
 /// A fake `ssh`: a banner on stdout (noise the protocol must ignore), its
@@ -91,7 +76,7 @@ fn load(dir: &Path, addr: &str, args: &[&str]) -> Result<(Option<i32>, String), 
     ))
 }
 
-fn every_launcher() -> Result<(), Failed> {
+fn every_launcher_runs_the_same_run() -> Result<(), Failed> {
     use std::os::unix::fs::PermissionsExt;
     let dir = scratch("agents-launchers")?;
     let ssh = dir.join("ssh");
@@ -178,7 +163,7 @@ fn hit_agent_one(act: &str) -> String {
     )
 }
 
-fn lost_agent() -> Result<(), Failed> {
+fn an_agent_lost_mid_run_leaves_the_rest() -> Result<(), Failed> {
     let dir = scratch("agents-lost")?;
     let server = epoll()?;
     let addr = server.addr.to_string();
@@ -232,7 +217,7 @@ fn lost_agent() -> Result<(), Failed> {
     Ok(())
 }
 
-fn failing_launcher() -> Result<(), Failed> {
+fn a_launcher_that_fails_is_one_line() -> Result<(), Failed> {
     let dir = scratch("agents-failing")?;
     let server = epoll()?;
     let addr = server.addr.to_string();
@@ -263,7 +248,7 @@ fn failing_launcher() -> Result<(), Failed> {
     Ok(())
 }
 
-fn bad_flags() -> Result<(), Failed> {
+fn bad_agent_flags_are_one_line_exit_2() -> Result<(), Failed> {
     let dir = scratch("agents-bad")?;
     for (args, says) in [
         (&["--agents", "3"][..], "--agents needs --agent"),
@@ -309,7 +294,7 @@ fn run_on_agents(
 /// `c10k run --agent`: each cell's client is two agents started through
 /// a shell; every cell's record names both, with the share each carried
 /// and the environment each said hello with; the plan keeps the launcher.
-fn run_over_agents() -> Result<(), Failed> {
+fn run_cells_drive_their_client_over_agents() -> Result<(), Failed> {
     let out = scratch("agents-run")?;
     let o = run_on_agents(&out, "epoll,poll", "6", "sh -c {cmd_sh}", "127.0.0.1", &[])?;
     succeeded(&o, "")?;
@@ -360,7 +345,7 @@ fn run_over_agents() -> Result<(), Failed> {
 /// agent, stuck connecting to a listener whose backlog is full, must
 /// still close everything and exit (it once died only in its stdin
 /// thread, whose farewell on the dead stderr panicked, and lived on).
-fn orphan_while_connecting() -> Result<(), Failed> {
+fn an_agent_whose_stdin_and_stderr_go_while_connecting_exits() -> Result<(), Failed> {
     use std::io::{BufRead, Write};
     // A listener that never accepts, with the smallest backlog: past a
     // few, connects wait for a SYN-ACK that does not come.
@@ -505,7 +490,7 @@ impl Drop for Netns {
 /// Four client namespaces drive a server in a fifth through `ip netns
 /// exec`, the COMP 8005 layout in small: as root only (it makes network
 /// namespaces), and everything it made is removed.
-pub fn netns_agents() -> Result<libtest_mimic::Completion, Failed> {
+fn four_client_namespaces_drive_a_server_namespace() -> Result<libtest_mimic::Completion, Failed> {
     use libtest_mimic::Completion;
     if !rustix::process::geteuid().is_root() {
         return Ok(Completion::ignored_with(
@@ -774,7 +759,7 @@ fn pids_after(lines: &[String], word: &str) -> Vec<i32> {
 /// is noise (it once ended the agent), and a launcher that exits 255 after
 /// its agent reported (ssh on a dropped session) leaves its figures,
 /// printed and written, with a warning, exit 0.
-fn latin1_banner_and_failing_launcher() -> Result<(), Failed> {
+fn a_banner_not_in_utf8_is_noise_and_a_failing_launcher_keeps_the_figures() -> Result<(), Failed> {
     let dir = scratch("agents-latin1")?;
     let server = epoll()?;
     let addr = server.addr.to_string();
@@ -843,7 +828,7 @@ for l in sys.stdin:
 /// Issue 29 #6: an agent that reports 1,000 connections for its share of
 /// 2 was believed (`1002 up` of 4). Now it is lost, with why: the others'
 /// figures, exit 1.
-fn lying_agent() -> Result<(), Failed> {
+fn a_lying_agent_is_not_believed() -> Result<(), Failed> {
     let dir = scratch("agents-liar")?;
     let liar = dir.join("liar.py");
     std::fs::write(&liar, LIAR)?;
@@ -886,7 +871,7 @@ fn lying_agent() -> Result<(), Failed> {
 /// Now it exits 130 with its outputs written, marked interrupted, and
 /// every launcher gone. (The issue's `sleep 31.5` is a `sleep 300` here,
 /// so the old behaviour cannot pass within the test's patience.)
-fn interrupt_before_hello() -> Result<(), Failed> {
+fn sigint_while_waiting_for_hello_stops_every_launcher() -> Result<(), Failed> {
     let dir = scratch("agents-int-hello")?;
     let json = dir.join("r.json");
     let json_text = json.to_string_lossy().to_string();
@@ -923,7 +908,7 @@ fn interrupt_before_hello() -> Result<(), Failed> {
 /// The interruption the runner relies on: SIGTERM to the controller
 /// alone (`kill PID`) once every agent measures ends the run with what
 /// they measured, marked interrupted, exit 130, and no agent left.
-fn interrupt_while_measuring() -> Result<(), Failed> {
+fn sigterm_to_the_controller_alone_keeps_what_the_agents_measured() -> Result<(), Failed> {
     let dir = scratch("agents-int-measuring")?;
     let server = epoll()?;
     let json = dir.join("r.json");
@@ -969,7 +954,7 @@ fn interrupt_while_measuring() -> Result<(), Failed> {
 /// connections; in `c10k run` every cell failed and the run exited 0.
 /// Now the plan refuses them, exit 2, naming --agents, before any
 /// launcher starts.
-fn one_process_workloads() -> Result<(), Failed> {
+fn burst_and_churn_over_agents_are_refused_in_the_plan() -> Result<(), Failed> {
     let dir = scratch("agents-one-process")?;
     let out = dir.join("out");
     let out_text = out.to_string_lossy().to_string();
@@ -1040,7 +1025,7 @@ fn one_process_workloads() -> Result<(), Failed> {
 
 /// Issue 29 #10: `c10k agent` given a plan for 0 agents panicked
 /// (`step != 0`). Now it says an error message and exits 1.
-fn plan_for_no_agents() -> Result<(), Failed> {
+fn an_agent_refuses_a_plan_for_no_agents() -> Result<(), Failed> {
     use std::io::{BufRead, Write};
     for (agent, agents) in [(0, 0), (3, 2), (0, 1_000_000_000_000u64)] {
         let mut child = Command::new(bin())
@@ -1130,7 +1115,8 @@ impl Drop for PidsCgroup {
 /// cgroup with pids.max=120 panicked in `std::thread::spawn` and left the
 /// `sleep` launchers running. Now: one line, exit 1, and nothing left in
 /// the cgroup when it exits.
-pub fn task_limit_while_starting_agents() -> Result<libtest_mimic::Completion, Failed> {
+fn a_task_limit_met_while_starting_agents_stops_them_all(
+) -> Result<libtest_mimic::Completion, Failed> {
     use libtest_mimic::Completion;
     let cg = match PidsCgroup::make(120) {
         Ok(cg) => cg,

@@ -5,20 +5,17 @@ use std::process::Command;
 
 use libtest_mimic::Failed;
 
-use crate::support::{bin, Test};
+use crate::support::bin;
 
-pub const TESTS: &[(&str, Test)] = &[
-    ("unknown_model_is_one_line_exit_2", unknown_model),
-    ("bad_sizes_are_refused", bad_sizes),
-    ("models_lists_every_model", models_list),
-    ("help_shows_placeholders_in_braces", help_braces),
-    ("typos_get_a_suggestion", typos),
-    ("completions_name_the_subcommands", completions),
-    (
-        "completions_for_an_unknown_shell_is_one_line_exit_2",
-        completions_unknown,
-    ),
-    ("man_page_has_a_title_and_every_subcommand", man_page),
+tests![
+    unknown_model_is_one_line_exit_2,
+    bad_sizes_are_refused,
+    models_lists_every_model,
+    help_shows_placeholders_in_braces,
+    typos_get_a_suggestion,
+    completions_name_the_subcommands,
+    completions_for_an_unknown_shell_is_one_line_exit_2,
+    man_page_has_a_title_and_every_subcommand,
 ];
 
 fn serve(args: &[&str]) -> Result<(Option<i32>, String), Failed> {
@@ -29,7 +26,7 @@ fn serve(args: &[&str]) -> Result<(Option<i32>, String), Failed> {
     ))
 }
 
-fn unknown_model() -> Result<(), Failed> {
+fn unknown_model_is_one_line_exit_2() -> Result<(), Failed> {
     let (code, err) = serve(&["--model", "carrier-pigeon"])?;
     if code != Some(2) || err.lines().count() != 1 || !err.contains("carrier-pigeon") {
         return Err(format!("exit {code:?}, stderr {err:?}").into());
@@ -37,7 +34,7 @@ fn unknown_model() -> Result<(), Failed> {
     Ok(())
 }
 
-fn bad_sizes() -> Result<(), Failed> {
+fn bad_sizes_are_refused() -> Result<(), Failed> {
     for args in [
         &["--buffer", "12 parsecs"][..],
         &["--buffer", "1"],
@@ -53,7 +50,7 @@ fn bad_sizes() -> Result<(), Failed> {
     Ok(())
 }
 
-fn models_list() -> Result<(), Failed> {
+fn models_lists_every_model() -> Result<(), Failed> {
     let out = Command::new(bin()).arg("models").output()?;
     let text = String::from_utf8_lossy(&out.stdout);
     for name in c10k::server::names() {
@@ -69,7 +66,7 @@ fn models_list() -> Result<(), Failed> {
 
 /// Clap reads `{n}` in a help text as a line break; the agent template's
 /// `{n}` (and every other placeholder) must show as written.
-fn help_braces() -> Result<(), Failed> {
+fn help_shows_placeholders_in_braces() -> Result<(), Failed> {
     for sub in ["load", "run"] {
         let out = Command::new(bin()).args([sub, "--help"]).output()?;
         let text = String::from_utf8_lossy(&out.stdout);
@@ -91,7 +88,7 @@ fn help_braces() -> Result<(), Failed> {
 }
 
 /// A mistyped flag or subcommand: exit 2, one line, and clap's tip.
-fn typos() -> Result<(), Failed> {
+fn typos_get_a_suggestion() -> Result<(), Failed> {
     for (args, tip) in [
         (
             &["run", "--model", "epoll"][..],
@@ -114,7 +111,7 @@ fn typos() -> Result<(), Failed> {
 }
 
 /// Every shell gets a script; bash's completes the subcommands.
-fn completions() -> Result<(), Failed> {
+fn completions_name_the_subcommands() -> Result<(), Failed> {
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
         let out = Command::new(bin()).args(["completions", shell]).output()?;
         let text = String::from_utf8_lossy(&out.stdout);
@@ -139,7 +136,7 @@ fn completions() -> Result<(), Failed> {
     Ok(())
 }
 
-fn completions_unknown() -> Result<(), Failed> {
+fn completions_for_an_unknown_shell_is_one_line_exit_2() -> Result<(), Failed> {
     let out = Command::new(bin())
         .args(["completions", "nosuch"])
         .output()?;
@@ -157,7 +154,7 @@ fn completions_unknown() -> Result<(), Failed> {
 /// The page opens (after roff's definition of the apostrophe string) with
 /// `.TH c10k 1`, lists every subcommand, and gives each, nested ones
 /// too, a section of its own.
-fn man_page() -> Result<(), Failed> {
+fn man_page_has_a_title_and_every_subcommand() -> Result<(), Failed> {
     let out = Command::new(bin()).arg("man").output()?;
     let page = String::from_utf8_lossy(&out.stdout);
     let first = page

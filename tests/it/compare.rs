@@ -10,31 +10,19 @@ use std::sync::OnceLock;
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::support::{bin, results_dir, run_c10k, scratch, Ran, Server, Started, Test};
+use crate::support::{bin, results_dir, run_c10k, scratch, Ran, Server, Started};
 
-pub const TESTS: &[(&str, Test)] = &[
-    ("itself_is_equivalent", itself_is_equivalent),
-    (
-        "twenty_percent_slower_fails_the_gate",
-        twenty_percent_slower_fails_the_gate,
-    ),
-    (
-        "two_percent_inside_noise_is_never_slower",
-        two_percent_inside_noise_is_never_slower,
-    ),
-    (
-        "one_side_only_cells_are_listed",
-        one_side_only_cells_are_listed,
-    ),
-    ("differing_settings_are_named", differing_settings_are_named),
-    ("another_loop_is_refused", another_loop_is_refused),
-    (
-        "damaged_inputs_name_file_and_line",
-        damaged_inputs_name_file_and_line,
-    ),
-    ("load_reports_compare", load_reports_compare),
-    ("json_follows_its_schema", json_follows_its_schema),
-    ("run_baseline_reruns_the_plan", run_baseline_reruns_the_plan),
+tests![
+    itself_is_equivalent,
+    twenty_percent_slower_fails_the_gate,
+    two_percent_inside_noise_is_never_slower,
+    one_side_only_cells_are_listed,
+    differing_settings_are_named,
+    another_loop_is_refused,
+    damaged_inputs_name_file_and_line,
+    load_reports_compare,
+    json_follows_its_schema,
+    run_baseline_reruns_the_plan,
 ];
 
 /// A real results directory of `models` at 2 and 4 connections, 3 runs,

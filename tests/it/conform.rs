@@ -10,14 +10,14 @@ use std::process::Command;
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::support::{bin, run_c10k, scratch, Server, Started, Test};
+use crate::support::{bin, run_c10k, scratch, Server, Started};
 
-pub const TESTS: &[(&str, Test)] = &[
-    ("a_model_passes_every_check", a_model_passes),
-    ("the_asyncio_server_passes", asyncio_passes),
-    ("broken_servers_fail_exactly_their_checks", broken_servers),
-    ("a_bare_address_skips_what_needs_the_process", bare_address),
-    ("bad_input_is_one_line_and_exit_2", bad_input),
+tests![
+    a_model_passes_every_check,
+    the_asyncio_server_passes,
+    broken_servers_fail_exactly_their_checks,
+    a_bare_address_skips_what_needs_the_process,
+    bad_input_is_one_line_and_exit_2,
 ];
 
 /// What one `c10k conform ARGS --json FILE` gave: its exit code, its
@@ -93,7 +93,7 @@ fn broken_server() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers/broken_echo.py")
 }
 
-fn a_model_passes() -> Result<(), Failed> {
+fn a_model_passes_every_check() -> Result<(), Failed> {
     let dir = scratch("conform-model")?;
     let c = conform(&dir, &["--model", "epoll", "--server-arg=--edge"])?;
     if c.code != Some(0) || c.with("pass") != all() || !c.stdout.contains("epoll (--edge)") {
@@ -106,7 +106,7 @@ fn a_model_passes() -> Result<(), Failed> {
     Ok(())
 }
 
-fn asyncio_passes() -> Result<(), Failed> {
+fn the_asyncio_server_passes() -> Result<(), Failed> {
     let dir = scratch("conform-asyncio")?;
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/asyncio_echo.py");
     let server = format!("asyncio=python3 {} {{port}}", script.display());
@@ -136,7 +136,7 @@ fn asyncio_passes() -> Result<(), Failed> {
     Ok(())
 }
 
-fn broken_servers() -> Result<(), Failed> {
+fn broken_servers_fail_exactly_their_checks() -> Result<(), Failed> {
     let dir = scratch("conform-broken")?;
     for (mode, fails, says) in [
         (
@@ -184,7 +184,7 @@ fn broken_servers() -> Result<(), Failed> {
     Ok(())
 }
 
-fn bare_address() -> Result<(), Failed> {
+fn a_bare_address_skips_what_needs_the_process() -> Result<(), Failed> {
     let dir = scratch("conform-address")?;
     let server = match Server::start(&["--model".into(), "epoll".into()])? {
         Started::Running(s) => s,
@@ -214,7 +214,7 @@ fn bare_address() -> Result<(), Failed> {
     Ok(())
 }
 
-fn bad_input() -> Result<(), Failed> {
+fn bad_input_is_one_line_and_exit_2() -> Result<(), Failed> {
     for (args, says) in [
         (&["conform"][..], "say what to check"),
         (

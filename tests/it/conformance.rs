@@ -9,18 +9,35 @@
 //! whole requests by the suite.
 
 use c10k::conform::{Check, Subject, Suite, Verdict};
-use libtest_mimic::{Completion, Failed};
+use libtest_mimic::{Completion, Failed, Trial};
 
-use crate::support::{bin, PATIENCE};
+use crate::support::{bin, group, PATIENCE};
+
+/// Every check on every case, named `conformance::CASE::CHECK`: made from
+/// the registry of models and the list of checks, not written one by one.
+pub fn trials() -> Vec<Trial> {
+    let group = group(module_path!());
+    let mut trials = Vec::new();
+    for case in cases() {
+        for check in c10k::conform::CHECKS {
+            let case = case.clone();
+            trials.push(Trial::ignorable_test(
+                format!("{group}::{}::{}", case.label, check.name),
+                move || run(&case, check),
+            ));
+        }
+    }
+    trials
+}
 
 /// A model under test: its name and extra `serve` flags.
 #[derive(Clone, Debug)]
-pub struct Case {
-    pub label: String,
-    pub model: &'static str,
-    pub flags: Vec<String>,
+struct Case {
+    label: String,
+    model: &'static str,
+    flags: Vec<String>,
     /// Bytes per request under `--work` (1: a plain echo).
-    pub request: usize,
+    request: usize,
 }
 
 /// Bytes of a request in the cases with work.
@@ -34,7 +51,7 @@ const WORK: &[(&str, &[&str])] = &[
 
 /// Every variant of every model in the registry, so a new model cannot
 /// skip the suite.
-pub fn cases() -> Vec<Case> {
+fn cases() -> Vec<Case> {
     let mut cases = Vec::new();
     for m in c10k::server::MODELS {
         let name = m.name().replace('-', "_");
@@ -80,7 +97,7 @@ pub fn cases() -> Vec<Case> {
 
 /// Runs `check` on `case`: a pass completes, a skip is ignored with its
 /// reason, a failure fails with the check's evidence.
-pub fn run(case: &Case, check: &Check) -> Result<Completion, Failed> {
+fn run(case: &Case, check: &Check) -> Result<Completion, Failed> {
     let suite = Suite {
         subject: Subject::Model {
             model: case.model.to_string(),

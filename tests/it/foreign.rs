@@ -1,31 +1,23 @@
 //! `c10k run --server`: a server that is not c10k's, measured as a model
-//! (the asyncio peer, standard-library Python), and foreign servers that
-//! never become ready, exit at once, or ignore SIGTERM, each a failed cell
-//! with its cause and nothing of theirs left running.
+//! (the asyncio peer, standard-library Python), and foreign servers
+//! (tests/servers/) that never become ready, exit at once, or ignore
+//! SIGTERM, each a failed cell with its cause and nothing of theirs left
+//! running.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use libtest_mimic::Failed;
 
-use crate::support::{bin, lines, results_dir, scratch, succeeded, Test};
+use crate::support::{bin, lines, results_dir, scratch, succeeded};
 
-pub const TESTS: &[(&str, Test)] = &[
-    ("asyncio_server_is_measured_as_a_model", asyncio_measured),
-    (
-        "never_ready_exits_at_once_and_ignores_sigterm_are_failed_cells",
-        misbehaving,
-    ),
-    ("a_running_target_is_driven_and_not_observed", target),
-    ("every_peer_runs_or_says_what_to_install", peers),
-    (
-        "a_noisy_server_is_inconclusive_against_a_steady_one_never_tied",
-        noisy_is_inconclusive,
-    ),
-    (
-        "a_foreign_server_runs_under_none_and_is_skipped_under_work",
-        foreign_under_work,
-    ),
+tests![
+    asyncio_server_is_measured_as_a_model,
+    never_ready_exits_at_once_and_ignores_sigterm_are_failed_cells,
+    a_running_target_is_driven_and_not_observed,
+    every_peer_runs_or_says_what_to_install,
+    a_noisy_server_is_inconclusive_against_a_steady_one_never_tied,
+    a_foreign_server_runs_under_none_and_is_skipped_under_work,
 ];
 
 /// Runs `c10k run ARGS --no-report --out DIR/out` (with `env` set) and
@@ -83,7 +75,7 @@ fn left_running(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-fn asyncio_measured() -> Result<(), Failed> {
+fn asyncio_server_is_measured_as_a_model() -> Result<(), Failed> {
     let dir = scratch("foreign-asyncio")?;
     // A copy of the peer under this test's directory, so what it leaves
     // running can be told from any other test's.
@@ -159,7 +151,7 @@ fn asyncio_measured() -> Result<(), Failed> {
 /// `--work`: a server that is not c10k's cannot be given work: its cells
 /// with work are skipped with that reason (never a number), its none cells
 /// measured; a c10k model beside it runs under both.
-fn foreign_under_work() -> Result<(), Failed> {
+fn a_foreign_server_runs_under_none_and_is_skipped_under_work() -> Result<(), Failed> {
     let dir = scratch("foreign-work")?;
     let script = dir.join("asyncio_echo.py");
     std::fs::copy(
@@ -213,7 +205,7 @@ fn foreign_under_work() -> Result<(), Failed> {
     Ok(())
 }
 
-fn peers() -> Result<(), Failed> {
+fn every_peer_runs_or_says_what_to_install() -> Result<(), Failed> {
     let dir = scratch("foreign-peers")?;
     // The peers are written (and Go built) under this test's directory.
     let cells = run_with(
@@ -245,7 +237,7 @@ fn peers() -> Result<(), Failed> {
     Ok(())
 }
 
-fn target() -> Result<(), Failed> {
+fn a_running_target_is_driven_and_not_observed() -> Result<(), Failed> {
     use std::io::{BufRead, BufReader};
     let dir = scratch("foreign-target")?;
     // The peer, started by the test as a user would start their server.
@@ -298,39 +290,25 @@ fn target() -> Result<(), Failed> {
     Ok(())
 }
 
-fn misbehaving() -> Result<(), Failed> {
+fn never_ready_exits_at_once_and_ignores_sigterm_are_failed_cells() -> Result<(), Failed> {
     let dir = scratch("foreign-misbehaving")?;
-    let write = |name: &str, text: &str| -> Result<String, Failed> {
+    // Copies of the servers (tests/servers/) under this test's directory,
+    // so what they leave running can be told from any other test's.
+    let copy = |name: &str| -> Result<String, Failed> {
         let p = dir.join(name);
-        std::fs::write(&p, text)?;
+        std::fs::copy(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/servers")
+                .join(name),
+            &p,
+        )?;
         Ok(p.display().to_string())
     };
-    let never = write("never.py", "import sys, time\ntime.sleep(600)\n")?;
-    let exits = write(
-        "exits.py",
-        "import sys\nsys.exit('cannot start: no such thing')\n",
-    )?;
-    // Serves (one thread per connection), ignores SIGTERM, and leaves a
-    // child of its own in its process group.
-    let stubborn = write(
-        "stubborn.py",
-        r#"import signal, socket, subprocess, sys, threading
-if sys.argv[1] == "child":
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    threading.Event().wait()
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
-subprocess.Popen([sys.executable, __file__, "child"])
-lst = socket.create_server(("127.0.0.1", int(sys.argv[1])), backlog=128)
-def serve(c):
-    with c:
-        while data := c.recv(65536):
-            c.sendall(data)
-print("READY", flush=True)
-while True:
-    c, _ = lst.accept()
-    threading.Thread(target=serve, args=(c,), daemon=True).start()
-"#,
-    )?;
+    let never = copy("never_ready.py")?;
+    let exits = copy("exits_at_once.py")?;
+    // Serves, ignores SIGTERM, and leaves a child of its own in its
+    // process group.
+    let stubborn = copy("ignores_sigterm.py")?;
     let specs = [
         format!("never=python3 {never} {{port}}"),
         format!("exits=python3 {exits} {{port}}"),
@@ -378,7 +356,7 @@ while True:
 /// slow, fast) beside a steady one: their comparison is inconclusive, the
 /// ranking says so in its heading, its rank column and the row, and
 /// nothing reads as a tie.
-fn noisy_is_inconclusive() -> Result<(), Failed> {
+fn a_noisy_server_is_inconclusive_against_a_steady_one_never_tied() -> Result<(), Failed> {
     let dir = scratch("foreign-noisy")?;
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers/sleepy_echo.py");
     let noisy = format!(

@@ -17,23 +17,17 @@ use std::time::Duration;
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::support::{alive, bin, Pipes, Test};
+use crate::support::{alive, bin, Pipes};
 
-pub const TESTS: &[(&str, Test)] = &[
-    ("every_method_adds_up_and_reaps_its_workers", every_method),
-    ("dups_in_every_wait_set_add_up", dups),
-    ("bad_flags_are_one_line_exit_2", bad_flags),
-    (
-        "three_hundred_workers_with_fifty_copies_are_all_reaped",
-        hundreds,
-    ),
-    ("a_herd_past_the_limits_is_refused_with_numbers", refused),
-    ("cells_past_the_limits_are_skipped_when_asked", skipped),
-    ("sigterm_mid_run_reaps_every_worker", interrupted),
-    (
-        "a_pids_cgroup_of_either_version_refuses_it_up_front",
-        cgroup_refused,
-    ),
+tests![
+    every_method_adds_up_and_reaps_its_workers,
+    dups_in_every_wait_set_add_up,
+    bad_flags_are_one_line_exit_2,
+    three_hundred_workers_with_fifty_copies_are_all_reaped,
+    a_herd_past_the_limits_is_refused_with_numbers,
+    cells_past_the_limits_are_skipped_when_asked,
+    sigterm_mid_run_reaps_every_worker,
+    a_pids_cgroup_of_either_version_refuses_it_up_front,
 ];
 
 /// Longest a small herd may take before the test fails (a guard against
@@ -257,7 +251,7 @@ const METHODS: [&str; 6] = [
     "reuseport",
 ];
 
-fn every_method() -> Result<(), Failed> {
+fn every_method_adds_up_and_reaps_its_workers() -> Result<(), Failed> {
     checked(
         "all",
         &["-w", "1,4", "-n", "60", "--rate", "2000", "--runs", "1"],
@@ -267,7 +261,7 @@ fn every_method() -> Result<(), Failed> {
     Ok(())
 }
 
-fn dups() -> Result<(), Failed> {
+fn dups_in_every_wait_set_add_up() -> Result<(), Failed> {
     let methods = "select,poll,epoll,epoll-exclusive,reuseport";
     checked(
         "dups",
@@ -291,7 +285,7 @@ fn dups() -> Result<(), Failed> {
     Ok(())
 }
 
-fn bad_flags() -> Result<(), Failed> {
+fn bad_flags_are_one_line_exit_2() -> Result<(), Failed> {
     for args in [
         &["--methods", "carrier-pigeon"][..],
         &["--workers", "0"],
@@ -312,7 +306,7 @@ fn bad_flags() -> Result<(), Failed> {
     Ok(())
 }
 
-fn hundreds() -> Result<(), Failed> {
+fn three_hundred_workers_with_fifty_copies_are_all_reaped() -> Result<(), Failed> {
     let methods = "select,epoll-exclusive";
     let v = checked(
         "hundreds",
@@ -354,7 +348,7 @@ fn one_line(ran: &Ran, args: &[&str]) -> Result<String, Failed> {
     Ok(ran.stderr.trim().to_string())
 }
 
-fn refused() -> Result<(), Failed> {
+fn a_herd_past_the_limits_is_refused_with_numbers() -> Result<(), Failed> {
     // More copies than any open-files limit allows (RLIMIT_NOFILE cannot
     // pass fs.nr_open, 1048576 unless raised).
     let nr_open: u64 = std::fs::read_to_string("/proc/sys/fs/nr_open")?
@@ -396,7 +390,7 @@ fn refused() -> Result<(), Failed> {
     Ok(())
 }
 
-fn skipped() -> Result<(), Failed> {
+fn cells_past_the_limits_are_skipped_when_asked() -> Result<(), Failed> {
     let json_path = scratch("skipped.json");
     let json_arg = json_path.to_string_lossy().into_owned();
     let args = [
@@ -445,7 +439,7 @@ fn children(pid: i32) -> Vec<i32> {
         .collect()
 }
 
-fn interrupted() -> Result<(), Failed> {
+fn sigterm_mid_run_reaps_every_worker() -> Result<(), Failed> {
     const WORKERS: usize = 200;
     // A client that would run for a day: only the signal ends it.
     let mut child = Command::new(bin())
@@ -505,7 +499,7 @@ impl Drop for Cgroup {
 /// workers is refused by the pre-flight (exit 2, the limit and its fix
 /// named), never half-forked: in the v1 `pids` hierarchy where the host
 /// mounts one (this one mixes v1 and v2), else in v2.
-fn cgroup_refused() -> Result<(), Failed> {
+fn a_pids_cgroup_of_either_version_refuses_it_up_front() -> Result<(), Failed> {
     let mounts = std::fs::read_to_string("/proc/self/mountinfo")?;
     let mount = |v2: bool| {
         mounts.lines().find_map(|l| {

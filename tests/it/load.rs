@@ -1,6 +1,7 @@
 //! `c10k load` against real `c10k serve` children and against a server that
-//! misbehaves on purpose: counts and error kinds must be exact, and every
-//! output must be written whatever the server did.
+//! misbehaves on purpose (tests/servers/misbehaving_echo.rs): counts and
+//! error kinds must be exact, and every output must be written whatever the
+//! server did.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -8,58 +9,25 @@ use std::process::Command;
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::misbehave::{Fault, Misbehave};
-use crate::support::{bin, Server, Started, Test};
+use crate::misbehaving_echo::{Fault, Misbehave};
+use crate::support::{bin, Server, Started};
 
-pub const TESTS: &[(&str, Test)] = &[
-    ("closed_loop_counts_are_exact", closed_loop_counts_are_exact),
-    (
-        "corrupted_echoes_are_mismatches",
-        corrupted_echoes_are_mismatches,
-    ),
-    (
-        "resets_are_counted_per_connection",
-        resets_are_counted_per_connection,
-    ),
-    (
-        "dropped_bytes_end_in_timeout_or_mismatch",
-        dropped_bytes_end_in_timeout_or_mismatch,
-    ),
-    (
-        "refused_connections_keep_every_output",
-        refused_connections_keep_every_output,
-    ),
-    (
-        "a_stall_shows_in_corrected_latency_only",
-        a_stall_shows_in_corrected_latency_only,
-    ),
-    (
-        "a_paced_open_loop_counts_exactly_and_states_its_precision",
-        a_paced_open_loop_counts_exactly_and_states_its_precision,
-    ),
-    (
-        "a_warmup_the_client_fell_behind_in_is_not_sent_in_the_window",
-        warmup_behind,
-    ),
-    (
-        "churn_counts_every_connection",
-        churn_counts_every_connection,
-    ),
-    ("burst_times_every_round", burst_times_every_round),
-    (
-        "idle_connections_stay_open_and_silent",
-        idle_connections_stay_open_and_silent,
-    ),
-    ("bad_input_is_one_line_exit_2", bad_input_is_one_line_exit_2),
-    (
-        "past_the_open_files_limit_workers_split_the_run",
-        past_the_open_files_limit_workers_split_the_run,
-    ),
-    ("a_slow_server_is_the_limit", a_slow_server_is_the_limit),
-    (
-        "a_saturated_client_is_the_limit",
-        a_saturated_client_is_the_limit,
-    ),
+tests![
+    closed_loop_counts_are_exact,
+    corrupted_echoes_are_mismatches,
+    resets_are_counted_per_connection,
+    dropped_bytes_end_in_timeout_or_mismatch,
+    refused_connections_keep_every_output,
+    a_stall_shows_in_corrected_latency_only,
+    a_paced_open_loop_counts_exactly_and_states_its_precision,
+    a_warmup_the_client_fell_behind_in_is_not_sent_in_the_window,
+    churn_counts_every_connection,
+    burst_times_every_round,
+    idle_connections_stay_open_and_silent,
+    bad_input_is_one_line_exit_2,
+    past_the_open_files_limit_workers_split_the_run,
+    a_slow_server_is_the_limit,
+    a_saturated_client_is_the_limit,
 ];
 
 /// Output files of one run, in a fresh directory removed on drop.
@@ -421,7 +389,7 @@ fn a_paced_open_loop_counts_exactly_and_states_its_precision() -> Result<(), Fai
 /// 10 measured messages of each connection and the warm-up's few: with the
 /// warm-up's backlog carried into the window it would owe tens of
 /// thousands per connection and time out.
-fn warmup_behind() -> Result<(), Failed> {
+fn a_warmup_the_client_fell_behind_in_is_not_sent_in_the_window() -> Result<(), Failed> {
     let server = epoll()?;
     let out = Outputs::new("behind");
     let (code, err) = load(

@@ -13,13 +13,13 @@ use std::time::Duration;
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::support::{bin, Test};
+use crate::support::bin;
 
-pub const TESTS: &[(&str, Test)] = &[
-    ("spawn_reaps_and_joins_everything", spawn_end_to_end),
-    ("dispatch_every_call_finds_a_ready", dispatch_end_to_end),
-    ("dispatch_caps_n_to_the_limit", dispatch_capped),
-    ("bad_flags_are_one_line_exit_2", bad_flags),
+tests![
+    spawn_reaps_and_joins_everything,
+    dispatch_every_call_finds_a_ready,
+    dispatch_caps_n_to_the_limit,
+    bad_flags_are_one_line_exit_2,
 ];
 
 /// How long one benchmark run may take before the test fails (a guard
@@ -120,7 +120,7 @@ fn check(ok: bool, what: impl FnOnce() -> String) -> Result<(), Failed> {
     }
 }
 
-fn spawn_end_to_end() -> Result<(), Failed> {
+fn spawn_reaps_and_joins_everything() -> Result<(), Failed> {
     let (j, stdout) = micro(
         "spawn",
         &[
@@ -244,7 +244,7 @@ fn check_cells(j: &Value, calls: u64) -> Result<usize, Failed> {
     Ok(cells.len())
 }
 
-fn dispatch_end_to_end() -> Result<(), Failed> {
+fn dispatch_every_call_finds_a_ready() -> Result<(), Failed> {
     let (j, stdout) = micro(
         "dispatch",
         &[
@@ -277,7 +277,7 @@ fn dispatch_end_to_end() -> Result<(), Failed> {
     Ok(())
 }
 
-fn dispatch_capped() -> Result<(), Failed> {
+fn dispatch_caps_n_to_the_limit() -> Result<(), Failed> {
     let (j, stdout) = micro(
         "capped",
         &[
@@ -306,7 +306,7 @@ fn dispatch_capped() -> Result<(), Failed> {
     Ok(())
 }
 
-fn bad_flags() -> Result<(), Failed> {
+fn bad_flags_are_one_line_exit_2() -> Result<(), Failed> {
     for args in [
         &["spawn", "--counts", "0"][..],
         &["spawn", "--small-stack", "1KiB"],

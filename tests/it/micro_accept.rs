@@ -5,14 +5,14 @@ use std::process::Command;
 
 use libtest_mimic::Failed;
 
-use crate::support::{bin, Test};
+use crate::support::bin;
 
-pub const TESTS: &[(&str, Test)] = &[
-    ("every_connection_is_accepted_in_every_mode", counts_add_up),
-    ("bad_flags_are_one_line", bad_flags),
+tests![
+    every_connection_is_accepted_in_every_mode,
+    bad_flags_are_one_line,
 ];
 
-fn counts_add_up() -> Result<(), Failed> {
+fn every_connection_is_accepted_in_every_mode() -> Result<(), Failed> {
     let json = std::env::temp_dir().join(format!("c10k-micro-accept-{}.json", std::process::id()));
     let out = Command::new(bin())
         .args([
@@ -78,7 +78,7 @@ fn counts_add_up() -> Result<(), Failed> {
     Ok(())
 }
 
-fn bad_flags() -> Result<(), Failed> {
+fn bad_flags_are_one_line() -> Result<(), Failed> {
     for (args, want) in [
         (&["--clients", "0"][..], "--clients 0"),
         (&["--duration", "soon"], "--duration"),

@@ -8,21 +8,12 @@
 use c10k::server::{Summary, MODELS};
 use libtest_mimic::Failed;
 
-use crate::support::{load_json as load, Server, Started, Test};
+use crate::support::{load_json as load, Server, Started};
 
-pub const TESTS: &[(&str, Test)] = &[
-    (
-        "sigio_overflowing_its_signal_queue_polls_and_keeps_every_byte",
-        sigio_overflow,
-    ),
-    (
-        "shared_state_on_every_model_adds_up_to_the_bytes_echoed",
-        shared_state,
-    ),
-    (
-        "interval_on_every_readiness_model_keeps_every_byte",
-        interval,
-    ),
+tests![
+    sigio_overflowing_its_signal_queue_polls_and_keeps_every_byte,
+    shared_state_on_every_model_adds_up_to_the_bytes_echoed,
+    interval_on_every_readiness_model_keeps_every_byte,
 ];
 
 /// Starts `c10k serve --model MODEL FLAGS…`.
@@ -35,7 +26,7 @@ fn serve(model: &str, flags: &[&str]) -> Result<Server, Failed> {
     }
 }
 
-fn sigio_overflow() -> Result<(), Failed> {
+fn sigio_overflowing_its_signal_queue_polls_and_keeps_every_byte() -> Result<(), Failed> {
     const CONNS: u64 = 200;
     const MESSAGES: u64 = 50;
     const SIZE: u64 = 100;
@@ -108,7 +99,7 @@ fn echo_all(model: &str, flags: &[&str]) -> Result<Option<Summary>, Failed> {
 
 /// Every model, each lock kind in turn: the total, the table and the bytes
 /// echoed agree, one update per read, one number per connection.
-fn shared_state() -> Result<(), Failed> {
+fn shared_state_on_every_model_adds_up_to_the_bytes_echoed() -> Result<(), Failed> {
     let locks = ["mutex", "spin", "rwlock"];
     let mut ran = 0;
     for (i, model) in MODELS.iter().enumerate() {
@@ -148,7 +139,7 @@ fn shared_state() -> Result<(), Failed> {
 /// more waits than one a millisecond of the server's life. One connection
 /// doing 1,000 round trips one after another makes an unpaced loop wait
 /// about once a round trip (75 µs here), far past that bound.
-fn interval() -> Result<(), Failed> {
+fn interval_on_every_readiness_model_keeps_every_byte() -> Result<(), Failed> {
     const TRIPS: u64 = 1000;
     let readiness: Vec<_> = MODELS.iter().filter(|m| m.readiness()).collect();
     if readiness.len() < 5 {

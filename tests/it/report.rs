@@ -28,57 +28,26 @@ use c10k::results::dir::RunData;
 use c10k::results::matrix::{self, Order, Pin, Primary, RunPlan, Workload, WorkloadKind};
 use libtest_mimic::Failed;
 
-use crate::support::Test;
 use quick_xml::events::Event;
 use quick_xml::Reader;
 
-pub const TESTS: &[(&str, Test)] = &[
-    ("parses_as_strict_xml", parses_as_strict_xml),
-    (
-        "a_run_kept_disturbed_is_said_at_the_top_and_marked_in_its_row",
-        disturbed_is_said,
-    ),
-    ("one_svg_per_figure", one_svg_per_figure),
-    ("references_nothing_outside", references_nothing_outside),
-    (
-        "keeps_skipped_and_failed_reasons",
-        keeps_skipped_and_failed_reasons,
-    ),
-    ("shows_the_fitted_exponent", shows_the_fitted_exponent),
-    (
-        "single_connection_count_and_empty_charts",
-        single_connection_count_and_empty_charts,
-    ),
-    (
-        "summary_table_covers_every_model",
-        summary_table_covers_every_model,
-    ),
-    (
-        "write_puts_report_in_the_results_dir",
-        write_puts_report_in_the_results_dir,
-    ),
-    (
-        "verdict_first_with_ties_and_costs",
-        verdict_first_with_ties_and_costs,
-    ),
-    ("one_run_is_not_ranked", one_run_is_not_ranked),
-    (
-        "memory_below_resolution_is_listed_and_sloped",
-        memory_below_resolution_is_listed_and_sloped,
-    ),
-    (
-        "runs_auto_names_unsettled_cells",
-        runs_auto_names_unsettled_cells,
-    ),
-    ("opens_in_chromium", opens_in_chromium),
-    (
-        "compare_page_opens_in_chromium",
-        compare_page_opens_in_chromium,
-    ),
-    (
-        "study_tables_first_and_readable_in_chromium",
-        study_tables_first_and_readable_in_chromium,
-    ),
+tests![
+    parses_as_strict_xml,
+    a_run_kept_disturbed_is_said_at_the_top_and_marked_in_its_row,
+    one_svg_per_figure,
+    references_nothing_outside,
+    keeps_skipped_and_failed_reasons,
+    shows_the_fitted_exponent,
+    single_connection_count_and_empty_charts,
+    summary_table_covers_every_model,
+    write_puts_report_in_the_results_dir,
+    verdict_first_with_ties_and_costs,
+    one_run_is_not_ranked,
+    memory_below_resolution_is_listed_and_sloped,
+    runs_auto_names_unsettled_cells,
+    opens_in_chromium,
+    compare_page_opens_in_chromium,
+    study_tables_first_and_readable_in_chromium,
 ];
 
 // ---------------------------------------------------------------- data
@@ -1720,7 +1689,7 @@ fn study_tables_first_and_readable_in_chromium() -> Result<(), Failed> {
 
 /// A run whose repeats ran out while disturbed: the verdict opens with a
 /// line saying so, and the ranking marks the row.
-fn disturbed_is_said() -> Result<(), Failed> {
+fn a_run_kept_disturbed_is_said_at_the_top_and_marked_in_its_row() -> Result<(), Failed> {
     let mut data = tie_run(3);
     let c = data
         .cells

@@ -8,36 +8,27 @@ use std::process::{Command, Stdio};
 
 use libtest_mimic::Failed;
 
-use crate::support::{bin, column, lines, results_dir, scratch, succeeded, Test, PATIENCE};
+use crate::support::{bin, column, lines, results_dir, scratch, succeeded, PATIENCE};
 
-pub const TESTS: &[(&str, Test)] = &[
-    ("tiny_matrix_end_to_end", tiny_matrix),
-    (
-        "kill_9_then_resume_loses_and_repeats_nothing",
-        kill_and_resume,
-    ),
-    ("runs_auto_settles_or_stops_at_ten", runs_auto),
-    ("failed_cells_are_results_with_a_cause", failed_cells),
-    ("bad_input_is_one_line", bad_input),
-    ("variants_run_beside_their_models", variants),
-    ("micro_benchmarks_run_as_experiments", bench_presets),
-    ("burst_figures_stay_within_their_bounds", burst_bounds),
-    ("work_axis_records_work_requests_and_bounds", work_axis),
-    (
-        "a_resumed_plan_with_a_damaged_work_spec_is_refused",
-        damaged_work,
-    ),
-    (
-        "sigterm_to_the_runner_alone_abandons_the_cell",
-        sigterm_abandons_the_cell,
-    ),
+tests![
+    tiny_matrix_end_to_end,
+    kill_9_then_resume_loses_and_repeats_nothing,
+    runs_auto_settles_or_stops_at_ten,
+    failed_cells_are_results_with_a_cause,
+    bad_input_is_one_line,
+    variants_run_beside_their_models,
+    micro_benchmarks_run_as_experiments,
+    burst_figures_stay_within_their_bounds,
+    work_axis_records_work_requests_and_bounds,
+    a_resumed_plan_with_a_damaged_work_spec_is_refused,
+    sigterm_to_the_runner_alone_abandons_the_cell,
 ];
 
 fn run(args: &[&str]) -> Result<std::process::Output, Failed> {
     Ok(Command::new(bin()).arg("run").args(args).output()?)
 }
 
-fn tiny_matrix() -> Result<(), Failed> {
+fn tiny_matrix_end_to_end() -> Result<(), Failed> {
     let out = scratch("run-tiny")?;
     let o = run(&[
         "--models",
@@ -186,7 +177,7 @@ fn tiny_matrix() -> Result<(), Failed> {
     Ok(())
 }
 
-fn kill_and_resume() -> Result<(), Failed> {
+fn kill_9_then_resume_loses_and_repeats_nothing() -> Result<(), Failed> {
     let out = scratch("run-resume")?;
     let mut child = Command::new(bin())
         .args([
@@ -286,7 +277,7 @@ fn kill_and_resume() -> Result<(), Failed> {
 /// 10 times; a group that stopped early had just settled (its median's
 /// interval within ±5 %, and not one run before), one at 10 runs that did
 /// not is named; and the plan on disk lists exactly the cells recorded.
-fn runs_auto() -> Result<(), Failed> {
+fn runs_auto_settles_or_stops_at_ten() -> Result<(), Failed> {
     let out = scratch("run-auto")?;
     let o = run(&[
         "--models",
@@ -367,12 +358,12 @@ fn runs_auto() -> Result<(), Failed> {
     Ok(())
 }
 
-fn failed_cells() -> Result<(), Failed> {
+fn failed_cells_are_results_with_a_cause() -> Result<(), Failed> {
     let out = scratch("run-failed")?;
     // The server refuses past one connection: three of four fail. The run
     // records the cell as failed, with its cause, and goes on. (A bad
     // server flag no longer reaches a cell: it is refused with the plan,
-    // see hostile::server_args_are_checked_with_the_plan.)
+    // see bad_input::server_args_are_checked_with_the_plan.)
     let (arg, want) = ("--server-arg=--max-conns=1", "3 of 4 connections failed");
     let o = run(&[
         "--models",
@@ -405,7 +396,7 @@ fn failed_cells() -> Result<(), Failed> {
     Ok(())
 }
 
-fn bench_presets() -> Result<(), Failed> {
+fn micro_benchmarks_run_as_experiments() -> Result<(), Failed> {
     for (preset, models, sizes) in [
         ("dispatch", "select,epoll-et", "10,20"),
         ("herd", "select,epoll-exclusive", "2"),
@@ -455,7 +446,7 @@ fn bench_presets() -> Result<(), Failed> {
     Ok(())
 }
 
-fn bad_input() -> Result<(), Failed> {
+fn bad_input_is_one_line() -> Result<(), Failed> {
     for (args, want) in [
         (&["run", "nosuch"][..], "unknown experiment 'nosuch'"),
         (
@@ -533,7 +524,7 @@ fn bad_input() -> Result<(), Failed> {
 /// `--variant`: a model with more serve flags runs under its own name
 /// beside the model, its flags on its server's command line and their
 /// effect in its summary.
-fn variants() -> Result<(), Failed> {
+fn variants_run_beside_their_models() -> Result<(), Failed> {
     let out = scratch("run-variants")?;
     let o = run(&[
         "--models",
@@ -608,7 +599,7 @@ fn time_text(text: &str) -> Option<f64> {
 /// was too short; and every server CPU per message it prints (the CSV, the
 /// verdict) is at most what its window holds: the window's wall time on
 /// the server's CPUs over the messages, and at most the whole cell's.
-fn burst_bounds() -> Result<(), Failed> {
+fn burst_figures_stay_within_their_bounds() -> Result<(), Failed> {
     let out = scratch("run-burst-bounds")?;
     let o = run(&[
         "thesis",
@@ -772,7 +763,7 @@ fn server_args(c: &serde_json::Value) -> Vec<String> {
 /// most one request per 5 ms of its life); the tables, the exports and
 /// the report come per profile, the bound beside each figure; the none
 /// profile's cells keep the ids and records of a run without the axis.
-fn work_axis() -> Result<(), Failed> {
+fn work_axis_records_work_requests_and_bounds() -> Result<(), Failed> {
     let out = scratch("run-work")?;
     let o = run(&[
         "--models",
@@ -935,7 +926,7 @@ fn work_axis() -> Result<(), Failed> {
 /// A `plan.json` read back on `--resume` has its work axis checked as the
 /// flags were: a damaged spec refuses the resume in one line (exit 2), and
 /// nothing is run or appended.
-fn damaged_work() -> Result<(), Failed> {
+fn a_resumed_plan_with_a_damaged_work_spec_is_refused() -> Result<(), Failed> {
     let out = scratch("run-work-resume")?;
     let o = run(&[
         "--models",
@@ -1017,7 +1008,7 @@ fn marked(mark: &str) -> Vec<String> {
 /// progress is abandoned (not recorded), the client and the server are
 /// stopped and reaped, the exports are written, exit 130, and the message
 /// names the cell and the resume command.
-fn sigterm_abandons_the_cell() -> Result<(), Failed> {
+fn sigterm_to_the_runner_alone_abandons_the_cell() -> Result<(), Failed> {
     let out = scratch("run-sigterm")?;
     let mark = format!("C10K_TEST_MARK=sigterm-{}", std::process::id());
     let (key, value) = mark.split_once('=').ok_or("a mark")?;

@@ -7,16 +7,13 @@ use std::process::Command;
 
 use libtest_mimic::Failed;
 
-use crate::support::{bin, column, lines, results_dir, scratch, succeeded, Test};
+use crate::support::{bin, column, lines, results_dir, scratch, succeeded};
 
-pub const TESTS: &[(&str, Test)] = &[
-    (
-        "c1m_shaped_matrix_spreads_echoes_every_connection_and_measures_memory",
-        c1m_shaped,
-    ),
-    ("a_late_client_is_named_the_limit", late_client),
-    ("open_loop_flags_are_checked", open_loop_flags),
-    ("a_cell_that_hits_a_limit_fails_naming_it", limit_hit),
+tests![
+    c1m_shaped_matrix_spreads_echoes_every_connection_and_measures_memory,
+    a_late_client_is_named_the_limit,
+    open_loop_flags_are_checked,
+    a_cell_that_hits_a_limit_fails_naming_it,
 ];
 
 /// The open-files limit the run is started under: 2,000 connections need
@@ -24,7 +21,7 @@ pub const TESTS: &[(&str, Test)] = &[
 /// descriptors) and two client workers.
 const NOFILE: u32 = 1200;
 
-fn c1m_shaped() -> Result<(), Failed> {
+fn c1m_shaped_matrix_spreads_echoes_every_connection_and_measures_memory() -> Result<(), Failed> {
     let out = scratch("run-c1m")?;
     // `ulimit -n` in sh sets the soft and the hard limit: the run cannot
     // raise it, as on the machine whose hard limit is 20,000.
@@ -135,7 +132,7 @@ fn c1m_shaped() -> Result<(), Failed> {
 /// 20,000/s, and falls further behind with every send. Neither side is
 /// short of CPU; the client's send lag is most of the latency it measured,
 /// and the verdict names it.
-fn late_client() -> Result<(), Failed> {
+fn a_late_client_is_named_the_limit() -> Result<(), Failed> {
     let out = scratch("run-late")?;
     let o = Command::new(bin())
         .args([
@@ -185,7 +182,7 @@ fn late_client() -> Result<(), Failed> {
     Ok(())
 }
 
-fn limit_hit() -> Result<(), Failed> {
+fn a_cell_that_hits_a_limit_fails_naming_it() -> Result<(), Failed> {
     let out = scratch("run-limit")?;
     // The server may hold 40 descriptors: of 60 connections, those past
     // its room wait in the backlog, unanswered, until the client's
@@ -231,7 +228,7 @@ fn limit_hit() -> Result<(), Failed> {
     Ok(())
 }
 
-fn open_loop_flags() -> Result<(), Failed> {
+fn open_loop_flags_are_checked() -> Result<(), Failed> {
     for (args, want) in [
         (
             &["run", "-r", "0", "--models", "epoll"][..],

@@ -10,19 +10,19 @@ use jsonschema::Validator;
 use libtest_mimic::Failed;
 use serde_json::{json, Value};
 
-use crate::misbehave::{Fault, Misbehave};
-use crate::support::{bin, Server, Started, Test};
+use crate::misbehaving_echo::{Fault, Misbehave};
+use crate::support::{bin, Server, Started};
 
-pub const TESTS: &[(&str, Test)] = &[
-    ("checked_in_schema_is_current", checked_in_schema_is_current),
-    ("compare_schema_is_current", compare_schema_is_current),
-    ("closed_loop_report_validates", closed_loop_report_validates),
-    ("open_loop_report_validates", open_loop_report_validates),
-    ("burst_report_validates", burst_report_validates),
-    ("churn_report_validates", churn_report_validates),
-    ("failed_run_report_validates", failed_run_report_validates),
-    ("split_run_report_validates", split_run_report_validates),
-    ("broken_reports_are_rejected", broken_reports_are_rejected),
+tests![
+    checked_in_schema_is_current,
+    compare_schema_is_current,
+    closed_loop_report_validates,
+    open_loop_report_validates,
+    burst_report_validates,
+    churn_report_validates,
+    failed_run_report_validates,
+    split_run_report_validates,
+    broken_reports_are_rejected,
 ];
 
 /// The checked-in schema of this version of the report.

@@ -22,15 +22,12 @@ use libtest_mimic::Failed;
 use serde_json::Value;
 
 use crate::agents::{ended, Watched};
-use crate::support::{scratch, Server, Started, Test, PATIENCE};
+use crate::support::{scratch, Server, Started, PATIENCE};
 
-pub const TESTS: &[(&str, Test)] = &[
-    ("three_agents_over_ssh_give_exact_counts", exact_counts),
-    (
-        "an_ssh_client_killed_mid_run_keeps_the_rest_and_leaves_no_agent",
-        killed_client,
-    ),
-    ("a_remote_command_that_fails_is_one_line", failing_remote),
+tests![
+    three_agents_over_ssh_give_exact_counts,
+    an_ssh_client_killed_mid_run_keeps_the_rest_and_leaves_no_agent,
+    a_remote_command_that_fails_is_one_line,
 ];
 
 /// How long installing openssh-server may take (apt-get update and all).
@@ -289,7 +286,7 @@ fn json_of(path: &Path) -> Result<Value, Failed> {
     Ok(serde_json::from_str(&std::fs::read_to_string(path)?)?)
 }
 
-fn exact_counts() -> Result<(), Failed> {
+fn three_agents_over_ssh_give_exact_counts() -> Result<(), Failed> {
     let sshd = Sshd::start()?;
     let server = epoll()?;
     let dir = scratch("sshd-exact")?;
@@ -353,7 +350,7 @@ fn exact_counts() -> Result<(), Failed> {
     Ok(())
 }
 
-fn killed_client() -> Result<(), Failed> {
+fn an_ssh_client_killed_mid_run_keeps_the_rest_and_leaves_no_agent() -> Result<(), Failed> {
     let sshd = Sshd::start()?;
     let server = epoll()?;
     let dir = scratch("sshd-killed")?;
@@ -392,7 +389,7 @@ fn killed_client() -> Result<(), Failed> {
     Ok(())
 }
 
-fn failing_remote() -> Result<(), Failed> {
+fn a_remote_command_that_fails_is_one_line() -> Result<(), Failed> {
     let sshd = Sshd::start()?;
     let good = sshd.template();
     let cases = [

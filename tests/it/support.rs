@@ -13,10 +13,45 @@ use std::time::Duration;
 
 use c10k::child::server::{Launcher, ServerChild, StartError};
 use c10k::server::Summary;
-use libtest_mimic::Failed;
+use libtest_mimic::{Completion, Failed, Trial};
 
-/// A test of the binary: `Ok` or a message saying what went wrong.
-pub type Test = fn() -> Result<(), libtest_mimic::Failed>;
+/// What a test gives when it did not fail: `()`, or, for a test that can
+/// find it cannot run here, a [`Completion`] (ignored, with the reason).
+pub trait Outcome {
+    fn completion(self) -> Completion;
+}
+
+impl Outcome for () {
+    fn completion(self) -> Completion {
+        Completion::Completed
+    }
+}
+
+impl Outcome for Completion {
+    fn completion(self) -> Completion {
+        self
+    }
+}
+
+/// The group of the module at `module_path` (`it::agents`): its name
+/// (`agents`), the first part of its tests' names.
+pub fn group(module_path: &str) -> &str {
+    module_path
+        .split_once("::")
+        .map_or(module_path, |(_, module)| module)
+}
+
+/// The trial of `test`, named `GROUP::NAME`: `Err` fails it, and a test
+/// that returns a [`Completion`] may have it ignored with its reason.
+pub fn trial<T: Outcome + 'static>(
+    group: &str,
+    name: &str,
+    test: fn() -> Result<T, Failed>,
+) -> Trial {
+    Trial::ignorable_test(format!("{group}::{name}"), move || {
+        test().map(Outcome::completion)
+    })
+}
 
 /// How long any single wait in a test may take before the test fails
 /// (a guard against hangs, not a timing assertion).

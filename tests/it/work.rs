@@ -9,22 +9,13 @@ use c10k::server::MODELS;
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::support::{bin, load_json as load, Server, Started, Test};
+use crate::support::{bin, load_json as load, Server, Started};
 
-pub const TESTS: &[(&str, Test)] = &[
-    (
-        "a_loop_that_blocks_completes_at_most_one_request_per_call",
-        a_loop_that_blocks,
-    ),
-    ("cpu_work_is_spent_on_the_servers_cpu", cpu_work_is_spent),
-    (
-        "every_model_does_each_requests_work_once_and_echoes_every_byte",
-        every_model_once,
-    ),
-    (
-        "a_message_size_past_the_buffer_is_refused_in_one_line",
-        request_past_the_buffer,
-    ),
+tests![
+    a_loop_that_blocks_completes_at_most_one_request_per_call,
+    cpu_work_is_spent_on_the_servers_cpu,
+    every_model_does_each_requests_work_once_and_echoes_every_byte,
+    a_message_size_past_the_buffer_is_refused_in_one_line,
 ];
 
 /// Starts `c10k serve --model MODEL FLAGS…`; `None` when the model cannot
@@ -48,7 +39,7 @@ fn number(j: &Value, key: &str) -> Result<f64, Failed> {
 /// window its 20 connections complete at most 1 s / 5 ms requests (plus
 /// the one under way when the window opened). threads, the same load,
 /// overlaps them: it completes several times more.
-fn a_loop_that_blocks() -> Result<(), Failed> {
+fn a_loop_that_blocks_completes_at_most_one_request_per_call() -> Result<(), Failed> {
     let mut done = Vec::new();
     for model in ["epoll", "threads"] {
         let server = serve(model, &["--work", "block:5ms"])?
@@ -89,7 +80,7 @@ fn a_loop_that_blocks() -> Result<(), Failed> {
 
 /// epoll with `cpu:200us`: its thread's time on a CPU (schedstat, in
 /// nanoseconds) is at least 200 µs per request it did.
-fn cpu_work_is_spent() -> Result<(), Failed> {
+fn cpu_work_is_spent_on_the_servers_cpu() -> Result<(), Failed> {
     let server = serve("epoll", &["--work", "cpu:200us"])?.ok_or("epoll cannot run here")?;
     let j = load(&server, "work-cpu", &["-c", "4", "-n", "250"])?;
     let stat = std::fs::read_to_string(format!("/proc/{}/schedstat", server.pid()))?;
@@ -121,7 +112,7 @@ fn cpu_work_is_spent() -> Result<(), Failed> {
 /// 300 at a time (three requests a message, split and coalesced as the
 /// kernel pleases): one request done per 100 bytes, every byte back, and
 /// the summary names the work and the model's handlers.
-fn every_model_once() -> Result<(), Failed> {
+fn every_model_does_each_requests_work_once_and_echoes_every_byte() -> Result<(), Failed> {
     const CONNS: u64 = 10;
     const MESSAGES: u64 = 20;
     let mut ran = 0;
@@ -174,7 +165,7 @@ fn every_model_once() -> Result<(), Failed> {
     Ok(())
 }
 
-fn request_past_the_buffer() -> Result<(), Failed> {
+fn a_message_size_past_the_buffer_is_refused_in_one_line() -> Result<(), Failed> {
     let o = std::process::Command::new(bin())
         .args([
             "serve",

@@ -15,6 +15,10 @@
 //! Byte positions in [`Fault::DropBytes`] and [`Fault::Corrupt`] count from
 //! the start of each connection, so a client knows exactly which bytes go
 //! missing or come back wrong.
+//!
+//! It is the one fixture server written in Rust; it lives here with the
+//! others, and the test binary takes it in by path (`tests/it/main.rs`),
+//! where its self-tests, at the end of this file, run beside the rest.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -27,7 +31,7 @@ use libtest_mimic::Failed;
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use socket2::{Domain, SockRef, Socket, Type};
 
-use crate::support::{pattern, Test, PATIENCE};
+use crate::support::{pattern, PATIENCE};
 
 /// How often every blocked thread looks at the stop flag.
 const TICK: Duration = Duration::from_millis(50);
@@ -413,16 +417,16 @@ fn reset(stream: TcpStream) {
 // ---------------------------------------------------------------------------
 // Self-tests: each fault against a plain blocking client.
 
-pub const TESTS: &[(&str, Test)] = &[
-    ("echo_echoes_everything", echo),
-    ("drop_bytes_drops_every_nth", drop_bytes),
-    ("corrupt_flips_every_nth", corrupt),
-    ("reset_after_echoes_then_resets", reset_after),
-    ("stall_once_holds_every_connection", stall_once),
-    ("close_after_accept_closes", close_after_accept),
-    ("refuse_refuses", refuse),
-    ("drop_stops_the_server", drop_stops),
-    ("drop_ends_a_stall_early", drop_during_stall),
+tests![
+    echo_echoes_everything,
+    drop_bytes_drops_every_nth,
+    corrupt_flips_every_nth,
+    reset_after_echoes_then_resets,
+    stall_once_holds_every_connection,
+    close_after_accept_closes,
+    refuse_refuses,
+    drop_stops_the_server,
+    drop_ends_a_stall_early,
 ];
 
 /// A client connection whose reads and writes fail after [`PATIENCE`].
@@ -464,7 +468,7 @@ fn expect_eq<T: PartialEq + std::fmt::Debug>(what: &str, got: T, want: T) -> Res
     }
 }
 
-fn echo() -> Result<(), Failed> {
+fn echo_echoes_everything() -> Result<(), Failed> {
     let server = Misbehave::start(Fault::Echo);
     let mut s = client(server.addr)?;
     // 64 round trips of 4 KiB: never more in flight than the buffers hold.
@@ -485,7 +489,7 @@ fn echo() -> Result<(), Failed> {
     expect_eq("bytes_in", server.bytes_in(), 64 * chunk as u64)
 }
 
-fn drop_bytes() -> Result<(), Failed> {
+fn drop_bytes_drops_every_nth() -> Result<(), Failed> {
     let every = 10;
     let server = Misbehave::start(Fault::DropBytes { every });
     // Two connections: the count restarts on each.
@@ -513,7 +517,7 @@ fn drop_bytes() -> Result<(), Failed> {
     expect_eq("bytes_in", server.bytes_in(), 2000)
 }
 
-fn corrupt() -> Result<(), Failed> {
+fn corrupt_flips_every_nth() -> Result<(), Failed> {
     let every = 7;
     let server = Misbehave::start(Fault::Corrupt { every });
     let mut s = client(server.addr)?;
@@ -533,7 +537,7 @@ fn corrupt() -> Result<(), Failed> {
     expect_eq("bytes_in", server.bytes_in(), 700)
 }
 
-fn reset_after() -> Result<(), Failed> {
+fn reset_after_echoes_then_resets() -> Result<(), Failed> {
     let server = Misbehave::start(Fault::ResetAfter { bytes: 1000 });
     let mut s = client(server.addr)?;
     let sent = bytes(0, 1200);
@@ -565,7 +569,7 @@ fn reset_after() -> Result<(), Failed> {
     )
 }
 
-fn stall_once() -> Result<(), Failed> {
+fn stall_once_holds_every_connection() -> Result<(), Failed> {
     let for_ms = 300;
     let server = Misbehave::start(Fault::StallOnce {
         after_bytes: 100,
@@ -615,7 +619,7 @@ fn stall_once() -> Result<(), Failed> {
     expect_eq("bytes_in", server.bytes_in(), 2120)
 }
 
-fn close_after_accept() -> Result<(), Failed> {
+fn close_after_accept_closes() -> Result<(), Failed> {
     let server = Misbehave::start(Fault::CloseAfterAccept);
     for k in 1..=3 {
         let mut s = client(server.addr)?;
@@ -627,7 +631,7 @@ fn close_after_accept() -> Result<(), Failed> {
     expect_eq("bytes_in", server.bytes_in(), 0)
 }
 
-fn refuse() -> Result<(), Failed> {
+fn refuse_refuses() -> Result<(), Failed> {
     let server = Misbehave::start(Fault::Refuse);
     for _ in 0..3 {
         match TcpStream::connect_timeout(&server.addr, PATIENCE) {
@@ -651,7 +655,7 @@ fn drop_bounded(server: Misbehave) -> Result<Duration, Failed> {
         .map_err(|_| format!("dropping the server took more than {PATIENCE:?}").into())
 }
 
-fn drop_stops() -> Result<(), Failed> {
+fn drop_stops_the_server() -> Result<(), Failed> {
     let server = Misbehave::start(Fault::Echo);
     let addr = server.addr;
     let mut open: Vec<TcpStream> = Vec::new();
@@ -677,7 +681,7 @@ fn drop_stops() -> Result<(), Failed> {
     }
 }
 
-fn drop_during_stall() -> Result<(), Failed> {
+fn drop_ends_a_stall_early() -> Result<(), Failed> {
     // A stall far longer than PATIENCE: only the drop's signal ends it.
     let server = Misbehave::start(Fault::StallOnce {
         after_bytes: 0,

@@ -1,10 +1,12 @@
-//! Hostile server children (issue 29): a server that leaves a `setsid`
-//! helper holding its output, one that trickles its echo, a `--json` into
-//! a missing directory, SIGTERM to `c10k conform` itself, and fork and
-//! prefork stopped the moment their connections end. Each asserts what the
-//! user sees (exit code, the row, the message) and that no process of the
-//! server is left; every wait is bounded by [`PATIENCE`], as a guard
-//! against hangs, never as a timing assertion.
+//! Servers stopped whatever they and their children do (issue 29): a
+//! server that leaves a `setsid` helper holding its output, one that
+//! trickles its echo past a check's deadline, SIGTERM to `c10k conform`
+//! itself mid-check, and fork and prefork stopped the moment their
+//! connections end; and `c10k conform --json` into a missing directory,
+//! refused before any server starts. Each asserts what the user sees (exit
+//! code, the row, the message) and that no process of the server is left;
+//! every wait is bounded by [`PATIENCE`], as a guard against hangs, never
+//! as a timing assertion.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -17,35 +19,15 @@ use c10k::metrics::tree::running;
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::support::{
-    bin, run_c10k, scratch, wait_bounded, Pipes, Server, Started, Test, PATIENCE,
-};
+use crate::support::{bin, run_c10k, scratch, wait_bounded, Pipes, Server, Started, PATIENCE};
 
-pub const TESTS: &[(&str, Test)] = &[
-    (
-        "a_setsid_helper_cannot_hold_a_servers_stop",
-        a_setsid_helper_cannot_hold_a_servers_stop,
-    ),
-    (
-        "conform_sigterm_names_a_setsid_helper_and_ends",
-        conform_sigterm_names_a_setsid_helper_and_ends,
-    ),
-    (
-        "conform_patience_bounds_a_whole_check",
-        conform_patience_bounds_a_whole_check,
-    ),
-    (
-        "conform_json_in_a_missing_directory_is_refused_first",
-        conform_json_in_a_missing_directory_is_refused_first,
-    ),
-    (
-        "conform_stops_on_sigterm_to_itself",
-        conform_stops_on_sigterm_to_itself,
-    ),
-    (
-        "fork_and_prefork_stop_as_their_connections_end",
-        fork_and_prefork_stop_as_their_connections_end,
-    ),
+tests![
+    a_setsid_helper_cannot_hold_a_servers_stop,
+    conform_sigterm_names_a_setsid_helper_and_ends,
+    conform_patience_bounds_a_whole_check,
+    conform_json_in_a_missing_directory_is_refused_first,
+    conform_stops_on_sigterm_to_itself,
+    fork_and_prefork_stop_as_their_connections_end,
 ];
 
 fn repo(path: &str) -> PathBuf {

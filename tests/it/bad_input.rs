@@ -1,8 +1,8 @@
-//! Hostile and careless input, each case as a careless or hostile user
-//! would meet it: bad flags, lying and dying servers, signals, odd output
-//! paths, damaged results directories, two runs on one directory. Every
-//! case asserts the exit code, the one-line message and that nothing
-//! already measured was lost; a panic anywhere fails the case.
+//! Bad input, each case as a careless or hostile user would give it: bad
+//! flags, lying and dying servers, signals, odd output paths, damaged
+//! results directories, two runs on one directory. Every case asserts the
+//! exit code, the one-line message and that nothing already measured was
+//! lost; a panic anywhere fails the case.
 
 use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
@@ -11,83 +11,32 @@ use std::process::{Command, Stdio};
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::misbehave::{Fault, Misbehave};
-use crate::support::{bin, run_c10k, Ran, Server, Started, Test, PATIENCE};
+use crate::misbehaving_echo::{Fault, Misbehave};
+use crate::support::{bin, run_c10k, Ran, Server, Started, PATIENCE};
 
-pub const TESTS: &[(&str, Test)] = &[
-    ("cpus_this_machine_lacks", cpus_this_machine_lacks),
-    ("missing_arguments_are_named", missing_arguments_are_named),
-    ("rates_out_of_range", rates_out_of_range),
-    ("ranking_flags_out_of_range", ranking_flags_out_of_range),
-    (
-        "server_args_are_checked_with_the_plan",
-        server_args_are_checked_with_the_plan,
-    ),
-    (
-        "a_server_that_never_answers_fails_the_check",
-        a_server_that_never_answers_fails_the_check,
-    ),
-    ("an_interrupted_load_says_so", an_interrupted_load_says_so),
-    (
-        "the_client_reports_its_own_memory",
-        the_client_reports_its_own_memory,
-    ),
-    (
-        "churn_against_a_refusing_port_stays_bounded",
-        churn_against_a_refusing_port_stays_bounded,
-    ),
-    (
-        "an_output_in_a_missing_directory_is_refused_before_connecting",
-        an_output_in_a_missing_directory_is_refused_before_connecting,
-    ),
-    (
-        "a_read_only_output_is_refused_before_measuring",
-        a_read_only_output_is_refused_before_measuring,
-    ),
-    (
-        "an_output_through_a_symlink_keeps_the_link",
-        an_output_through_a_symlink_keeps_the_link,
-    ),
-    (
-        "outputs_to_devices_are_written_in_place",
-        outputs_to_devices_are_written_in_place,
-    ),
-    (
-        "micro_and_herd_outputs_are_checked_before_measuring",
-        micro_and_herd_outputs_are_checked_before_measuring,
-    ),
-    (
-        "resume_completes_a_last_result_without_its_newline",
-        resume_completes_a_last_result_without_its_newline,
-    ),
-    (
-        "resume_refuses_results_of_another_plan",
-        resume_refuses_results_of_another_plan,
-    ),
-    (
-        "report_names_every_unreadable_line",
-        report_names_every_unreadable_line,
-    ),
-    (
-        "a_second_run_on_a_directory_is_refused",
-        a_second_run_on_a_directory_is_refused,
-    ),
-    (
-        "resume_checks_the_plan_as_a_fresh_run_does",
-        resume_checks_the_plan_as_a_fresh_run_does,
-    ),
-    (
-        "one_name_one_server_and_names_are_capped",
-        one_name_one_server_and_names_are_capped,
-    ),
-    (
-        "a_refused_target_says_refused",
-        a_refused_target_says_refused,
-    ),
-    (
-        "a_cell_recorded_twice_reads_one_way",
-        a_cell_recorded_twice_reads_one_way,
-    ),
+tests![
+    cpus_this_machine_lacks,
+    missing_arguments_are_named,
+    rates_out_of_range,
+    ranking_flags_out_of_range,
+    server_args_are_checked_with_the_plan,
+    a_server_that_never_answers_fails_the_check,
+    an_interrupted_load_says_so,
+    the_client_reports_its_own_memory,
+    churn_against_a_refusing_port_stays_bounded,
+    an_output_in_a_missing_directory_is_refused_before_connecting,
+    a_read_only_output_is_refused_before_measuring,
+    an_output_through_a_symlink_keeps_the_link,
+    outputs_to_devices_are_written_in_place,
+    micro_and_herd_outputs_are_checked_before_measuring,
+    resume_completes_a_last_result_without_its_newline,
+    resume_refuses_results_of_another_plan,
+    report_names_every_unreadable_line,
+    a_second_run_on_a_directory_is_refused,
+    resume_checks_the_plan_as_a_fresh_run_does,
+    one_name_one_server_and_names_are_capped,
+    a_refused_target_says_refused,
+    a_cell_recorded_twice_reads_one_way,
 ];
 
 /// Runs `c10k ARGS…`; a panic or a hang is a failure whatever the case
@@ -419,7 +368,8 @@ struct Scratch(PathBuf);
 
 impl Scratch {
     fn new(name: &str) -> Result<Scratch, Failed> {
-        let dir = std::env::temp_dir().join(format!("c10k-hostile-{name}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("c10k-bad-input-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)?;
         Ok(Scratch(dir))
@@ -657,7 +607,7 @@ fn micro_and_herd_outputs_are_checked_before_measuring() -> Result<(), Failed> {
 /// A real results directory of 2 cells (epoll at 2 connections, 2 runs),
 /// made by `c10k run` under a fresh scratch directory: (scratch, results).
 fn measured(name: &str) -> Result<(PathBuf, PathBuf), Failed> {
-    let out = std::env::temp_dir().join(format!("c10k-hostile-{name}-{}", std::process::id()));
+    let out = std::env::temp_dir().join(format!("c10k-bad-input-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out)?;
     let r = c10k(&[
@@ -1012,7 +962,7 @@ fn a_refused_target_says_refused() -> Result<(), Failed> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
-    let out = std::env::temp_dir().join(format!("c10k-hostile-target-{}", std::process::id()));
+    let out = std::env::temp_dir().join(format!("c10k-bad-input-target-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let target = format!("gone=127.0.0.1:{port}");
     let r = c10k(&[
