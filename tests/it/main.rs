@@ -29,6 +29,7 @@ mod cli;
 mod compare;
 mod conform;
 mod conformance;
+mod docs;
 mod foreign;
 mod herd;
 mod load;
@@ -59,6 +60,7 @@ const GROUPS: &[fn() -> Vec<Trial>] = &[
     compare::trials,
     conform::trials,
     conformance::trials,
+    docs::trials,
     foreign::trials,
     herd::trials,
     load::trials,
