@@ -82,6 +82,7 @@
 //! | a child's output, read without outliving its stop | `child/pipes.rs` |
 //! | a signal that stops a command (one flag per process) | `sys/signals.rs` |
 //! | writing an output file safely | `export/target.rs` |
+//! | shell completions and the man page (`c10k completions`, `c10k man`), made from the flags | `main.rs`, from `cli.rs` |
 //! | `unsafe` (select past FD_SETSIZE, fork, wait4, shared memory, process-shared locks, O_ASYNC signals, pinning) | `sys/` |
 //!
 //! [`server`] is the echo server: a [`server::Model`] per concurrency model
@@ -142,36 +143,10 @@ mod layers {
     /// The `crate::X` a file's code names: its `#[cfg(test)]` modules (at
     /// the end of a file) and its comments, doc comments included, left out.
     fn mentions(text: &str) -> BTreeSet<String> {
-        let lines: Vec<&str> = text.lines().collect();
-        let end = lines
-            .iter()
-            .enumerate()
-            .position(|(i, l)| {
-                l.trim() == "#[cfg(test)]"
-                    && lines[i + 1..]
-                        .iter()
-                        .find(|n| !n.trim().is_empty())
-                        .is_some_and(|n| n.trim_start().starts_with("mod "))
-            })
-            .unwrap_or(lines.len());
-        let mut found = BTreeSet::new();
-        for line in &lines[..end] {
-            if line.trim_start().starts_with("//") {
-                continue;
-            }
-            let mut rest = *line;
-            while let Some(i) = rest.find("crate::") {
-                rest = &rest[i + "crate::".len()..];
-                let name: String = rest
-                    .chars()
-                    .take_while(|c| c.is_ascii_lowercase() || *c == '_')
-                    .collect();
-                if !name.is_empty() {
-                    found.insert(name);
-                }
-            }
-        }
-        found
+        names_after(&code(text), "crate::")
+            .into_iter()
+            .filter(|n| n.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+            .collect()
     }
 
     fn walk(src: &Path, dir: &Path, graph: &mut Graph) {
