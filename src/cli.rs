@@ -42,7 +42,42 @@ cell measured on both sides.";
 /// placeholders: an ANSI reset after its `{` keeps clap from seeing it and
 /// prints as nothing (it is stripped when the help is not in colour).
 pub fn command() -> clap::Command {
-    literal_braces(Cli::command())
+    // The gate of `c10k run` judges a comparison with its baseline: without
+    // `--baseline` there is none, and a gate that can never fail is refused.
+    literal_braces(Cli::command()).mut_subcommand("run", |run| {
+        run.mut_group("GateArgs", |g| g.requires("baseline"))
+    })
+}
+
+/// The command line as the OS gave it, one string for the record (a run's
+/// plan, a report): the words joined by spaces, each as it was; a word that
+/// is not UTF-8 is written as bash's `$'…'` of its bytes (`$'res\xff'`), so
+/// the line still runs as given and nothing panics on it.
+pub fn command_line() -> String {
+    std::env::args_os()
+        .map(|a| word(&a))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn word(a: &std::ffi::OsStr) -> String {
+    use std::os::unix::ffi::OsStrExt as _;
+    if let Some(s) = a.to_str() {
+        return s.to_string();
+    }
+    let mut out = String::from("$'");
+    for &b in a.as_bytes() {
+        match b {
+            b'\\' | b'\'' => {
+                out.push('\\');
+                out.push(b as char);
+            }
+            0x20..=0x7e => out.push(b as char),
+            _ => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out.push('\'');
+    out
 }
 
 /// Parses the process's arguments as [`command`] defines them.
@@ -854,6 +889,30 @@ mod tests {
                 "{flags:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_gate_of_run_needs_its_baseline() {
+        for gate in [&["--fail-if-slower", "5%"][..], &["--reference", "epoll"]] {
+            let alone = try_parse_from(["c10k", "run"].iter().chain(gate));
+            let e = alone.expect_err("a gate without --baseline");
+            assert_eq!(e.kind(), clap::error::ErrorKind::MissingRequiredArgument);
+            assert!(e.to_string().contains("--baseline"), "{e}");
+            let with = ["c10k", "run", "--baseline", "results/x"];
+            assert!(try_parse_from(with.iter().chain(gate)).is_ok());
+            // compare has its baseline as BASE.
+            let compare = ["c10k", "compare", "results/a", "results/b"];
+            assert!(try_parse_from(compare.iter().chain(gate)).is_ok());
+        }
+    }
+
+    #[test]
+    fn a_word_that_is_not_utf8_is_written_as_its_bytes() {
+        use std::os::unix::ffi::OsStrExt as _;
+        let w = |b: &[u8]| word(std::ffi::OsStr::from_bytes(b));
+        assert_eq!(w(b"results"), "results");
+        assert_eq!(w(b"res\xffx"), "$'res\\xffx'");
+        assert_eq!(w(b"it's\xc3"), "$'it\\'s\\xc3'");
     }
 
     #[test]

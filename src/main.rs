@@ -149,7 +149,7 @@ fn conform(args: &c10k::cli::ConformArgs) -> ExitCode {
 
 /// `c10k load`: run, print the summary, write every output asked for.
 fn load(args: &c10k::cli::LoadArgs) -> ExitCode {
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let command = c10k::cli::command_line();
     let plan = match c10k::plan::load::plan(args, command) {
         Ok(p) => p,
         Err(e) => {
@@ -208,7 +208,7 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let command = c10k::cli::command_line();
     // The baseline is read before anything runs: a long run is never
     // started against one that cannot be compared.
     let baseline = match &args.baseline {
@@ -252,6 +252,10 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
                 if !preflight(&r.data.plan) {
                     return ExitCode::from(2);
                 }
+                if let Err(e) = fits_baseline(args, &r.data.plan, baseline.as_ref()) {
+                    eprintln!("c10k run: {e}");
+                    return ExitCode::from(2);
+                }
                 (r.data, r.appender)
             }
             Err(e) => {
@@ -273,6 +277,10 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
                 }
             };
             if !preflight(&plan) {
+                return ExitCode::from(2);
+            }
+            if let Err(e) = fits_baseline(args, &plan, baseline.as_ref()) {
+                eprintln!("c10k run: {e}");
                 return ExitCode::from(2);
             }
             match runner::create(plan, &args.out) {
@@ -342,6 +350,36 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
     code
 }
 
+/// `c10k run --baseline DIR`, before any cell: everything the comparison
+/// at the end will need, asked of the plan about to run (the gate's
+/// settings, and the two sides comparable: one loop, the reference model on
+/// both, a cell in common), so a long run never ends in a refusal.
+fn fits_baseline(
+    args: &c10k::cli::RunArgs,
+    plan: &c10k::results::matrix::RunPlan,
+    base: Option<&c10k::compare::input::Side>,
+) -> Result<(), String> {
+    let Some(base) = base else {
+        return Ok(());
+    };
+    let settings =
+        c10k::plan::compare::settings(&args.gate, plan.margin, c10k::cli::command_line())?;
+    let planned = c10k::compare::input::Side {
+        path: "this run".into(),
+        kind: c10k::compare::input::Kind::Run,
+        data: c10k::results::dir::RunData {
+            dir: args.out.clone(),
+            plan: plan.clone(),
+            environment: serde_json::Value::Null,
+            cells: Vec::new(),
+            superseded: Vec::new(),
+        },
+        histograms: Default::default(),
+        warnings: Vec::new(),
+    };
+    c10k::compare::comparable(&settings, base, &planned).map_err(|e| e.to_string())
+}
+
 /// `c10k run --baseline DIR`, at the end: the run compared with DIR,
 /// printed, and written beside the results (compare.json, .md, .html);
 /// the exit code of the gate (or 1 when an output could not be written).
@@ -353,7 +391,7 @@ fn against_baseline(
     let settings = match c10k::plan::compare::settings(
         &args.gate,
         data.plan.margin,
-        std::env::args().collect::<Vec<_>>().join(" "),
+        c10k::cli::command_line(),
     ) {
         Ok(s) => s,
         Err(e) => {
@@ -433,7 +471,7 @@ fn compared(
 
 /// `c10k compare BASE NEW`.
 fn compare(args: &c10k::cli::CompareArgs) -> ExitCode {
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let command = c10k::cli::command_line();
     let plan = match c10k::plan::compare::plan(args, command) {
         Ok(p) => p,
         Err(e) => {

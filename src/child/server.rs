@@ -52,6 +52,11 @@ pub const PROBE_EVERY: Duration = Duration::from_millis(20);
 /// and processes killed at the end take a moment to close their copies.
 const LINGER: Duration = Duration::from_millis(200);
 
+/// A stop's patience once the user interrupted the command (Ctrl-C or
+/// SIGTERM): they asked to stop within a second, so a server that has not
+/// exited by then is killed.
+const INTERRUPTED_PATIENCE: Duration = Duration::from_secs(1);
+
 /// Why a server did not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -465,10 +470,14 @@ impl ServerChild {
     }
 
     /// The end of a stop whose SIGTERM went out at `started`: the wait for
-    /// its exit (SIGKILL to its group after its patience), `wait4`, what
+    /// its exit (SIGKILL to its group after its patience, or after a second
+    /// once the command was interrupted), `wait4`, what
     /// is left of its group and `escaped` killed, its output read.
     fn reap_after(mut self, started: Instant, escaped: Tree) -> Stopped {
         let pid = self.pid() as i32;
+        if sys::signals::interrupted() {
+            self.patience = self.patience.min(INTERRUPTED_PATIENCE);
+        }
         // Its own exit, not its output's EOF: a process that inherited the
         // output may hold it long after.
         let left = (started + self.patience).saturating_duration_since(Instant::now());

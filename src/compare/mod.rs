@@ -96,8 +96,11 @@ fn side_info(side: &Side) -> SideInfo {
     }
 }
 
-/// The two sides compared.
-pub fn compare(settings: &Settings, base: &Side, new: &Side) -> Result<Comparison, Refusal> {
+/// Whether the two sides can be compared as `settings` asks, from their
+/// plans alone: the same kind of input, the same frame (loop, figure,
+/// message), the `--reference` model on both, and a cell in common. `c10k
+/// run --baseline` asks it of the plan it is about to run, before any cell.
+pub fn comparable(settings: &Settings, base: &Side, new: &Side) -> Result<(), Refusal> {
     if base.kind != new.kind {
         return Err(Refusal::Apart(format!(
             "BASE {} is {}, NEW {} is {}: compare a run with a run, loads with loads",
@@ -121,14 +124,21 @@ pub fn compare(settings: &Settings, base: &Side, new: &Side) -> Result<Compariso
             }
         }
     }
-    let (matched, only_base, only_new) = cells::matching(base, new);
-    if matched.is_empty() {
+    if cells::matching(base, new).0.is_empty() {
         return Err(Refusal::Apart(format!(
             "BASE {} and NEW {} share no cell (model, connections and work)",
             base.path.display(),
             new.path.display()
         )));
     }
+    Ok(())
+}
+
+/// The two sides compared.
+pub fn compare(settings: &Settings, base: &Side, new: &Side) -> Result<Comparison, Refusal> {
+    comparable(settings, base, new)?;
+    let (bp, np) = (&base.data.plan, &new.data.plan);
+    let (matched, only_base, only_new) = cells::matching(base, new);
     let rules = Rules {
         margin: settings.margin,
         fail_if_slower: settings.fail_if_slower,

@@ -370,8 +370,9 @@ pub(crate) fn serve_blocking(stream: TcpStream, buffer: usize, stats: &Stats, wo
     let mut conn = Conn::new(buffer);
     let ended = loop {
         match conn.drive(&mut stream, usize::MAX, Reads::ToEmpty, stats, work) {
+            // Slept as a blocking call, which a stop of the server ends.
             Ok(Want::Wait(until)) => {
-                std::thread::sleep(until.saturating_duration_since(std::time::Instant::now()))
+                super::work::block(until.saturating_duration_since(std::time::Instant::now()))
             }
             Ok(Want::Done) => break Ok(()),
             // A blocking socket neither would block nor runs out of

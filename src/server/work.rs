@@ -340,7 +340,9 @@ impl Requests {
     ) -> (usize, Next) {
         let m = work.request;
         let mut ready = 0;
-        while unready - ready >= m {
+        // A stopping server starts no more work: the requests left are
+        // never echoed, as the connection is closed.
+        while unready - ready >= m && !crate::sys::signals::stop_requested() {
             if let Some(next) = self.step(work) {
                 return (ready, next);
             }
@@ -397,10 +399,23 @@ impl Requests {
     }
 }
 
+/// How often a long part of the work looks whether the server is stopping:
+/// a stop waits this long at most for a handler in `block` or `cpu` work.
+const STOP_CHECK: Duration = Duration::from_millis(50);
+
 /// The blocking call of `block:D`: this thread sleeps for `d`, as it would
-/// in a synchronous call to a database or a disk.
+/// in a synchronous call to a database or a disk, in slices of at most
+/// [`STOP_CHECK`] so that a stop of the server ends it early (a `block:1ms`
+/// is one sleep).
 pub fn block(d: Duration) {
-    std::thread::sleep(d)
+    let end = Instant::now() + d;
+    loop {
+        let now = Instant::now();
+        if now >= end || crate::sys::signals::stop_requested() {
+            return;
+        }
+        std::thread::sleep((end - now).min(STOP_CHECK));
+    }
 }
 
 /// This thread's CPU time so far.
@@ -409,11 +424,11 @@ fn thread_cpu() -> Duration {
     Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
-/// Spends `d` of this thread's CPU time.
+/// Spends `d` of this thread's CPU time, or less when the server stops.
 fn spin(d: Duration) {
     let start = thread_cpu();
     let mut x = 0u64;
-    while thread_cpu().saturating_sub(start) < d {
+    while thread_cpu().saturating_sub(start) < d && !crate::sys::signals::stop_requested() {
         // A little arithmetic between clock reads, so most of the time is
         // spent computing rather than asking the kernel the time.
         for i in 0..64u64 {

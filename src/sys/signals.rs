@@ -21,7 +21,7 @@ impl Shutdown {
     /// Installs handlers for SIGTERM and SIGINT (and SIGCHLD when
     /// `children` is set, as a wake-up only).
     pub fn install(children: bool) -> io::Result<Shutdown> {
-        let flag = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(STOP.get_or_init(|| Arc::new(AtomicBool::new(false))));
         let (read, write) = pipe_with(PipeFlags::NONBLOCK | PipeFlags::CLOEXEC)?;
         for sig in [SIGTERM, SIGINT] {
             signal_hook::flag::register(sig, Arc::clone(&flag))?;
@@ -49,6 +49,17 @@ impl Shutdown {
         let mut buf = [0u8; 64];
         while matches!(rustix::io::read(&self.read, &mut buf), Ok(n) if n > 0) {}
     }
+}
+
+/// The server's stop flag, one per process (a server installs its
+/// [`Shutdown`] once), so that work deep inside a handler can see it.
+static STOP: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+
+/// Whether this process's server was asked to stop (SIGTERM or SIGINT):
+/// a handler's long blocking call or CPU work ends early on it, so no
+/// handler holds up a stop. `false` where no server runs.
+pub fn stop_requested() -> bool {
+    STOP.get().is_some_and(|f| f.load(Ordering::Relaxed))
 }
 
 /// A flag set by Ctrl-C (SIGINT) or SIGTERM, for a command that measures:

@@ -37,6 +37,7 @@ tests![
     one_name_one_server_and_names_are_capped,
     a_refused_target_says_refused,
     a_cell_recorded_twice_reads_one_way,
+    paths_that_are_not_utf8_never_panic,
 ];
 
 /// Runs `c10k ARGS…`; a panic or a hang is a failure whatever the case
@@ -1011,5 +1012,87 @@ fn a_cell_recorded_twice_reads_one_way() -> Result<(), Failed> {
     if r.code != Some(0) || !r.stderr.contains(said) {
         return Err(format!("resume: exit {:?}: {}", r.code, r.stderr).into());
     }
+    Ok(())
+}
+
+/// Paths whose names are not UTF-8 (a byte 0xff), as Linux allows: `c10k
+/// compare`, `run --out`, `run --baseline` and `load --json` each finish or
+/// refuse in one line, never panic, and a run records its command line with
+/// the name as bash's `$'…'`, so it runs again as given.
+fn paths_that_are_not_utf8_never_panic() -> Result<(), Failed> {
+    use std::ffi::{OsStr, OsString};
+    use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
+    let dir = std::env::temp_dir().join(format!("c10k-bad-input-utf8-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let odd = dir.join(OsString::from_vec(b"res\xff".to_vec()));
+    let run = |args: &[&OsStr]| -> Result<Ran, Failed> {
+        let o = Command::new(bin())
+            .args(args)
+            .stdin(Stdio::null())
+            .output()?;
+        let r = Ran {
+            code: o.status.code(),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        };
+        if r.panicked() {
+            return Err(format!("{args:?} panicked: {}", r.stderr).into());
+        }
+        Ok(r)
+    };
+    let os = |s: &'static str| OsStr::new(s);
+    let r = run(&[os("compare"), odd.as_os_str(), odd.as_os_str()])?;
+    refused(&r, 2, &["no such file"])?;
+    let r = run(&[os("run"), os("--baseline"), odd.as_os_str()])?;
+    refused(&r, 2, &["--baseline"])?;
+    let r = run(&[
+        os("run"),
+        os("--models"),
+        os("epoll"),
+        os("-c"),
+        os("2"),
+        os("--runs"),
+        os("1"),
+        os("-d"),
+        os("50ms"),
+        os("--warmup"),
+        os("0"),
+        os("--no-report"),
+        os("--out"),
+        odd.as_os_str(),
+    ])?;
+    if r.code != Some(0) {
+        return Err(format!("run --out: exit {:?}, {}", r.code, r.stderr).into());
+    }
+    let made = std::fs::read_dir(&odd)?
+        .flatten()
+        .next()
+        .ok_or("no results directory")?;
+    let plan: Value = serde_json::from_slice(&std::fs::read(made.path().join("plan.json"))?)?;
+    let command = plan["command"].as_str().unwrap_or_default();
+    if !command.contains("$'") || !command.ends_with("res\\xff'") {
+        return Err(format!("the recorded command: {command}").into());
+    }
+    let server = match Server::start(&["--model".into(), "epoll".into()])? {
+        Started::Running(s) => s,
+        Started::Unsupported(why) => return Err(why.into()),
+    };
+    let json = dir.join(OsStr::from_bytes(b"load\xff.json"));
+    let target = OsString::from(server.addr.to_string());
+    let r = run(&[
+        os("load"),
+        &target,
+        os("-c"),
+        os("2"),
+        os("-d"),
+        os("50ms"),
+        os("--json"),
+        json.as_os_str(),
+    ])?;
+    if r.code != Some(0) || !json.is_file() {
+        return Err(format!("load --json: exit {:?}, {}", r.code, r.stderr).into());
+    }
+    server.stop()?;
+    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

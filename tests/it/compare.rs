@@ -603,5 +603,30 @@ fn run_baseline_reruns_the_plan() -> Result<(), Failed> {
     if work.join("third").exists() {
         return Err("a run started against a broken baseline".into());
     }
+    // Everything the comparison at the end needs is checked before any
+    // cell: a gate out of range, a reference the baseline lacks, another
+    // loop, no cell in common. Each is one line, exit 2, nothing run.
+    let base_s = s(&base);
+    let never = s(&work.join("never"));
+    for (args, want) in [
+        (&["--fail-if-slower", "500%"][..], "--fail-if-slower"),
+        (
+            &["--reference", "poll", "--models", "epoll,poll", "-c", "2"],
+            "--reference poll",
+        ),
+        (&["--models", "epoll", "-c", "2", "-r", "1000"], "loop"),
+        (&["--models", "poll", "-c", "2"], "share no cell"),
+    ] {
+        let mut all = vec!["run", "--baseline", &base_s, "--out", &never];
+        all.extend(args);
+        let ran = run_c10k(&all)?;
+        expect(&ran, 2, &args.join(" "))?;
+        if ran.stderr.lines().count() != 1 || !ran.stderr.contains(want) {
+            return Err(format!("{args:?}: stderr {:?}", ran.stderr).into());
+        }
+        if work.join("never").exists() {
+            return Err(format!("{args:?}: the run started").into());
+        }
+    }
     Ok(())
 }

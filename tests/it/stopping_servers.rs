@@ -2,8 +2,9 @@
 //! server that leaves a `setsid` helper holding its output, one that
 //! trickles its echo past a check's deadline, SIGTERM to `c10k conform`
 //! itself mid-check, and fork and prefork stopped the moment their
-//! connections end; and `c10k conform --json` into a missing directory,
-//! refused before any server starts. Each asserts what the user sees (exit
+//! connections end; every model stopped while a handler is 40 s into
+//! blocking or CPU work; and `c10k conform --json` into a missing
+//! directory, refused before any server starts. Each asserts what the user sees (exit
 //! code, the row, the message) and that no process of the server is left;
 //! every wait is bounded by [`PATIENCE`], as a guard against hangs, never
 //! as a timing assertion.
@@ -28,6 +29,8 @@ tests![
     conform_json_in_a_missing_directory_is_refused_first,
     conform_stops_on_sigterm_to_itself,
     fork_and_prefork_stop_as_their_connections_end,
+    a_handler_in_long_work_does_not_hold_up_a_stop,
+    a_run_interrupted_in_long_work_ends_and_says_so,
 ];
 
 fn repo(path: &str) -> PathBuf {
@@ -330,5 +333,119 @@ fn fork_and_prefork_stop_as_their_connections_end() -> Result<(), Failed> {
             }
         }
     }
+    Ok(())
+}
+
+/// Whether a task of a `c10k serve` in `pid`'s tree is in
+/// `clock_nanosleep` (a handler's `block`), read from
+/// `/proc/PID/task/TID/syscall`.
+fn sleeping_in_a_handler(pid: u32) -> bool {
+    let nanosleep = libc::SYS_clock_nanosleep.to_string();
+    let serves = |p: &u32| {
+        std::fs::read(format!("/proc/{p}/cmdline"))
+            .is_ok_and(|c| c.split(|&b| b == 0).any(|w| w == b"serve"))
+    };
+    c10k::metrics::tree::descendants(pid)
+        .iter()
+        .filter(|p| serves(p))
+        .any(|p| {
+            std::fs::read_dir(format!("/proc/{p}/task"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|task| {
+                    std::fs::read_to_string(task.path().join("syscall"))
+                        .is_ok_and(|s| s.split_whitespace().next() == Some(nanosleep.as_str()))
+                })
+        })
+}
+
+/// Every model, with a handler 40 s into `block` or `cpu` work (four parts
+/// of 10 s, longer than [`PATIENCE`]), exits on SIGTERM: the stop ends
+/// the work rather than waiting for it. The test waits (bounded) until the
+/// handler is in its work: a task in `clock_nanosleep` for `block`, the
+/// tree's CPU a fifth of a second past the request for `cpu` (busy spins
+/// anyway, so there it only shows the work may have begun).
+fn a_handler_in_long_work_does_not_hold_up_a_stop() -> Result<(), Failed> {
+    for model in c10k::server::names() {
+        for kind in ["block", "cpu"] {
+            let work = vec![format!("{kind}:10s"); 4].join("+");
+            let args: Vec<String> = ["--model", model, "--work", &work]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            let server = match Server::start(&args)? {
+                Started::Running(s) => s,
+                Started::Unsupported(_) => continue,
+            };
+            let pid = server.pid() as u32;
+            let before = c10k::metrics::cpu::tree(&[pid]).map_or(0.0, |c| c.seconds);
+            let mut stream = TcpStream::connect(server.addr)?;
+            stream.write_all(&[7u8; 64])?;
+            let start = std::time::Instant::now();
+            let in_work = || match kind {
+                "block" => sleeping_in_a_handler(pid),
+                _ => c10k::metrics::cpu::tree(&[pid]).is_some_and(|c| c.seconds - before > 0.2),
+            };
+            while !in_work() {
+                if start.elapsed() > PATIENCE {
+                    return Err(format!("{model} under {work}: the handler never started").into());
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            let (status, _) = server
+                .stop()
+                .map_err(|e| format!("{model} under {work}: {e}"))?;
+            if !status.success() {
+                return Err(format!("{model} under {work}: {status}").into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `c10k run` interrupted (SIGINT) while its server's handler is 40 s into
+/// a blocking call ends as an interrupted run does: exit 130, the line
+/// that says how to resume, and no server left. Its wait is bounded by
+/// [`PATIENCE`], shorter than the work.
+fn a_run_interrupted_in_long_work_ends_and_says_so() -> Result<(), Failed> {
+    let out = scratch("interrupted-work")?;
+    let mut run = Command::new(bin())
+        .args([
+            "run", "--models", "epoll", "-c", "2", "--runs", "1", "-d", "20s",
+        ])
+        .args([
+            "--work",
+            "block:10s+block:10s+block:10s+block:10s",
+            "--no-report",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let pipes = Pipes::take(&mut run)?;
+    let pid = run.id();
+    let start = std::time::Instant::now();
+    while !sleeping_in_a_handler(pid) {
+        if start.elapsed() > PATIENCE || !running(pid) {
+            let _ = c10k::sys::process::kill(pid as i32, libc::SIGKILL);
+            let _ = wait_bounded(&mut run);
+            return Err("the run's handler never started its work".into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let servers: Vec<u32> = c10k::metrics::tree::descendants(pid);
+    c10k::sys::process::kill(pid as i32, libc::SIGINT)?;
+    let status = wait_bounded(&mut run)?;
+    let (_, stderr) = pipes.read();
+    if status.code() != Some(130) || !stderr.contains("c10k run --resume") {
+        return Err(format!("exit {status}, stderr {stderr:?}").into());
+    }
+    if let Some(p) = servers.iter().find(|&&p| p != pid && running(p)) {
+        return Err(format!("process {p} of the run is left").into());
+    }
+    let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }
