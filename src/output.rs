@@ -144,7 +144,8 @@ fn csv_bytes(data: &RunData) -> anyhow::Result<Vec<u8>> {
 /// profile, each under its heading).
 fn markdown(data: &RunData, sections: &[Section]) -> String {
     let p = &data.plan;
-    let mut out = format!("# c10k run {}\n\n{}\n\n", p.experiment, p.title);
+    let esc = crate::export::table::escape_markdown;
+    let mut out = format!("# c10k run {}\n\n{}\n\n", esc(&p.experiment), esc(&p.title));
     let ok = data
         .cells
         .iter()
@@ -159,13 +160,17 @@ fn markdown(data: &RunData, sections: &[Section]) -> String {
         p.client_cpus,
         p.pin
     );
-    let _ = writeln!(out, "Rerun: `{}`\n", p.command);
+    let _ = writeln!(
+        out,
+        "Rerun: {}\n",
+        crate::export::table::code_span(&p.command)
+    );
     for section in sections {
         if let Some(h) = &section.heading {
-            let _ = writeln!(out, "## {h}\n");
+            let _ = writeln!(out, "## {}\n", esc(h));
         }
         if let Some(line) = &section.disturbed {
-            let _ = writeln!(out, "**{line}**\n");
+            let _ = writeln!(out, "**{}**\n", esc(line));
         }
         for t in &section.tables {
             out.push_str(&t.to_markdown());

@@ -39,7 +39,12 @@ pub(crate) fn of_cell(
     let mut capacity = first.capacity;
     capacity.handlers = capacity.handlers.map(|h| h * reported.len());
     let w = &plan.workload;
-    let mut bound = bound(profile, &capacity, spec.connections, w.depth);
+    // Churn measures connections a second, which the work per request
+    // does not bound: no bound stands beside it.
+    let mut bound = match w.kind {
+        WorkloadKind::Churn => None,
+        _ => bound(profile, &capacity, spec.connections, w.depth),
+    };
     if let (WorkloadKind::Closed, Some(rate)) = (w.kind, w.rate) {
         let offered = rate.total(spec.connections);
         if bound.as_ref().is_none_or(|b| offered < b.per_second) {
@@ -361,7 +366,7 @@ mod tests {
         let b = w.bound.expect("a bound");
         assert!((b.per_second - 2000.0).abs() < 1e-6, "{b:?}");
         plan.workload.rate = Some(crate::results::matrix::Rate::Total(500.0));
-        let b = of_cell(&plan, &spec, &[summary]).and_then(|w| w.bound);
+        let b = of_cell(&plan, &spec, std::slice::from_ref(&summary)).and_then(|w| w.bound);
         assert_eq!(
             b.map(|b| b.why),
             Some("the open loop's offered rate".into())
@@ -369,5 +374,13 @@ mod tests {
         let mut none = spec.clone();
         none.work = None;
         assert_eq!(of_cell(&plan, &none, &[]), None);
+        // Churn counts connections a second: the work is recorded, with no
+        // bound beside it.
+        plan.workload = crate::results::matrix::Workload {
+            kind: WorkloadKind::Churn,
+            ..plan.workload.clone()
+        };
+        let w = of_cell(&plan, &spec, &[summary]).expect("work");
+        assert_eq!((w.requests, w.bound), (700, None));
     }
 }

@@ -32,6 +32,7 @@
 //! none of the variation between sessions, which is the variation that
 //! matters here. Cost: a pass over each side's records per cell.
 
+use crate::present::words::and_list;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::input::Side;
@@ -321,12 +322,27 @@ pub fn shift(quantiles: &[Quantile]) -> String {
             .all(|t| *t == v)
             && at("p99").is_some()
     };
+    // "Throughout" only when every quantile was tested: a short run never
+    // tests p99.9, and its shift there is not known.
+    let untested: Vec<&str> = quantiles
+        .iter()
+        .filter(|q| q.figure.verdict == Verdict::Untested)
+        .map(|q| q.name.as_str())
+        .collect();
+    let whole = |word: &str| match untested.as_slice() {
+        [] => format!("{word} throughout"),
+        _ => format!(
+            "{word} at {} ({} untested)",
+            and_list(&tested.iter().map(|t| t.0).collect::<Vec<_>>()),
+            and_list(&untested)
+        ),
+    };
     if all(Verdict::Slower) {
-        "longer throughout".into()
+        whole("longer")
     } else if all(Verdict::Faster) {
-        "shorter throughout".into()
+        whole("shorter")
     } else if all(Verdict::Equivalent) {
-        "equivalent throughout".into()
+        whole("equivalent")
     } else if tail(Verdict::Slower) && at("p50") != Some(Verdict::Faster) {
         "longer in the tail".into()
     } else if tail(Verdict::Faster) && at("p50") != Some(Verdict::Slower) {
@@ -683,5 +699,13 @@ mod tests {
             "not told apart"
         );
         assert_eq!(word([Untested; 4]), "untested");
+        assert_eq!(
+            word([Slower, Slower, Untested, Untested]),
+            "longer at p50 and p90 (p99 and p99.9 untested)"
+        );
+        assert_eq!(
+            word([Equivalent, Equivalent, Equivalent, Untested]),
+            "equivalent at p50, p90 and p99 (p99.9 untested)"
+        );
     }
 }

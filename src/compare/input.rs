@@ -55,6 +55,35 @@ pub struct Side {
 /// load report. `Err` is one line naming the file (and its line where one
 /// is at fault).
 pub fn open(path: &Path, check: PlanCheck) -> Result<Side, String> {
+    let mut side = read(path, check)?;
+    let impossible = impossible_figures(&side);
+    side.warnings.extend(impossible);
+    Ok(side)
+}
+
+/// The measured runs whose figure no run can produce (negative, or not a
+/// number), one line each: the comparison leaves them out, and says so.
+fn impossible_figures(side: &Side) -> Vec<String> {
+    let primary = side.data.plan.primary;
+    side.data
+        .cells
+        .iter()
+        .filter(|c| c.status == crate::results::cell::Status::Ok)
+        .filter_map(|c| {
+            let v = c.metrics().primary(primary)?;
+            (!v.is_finite() || v < 0.0).then(|| {
+                format!(
+                    "{}: cell {}: {} {v} is not a measurement; that run is left out",
+                    side.path.display(),
+                    c.cell.id,
+                    primary.label()
+                )
+            })
+        })
+        .collect()
+}
+
+fn read(path: &Path, check: PlanCheck) -> Result<Side, String> {
     if path.is_dir() {
         if path.join(results::PLAN).exists() {
             return run(path, check);
@@ -75,8 +104,14 @@ pub fn open(path: &Path, check: PlanCheck) -> Result<Side, String> {
         }
         return loads(path, &files);
     }
-    if !path.exists() {
-        return Err(format!("{}: no such file or directory", path.display()));
+    // What the path is, as the system says: a symlink loop is not "no such
+    // file".
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!("{}: no such file or directory", path.display()));
+        }
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+        Ok(_) => {}
     }
     loads(path, &[path.to_path_buf()])
 }

@@ -58,8 +58,8 @@ impl Table {
 
     /// A GitHub-flavoured Markdown table under a `###` heading.
     pub(crate) fn to_markdown(&self) -> String {
-        let esc = |c: &str| c.replace('|', "\\|");
-        let mut out = format!("### {}\n\n", self.title);
+        let esc = |c: &str| escape_markdown(c);
+        let mut out = format!("### {}\n\n", esc(&self.title));
         let _ = writeln!(
             out,
             "| {} |",
@@ -89,7 +89,7 @@ impl Table {
         if !self.notes.is_empty() {
             out.push('\n');
             for n in &self.notes {
-                let _ = writeln!(out, "{n}  ");
+                let _ = writeln!(out, "{}  ", esc(n));
             }
         }
         out
@@ -123,6 +123,32 @@ impl Table {
         }
         out
     }
+}
+
+/// `text` as Markdown shows it literally: the characters that would make
+/// a link, emphasis, code, an HTML tag or a table cell's end are
+/// backslash-escaped, so a name (a `--server`, a `--variant`) renders as
+/// written in any viewer.
+pub fn escape_markdown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(
+            c,
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '~' | '#'
+        ) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `text` as a Markdown code span: fenced with one backtick more than its
+/// longest run of them, so nothing in it ends the span.
+pub fn code_span(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    format!("{fence} {text} {fence}")
 }
 
 /// Escapes text for HTML element content and attribute values.
@@ -163,6 +189,13 @@ mod tests {
         assert!(text.contains("  a|b    12.5\n"), "{text}");
         let md = t.to_markdown();
         assert!(md.contains("| a\\|b | 12.5 |"), "{md}");
+        assert!(md.contains("### Burst \\<time\\>"), "{md}");
+        assert_eq!(
+            escape_markdown("<b>x</b> *y* [z](u)"),
+            "\\<b\\>x\\</b\\> \\*y\\* \\[z\\](u)"
+        );
+        assert_eq!(code_span("a `b` c"), "`` a `b` c ``");
+        assert_eq!(code_span("plain"), "` plain `");
         assert!(md.contains("|---|---:|"), "{md}");
         let html = t.to_html();
         assert!(

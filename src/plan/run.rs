@@ -24,6 +24,11 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         ready_timeout_seconds,
     } = servers_of(args, &preset)?;
     let models = models_of(args, &preset, &variants, &servers, &targets)?;
+    // A preset's variant the matrix does not run is not part of its plan.
+    let variants: Vec<matrix::Variant> = variants
+        .into_iter()
+        .filter(|v| models.contains(&v.name))
+        .collect();
     let connections = connections_of(args, &preset)?;
     let Repeats {
         runs,
@@ -531,11 +536,9 @@ fn work_of(
         None => preset.work.iter().map(|w| w.to_string()).collect(),
     };
     let work = work_axis(&work)?;
-    if !work.is_empty() {
-        refuse_work_flags("--server-arg", &args.server_args)?;
-        for v in variants {
-            refuse_work_flags(&format!("--variant {}", v.name), &v.args)?;
-        }
+    refuse_work_flags("--server-arg", &args.server_args)?;
+    for v in variants {
+        refuse_work_flags(&format!("--variant {}", v.name), &v.args)?;
     }
     Ok(work)
 }
@@ -602,9 +605,11 @@ fn work_axis(list: &[String]) -> Result<Vec<Profile>, String> {
         .collect()
 }
 
-/// With a work axis, c10k gives each cell's server its `--work` and
-/// `--message-size`: flags of `what` (`--server-arg`, a `--variant`) may
-/// not set them too.
+/// c10k gives each cell's server its `--work` and `--message-size` from
+/// the work axis, which files the cell under its profile and sets its
+/// bound: flags of `what` (`--server-arg`, a `--variant`) may not set them
+/// too, with the axis or without it (their cells would be filed under
+/// `none`, with no bound and nothing saying what the server did).
 fn refuse_work_flags(what: &str, args: &[String]) -> Result<(), String> {
     let sets = |a: &String, flag: &str| a == flag || a.starts_with(&format!("{flag}="));
     match args
@@ -878,6 +883,14 @@ mod tests {
             .err()
             .unwrap_or_default();
         assert!(e.starts_with("--variant x: --work is set per cell"), "{e}");
+    }
+
+    #[test]
+    fn a_preset_variant_the_matrix_does_not_run_is_not_in_the_plan() {
+        let p = from_args(&["handlers", "--models", "epoll"]).expect("a plan");
+        assert!(p.variants.is_empty(), "{:?}", p.variants);
+        let p = from_args(&["handlers"]).expect("a plan");
+        assert!(p.variants.iter().any(|v| v.name == "tokio-inline"));
     }
 
     #[test]

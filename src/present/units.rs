@@ -30,8 +30,13 @@ impl Unit {
     }
 }
 
+/// The magnitudes past which a number is written in scientific notation
+/// (`1.00e300`): beyond them no figure is a measurement, and the plain
+/// digits would be a line of zeros, or (as an integer) a wrong number.
+const PLAIN: std::ops::RangeInclusive<i32> = -9..=15;
+
 /// `v` to three significant digits (all the digits of a whole number
-/// above 999), trailing zeros dropped.
+/// above 999), trailing zeros dropped; `1.00e300` out of [`PLAIN`].
 pub(crate) fn sig3(v: f64) -> String {
     if !v.is_finite() {
         return "–".into();
@@ -40,6 +45,9 @@ pub(crate) fn sig3(v: f64) -> String {
         return "0".into();
     }
     let magnitude = v.abs().log10().floor() as i32;
+    if !PLAIN.contains(&magnitude) {
+        return format!("{v:.2e}");
+    }
     let decimals = (2 - magnitude).max(0) as usize;
     let text = format!("{v:.decimals$}");
     if text.contains('.') {
@@ -210,6 +218,9 @@ pub(crate) fn format_count(v: f64) -> String {
     if !v.is_finite() {
         return "-".into();
     }
+    if v.abs() >= 10f64.powi(*PLAIN.end() + 1) {
+        return sig3(v);
+    }
     let n = v.round() as i128;
     let digits = n.unsigned_abs().to_string();
     let mut out = String::new();
@@ -282,6 +293,16 @@ pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_past_any_measurement_are_written_as_they_are() {
+        assert_eq!(format_count(1e300), "1.00e300");
+        assert_eq!(format_count(-2.5e20), "-2.50e20");
+        assert_eq!(sig3(1e300), "1.00e300");
+        assert_eq!(sig3(3e-12), "3.00e-12");
+        assert_eq!(amount(1e300), "1.00e300");
+        assert_eq!(format_count(123_456_789_012.0), "123,456,789,012");
+    }
 
     #[test]
     fn amounts_read_in_their_unit() {

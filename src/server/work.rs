@@ -75,9 +75,11 @@ impl Part {
         }
         RNG.with(|r| {
             let mut r = r.borrow_mut();
-            // 1 - u is in (0, 1]: its logarithm is finite.
+            // 1 - u is in (0, 1]: its logarithm is finite. A draw is at
+            // most EXP_CAP means (one in 22,000 would be longer), so no
+            // request's work is unbounded; the mean moves by 0.005 %.
             let u = 1.0 - r.unit();
-            self.mean.mul_f64(-u.ln())
+            self.mean.mul_f64((-u.ln()).min(EXP_CAP))
         })
     }
 }
@@ -98,6 +100,10 @@ fn seed() -> u64 {
     let n = THREADS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     crate::stats::rng::mix(nanos ^ (u64::from(std::process::id()) << 32) ^ n)
 }
+
+/// The longest exponential draw, in means: `block:exp:10s` blocks 100 s
+/// at most.
+const EXP_CAP: f64 = 10.0;
 
 /// The longest part: a request's work must end within a cell.
 pub const MAX_PART: Duration = Duration::from_secs(10);
@@ -463,6 +469,19 @@ mod tests {
         ] {
             assert!(Work::parse(bad, 64).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn exponential_draws_are_capped_at_ten_means() {
+        let p = Part {
+            kind: Kind::Block,
+            mean: Duration::from_millis(1),
+            exp: true,
+        };
+        // Uncapped, about 9 of 200,000 draws would pass ten means.
+        let longest = (0..200_000).map(|_| p.sample()).max().unwrap();
+        assert!(longest <= Duration::from_millis(10), "{longest:?}");
+        assert!(longest > Duration::from_millis(5), "{longest:?}");
     }
 
     #[test]

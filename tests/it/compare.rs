@@ -23,6 +23,7 @@ tests![
     load_reports_compare,
     json_follows_its_schema,
     run_baseline_reruns_the_plan,
+    an_impossible_figure_or_a_link_loop_is_named,
 ];
 
 /// A real results directory of `models` at 2 and 4 connections, 3 runs,
@@ -628,5 +629,37 @@ fn run_baseline_reruns_the_plan() -> Result<(), Failed> {
             return Err(format!("{args:?}: the run started").into());
         }
     }
+    Ok(())
+}
+
+/// A run whose figure no run can produce (negative) is named on stderr and
+/// left out, never dropped in silence; a path that is a symlink loop is
+/// said to be one, not "no such file".
+fn an_impossible_figure_or_a_link_loop_is_named() -> Result<(), Failed> {
+    let t = template("epoll,poll")?;
+    let work = scratch("compare-impossible")?;
+    let (base, new) = (work.join("base"), work.join("new"));
+    side(&t, &base, &steady([1.0, 1.01, 0.99]), &no_edit)?;
+    let forged = |m: &str, n: u64, run: u64| {
+        let v = 10_000.0 * [1.0, 1.01, 0.99][run as usize - 1];
+        if (m, n, run) == ("epoll", 2, 3) {
+            -v
+        } else {
+            v
+        }
+    };
+    side(&t, &new, &forged, &no_edit)?;
+    let ran = compare(&[&s(&base), &s(&new)])?;
+    has(&ran.stderr, "cell epoll/c2/r3", "stderr")?;
+    has(
+        &ran.stderr,
+        "is not a measurement; that run is left out",
+        "stderr",
+    )?;
+    let looped = work.join("loop");
+    std::os::unix::fs::symlink(&looped, &looped)?;
+    let ran = compare(&[&s(&looped), &s(&base)])?;
+    expect(&ran, 2, "a symlink loop")?;
+    has(&ran.stderr, "symbolic links", "stderr")?;
     Ok(())
 }

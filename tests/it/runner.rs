@@ -503,6 +503,15 @@ fn bad_input_is_one_line() -> Result<(), Failed> {
             &["run", "--work", "block:1ms", "--server-arg=--work=cpu:1ms"],
             "--server-arg: --work is set per cell by --work",
         ),
+        // Without the axis too: the cells would be filed under none.
+        (
+            &["run", "--server-arg=--work=block:1ms"],
+            "--server-arg: --work is set per cell by --work",
+        ),
+        (
+            &["run", "--variant", "x=epoll --work block:1ms"],
+            "--variant x: --work is set per cell by --work",
+        ),
         (
             &["run", "--resume", "/nonexistent/c10k"],
             "not a c10k results directory",
