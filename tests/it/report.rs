@@ -1534,10 +1534,12 @@ fn compare_page_opens_in_chromium() -> Result<(), Failed> {
         }
     }
     // 15 cells, 12 spectra: the five that moved (threads) kept, three of
-    // those equivalent throughout left out and said so.
+    // those equivalent at every quantile tested left out and said so.
     let spectra = &p.captions[2];
-    let shift = "longer throughout for threads at 10, threads at 100, threads at 1,000, \
-                 threads at 10,000, threads at 100,000";
+    // Quantiles from the runs' records: p99.9 needs 10,000 latencies a
+    // run, so it is untested, and nothing is said "throughout".
+    let shift = "longer at p50, p90 and p99 (p99.9 untested) for threads at 10, threads at \
+                 100, threads at 1,000, threads at 10,000, threads at 100,000";
     if !spectra.contains(shift) {
         return Err(format!("the spectra do not show {shift:?}: {spectra}").into());
     }

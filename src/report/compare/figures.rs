@@ -17,8 +17,12 @@ use crate::results::matrix::Primary;
 /// Most latency spectra in one profile's figure; the rest are named.
 pub const MAX_SPECTRA: usize = 12;
 
-/// The shift of a cell whose latency did not move at any tested quantile.
-const EQUIVALENT: &str = "equivalent throughout";
+/// Whether a cell's latency did not move at any tested quantile
+/// (`equivalent throughout`, or `equivalent at p50, p90 and p99 (p99.9
+/// untested)`).
+fn equivalent(shift: &str) -> bool {
+    shift.starts_with("equivalent")
+}
 
 /// The look of a model the comparison does not have (never drawn: every
 /// cell's model has its own).
@@ -326,7 +330,7 @@ fn curve_points(curve: &Curve) -> Vec<Point> {
 /// first, then cells not told apart or untested, then equivalent ones.
 fn rank(cell: &Cell) -> u8 {
     match cell.shift.as_str() {
-        EQUIVALENT => 2,
+        s if equivalent(s) => 2,
         s if s.starts_with("longer") || s.starts_with("shorter") => 0,
         _ => 1,
     }
@@ -476,9 +480,10 @@ pub fn spectra(c: &Comparison, work: Option<&str>, cells: &[&Cell]) -> Chart {
             .iter()
             .map(|k| format!("{} at {}", k.model, format_count(k.connections as f64)))
             .collect();
-        let equivalent = left.iter().filter(|k| k.shift == EQUIVALENT).count();
+        let equivalent = left.iter().filter(|k| equivalent(&k.shift)).count();
         caption.push(format!(
-            "Left out to keep the page readable: {} cell{} ({} of {} equivalent throughout), \
+            "Left out to keep the page readable: {} cell{} ({} of {} equivalent at every \
+             quantile tested), \
              {}; the latency table above gives their p50, p99 and shift.",
             left.len(),
             if left.len() == 1 { "" } else { "s" },
