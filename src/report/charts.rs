@@ -23,6 +23,10 @@ use crate::present::units::{self, Unit};
 use crate::stats::fit::PowerLaw;
 
 /// Width of every figure, pixels (the page scales it down to fit).
+/// The namespace attribute plotters writes on its `<svg>`; inline SVG in
+/// HTML does not need it, and without it the page holds no URL at all.
+pub(super) const SVG_XMLNS: &str = " xmlns=\"http://www.w3.org/2000/svg\"";
+
 const WIDTH: u32 = 960;
 /// Height of a legend row.
 const LEGEND_ROW: u32 = 22;

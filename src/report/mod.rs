@@ -14,6 +14,8 @@
 //! runs on a system with no fonts installed.
 //!
 //! - [`crate::results::series`] (read here): the cells that count, grouped by model and connections;
+//! - [`forest`]: the answer at the top, each model against the best with
+//!   its interval over the margin's band, per count;
 //! - [`figures`]: which charts the run gets and their data;
 //! - [`memory`]: the memory-per-connection chart (slopes, cells below
 //!   resolution listed);
@@ -30,6 +32,7 @@ pub mod charts;
 pub mod compare;
 pub mod environment;
 pub mod figures;
+pub mod forest;
 pub mod memory;
 pub mod page;
 pub mod summary;

@@ -1,7 +1,7 @@
 //! The page itself: one polyglot HTML5 document (also well-formed XML) with
 //! its style inline, in this order: the answer first (a study's own tables,
-//! its question answered here beside the published figures, then the
-//! verdict at each connection count), what the run was and how many cells
+//! its question answered here beside the published figures, then each
+//! count's forest plot and the verdict at each connection count), what the run was and how many cells
 //! were measured, the ranking, the skipped and failed cells, the charts,
 //! the tables, the environment, and the command that reruns it. A table of
 //! many columns is set wider than the text column, up to the window.
@@ -18,10 +18,6 @@ use crate::results::dir::RunData;
 use crate::results::matrix::{Order, RunPlan, WorkloadKind};
 use crate::results::series;
 
-/// The namespace attribute plotters writes on its `<svg>`; inline SVG in
-/// HTML does not need it, and without it the page holds no URL at all.
-pub(super) const SVG_XMLNS: &str = " xmlns=\"http://www.w3.org/2000/svg\"";
-
 const STYLE: &str = "
 :root { color-scheme: light; }
 body { font-family: system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif;
@@ -37,6 +33,7 @@ h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ddd; padding-
 .counts .not-run { color: #555; }
 figure { margin: 1.5em 0 2.5em 0; }
 figure svg { display: block; max-width: 100%; height: auto; border: 1px solid #eee; }
+figure.forest { margin: 1em 0 1.5em 0; }
 figcaption { font-size: 0.92em; color: #333; margin-top: 0.5em; }
 figcaption strong { color: #111; }
 p.skipped-chart { color: #555; font-style: italic; }
@@ -112,7 +109,7 @@ pub fn render(data: &RunData) -> anyhow::Result<String> {
     }
     if tables.iter().any(|t| !t.verdict.is_empty()) {
         out.push_str("<section id=\"verdict\">\n<h2>Verdict</h2>\n");
-        for (part, t) in parts.iter().zip(&tables) {
+        for (i, (part, t)) in parts.iter().zip(&tables).enumerate() {
             if t.verdict.is_empty() {
                 continue;
             }
@@ -120,6 +117,11 @@ pub fn render(data: &RunData) -> anyhow::Result<String> {
             if let Some(line) = crate::analysis::disturbed::headline(&part.data) {
                 let _ = writeln!(out, "<p class=\"disturbed\">{}</p>", escape_html(&line));
             }
+            // Ids stay unique across the profiles: `forest-c100-w2`.
+            let suffix = part
+                .work
+                .map_or_else(String::new, |_| format!("-w{}", i + 1));
+            out.push_str(&super::forest::html(&part.data, &suffix)?);
             for t in &t.verdict {
                 out.push_str(&boxed(t));
             }
@@ -226,7 +228,7 @@ pub(super) fn chart_html(chart: &Chart, suffix: &str) -> anyhow::Result<String> 
             tables,
         } => {
             let svg = charts::svg(figure)?;
-            let svg = svg.replacen(SVG_XMLNS, "", 1).replacen(
+            let svg = svg.replacen(charts::SVG_XMLNS, "", 1).replacen(
                 "<svg ",
                 &format!("<svg role=\"img\" aria-label=\"{}\" ", escape_html(title)),
                 1,

@@ -48,6 +48,7 @@ tests![
     opens_in_chromium,
     compare_page_opens_in_chromium,
     study_tables_first_and_readable_in_chromium,
+    forest_plots_answer_first_in_chromium,
 ];
 
 // ---------------------------------------------------------------- data
@@ -722,6 +723,20 @@ fn open(
     Ok(())
 }
 
+/// The forest plots' figures (`<figure class="forest">`), which head the
+/// verdict, before every chart.
+fn forests(p: &Parsed) -> usize {
+    p.attributes
+        .iter()
+        .filter(|(e, k, v)| e == "figure" && k == "class" && v == "forest")
+        .count()
+}
+
+/// The charts' captions: those after the forest plots'.
+fn chart_captions(p: &Parsed) -> &[String] {
+    &p.captions[forests(p).min(p.captions.len())..]
+}
+
 fn parsed(data: &RunData) -> Result<(String, Parsed), Failed> {
     let html = render(data)?;
     let p = parse_xml(&html).map_err(|e| format!("{}: {e}", data.plan.experiment))?;
@@ -776,6 +791,8 @@ fn one_svg_per_figure() -> Result<(), Failed> {
     for (data, figures) in [(burst_run(), 5), (throughput_run(), 5), (churn_run(), 1)] {
         let (_, p) = parsed(&data)?;
         let name = &data.plan.experiment;
+        // Besides the charts, a forest plot per count where models ranked.
+        let figures = figures + forests(&p);
         if p.svgs_per_figure.len() != figures {
             return Err(format!(
                 "{name}: {} figures, expected {figures}",
@@ -893,7 +910,7 @@ fn keeps_skipped_and_failed_reasons() -> Result<(), Failed> {
 fn shows_the_fitted_exponent() -> Result<(), Failed> {
     let (html, p) = parsed(&burst_run())?;
     let fit = "select t ∝ N^1.00, R² 1.00";
-    let time_caption = p.captions.first().ok_or("no figure caption")?;
+    let time_caption = chart_captions(&p).first().ok_or("no figure caption")?;
     if !time_caption.contains(fit) {
         return Err(format!("the time caption lacks {fit:?}: {time_caption}").into());
     }
@@ -906,7 +923,7 @@ fn shows_the_fitted_exponent() -> Result<(), Failed> {
         return Err(format!("threads' exponent missing: {time_caption}").into());
     }
     let (_, p) = parsed(&throughput_run())?;
-    let first = p.captions.first().ok_or("no figure caption")?;
+    let first = chart_captions(&p).first().ok_or("no figure caption")?;
     if !first.starts_with("Mean latency against connections.")
         || !first.contains("epoll latency ∝ N^0.50, R² 1.00")
     {
@@ -917,7 +934,7 @@ fn shows_the_fitted_exponent() -> Result<(), Failed> {
 
 fn single_connection_count_and_empty_charts() -> Result<(), Failed> {
     let (html, p) = parsed(&churn_run())?;
-    let caption = p.captions.first().ok_or("no figure")?;
+    let caption = chart_captions(&p).first().ok_or("no figure")?;
     if !caption.starts_with("Connection churn.") {
         return Err(format!("the only chart should be churn: {caption}").into());
     }
@@ -1711,4 +1728,70 @@ fn a_run_kept_disturbed_is_said_at_the_top_and_marked_in_its_row() -> Result<(),
         return Err(format!("the row is not marked: {ranking}").into());
     }
     Ok(())
+}
+
+/// What the page measures of its forest plots in Chromium, logged to the
+/// console: how many there are, how many were drawn (a box of width and
+/// more than one model's dot), the rightmost edge of any, the window and
+/// the page's own width (wider: it scrolls sideways), and what the verdict
+/// section shows first.
+const FOREST: &str = r#"<script>
+const figs = [...document.querySelectorAll("figure.forest svg")];
+const drawn = figs.filter(s => s.getBoundingClientRect().width > 100
+  && s.querySelectorAll("circle").length > 1).length;
+const right = Math.max(0, ...figs.map(s => Math.ceil(s.getBoundingClientRect().right)));
+const verdict = document.getElementById("verdict");
+const first = verdict ? verdict.querySelector("figure.forest, table") : null;
+console.log("C10K-FOREST figures=" + figs.length + " drawn=" + drawn + " right=" + right
+  + " page=" + document.documentElement.clientWidth
+  + " pagescroll=" + document.documentElement.scrollWidth
+  + " first=" + (first ? first.tagName : "none"));
+</script>
+"#;
+
+/// The thesis run with every model, opened in Chromium at 1280 px: one
+/// forest plot per connection count heads the verdict, each drawn (every
+/// model's dot), within the window, and the page does not scroll sideways.
+fn forest_plots_answer_first_in_chromium() -> Result<(), Failed> {
+    let browser = chromium()?;
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("report-forest-{}", std::process::id()));
+    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    let result = (|| -> Result<(), Failed> {
+        let data = full_thesis_run();
+        let html = render(&data)?;
+        let page = work.join("forest.html");
+        let measured = html.replacen("</body>", &format!("{FOREST}</body>"), 1);
+        std::fs::write(&page, measured).map_err(|e| e.to_string())?;
+        let log = screenshot(
+            &browser,
+            &page,
+            &work.join("forest.png"),
+            (1280, 2000),
+            &work,
+        )?;
+        let line = console_messages(&log)
+            .into_iter()
+            .find_map(|m| m.split("C10K-FOREST ").nth(1))
+            .ok_or_else(|| format!("the page did not measure itself; chromium's log:\n{log}"))?;
+        let value = |key: &str| -> Option<&str> {
+            line.split([' ', '"'])
+                .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+        };
+        let number = |key: &str| value(key).and_then(|v| v.parse::<i64>().ok()).unwrap_or(-1);
+        let counts = data.plan.connections.len() as i64;
+        if number("figures") != counts || number("drawn") != counts {
+            return Err(format!("not one drawn forest plot per count ({counts}): {line}").into());
+        }
+        if value("first") != Some("FIGURE") {
+            return Err(format!("the verdict does not open on its plots: {line}").into());
+        }
+        let page_w = number("page");
+        if number("right") > page_w || number("pagescroll") > page_w {
+            return Err(format!("the plots or the page are wider than 1280 px: {line}").into());
+        }
+        Ok(())
+    })();
+    let _ = std::fs::remove_dir_all(&work);
+    result
 }
