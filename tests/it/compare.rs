@@ -24,6 +24,7 @@ tests![
     json_follows_its_schema,
     run_baseline_reruns_the_plan,
     an_impossible_figure_or_a_link_loop_is_named,
+    a_figure_past_any_measurement_prints_as_itself,
 ];
 
 /// A real results directory of `models` at 2 and 4 connections, 3 runs,
@@ -661,5 +662,29 @@ fn an_impossible_figure_or_a_link_loop_is_named() -> Result<(), Failed> {
     let ran = compare(&[&s(&looped), &s(&base)])?;
     expect(&ran, 2, "a symlink loop")?;
     has(&ran.stderr, "symbolic links", "stderr")?;
+    Ok(())
+}
+
+/// A forged figure of 1e300 prints as 1.00e300, not as a 39-digit integer
+/// (the largest i128, which is what a saturating cast made of it).
+fn a_figure_past_any_measurement_prints_as_itself() -> Result<(), Failed> {
+    let t = template("epoll,poll")?;
+    let work = scratch("compare-huge")?;
+    let (base, new) = (work.join("base"), work.join("new"));
+    side(&t, &base, &steady([1.0, 1.01, 0.99]), &no_edit)?;
+    let huge = |m: &str, n: u64, run: u64| {
+        let v = 10_000.0 * [1.0, 1.01, 0.99][run as usize - 1];
+        if (m, n) == ("epoll", 2) {
+            v * 1e296
+        } else {
+            v
+        }
+    };
+    side(&t, &new, &huge, &no_edit)?;
+    let ran = compare(&[&s(&base), &s(&new)])?;
+    has(&ran.stdout, "e300", "stdout")?;
+    if ran.stdout.contains("170,141,183") || ran.stdout.contains("170141183") {
+        return Err(format!("a figure printed as the largest i128:\n{}", ran.stdout).into());
+    }
     Ok(())
 }

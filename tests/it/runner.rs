@@ -22,6 +22,7 @@ tests![
     work_axis_records_work_requests_and_bounds,
     a_resumed_plan_with_a_damaged_work_spec_is_refused,
     sigterm_to_the_runner_alone_abandons_the_cell,
+    a_preset_variant_not_run_is_not_in_the_plan,
 ];
 
 fn run(args: &[&str]) -> Result<std::process::Output, Failed> {
@@ -1083,5 +1084,43 @@ fn sigterm_to_the_runner_alone_abandons_the_cell() -> Result<(), Failed> {
     if !left.is_empty() {
         return Err(format!("processes of the run left behind: {left:?}").into());
     }
+    Ok(())
+}
+
+/// `c10k run handlers --models epoll` runs no tokio-inline, and its plan
+/// does not record that variant as if it had.
+fn a_preset_variant_not_run_is_not_in_the_plan() -> Result<(), Failed> {
+    let out = scratch("run-preset-variant")?;
+    let o = run(&[
+        "handlers",
+        "--models",
+        "epoll",
+        "--work",
+        "none",
+        "-c",
+        "2",
+        "--runs",
+        "1",
+        "-d",
+        "50ms",
+        "--warmup",
+        "0",
+        "--no-report",
+        "--out",
+        out.to_str().unwrap_or("."),
+    ])?;
+    succeeded(&o, "")?;
+    let dir = results_dir(&out)?;
+    let plan: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("plan.json"))?)?;
+    if plan["models"] != serde_json::json!(["epoll"])
+        || plan["variants"].as_array().is_some_and(|v| !v.is_empty())
+    {
+        return Err(format!(
+            "plan: models {}, variants {}",
+            plan["models"], plan["variants"]
+        )
+        .into());
+    }
+    let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }
