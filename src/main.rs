@@ -364,19 +364,16 @@ fn fits_baseline(
     };
     let settings =
         c10k::plan::compare::settings(&args.gate, plan.margin, c10k::cli::command_line())?;
-    let planned = c10k::compare::input::Side {
-        path: "this run".into(),
-        kind: c10k::compare::input::Kind::Run,
-        data: c10k::results::dir::RunData {
+    let planned = c10k::compare::input::Side::of_run(
+        "this run".into(),
+        c10k::results::dir::RunData {
             dir: args.out.clone(),
             plan: plan.clone(),
             environment: serde_json::Value::Null,
             cells: Vec::new(),
             superseded: Vec::new(),
         },
-        histograms: Default::default(),
-        warnings: Vec::new(),
-    };
+    );
     c10k::compare::comparable(&settings, base, &planned).map_err(|e| e.to_string())
 }
 
@@ -399,13 +396,7 @@ fn against_baseline(
             return ExitCode::from(2);
         }
     };
-    let new = c10k::compare::input::Side {
-        path: data.dir.clone(),
-        kind: c10k::compare::input::Kind::Run,
-        data: data.clone(),
-        histograms: Default::default(),
-        warnings: Vec::new(),
-    };
+    let new = c10k::compare::input::Side::of_run(data.dir.clone(), data.clone());
     let dir = &data.dir;
     let (json, md, html) = (
         dir.join("compare.json"),

@@ -51,6 +51,21 @@ pub struct Side {
     pub warnings: Vec<String>,
 }
 
+impl Side {
+    /// A run of this process's own, as a side named `path`: the run just
+    /// made (`c10k run --baseline`), or the plan about to run, with no
+    /// cell yet, whose comparability is checked before it runs.
+    pub fn of_run(path: PathBuf, data: RunData) -> Side {
+        Side {
+            path,
+            kind: Kind::Run,
+            data,
+            histograms: BTreeMap::new(),
+            warnings: Vec::new(),
+        }
+    }
+}
+
 /// Reads `path`: a results directory, a directory of load reports, or one
 /// load report. `Err` is one line naming the file (and its line where one
 /// is at fault).

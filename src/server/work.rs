@@ -137,11 +137,6 @@ impl Profile {
         self.parts.is_empty()
     }
 
-    /// Whether a part of this kind is in the work.
-    pub fn has(&self, kind: Kind) -> bool {
-        self.parts.iter().any(|p| p.kind == kind)
-    }
-
     /// The mean time per request of the parts of `kind`.
     pub fn mean(&self, kind: Kind) -> Duration {
         self.parts
@@ -221,11 +216,6 @@ impl Work {
     /// No work: the plain echo.
     pub fn is_none(&self) -> bool {
         self.profile.is_none()
-    }
-
-    /// Whether a part of this kind is in the work.
-    pub fn has(&self, kind: Kind) -> bool {
-        self.profile.has(kind)
     }
 }
 

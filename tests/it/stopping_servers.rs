@@ -360,6 +360,26 @@ fn sleeping_in_a_handler(pid: u32) -> bool {
         })
 }
 
+/// Waits until `working` says a handler is in its work, or fails with
+/// `what` after [`PATIENCE`] (or once `alive` says the process is gone).
+/// The kernel notifies no one when another process's thread enters a
+/// system call or spends CPU, so this reads /proc every few milliseconds:
+/// a bounded wait on that condition, the one wait of these tests.
+fn until_working(
+    what: &str,
+    working: impl Fn() -> bool,
+    alive: impl Fn() -> bool,
+) -> Result<(), Failed> {
+    let start = std::time::Instant::now();
+    while !working() {
+        if start.elapsed() > PATIENCE || !alive() {
+            return Err(format!("{what}: the handler never started its work").into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    Ok(())
+}
+
 /// Every model, with a handler 40 s into `block` or `cpu` work (four parts
 /// of 10 s, longer than [`PATIENCE`]), exits on SIGTERM: the stop ends
 /// the work rather than waiting for it. The test waits (bounded) until the
@@ -382,17 +402,11 @@ fn a_handler_in_long_work_does_not_hold_up_a_stop() -> Result<(), Failed> {
             let before = c10k::metrics::cpu::tree(&[pid]).map_or(0.0, |c| c.seconds);
             let mut stream = TcpStream::connect(server.addr)?;
             stream.write_all(&[7u8; 64])?;
-            let start = std::time::Instant::now();
             let in_work = || match kind {
                 "block" => sleeping_in_a_handler(pid),
                 _ => c10k::metrics::cpu::tree(&[pid]).is_some_and(|c| c.seconds - before > 0.2),
             };
-            while !in_work() {
-                if start.elapsed() > PATIENCE {
-                    return Err(format!("{model} under {work}: the handler never started").into());
-                }
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
+            until_working(&format!("{model} under {work}"), in_work, || true)?;
             let (status, _) = server
                 .stop()
                 .map_err(|e| format!("{model} under {work}: {e}"))?;
@@ -427,14 +441,10 @@ fn a_run_interrupted_in_long_work_ends_and_says_so() -> Result<(), Failed> {
         .spawn()?;
     let pipes = Pipes::take(&mut run)?;
     let pid = run.id();
-    let start = std::time::Instant::now();
-    while !sleeping_in_a_handler(pid) {
-        if start.elapsed() > PATIENCE || !running(pid) {
-            let _ = c10k::sys::process::kill(pid as i32, libc::SIGKILL);
-            let _ = wait_bounded(&mut run);
-            return Err("the run's handler never started its work".into());
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
+    if let Err(e) = until_working("the run", || sleeping_in_a_handler(pid), || running(pid)) {
+        let _ = c10k::sys::process::kill(pid as i32, libc::SIGKILL);
+        let _ = wait_bounded(&mut run);
+        return Err(e);
     }
     let servers: Vec<u32> = c10k::metrics::tree::descendants(pid);
     c10k::sys::process::kill(pid as i32, libc::SIGINT)?;
