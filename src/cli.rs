@@ -478,6 +478,21 @@ pub struct RunArgs {
     /// sequential.
     #[arg(long, value_enum, group = "matrix")]
     pub order: Option<Order>,
+    /// Measure each cell on its own, one at a time (its server started,
+    /// measured for --warmup and --duration, stopped), instead of in
+    /// resident slots; implied by --duration, --warmup, --messages and
+    /// --order sequential.
+    #[arg(long, group = "matrix", conflicts_with_all = ["slot", "slot_warmup"])]
+    pub sequential: bool,
+    /// Resident slots (the default for a timed closed or open loop): the
+    /// servers of a count stay up together and the load moves between them
+    /// in slots this long, warm-up included, one per server each round, in
+    /// a shuffled order [default: 300ms].
+    #[arg(long, value_name = "DURATION", group = "matrix")]
+    pub slot: Option<String>,
+    /// The start of each slot that is not measured [default: 100ms].
+    #[arg(long, value_name = "DURATION", group = "matrix")]
+    pub slot_warmup: Option<String>,
     /// Write each cell's per-connection CSV under cells/.
     #[arg(long, group = "matrix")]
     pub per_connection_csv: bool,

@@ -166,11 +166,15 @@ fn cpus_online(data: &RunData) -> usize {
     data.environment["cpus_online"].as_u64().unwrap_or(1) as usize
 }
 
-/// Every measured cell's delta of `kind`, in the order recorded.
+/// Every measured cell's delta of `kind`, in the order recorded. A
+/// resident server was sampled once, before its first slot: only that
+/// slot's cell counts (its later slots carry the same samples, which
+/// would count one measurement as many).
 pub(crate) fn deltas(data: &RunData, kind: Kind) -> Vec<CellDelta> {
     let cpus = cpus_online(data);
     crate::results::series::latest(data)
         .into_iter()
+        .filter(|c| c.slot.as_ref().is_none_or(|s| s.first))
         .filter_map(|c| delta(c, kind, cpus))
         .collect()
 }

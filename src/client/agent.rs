@@ -100,7 +100,8 @@ pub fn serve(parse: &dyn Fn(&[String]) -> Result<LoadPlan, String>) -> anyhow::R
                 let mut plan = parse(&p.args).map_err(anyhow::Error::msg)?;
                 plan.process = Some((p.agent, p.agents));
                 plan.quiet = true;
-                plan
+                plan.resident = p.resident;
+                plan.validate().map_err(anyhow::Error::msg)?
             }
             m => anyhow::bail!("expected a plan, got {m:?}"),
         };
@@ -128,16 +129,19 @@ pub fn serve(parse: &dyn Fn(&[String]) -> Result<LoadPlan, String>) -> anyhow::R
                 tick,
             });
         };
-        let gate = &mut |seconds| {
-            say(&Msg::Connected { seconds })?;
+        // Pings answered until `go` (started after its delay, on this
+        // clock) or, between resident windows, `end`.
+        let next = || -> std::io::Result<bool> {
             loop {
                 match rx.recv() {
                     Ok(Msg::Ping { n }) => say(&Msg::Pong { n })?,
                     Ok(Msg::Go { delay_seconds }) => {
                         let delay = Duration::from_secs_f64(delay_seconds.clamp(0.0, 60.0));
                         std::thread::sleep(delay);
-                        return say(&Msg::Started);
+                        say(&Msg::Started)?;
+                        return Ok(true);
                     }
+                    Ok(Msg::End) if plan.resident => return Ok(false),
                     Ok(m) => {
                         return Err(std::io::Error::other(format!(
                             "expected ping or go, got {m:?}"
@@ -147,7 +151,18 @@ pub fn serve(parse: &dyn Fn(&[String]) -> Result<LoadPlan, String>) -> anyhow::R
                 }
             }
         };
-        let measured = drive(&plan, gate, &progress)?;
+        let gate = &mut |seconds| {
+            say(&Msg::Connected { seconds })?;
+            match next()? {
+                true => Ok(()),
+                false => Err(std::io::Error::other("told to end before any window")),
+            }
+        };
+        let window = &mut |m| {
+            say(&Msg::Window(Box::new(m)))?;
+            next()
+        };
+        let measured = drive(&plan, gate, window, &progress)?;
         let tcp = tcp_before.zip(crate::env::tcp_counters().ok());
         done.store(true, Ordering::SeqCst);
         let sources = plan.sources.iter().map(ToString::to_string).collect();

@@ -243,6 +243,96 @@ pub(crate) fn run(
     result
 }
 
+/// A resident run over agents: connected once, then measured window after
+/// window on demand (`c10k run`'s slots), the connections up between
+/// them. Any trouble during a window (an agent that errs, ends or falls
+/// silent) fails that window and leaves the session broken: a cell is
+/// whole or failed. Dropping it kills and reaps every launcher.
+pub(crate) struct Resident {
+    agents: Agents,
+    rtt: Vec<Duration>,
+    /// CPUs the agents could keep busy, and whether all ran here.
+    pub capacity: (f64, bool),
+    pub warnings: Vec<String>,
+}
+
+impl Resident {
+    /// Starts the agents of `plan` (marked resident) and returns once
+    /// every connection is up, `connected` called then.
+    pub(crate) fn open(
+        plan: &LoadPlan,
+        launch: &Launch,
+        connected: &mut dyn FnMut(),
+    ) -> anyhow::Result<Resident> {
+        let n = launch.agents.max(1);
+        let interrupt = sys::signals::interrupt_flag()
+            .context("installing the Ctrl-C and SIGTERM handlers")?;
+        let mut agents = start(launch, n, Live::new(false, 0), interrupt)?;
+        if plan.agents.is_none() {
+            agents.silence = LOCAL_SILENCE;
+        }
+        let plan = LoadPlan {
+            resident: true,
+            ..plan.clone()
+        };
+        let ready = prepare(&mut agents, &plan, n, connected)?;
+        let capacity = capacity(
+            &ready.hellos,
+            threads_each(plan.threads, n),
+            plan.cpus.as_ref(),
+        );
+        Ok(Resident {
+            agents,
+            rtt: ready.rtt,
+            capacity,
+            warnings: ready.warnings,
+        })
+    }
+
+    /// Measures one window: every agent told to go, their windows merged.
+    pub(crate) fn window(&mut self) -> anyhow::Result<Measured> {
+        let own_at_go = crate::sys::process::Usage::of_self();
+        let t0 = go(&mut self.agents, &self.rtt)?;
+        let n = self.rtt.len();
+        let mut got: Vec<Option<Box<Measured>>> = (0..n).map(|_| None).collect();
+        while got.iter().any(Option::is_none) {
+            match self.agents.next(None, true)? {
+                (_, Msg::Started) => {}
+                (k, Msg::Window(m)) => got[k] = Some(m),
+                (k, m) => anyhow::bail!("agent {k} said {m:?} instead of its window"),
+            }
+        }
+        let mut measured = Measured::empty();
+        for m in got.into_iter().flatten() {
+            measured.merge(*m);
+        }
+        if self.capacity.1 {
+            count_own_share(&mut measured, t0, &own_at_go);
+        }
+        Ok(measured)
+    }
+
+    /// Tells every agent to end, and gives them `within` to close their
+    /// connections and report before they are stopped (on drop).
+    pub(crate) fn close(mut self, within: Duration) {
+        let n = self.rtt.len();
+        for k in 0..n {
+            let _ = self.agents.tell(k, &Msg::End);
+        }
+        let mut left = n;
+        while left > 0 {
+            match self.agents.next(Some(within), false) {
+                Ok((k, Msg::Result(_))) => {
+                    self.agents.reported[k] = true;
+                    left -= 1;
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    }
+}
+
 /// Starts `n` agents, each from its template, with a reader thread on its
 /// stdout. A launcher or a thread that cannot start ends it with one line,
 /// every agent started before it stopped (the [`Agents`] dropped).
@@ -530,13 +620,22 @@ impl Agents {
     }
 }
 
-/// The controller's side of the protocol.
-fn converse(
+/// What the controller knows of its agents once each is connected.
+struct Ready {
+    hellos: Vec<Option<Hello>>,
+    /// Each agent's round trip: the fastest of its pings.
+    rtt: Vec<Duration>,
+    warnings: Vec<String>,
+}
+
+/// Steps 1 to 4 of the protocol: hellos checked, shares handed out,
+/// every agent connected (then `on_connected`), round trips measured.
+fn prepare(
     agents: &mut Agents,
     plan: &LoadPlan,
     n: usize,
     on_connected: &mut dyn FnMut(),
-) -> anyhow::Result<Merged> {
+) -> anyhow::Result<Ready> {
     // 1. Every agent's hello: its protocol, and room for its share.
     let mut hellos: Vec<Option<Hello>> = (0..n).map(|_| None).collect();
     let total = plan.connections + plan.idle;
@@ -591,6 +690,7 @@ fn converse(
             args: share.to_args(),
             agent: k,
             agents: n,
+            resident: plan.resident,
         });
         agents.tell(k, &msg)?;
     }
@@ -621,12 +721,20 @@ fn converse(
         }
         rtt.push(fastest);
     }
-    // 5. GO: every agent starts at the same moment, `lead` from now, each
-    // counting its delay on its own clock from when GO reaches it.
+    Ok(Ready {
+        hellos,
+        rtt,
+        warnings,
+    })
+}
+
+/// Step 5, GO: every agent starts at the same moment, a lead from now,
+/// each counting its delay on its own clock from when GO reaches it.
+/// When it was sent.
+fn go(agents: &mut Agents, rtt: &[Duration]) -> anyhow::Result<Instant> {
     let slowest = rtt.iter().max().copied().unwrap_or_default();
     let lead = slowest / 2 + Duration::from_millis(5);
     let t0 = Instant::now();
-    let own_at_go = crate::sys::process::Usage::of_self();
     for (k, r) in rtt.iter().enumerate() {
         let at = t0.elapsed() + *r / 2;
         let delay = lead.saturating_sub(at);
@@ -637,6 +745,35 @@ fn converse(
             },
         )?;
     }
+    Ok(t0)
+}
+
+/// The controller's share of the measured window, when every agent ran
+/// on this host: it heard them from `go` (at `t0`, its CPU then
+/// `own_at_go`) to their results, and in `c10k run` it is the runner,
+/// which also samples the server: the instrument's work on this machine,
+/// not interference.
+fn count_own_share(measured: &mut Measured, t0: Instant, own_at_go: &crate::sys::process::Usage) {
+    let own = crate::sys::process::Usage::of_self().cpu_since(own_at_go);
+    let span = t0.elapsed().as_secs_f64().max(1e-9);
+    measured.window.instrument += own * (measured.window.seconds / span).min(1.0);
+}
+
+/// The controller's side of the protocol.
+fn converse(
+    agents: &mut Agents,
+    plan: &LoadPlan,
+    n: usize,
+    on_connected: &mut dyn FnMut(),
+) -> anyhow::Result<Merged> {
+    let total = plan.connections + plan.idle;
+    let Ready {
+        hellos,
+        rtt,
+        warnings,
+    } = prepare(agents, plan, n, on_connected)?;
+    let own_at_go = crate::sys::process::Usage::of_self();
+    let t0 = go(agents, &rtt)?;
     // 6. Their starts, then their results. From here an agent that ends,
     // errs or falls silent is lost, and the others go on.
     let mut starts: Vec<Option<f64>> = vec![None; n];
@@ -749,13 +886,7 @@ fn converse(
     }
     let (capacity, local) = capacity(&hellos, threads_each(plan.threads, n), plan.cpus.as_ref());
     if local {
-        // This process heard the agents from the go to their results (in
-        // `c10k run` it is the runner, which also samples the server):
-        // the instrument's work on this machine, not interference. Its
-        // share of the measured window is counted.
-        let own = crate::sys::process::Usage::of_self().cpu_since(&own_at_go);
-        let span = t0.elapsed().as_secs_f64().max(1e-9);
-        measured.window.instrument += own * (measured.window.seconds / span).min(1.0);
+        count_own_share(&mut measured, t0, &own_at_go);
     }
     Ok(Merged {
         measured,

@@ -22,10 +22,14 @@ use anyhow::Context as _;
 /// with the seconds that took, and the measured phase starts when it
 /// returns (a worker process waits there for its parent's go). Once a
 /// second the loops' running totals go to `sink` (an agent's progress
-/// messages).
+/// messages). A resident plan measures window after window: each one's
+/// [`Measured`] goes to `window`, which returns once the next may start,
+/// or `false` when none follows; the result is then what the connections
+/// recorded as they closed.
 pub(crate) fn drive(
     plan: &LoadPlan,
     connected: &mut dyn FnMut(f64) -> std::io::Result<()>,
+    window: &mut dyn FnMut(Measured) -> std::io::Result<bool>,
     sink: &(dyn Fn(Tick) + Sync),
 ) -> anyhow::Result<Measured> {
     let show = !plan.quiet && plan.process.is_none() && std::io::stderr().is_terminal();
@@ -51,14 +55,14 @@ pub(crate) fn drive(
             // Each loop says when its traffic has ended (before it closes
             // its connections) and holds a sender until it returns: the
             // receiver hears "disconnected" the moment the last loop ends.
-            let (ended_tx, ended_rx) = std::sync::mpsc::channel::<()>();
+            let (ended_tx, ended_rx) = std::sync::mpsc::channel::<Option<Measured>>();
             let handles: Vec<_> = (0..plan.threads)
                 .map(|i| {
                     let shared = &shared;
                     let ended_tx = ended_tx.clone();
                     spawn::scoped(scope, &format!("load-{i}"), move || {
-                        engine::run(shared, i, &|| {
-                            let _ = ended_tx.send(());
+                        engine::run(shared, i, &|m| {
+                            let _ = ended_tx.send(m);
                         })
                     })
                     // A loop that never started must not be waited for, and
@@ -77,19 +81,40 @@ pub(crate) fn drive(
                 shared.interrupted.store(true, Relaxed);
                 gate_error = Some(e);
             }
-            let start = Instant::now();
-            let burst = matches!(plan.workload, Workload::Burst { .. });
-            let measure_from = start + if burst { Duration::ZERO } else { plan.warmup };
-            let until = match plan.stop {
-                Stop::Duration(d) if !burst => Some(measure_from + d),
-                _ => None,
-            };
-            let s = Schedule {
-                start,
+            if plan.resident {
+                let mut alive = plan.threads;
+                loop {
+                    let w = resident_window(&shared, &ended_rx, &mut alive);
+                    let more = !shared.interrupted.load(Relaxed) && alive > 0;
+                    let more = more
+                        && match window(w) {
+                            Ok(more) => more,
+                            Err(e) => {
+                                shared.interrupted.store(true, Relaxed);
+                                gate_error = Some(e);
+                                false
+                            }
+                        };
+                    if !more {
+                        shared.more_rounds.store(false, Relaxed);
+                        shared.barrier.wait();
+                        break;
+                    }
+                }
+                let results = handles.into_iter().map(joined).collect();
+                finished.store(true, Relaxed);
+                let now = Snapshot::end(pids, false);
+                schedule = Some(window_schedule(plan));
+                return Ok((results, Instant::now(), now));
+            }
+            let s = window_schedule(plan);
+            let Schedule {
                 measure_from,
                 until,
-            };
-            let _ = shared.schedule.set(s);
+                ..
+            } = s;
+            let burst = matches!(plan.workload, Workload::Burst { .. });
+            shared.set_schedule(s);
             schedule = Some(s);
             // A timed window ends at `until` (the loops then drain what is
             // owed, which is not measured); a burst's when its last round is
@@ -144,15 +169,7 @@ pub(crate) fn drive(
                 traffic_ended = Some(Instant::now());
                 window_end = Some(Snapshot::end(pids, false));
             }
-            let results = handles
-                .into_iter()
-                .map(|h| match h {
-                    Ok(h) => h
-                        .join()
-                        .unwrap_or_else(|_| Err(std::io::Error::other("an event loop panicked"))),
-                    Err(e) => Err(std::io::Error::other(format!("{e:#}"))),
-                })
-                .collect();
+            let results = handles.into_iter().map(joined).collect();
             // The run ends when its loops do, not when the progress thread next
             // wakes (it sleeps up to 100 ms, and the scope waits for it).
             let ended = traffic_ended.unwrap_or_else(Instant::now);
@@ -172,16 +189,112 @@ pub(crate) fn drive(
     }
     let schedule = schedule.context("the run never started")?;
     // Then what only this process sees.
+    if !plan.resident {
+        window_figures(&mut m, &schedule, ended, &window_start, &window_end);
+    }
+    m.max_rss_kib = cpu_end.max_rss_kib;
+    m.interrupted |= shared.interrupted.load(Relaxed) || interrupted.load(Relaxed);
+    Ok(m)
+}
+
+/// An event loop's end, joined.
+fn joined(
+    h: anyhow::Result<std::thread::ScopedJoinHandle<'_, std::io::Result<Measured>>>,
+) -> std::io::Result<Measured> {
+    match h {
+        Ok(h) => h
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("an event loop panicked"))),
+        Err(e) => Err(std::io::Error::other(format!("{e:#}"))),
+    }
+}
+
+/// A window starting now: its warm-up, then its measured part (to the end
+/// of `--duration`, or open-ended for a fixed count or a burst).
+fn window_schedule(plan: &LoadPlan) -> Schedule {
+    let start = Instant::now();
+    let burst = matches!(plan.workload, Workload::Burst { .. });
+    let measure_from = start + if burst { Duration::ZERO } else { plan.warmup };
+    let until = match plan.stop {
+        Stop::Duration(d) if !burst => Some(measure_from + d),
+        _ => None,
+    };
+    Schedule {
+        start,
+        measure_from,
+        until,
+    }
+}
+
+/// What only the process sees of a window: its length (to `until`, or to
+/// when the traffic ended first), this process's CPU over it, and the
+/// machine's and the server's.
+fn window_figures(
+    m: &mut Measured,
+    schedule: &Schedule,
+    ended: Instant,
+    start: &Snapshot,
+    end: &Snapshot,
+) {
     m.measured_seconds = schedule
         .until
         .map_or(ended, |u| u.min(ended))
         .saturating_duration_since(schedule.measure_from)
         .as_secs_f64();
-    (m.cpu_user, m.cpu_system) = window_end.own_cpu_since(&window_start);
-    m.max_rss_kib = cpu_end.max_rss_kib;
-    m.window = window_end.since(&window_start);
-    m.interrupted |= shared.interrupted.load(Relaxed) || interrupted.load(Relaxed);
-    Ok(m)
+    (m.cpu_user, m.cpu_system) = end.own_cpu_since(start);
+    m.window = end.since(start);
+}
+
+/// One window of a resident plan: published to the loops (`alive` of them
+/// still running), timed as a single run's window is (snapshots at the
+/// window's edges, not after the drain), and merged from every loop's
+/// share; a loop that ended for good is no longer waited for.
+fn resident_window(
+    shared: &Shared,
+    ended: &std::sync::mpsc::Receiver<Option<Measured>>,
+    alive: &mut usize,
+) -> Measured {
+    let plan = &shared.plan;
+    let pids = &plan.server_pids;
+    let s = window_schedule(plan);
+    shared.set_schedule(s);
+    shared.more_rounds.store(true, Relaxed);
+    shared.barrier.wait();
+    std::thread::sleep(s.measure_from.saturating_duration_since(Instant::now()));
+    let start = Snapshot::start(pids, false);
+    let mut got = Measured::empty();
+    let mut reported = 0;
+    let mut edge: Option<(Instant, Snapshot)> = None;
+    while reported < *alive {
+        let heard = match (edge.is_none(), s.until) {
+            (true, Some(u)) => {
+                match ended.recv_timeout(u.saturating_duration_since(Instant::now())) {
+                    Ok(m) => Ok(m),
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                        edge = Some((Instant::now(), Snapshot::end(pids, false)));
+                        continue;
+                    }
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(()),
+                }
+            }
+            _ => ended.recv().map_err(|_| ()),
+        };
+        match heard {
+            Ok(Some(m)) => {
+                got.merge(m);
+                reported += 1;
+            }
+            Ok(None) => *alive -= 1,
+            Err(()) => {
+                *alive = 0;
+                break;
+            }
+        }
+    }
+    let (at, end) = edge.unwrap_or_else(|| (Instant::now(), Snapshot::end(pids, false)));
+    window_figures(&mut got, &s, at, &start, &end);
+    got.interrupted = shared.interrupted.load(Relaxed);
+    got
 }
 
 /// Once a second until `finished`: tallies the loops into a [`Tick`],

@@ -9,8 +9,12 @@
 //!
 //! The loop's phases are set by the coordinator through [`Shared`]: connect
 //! everything, then (after a barrier) warm up and measure until the schedule
-//! ends. Timers (open-loop sends, connect pacing, timeouts) come from a heap
-//! and the wait's timeout; nothing sleeps.
+//! ends. A resident plan (`c10k run`'s slots) measures window after window
+//! over the same connections, each opened by the coordinator: between two,
+//! the loop has drained what was owed and sends nothing, so a resident
+//! client costs its server nothing while another server is measured.
+//! Timers (open-loop sends, connect pacing, timeouts) come from a heap and
+//! the wait's timeout; nothing sleeps.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -18,7 +22,7 @@ use std::io;
 use std::net::TcpStream;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -69,11 +73,13 @@ pub struct Shared {
     /// When the run began: loops report their times from here.
     pub origin: Instant,
     pub payload: Payload,
-    /// Set by the coordinator after the connect phase.
-    pub schedule: OnceLock<Schedule>,
+    /// Set by the coordinator after the connect phase (and before each
+    /// window of a resident plan); read by a loop as a phase starts.
+    schedule: Mutex<Option<Schedule>>,
     /// Phase boundaries: every loop and the coordinator.
     pub barrier: Rendezvous,
-    /// Burst: whether another round follows (written before a barrier).
+    /// Burst: whether another round follows; resident: whether another
+    /// window does (written before a barrier).
     pub more_rounds: AtomicBool,
     /// Ctrl-C: finish now, keep what was measured.
     pub interrupted: AtomicBool,
@@ -97,7 +103,7 @@ impl Shared {
             barrier: Rendezvous::new(plan.threads + 1),
             plan,
             payload,
-            schedule: OnceLock::new(),
+            schedule: Mutex::new(None),
             more_rounds: AtomicBool::new(false),
             interrupted: AtomicBool::new(false),
             up: AtomicU64::new(0),
@@ -106,6 +112,19 @@ impl Shared {
             live: Mutex::new(histogram()),
             live_progress: false,
         }
+    }
+}
+
+impl Shared {
+    /// Publishes the next window's schedule (before the barrier that
+    /// starts it).
+    pub fn set_schedule(&self, s: Schedule) {
+        *self.schedule.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
+    }
+
+    /// The current window's schedule, once published.
+    pub fn schedule(&self) -> Option<Schedule> {
+        *self.schedule.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -187,14 +206,33 @@ impl Drop for Leave<'_> {
 /// Runs event loop `index` through every phase; `traffic_ended` is called
 /// once its traffic is over (after a burst's or churn's last round, after
 /// a timed or counted window and the echoes still owed), before it closes
-/// its connections.
-pub fn run(shared: &Shared, index: usize, traffic_ended: &dyn Fn()) -> io::Result<Measured> {
+/// its connections, with `None`. A resident plan also calls it after each
+/// window, with what the window measured.
+pub fn run(
+    shared: &Shared,
+    index: usize,
+    traffic_ended: &dyn Fn(Option<Measured>),
+) -> io::Result<Measured> {
     let _leave = Leave(&shared.barrier);
     // Timed waits wake up to 50 µs late by default (timer slack); an open
     // loop that sends late measures its own lateness. Ask for 1 ns.
     let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
     let mut e = Engine::new(shared, index)?;
     match shared.plan.workload {
+        Workload::Closed { .. } | Workload::Open { .. } if shared.plan.resident => {
+            e.connect_all();
+            shared.barrier.wait();
+            // Window after window, until the coordinator says no more or
+            // this loop's wait fails.
+            loop {
+                shared.barrier.wait();
+                if !shared.more_rounds.load(Relaxed) || e.failed.is_some() {
+                    break;
+                }
+                e.traffic();
+                traffic_ended(Some(e.window()));
+            }
+        }
         Workload::Closed { .. } | Workload::Open { .. } => {
             e.connect_all();
             shared.barrier.wait();
@@ -222,7 +260,7 @@ pub fn run(shared: &Shared, index: usize, traffic_ended: &dyn Fn()) -> io::Resul
             e.churn(echo);
         }
     }
-    traffic_ended();
+    traffic_ended(None);
     if let Some(err) = e.failed.take() {
         return Err(io::Error::new(err.kind(), format!("epoll_wait: {err}")));
     }
@@ -279,6 +317,11 @@ struct Engine<'a> {
     io_window: Syscalls,
     /// Why this loop's epoll_wait failed, which ends every phase.
     failed: Option<io::Error>,
+    /// The current phase's schedule, as the coordinator published it.
+    sched: Option<Schedule>,
+    /// Resident: each connection's bytes sent and received when the
+    /// current window began (its record counts the window's share).
+    window_bytes: Vec<(u64, u64)>,
 }
 
 /// One loop's share of the run's `--connect-rate` `total`: the run's
@@ -361,6 +404,8 @@ impl<'a> Engine<'a> {
             io_from: None,
             io_window: Syscalls::default(),
             failed: None,
+            sched: None,
+            window_bytes: Vec::new(),
         })
     }
 
@@ -487,7 +532,8 @@ impl<'a> Engine<'a> {
 
     /// Closed or open loop until the schedule or the message count ends.
     fn traffic(&mut self) {
-        let Some(&sched) = self.shared.schedule.get() else {
+        self.sched = self.shared.schedule();
+        let Some(sched) = self.sched else {
             return;
         };
         let interval = match self.plan.workload {
@@ -777,7 +823,7 @@ impl<'a> Engine<'a> {
     fn completed(&mut self, i: usize, k: usize, now: Instant) {
         let now_ns = self.since_epoch(now);
         let mut measured = 0;
-        let in_window = match (self.plan.stop, self.shared.schedule.get()) {
+        let in_window = match (self.plan.stop, self.sched) {
             (Stop::Duration(_), Some(s)) if s.until.is_some() => Some(s.measures(now)),
             _ => None,
         };
@@ -807,7 +853,7 @@ impl<'a> Engine<'a> {
             self.record(i, g, count, now_ns);
         }
         self.echoed += measured;
-        let Some(&sched) = self.shared.schedule.get() else {
+        let Some(sched) = self.sched else {
             return;
         };
         match self.plan.workload {
@@ -919,7 +965,8 @@ impl<'a> Engine<'a> {
     /// Opens, optionally echoes one message on, and closes connections in
     /// every slot until the schedule (or `-n` per slot) ends.
     fn churn(&mut self, echo: bool) {
-        let Some(&sched) = self.shared.schedule.get() else {
+        self.sched = self.shared.schedule();
+        let Some(sched) = self.sched else {
             return;
         };
         self.started = Instant::now();
@@ -1192,6 +1239,43 @@ impl<'a> Engine<'a> {
         self.records.push(ConnRecord::of(c));
     }
 
+    /// Resident: what the window just ended measured, handed over and
+    /// started afresh for the next: its histograms, missed sends and
+    /// system calls, and a record of every connection with the window's
+    /// share of its counts (one that failed keeps its error, so every
+    /// later window of a broken connection says so).
+    fn window(&mut self) -> Measured {
+        self.window_bytes
+            .resize(self.conns.len(), (0, 0));
+        let mut records = Records::new(usize::MAX);
+        for (c, base) in self.conns.iter_mut().zip(&mut self.window_bytes) {
+            if c.idle {
+                continue;
+            }
+            let mut r = ConnRecord::of(c);
+            r.bytes_sent -= base.0.min(r.bytes_sent);
+            r.bytes_received -= base.1.min(r.bytes_received);
+            *base = (c.bytes_sent, c.bytes_received);
+            c.requests = 0;
+            c.rt_sum_ns = 0;
+            c.rt_min_ns = u64::MAX;
+            c.rt_max_ns = 0;
+            records.push(r);
+        }
+        // A connection that ended in the window also keeps the record it
+        // ended with, for the final result.
+        self.io_from = None;
+        Measured {
+            latency: std::mem::replace(&mut self.latency, histogram()),
+            uncorrected: std::mem::replace(&mut self.latency_raw, histogram()),
+            send_lag: std::mem::replace(&mut self.send_lag, histogram()),
+            records,
+            missed: std::mem::take(&mut self.missed),
+            io: std::mem::take(&mut self.io_window),
+            ..Measured::empty()
+        }
+    }
+
     fn finish(mut self) -> Measured {
         for i in 0..self.conns.len() {
             if self.conns[i].state != State::Waiting || self.conns[i].connect_started.is_some() {
@@ -1274,7 +1358,7 @@ mod tests {
             measure_from: now - Duration::from_secs(1),
             until: Some(now + Duration::from_secs(60)),
         };
-        let _ = shared.schedule.set(s);
+        shared.set_schedule(s);
         s
     }
 
@@ -1316,6 +1400,7 @@ mod tests {
         assert_eq!(e.conns[0].state, State::Up);
         let (mut server, _) = listener.accept().expect("accept");
         let sched = schedule(&shared);
+        e.sched = Some(sched);
         // The first eight messages: one write.
         let f = e.stamp(sched.start, sched.start, &sched);
         for _ in 0..8 {
@@ -1372,6 +1457,7 @@ mod tests {
         e.connect_all();
         let _end = listener.accept().expect("accept");
         let sched = schedule(&shared);
+        e.sched = Some(sched);
         let ms = Duration::from_millis;
         let from = sched.measure_from;
         e.conns[0].backlog.extend([from - ms(100), from + ms(1)]);
@@ -1405,6 +1491,7 @@ mod tests {
         e.connect_all();
         let _ends: Vec<_> = (0..2).map(|_| listener.accept().expect("accept")).collect();
         let sched = schedule(&shared);
+        e.sched = Some(sched);
         let now = Instant::now();
         let ms = Duration::from_millis;
         // Connection 0: three messages overdue; connection 1: one overdue,

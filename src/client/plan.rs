@@ -129,6 +129,10 @@ pub struct LoadPlan {
     /// machine runs the connections (in worker processes past its
     /// open-files limit).
     pub agents: Option<super::launch::Launch>,
+    /// Resident (`c10k run`'s slots): the connections stay up across
+    /// windows, each opened by the coordinator, until it says no more. Not
+    /// a flag of `c10k load`: an agent learns it from its plan message.
+    pub resident: bool,
 }
 
 impl LoadPlan {
@@ -163,6 +167,7 @@ impl LoadPlan {
             process: None,
             server_pids: Vec::new(),
             agents: None,
+            resident: false,
         }
     }
 
@@ -236,6 +241,19 @@ impl LoadPlan {
                 "--threads {}: must be from 1 to {MAX_THREADS}",
                 self.threads
             ));
+        }
+        let timed_loop = matches!(
+            (self.workload, self.stop),
+            (
+                Workload::Closed { .. } | Workload::Open { .. },
+                Stop::Duration(_)
+            )
+        );
+        if self.resident && !timed_loop {
+            return Err(
+                "resident windows run a timed closed or open loop (not --messages, --burst or --churn)"
+                    .into(),
+            );
         }
         self.threads = self.threads.min(self.connections.max(1) + self.idle);
         Ok(self)

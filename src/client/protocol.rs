@@ -23,6 +23,11 @@
 //!    controller that is interrupted (SIGINT, SIGTERM) says `stop` first,
 //!    and the agent ends its measurement and reports what it has.
 //!
+//! A resident plan (`c10k run`'s slots) repeats step 5 window after
+//! window over the same connections: after each, the agent says `window`
+//! (what that window measured) and waits for the next `go`, or `end`, on
+//! which it closes its connections and says `result` as in step 6.
+//!
 //! From `plan` to `result` the agent also says `progress` every second,
 //! with its running totals ([`Tick`]): the controller's live view, and how
 //! it tells a live agent from a lost one.
@@ -67,6 +72,12 @@ pub(crate) enum Msg {
         tick: Tick,
     },
     Result(Box<Finished>),
+    /// Agent to controller, resident: one window measured; the
+    /// connections stay up.
+    Window(Box<Measured>),
+    /// Controller to agent, resident, between windows: no more; close
+    /// the connections and report.
+    End,
     /// Controller to agent, after `go`: the run was interrupted; end the
     /// measurement now and report what it holds (an agent of an older
     /// version ignores it, and is stopped with its launcher).
@@ -104,6 +115,10 @@ pub(crate) struct Plan {
     /// It is agent `agent` of `agents`.
     pub agent: usize,
     pub agents: usize,
+    /// Window after window over the same connections (see
+    /// [`super::plan::LoadPlan::resident`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resident: bool,
 }
 
 impl Msg {
@@ -186,6 +201,7 @@ mod tests {
             args: vec!["load".into(), "127.0.0.1:7".into()],
             agent: 1,
             agents: 4,
+            resident: false,
         });
         let line = plan.line();
         assert!(line.starts_with(TAG) && !line.contains('\n'));

@@ -80,8 +80,11 @@ pub(crate) fn run_in_workers(
     Ok(outcome)
 }
 
-fn run_inner(mut plan: LoadPlan, connected: Option<&mut dyn FnMut()>) -> anyhow::Result<Outcome> {
-    let mut warnings = Vec::new();
+/// The limits checked (each finding in `warnings`, a blocking one the
+/// error), the sources chosen (so every worker process uses the same), and
+/// the agents that will run `plan`: its own `--agent`s, or as many local
+/// workers as the open-files limit needs.
+fn ready(plan: &mut LoadPlan, warnings: &mut Vec<String>) -> anyhow::Result<Launch> {
     let total = plan.connections + plan.idle;
     // Agents started elsewhere check their own limits (their hello);
     // this machine's are checked only when it runs the connections.
@@ -124,10 +127,17 @@ fn run_inner(mut plan: LoadPlan, connected: Option<&mut dyn FnMut()>) -> anyhow:
     }
     source::check_family(&plan.sources, plan.target).map_err(anyhow::Error::msg)?;
     let hard = sys::rlimit::nofile().hard.unwrap_or(u64::MAX);
-    let launch = plan.agents.clone().unwrap_or_else(|| Launch {
+    Ok(plan.agents.clone().unwrap_or_else(|| Launch {
         templates: Template::parse(LOCAL).into_iter().collect(),
         agents: preflight::processes_needed(total, hard),
-    });
+    }))
+}
+
+fn run_inner(mut plan: LoadPlan, connected: Option<&mut dyn FnMut()>) -> anyhow::Result<Outcome> {
+    let mut warnings = Vec::new();
+    let total = plan.connections + plan.idle;
+    let remote = plan.agents.is_some();
+    let launch = ready(&mut plan, &mut warnings)?;
     let processes = launch.agents;
     let environment = crate::env::capture();
     let tcp_before = crate::env::tcp_counters().ok();
@@ -148,7 +158,7 @@ fn run_inner(mut plan: LoadPlan, connected: Option<&mut dyn FnMut()>) -> anyhow:
         merged.measured
     } else {
         preflight::raise_nofile_for(total).context("raising the open-files limit")?;
-        drive(&plan, &mut |_| Ok(()), &|_| {})?
+        drive(&plan, &mut |_| Ok(()), &mut |_| Ok(false), &|_| {})?
     };
     let tcp = match (tcp_before, crate::env::tcp_counters().ok()) {
         (Some(a), Some(b)) => Some(b.since(&a)),
@@ -184,6 +194,58 @@ fn run_inner(mut plan: LoadPlan, connected: Option<&mut dyn FnMut()>) -> anyhow:
     outcome.report.environment = serde_json::to_value(environment).unwrap_or_default();
     outcome.report.sources = plan.sources.iter().map(IpAddr::to_string).collect();
     Ok(outcome)
+}
+
+/// A resident load (`c10k run`'s slots): the connections of `plan` up in
+/// worker processes, measured window after window on demand, each window
+/// a report of its own; the connections stay up between windows and cost
+/// the server nothing then. Ctrl-C during a window fails it (the runner
+/// records nothing of it); dropping the session stops every worker.
+pub(crate) struct Session {
+    plan: LoadPlan,
+    agents: agents::Resident,
+    processes: usize,
+    warnings: Vec<String>,
+}
+
+impl Session {
+    /// Checks the limits and opens every connection of `plan`, calling
+    /// `connected` once they are up (the moment to sample a server holding
+    /// them).
+    pub(crate) fn open(mut plan: LoadPlan, connected: &mut dyn FnMut()) -> anyhow::Result<Session> {
+        let mut warnings = Vec::new();
+        let launch = ready(&mut plan, &mut warnings)?;
+        let agents = agents::Resident::open(&plan, &launch, connected)?;
+        warnings.extend(agents.warnings.iter().cloned());
+        Ok(Session {
+            processes: launch.agents,
+            plan,
+            agents,
+            warnings,
+        })
+    }
+
+    /// One window (its warm-up, then its measured part), as a report.
+    pub(crate) fn window(&mut self) -> anyhow::Result<Outcome> {
+        let started = SystemTime::now();
+        let m = self.agents.window()?;
+        let mut outcome = assemble(
+            &self.plan,
+            m,
+            self.processes,
+            Some(self.agents.capacity),
+            started,
+            self.warnings.clone(),
+        );
+        outcome.report.sources = self.plan.sources.iter().map(IpAddr::to_string).collect();
+        Ok(outcome)
+    }
+
+    /// Closes the connections, giving the workers a moment to do it
+    /// themselves.
+    pub(crate) fn close(self) {
+        self.agents.close(Duration::from_secs(5));
+    }
 }
 
 /// Turns what was measured into the report.

@@ -384,6 +384,7 @@ fn run_of_loads(path: &Path, reports: Vec<Report>) -> RunData {
         runs: reports.len(),
         auto_runs: None,
         order: Order::Interleaved,
+        slots: None,
         margin: crate::stats::compare::DEFAULT_MARGIN,
         repeat_disturbed: 0,
         pin: Pin::None,

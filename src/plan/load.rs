@@ -97,6 +97,7 @@ pub fn plan(a: &LoadArgs, command: String) -> Result<LoadPlan, String> {
         process: None,
         agents: agents(&a.agents)?,
         server_pids: a.server_pid.clone(),
+        resident: false,
     }
     .validate()?;
     let flag = match plan.workload {

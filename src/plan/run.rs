@@ -46,10 +46,19 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         cpus_for(pin)?
     };
     let order = args.order.map_or(Order::Interleaved, Order::from);
+    let slots = slots_of(args, &workload, preset.bench.is_some(), order)?;
+    // Slots are short: a resident plan runs more rounds of them.
+    let runs = match (slots, &args.runs) {
+        (Some(_), None) => runs.max(matrix::DEFAULT_ROUNDS),
+        _ => runs,
+    };
     let customised = args.models.is_some()
         || args.connections.is_some()
         || args.work.is_some()
         || args.runs.is_some()
+        || args.sequential
+        || args.slot.is_some()
+        || args.slot_warmup.is_some()
         || args.workload.is_some()
         || args.messages.is_some()
         || args.duration.is_some()
@@ -136,6 +145,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         runs,
         auto_runs,
         order,
+        slots,
         margin,
         repeat_disturbed,
         pin,
@@ -358,6 +368,75 @@ fn connections_of(args: &RunArgs, preset: &presets::Preset) -> Result<Vec<usize>
     connections.sort_unstable();
     connections.dedup();
     Ok(connections)
+}
+
+/// Resident slots, where the plan can have them: a timed closed or open
+/// loop of servers (not a micro-benchmark, a burst, a fixed count of
+/// messages), in interleaved order, and unless the flags ask for the
+/// one-at-a-time method (`--sequential`, or the window flags that are
+/// its: `--duration`, `--warmup`).
+fn slots_of(
+    args: &RunArgs,
+    workload: &matrix::Workload,
+    bench: bool,
+    order: Order,
+) -> Result<Option<matrix::Slots>, String> {
+    let asked = args.slot.is_some() || args.slot_warmup.is_some();
+    let why_not = if bench {
+        Some("a micro-benchmark has no slots")
+    } else if workload.kind == WorkloadKind::Burst {
+        Some("the burst workload times its own rounds")
+    } else if workload.kind == WorkloadKind::Churn {
+        Some("the churn workload keeps no connections")
+    } else if workload.messages_for(1).is_some() {
+        Some("a fixed count of messages is not a timed slot")
+    } else if order == Order::Sequential {
+        Some("--order sequential runs each model's repeats together")
+    } else if args.duration.is_some() || args.warmup.is_some() {
+        Some("--duration and --warmup set the window of a cell measured on its own")
+    } else {
+        None
+    };
+    if let Some(why) = why_not {
+        if asked {
+            return Err(format!("--slot, --slot-warmup: {why}; give one or the other"));
+        }
+        return Ok(None);
+    }
+    if args.sequential {
+        return Ok(None);
+    }
+    let d = matrix::Slots::DEFAULT;
+    let seconds = match &args.slot {
+        Some(t) => parse_duration(t).map_err(|e| format!("--slot: {e}"))?.as_secs_f64(),
+        None => d.seconds,
+    };
+    let warmup_seconds = match &args.slot_warmup {
+        Some(t) => parse_duration(t)
+            .map_err(|e| format!("--slot-warmup: {e}"))?
+            .as_secs_f64(),
+        None => d.warmup_seconds.min(seconds / 3.0),
+    };
+    if seconds <= 0.0 {
+        return Err("--slot must be above 0".into());
+    }
+    if seconds > 60.0 {
+        return Err(format!(
+            "--slot {}: at most 60s (a slot is one model's turn within a round)",
+            crate::present::units::seconds(seconds)
+        ));
+    }
+    if warmup_seconds >= seconds {
+        return Err(format!(
+            "--slot {} is not longer than its warm-up ({}): nothing of it would be measured",
+            crate::present::units::seconds(seconds),
+            crate::present::units::seconds(warmup_seconds)
+        ));
+    }
+    Ok(Some(matrix::Slots {
+        seconds,
+        warmup_seconds,
+    }))
 }
 
 /// How often each cell runs, and how the runs are judged.
@@ -724,6 +803,9 @@ fn shapes_the_plan(args: &RunArgs) -> bool {
         || args.timeout.is_some()
         || args.pin.is_some()
         || args.order.is_some()
+        || args.sequential
+        || args.slot.is_some()
+        || args.slot_warmup.is_some()
         || args.per_connection_csv
         || !args.server_args.is_empty()
         || !args.variants.is_empty()
@@ -862,7 +944,9 @@ mod tests {
         assert_eq!(p.server_cpus, crate::sys::affinity::current_cpus());
         assert_eq!(p.server_cpus, p.client_cpus);
         assert!(p.models.iter().any(|m| m == "tokio-inline"));
-        assert_eq!(p.cells.len(), 13 * 3 * 5 * 3);
+        // Resident slots: ten rounds of every model, count and profile.
+        assert!(p.slots.is_some());
+        assert_eq!(p.cells.len(), 13 * 3 * 5 * matrix::DEFAULT_ROUNDS);
         // Flags give the axis canonically; a bad spec is one line.
         let p = from_args(&[
             "--models",

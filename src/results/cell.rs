@@ -64,6 +64,16 @@ pub struct ServerSide {
     pub idle_cpus: Option<f64>,
 }
 
+/// Where a resident slot fell: its place in its round's shuffled order,
+/// of how many servers resident then, and whether it is the server's
+/// first slot (its memory samples count once, there).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Slot {
+    pub position: usize,
+    pub of: usize,
+    pub first: bool,
+}
+
 /// One line of `results.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CellResult {
@@ -113,6 +123,10 @@ pub struct CellResult {
     /// capacity and the bound the work allows ([`crate::analysis::bound`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work_done: Option<WorkDone>,
+    /// Measured in a resident slot ([`crate::runner::resident`]): where in
+    /// its round; absent for a cell measured on its own, one at a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<Slot>,
     /// The plan's settings the cell was measured under
     /// ([`super::identity::settings`]), so that no other plan takes it
     /// for one of its own; absent in records written before they carried
@@ -439,6 +453,7 @@ impl CellResult {
             messages_per_connection: None,
             bench: None,
             work_done: None,
+            slot: None,
             plan: None,
         }
     }

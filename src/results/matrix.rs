@@ -312,6 +312,36 @@ impl Workload {
     }
 }
 
+/// The resident method (`c10k run`'s default for a timed closed or open
+/// loop): the servers of one connection count stay up together, each with
+/// its connections, and the load moves between them in slots of
+/// `seconds` (the first `warmup_seconds` of each discarded), one slot per
+/// server in each round, in an order shuffled every round, so two models
+/// are compared within seconds ([`crate::runner::resident`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Slots {
+    pub seconds: f64,
+    pub warmup_seconds: f64,
+}
+
+impl Slots {
+    /// 300 ms slots, 100 ms of each a warm-up: 11 models in a round of
+    /// about 3.5 s.
+    pub const DEFAULT: Slots = Slots {
+        seconds: 0.3,
+        warmup_seconds: 0.1,
+    };
+
+    /// The measured part of a slot.
+    pub fn measured_seconds(&self) -> f64 {
+        self.seconds - self.warmup_seconds
+    }
+}
+
+/// Rounds of a resident plan unless `--runs` says: 10 pairs decide a 10 %
+/// difference in every try of the simulation in [`crate::stats::compare`].
+pub const DEFAULT_ROUNDS: usize = 10;
+
 /// `--runs auto`: repeat each model at each connection count until the 95 %
 /// interval of its median (of the primary figure) lies within ±`tolerance`
 /// of the median, at least `min` and at most `max` runs (see
@@ -409,6 +439,11 @@ pub struct RunPlan {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_runs: Option<AutoRuns>,
     pub order: Order,
+    /// Resident slots; `None`: each cell on its own, one at a time (the
+    /// method of plans written before slots, of a burst, of a fixed count
+    /// of messages, and of `--sequential`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slots: Option<Slots>,
     /// Two models whose ratio's 95 % interval lies within ±`margin` are
     /// equivalent (0.05: ±5 %; [`crate::stats::compare`]).
     #[serde(default = "default_margin")]
@@ -614,6 +649,7 @@ impl RunPlan {
             runs,
             auto_runs: None,
             order: Order::Interleaved,
+            slots: None,
             margin: default_margin(),
             repeat_disturbed: DEFAULT_REPEAT_DISTURBED,
             pin: Pin::None,

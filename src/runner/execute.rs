@@ -22,7 +22,7 @@ use crate::sys;
 /// How long the server's socket count may stand still, short of every
 /// connection the client has up, before the loaded sample is taken anyway
 /// (and the cell notes it).
-const ACCEPT_PATIENCE: Duration = Duration::from_secs(2);
+pub(super) const ACCEPT_PATIENCE: Duration = Duration::from_secs(2);
 
 /// How long a server is watched holding no connection, for its CPU when
 /// idle: long enough that the clock-tick rounding of a process's time
@@ -31,7 +31,7 @@ const IDLE_WINDOW: Duration = Duration::from_millis(200);
 
 /// CPUs' worth the trees of `pids` use over [`IDLE_WINDOW`] with nothing to
 /// do; `None` when they cannot be read.
-fn idle_cpu(pids: &[u32]) -> Option<f64> {
+pub(super) fn idle_cpu(pids: &[u32]) -> Option<f64> {
     let before = crate::metrics::cpu::tree(pids)?;
     let t = Instant::now();
     std::thread::sleep(IDLE_WINDOW);
@@ -88,7 +88,7 @@ pub(crate) fn run_cell(plan: &RunPlan, spec: &CellSpec, dir: &Path) -> Ended {
     Ended::Done(Box::new(result))
 }
 
-enum Trouble {
+pub(super) enum Trouble {
     Skipped(String),
     Failed(String),
     Interrupted,
@@ -133,7 +133,7 @@ fn measure(
             spec.model, spec.connections, spec.run
         )
     });
-    let load_plan = match load_plan(plan, spec, addr, pids.clone()) {
+    let load_plan = match load_plan(plan, spec, addr, pids.clone(), None) {
         Ok(p) => p,
         Err(e) => {
             // Not reached for a plan that passed its checks; the servers
@@ -253,6 +253,24 @@ fn measure(
             spec.connections
         ));
     }
+    let summaries = result.server.as_ref().map_or(&[][..], |s| &s.summaries[..]);
+    let judged = judge(&report, spec, summaries, server_trouble);
+    result.load = Some(report);
+    judged?;
+    result.status = Status::Ok;
+    Ok(())
+}
+
+/// Whether a cell's measured load is a result, and if not why: the
+/// server's trouble (`server_trouble`), nothing measured, too little
+/// measured, or connections that failed; each failure names the limits
+/// its errors point at.
+pub(super) fn judge(
+    report: &crate::client::report::Report,
+    spec: &CellSpec,
+    summaries: &[serde_json::Value],
+    server_trouble: Option<String>,
+) -> Result<(), Trouble> {
     let failures = report.failures();
     let errors: Vec<String> = report
         .errors
@@ -264,8 +282,7 @@ fn measure(
     // back): that is the cause, before any other reading of the window.
     let no_result = report.no_result();
     let too_little = report.too_little();
-    let summaries = result.server.as_ref().map_or(&[][..], |s| &s.summaries[..]);
-    let limits = limits_hit(&report, summaries);
+    let limits = limits_hit(report, summaries);
     let naming_limits = |why: String| {
         if limits.is_empty() {
             why
@@ -273,7 +290,6 @@ fn measure(
             format!("{why}; limit hit: {}", limits.join("; "))
         }
     };
-    result.load = Some(report);
     if let Some(t) = server_trouble {
         return Err(Trouble::Failed(naming_limits(t)));
     }
@@ -300,28 +316,31 @@ fn measure(
             errors.join(", ")
         ))));
     }
-    result.status = Status::Ok;
     Ok(())
 }
 
 /// The server side of a cell, running.
-struct Started {
+pub(super) struct Started {
     /// None for a `--target`, which c10k did not start.
-    servers: Vec<ServerChild>,
+    pub servers: Vec<ServerChild>,
     /// Where the client connects.
-    addr: std::net::SocketAddr,
+    pub addr: std::net::SocketAddr,
     /// The command line of the last instance started.
-    args: Vec<String>,
-    instances: usize,
+    pub args: Vec<String>,
+    pub instances: usize,
     /// A thread or process per connection: the loaded sample waits for
     /// those too.
-    task_per_connection: bool,
+    pub task_per_connection: bool,
 }
 
 /// Starts the cell's server: a foreign one as its command says, or `c10k
 /// serve` in as many instances (sharing the port) as the connections need
 /// under the open-files hard limit `hard`.
-fn start_servers(plan: &RunPlan, spec: &CellSpec, hard: Option<u64>) -> Result<Started, Trouble> {
+pub(super) fn start_servers(
+    plan: &RunPlan,
+    spec: &CellSpec,
+    hard: Option<u64>,
+) -> Result<Started, Trouble> {
     let foreign = plan.servers.iter().any(|f| f.name == spec.model)
         || plan.targets.iter().any(|t| t.name == spec.model);
     if let (true, Some(work)) = (foreign, &spec.work) {
@@ -510,12 +529,14 @@ fn server_args(
 }
 
 /// The client's plan for a cell against `target`, checked as any plan
-/// is; its command line is recorded with the results.
-fn load_plan(
+/// is; its command line is recorded with the results. In a resident
+/// `slot`, each window is the slot: its warm-up, then the rest measured.
+pub(super) fn load_plan(
     plan: &RunPlan,
     spec: &CellSpec,
     target: std::net::SocketAddr,
     server_pids: Vec<u32>,
+    slot: Option<crate::results::matrix::Slots>,
 ) -> Result<LoadPlan, String> {
     let w = &plan.workload;
     let n = spec.connections;
@@ -544,6 +565,13 @@ fn load_plan(
     } else {
         Duration::from_secs_f64(w.warmup_seconds)
     };
+    let (stop, warmup) = match slot {
+        Some(s) => (
+            Stop::Duration(Duration::from_secs_f64(s.measured_seconds())),
+            Duration::from_secs_f64(s.warmup_seconds),
+        ),
+        None => (stop, warmup),
+    };
     let cpus = (!plan.client_cpus.is_empty()).then(|| plan.client_cpus.clone());
     let mut p = LoadPlan {
         threads: plan.client_threads(n),
@@ -561,6 +589,7 @@ fn load_plan(
         preflight_to_stderr: false,
         server_pids,
         agents: plan.agents.clone(),
+        resident: slot.is_some(),
         ..LoadPlan::new(target, n, workload)
     }
     .validate()?;
@@ -619,7 +648,7 @@ fn limits_hit(
 }
 
 /// The first line of a message, without the anyhow chain's line breaks.
-fn one_line(text: &str) -> String {
+pub(super) fn one_line(text: &str) -> String {
     text.lines().next().unwrap_or("").trim().to_string()
 }
 

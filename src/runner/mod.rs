@@ -17,6 +17,7 @@ pub mod bench;
 pub mod execute;
 pub mod preflight;
 pub mod progress;
+pub mod resident;
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -132,6 +133,29 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
         if interrupted.load(Ordering::Relaxed) {
             break;
         }
+        // The first cell of a count (and work profile) not yet run: its
+        // servers that can stay resident together run their slots now.
+        let block = resident_block(&data.plan, &spec, &mut todo);
+        if !block.is_empty() {
+            let plan = data.plan.clone();
+            let shown = std::cell::RefCell::new(&mut progress);
+            let ended = resident::run(
+                &plan,
+                &block,
+                &mut |s| shown.borrow().starting(s, &runs),
+                &mut |result| {
+                    appender.append(&result)?;
+                    shown.borrow_mut().finished(&result);
+                    data.cells.push(result);
+                    Ok(())
+                },
+            )?;
+            if let resident::Ended::Interrupted(a) = ended {
+                abandoned = a;
+                break;
+            }
+            continue;
+        }
         progress.starting(&spec, &runs);
         match execute::run_cell(&data.plan, &spec, &data.dir) {
             execute::Ended::Done(mut result) => {
@@ -172,6 +196,40 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
     } else {
         Finish::Interrupted { left, abandoned }
     })
+}
+
+/// The cells `spec` heads that run resident: with `spec`, every cell left
+/// in `todo` at its count and work profile whose model may stay resident,
+/// taken out of `todo` in their order. Empty when the plan has no slots,
+/// the count does not fit, or `spec`'s model runs apart (it then runs on
+/// its own, as the others that cannot stay resident will).
+fn resident_block(
+    plan: &crate::results::matrix::RunPlan,
+    spec: &crate::results::matrix::CellSpec,
+    todo: &mut std::collections::VecDeque<crate::results::matrix::CellSpec>,
+) -> Vec<crate::results::matrix::CellSpec> {
+    if plan.slots.is_none() || resident::apart(plan, &spec.model).is_some() {
+        return Vec::new();
+    }
+    let same = |c: &crate::results::matrix::CellSpec| {
+        c.connections == spec.connections
+            && c.work == spec.work
+            && resident::apart(plan, &c.model).is_none()
+    };
+    let mut models: Vec<&str> = vec![&spec.model];
+    for c in todo.iter().filter(|c| same(c)) {
+        if !models.contains(&c.model.as_str()) {
+            models.push(&c.model);
+        }
+    }
+    if resident::unfit(spec.connections, models.len()).is_some() {
+        return Vec::new();
+    }
+    let mut block = vec![spec.clone()];
+    let (taken, left): (Vec<_>, Vec<_>) = std::mem::take(todo).into_iter().partition(same);
+    block.extend(taken);
+    *todo = left.into();
+    block
 }
 
 /// What a run is about to do, for the terminal.

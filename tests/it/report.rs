@@ -236,6 +236,7 @@ fn plan(
         runs: 2,
         auto_runs: None,
         order: Order::Interleaved,
+        slots: None,
         margin: 0.05,
         repeat_disturbed: 2,
         pin: Pin::Split,

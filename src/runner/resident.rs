@@ -1,0 +1,376 @@
+//! Resident slots: the servers of one connection count (under one work
+//! profile) stay up together, each holding its connections, and the load
+//! moves from one to the next in short slots, one per server in each
+//! round, in the round's shuffled order ([`crate::results::matrix::round_order`]).
+//! Two models are then measured within a round of a few seconds, so the
+//! machine's drift, which moves in seconds, is shared by both and cancels
+//! in their ratio (the pairing of [`crate::stats::compare`]); one at a time,
+//! a round spanned tens of seconds and it did not.
+//!
+//! Each server is started, sampled idle (memory, and its CPU when it holds
+//! nothing), given its connections by a client session of its own (worker
+//! processes that keep them up between slots: [`crate::client::run::Session`]),
+//! and sampled loaded, once; every slot is then a window of that session,
+//! recorded at once as the cell of its round, with the server's CPU over
+//! the slot. A resident client sends nothing outside its slot, so an idle
+//! resident costs the measured one nothing but memory.
+//!
+//! What cannot stay resident runs one cell at a time, as before, and its
+//! records say so (they have no `slot`): a model that spins when idle
+//! ([`crate::server::Model::spins`]) would take a CPU from every slot, and
+//! a count whose servers together would hold more than
+//! [`MAX_RESIDENT_CONNECTIONS`] does not fit.
+//!
+//! A server that dies loses its own cells only, each naming the cause; the
+//! others go on. Ctrl-C ends the slot in progress unrecorded and stops
+//! every resident server and session (the runner's signal handling, and
+//! dropping the sessions, which kills their workers).
+//!
+//! Cost per slot, beside the window itself: a `go` and a result line per
+//! worker, and a read of the server's tree before and after (`/proc`, one
+//! file per thread).
+
+use std::collections::BTreeMap;
+use std::time::{Instant, SystemTime};
+
+use super::execute::{self, Started, Trouble};
+use crate::child::server::{ServerChild, Stopped};
+use crate::client::run::Session;
+use crate::metrics::kernel::{self, KernelMemory};
+use crate::metrics::tree::{self, TreeMemory};
+use crate::results::cell::{CellResult, ServerSide, Slot, Status};
+use crate::results::matrix::{CellSpec, RunPlan};
+use crate::sys;
+
+/// Connections the resident servers of one count may hold together (each
+/// one has both ends on this machine): past this, the count runs one cell
+/// at a time. The tour's largest count, 11 models at 1,000, holds 11,000.
+pub(crate) const MAX_RESIDENT_CONNECTIONS: usize = 40_000;
+
+/// Why `model` cannot stay resident beside others, if it cannot.
+pub(crate) fn apart(plan: &RunPlan, model: &str) -> Option<String> {
+    let (m, _) = plan.model(model)?;
+    m.spins().map(|_| {
+        format!("{model} spins on a CPU when idle, which would take from every other server's slot")
+    })
+}
+
+/// Why the servers of a count cannot stay resident together, if they
+/// cannot: `servers` of them at `n` connections each.
+pub(crate) fn unfit(n: usize, servers: usize) -> Option<String> {
+    let total = n.saturating_mul(servers);
+    (total > MAX_RESIDENT_CONNECTIONS).then(|| {
+        format!(
+            "{servers} servers at {n} connections would hold {total} at once, past the {MAX_RESIDENT_CONNECTIONS} resident at a time"
+        )
+    })
+}
+
+/// One server kept up through the rounds, with its client.
+struct Resident {
+    started: Started,
+    pids: Vec<u32>,
+    session: Session,
+    idle: TreeMemory,
+    loaded: TreeMemory,
+    idle_cpus: Option<f64>,
+    kernel_before: Option<KernelMemory>,
+    kernel_loaded: Option<KernelMemory>,
+    all_accepted: bool,
+    slots: usize,
+}
+
+/// A model's state through the rounds.
+enum State {
+    Up(Box<Resident>),
+    /// Never up, or gone: every cell of it left gets this.
+    Out(Status, String),
+}
+
+/// How a block of slots ended.
+pub(crate) enum Ended {
+    Done,
+    /// Ctrl-C: the cell in progress is not recorded.
+    Interrupted(Option<String>),
+}
+
+/// Runs `cells` (one count and work profile, every round of it, in the
+/// plan's order) resident, handing each result to `record` as it comes;
+/// `starting` is told of each cell before it runs.
+pub(crate) fn run(
+    plan: &RunPlan,
+    cells: &[CellSpec],
+    starting: &mut dyn FnMut(&CellSpec),
+    record: &mut dyn FnMut(CellResult) -> anyhow::Result<()>,
+) -> anyhow::Result<Ended> {
+    let hard = sys::rlimit::nofile().hard;
+    let mut states: BTreeMap<String, State> = BTreeMap::new();
+    // Up in the order of the first round; each once.
+    for spec in cells {
+        if states.contains_key(&spec.model) {
+            continue;
+        }
+        if sys::signals::interrupted() {
+            stop_all(states);
+            return Ok(Ended::Interrupted(None));
+        }
+        let state = match up(plan, spec, hard) {
+            Ok(r) => State::Up(Box::new(r)),
+            Err(Trouble::Interrupted) => {
+                stop_all(states);
+                return Ok(Ended::Interrupted(None));
+            }
+            Err(Trouble::Skipped(why)) => State::Out(Status::Skipped, why),
+            Err(Trouble::Failed(why)) => State::Out(Status::Failed, why),
+        };
+        states.insert(spec.model.clone(), state);
+    }
+    let mut position = BTreeMap::<usize, usize>::new();
+    for spec in cells {
+        if sys::signals::interrupted() {
+            stop_all(states);
+            return Ok(Ended::Interrupted(None));
+        }
+        let of = states
+            .values()
+            .filter(|s| matches!(s, State::Up(_)))
+            .count();
+        let k = position.entry(spec.run).or_default();
+        *k += 1;
+        starting(spec);
+        let mut result = CellResult {
+            started_unix: unix_now(),
+            plan: Some(crate::results::identity::settings(plan)),
+            ..CellResult::new(spec.clone(), Status::Failed)
+        };
+        let state = states
+            .remove(&spec.model)
+            .unwrap_or_else(|| State::Out(Status::Failed, "never started".into()));
+        let next = match state {
+            State::Out(status, why) => {
+                result.status = status;
+                result.reason = Some(why.clone());
+                State::Out(status, why)
+            }
+            State::Up(mut r) => {
+                let t0 = Instant::now();
+                let cpu0 = sys::process::Usage::of_self();
+                let slot = Slot {
+                    position: *k,
+                    of,
+                    first: r.slots == 0,
+                };
+                let outcome = measure(spec, &mut r, &mut result);
+                result.wall_seconds = t0.elapsed().as_secs_f64();
+                result.runner_cpu_seconds = Some(sys::process::Usage::of_self().cpu_since(&cpu0));
+                result.slot = Some(slot);
+                r.slots += 1;
+                match outcome {
+                    Ok(()) => {
+                        result.status = Status::Ok;
+                        State::Up(r)
+                    }
+                    Err(Trouble::Interrupted) => {
+                        states.insert(spec.model.clone(), State::Up(r));
+                        stop_all(states);
+                        return Ok(Ended::Interrupted(Some(spec.id.clone())));
+                    }
+                    Err(Trouble::Skipped(why)) | Err(Trouble::Failed(why)) => {
+                        result.status = Status::Failed;
+                        // A server gone, or a client session broken: the
+                        // model's later slots cannot be measured.
+                        let gone = r.started.servers.iter().position(|s| !s.running());
+                        let broken = gone.is_some() || why.starts_with(SESSION);
+                        if broken {
+                            let stopped = stop(*r);
+                            let cause = gone
+                                .and_then(|i| stopped.get(i))
+                                .and_then(Stopped::trouble)
+                                .map_or(why.clone(), |t| format!("{t} during the slot"));
+                            result.reason = Some(cause.clone());
+                            State::Out(
+                                Status::Failed,
+                                format!("its server stopped in an earlier slot: {cause}"),
+                            )
+                        } else {
+                            result.reason = Some(why);
+                            State::Up(r)
+                        }
+                    }
+                }
+            }
+        };
+        states.insert(spec.model.clone(), next);
+        record(result)?;
+    }
+    stop_all(states);
+    Ok(Ended::Done)
+}
+
+/// What a broken client session's reason starts with.
+const SESSION: &str = "the load generator failed";
+
+/// Starts the server of `spec`'s model, samples it idle, opens its
+/// client's connections and samples it again holding them.
+fn up(plan: &RunPlan, spec: &CellSpec, hard: Option<u64>) -> Result<Resident, Trouble> {
+    if let Some(why) = apart(plan, &spec.model) {
+        return Err(Trouble::Failed(why));
+    }
+    let kernel_before = kernel::sample();
+    let started = execute::start_servers(plan, spec, hard)?;
+    let pids: Vec<u32> = started.servers.iter().map(ServerChild::pid).collect();
+    let observed = !pids.is_empty();
+    let idle = tree::sample(&pids);
+    let idle_cpus = observed.then(|| execute::idle_cpu(&pids)).flatten();
+    let client = match execute::load_plan(plan, spec, started.addr, pids.clone(), plan.slots) {
+        Ok(p) => p,
+        Err(e) => {
+            stop_servers(started.servers);
+            return Err(Trouble::Failed(format!("the client's plan: {e}")));
+        }
+    };
+    let mut loaded = TreeMemory::default();
+    let mut kernel_loaded = None;
+    let mut all_accepted = true;
+    let n = spec.connections;
+    let per_task = started.task_per_connection;
+    let session = Session::open(client, &mut || {
+        if observed {
+            let sockets = idle.sockets as usize + n;
+            let threads = if per_task {
+                idle.threads + n as u64
+            } else {
+                0
+            };
+            let others = idle.fds.saturating_sub(idle.sockets);
+            all_accepted = tree::wait_for(&pids, sockets, others, threads, execute::ACCEPT_PATIENCE);
+        }
+        loaded = tree::sample(&pids);
+        kernel_loaded = kernel::sample();
+    });
+    let session = match session {
+        Ok(s) => s,
+        Err(e) => {
+            let interrupted = sys::signals::interrupted();
+            let stopped = stop_servers(started.servers);
+            if interrupted {
+                return Err(Trouble::Interrupted);
+            }
+            let mut why = execute::one_line(&format!("connecting its client: {e:#}"));
+            if let Some(t) = stopped.iter().find_map(Stopped::trouble) {
+                why = format!("{t}; {why}");
+            }
+            return Err(Trouble::Failed(why));
+        }
+    };
+    Ok(Resident {
+        started,
+        pids,
+        session,
+        idle,
+        loaded,
+        idle_cpus,
+        kernel_before,
+        kernel_loaded,
+        all_accepted,
+        slots: 0,
+    })
+}
+
+/// One slot of resident `r`: a window of its session, the server's CPU
+/// over it, judged as any cell is.
+fn measure(
+    spec: &CellSpec,
+    r: &mut Resident,
+    result: &mut CellResult,
+) -> Result<(), Trouble> {
+    let cpu0 = crate::metrics::cpu::tree(&r.pids);
+    let outcome = r.session.window();
+    let cpu1 = crate::metrics::cpu::tree(&r.pids);
+    result.runner_traffic_cpu_seconds = None;
+    let observed = !r.pids.is_empty();
+    let end = if observed {
+        tree::memory(&r.pids)
+    } else {
+        TreeMemory::default()
+    };
+    result.kernel_before = r.kernel_before;
+    result.kernel_loaded = r.kernel_loaded;
+    let slot_cpu = match (cpu0, cpu1) {
+        (Some(a), Some(b)) => (b.seconds - a.seconds).max(0.0),
+        _ => 0.0,
+    };
+    result.server = observed.then(|| ServerSide {
+        instances: r.started.instances,
+        args: r.started.args.clone(),
+        cpu_user_seconds: slot_cpu,
+        cpu_system_seconds: 0.0,
+        max_rss_kib: end.vm_hwm_kib,
+        idle: r.idle,
+        loaded: r.loaded,
+        end,
+        summaries: Vec::new(),
+        idle_cpus: r.idle_cpus,
+    });
+    let gone = r.started.servers.iter().any(|s| !s.running());
+    let server_trouble = gone.then(|| "the server exited during the slot".to_string());
+    let mut outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => {
+            if sys::signals::interrupted() {
+                return Err(Trouble::Interrupted);
+            }
+            let why = execute::one_line(&format!("{SESSION}: {e:#}"));
+            return Err(Trouble::Failed(match server_trouble {
+                Some(t) => format!("{t}; {why}"),
+                None => why,
+            }));
+        }
+    };
+    if outcome.report.interrupted || sys::signals::interrupted() {
+        return Err(Trouble::Interrupted);
+    }
+    let report = &mut outcome.report;
+    report.environment = serde_json::Value::Null;
+    if !r.all_accepted {
+        report.warnings.push(format!(
+            "the server stopped accepting for {} s: memory was sampled with {} of {} connections",
+            execute::ACCEPT_PATIENCE.as_secs(),
+            r.loaded.sockets.saturating_sub(r.idle.sockets),
+            spec.connections
+        ));
+    }
+    let judged = execute::judge(report, spec, &[], server_trouble);
+    result.load = Some(outcome.report);
+    judged
+}
+
+/// Stops a resident: its session (its workers close their connections,
+/// unless the run is interrupted: then they are killed at once), then its
+/// servers, reaped.
+fn stop(r: Resident) -> Vec<Stopped> {
+    if sys::signals::interrupted() {
+        drop(r.session);
+    } else {
+        r.session.close();
+    }
+    stop_servers(r.started.servers)
+}
+
+fn stop_servers(servers: Vec<ServerChild>) -> Vec<Stopped> {
+    servers.into_iter().map(ServerChild::stop).collect()
+}
+
+fn stop_all(states: BTreeMap<String, State>) {
+    for state in states.into_values() {
+        if let State::Up(r) = state {
+            stop(*r);
+        }
+    }
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
