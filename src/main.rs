@@ -341,6 +341,8 @@ fn run(args: &c10k::cli::RunArgs) -> ExitCode {
             code = ExitCode::from(1);
         }
     }
+    // Last, where the eye lands: the answer the report's page opens on.
+    let _ = write!(stdout, "{}", c10k::report::glance(&data));
     if let Some(base) = baseline {
         let gate = against_baseline(args, &data, &base);
         if code == ExitCode::SUCCESS {

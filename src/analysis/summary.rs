@@ -410,6 +410,56 @@ pub(crate) fn runs_text(row: &Ranked) -> String {
     }
 }
 
+/// The answer at one count in a line, as the forest plot draws it: the
+/// best, the models equivalent to it, those worse beyond noise and margin
+/// (each with how many times), and those not yet told apart from it;
+/// `None` with fewer than two ranked models.
+pub(crate) fn glance_line(data: &RunData, n: usize, rows: &[Ranked]) -> Option<String> {
+    let ranked: Vec<&Ranked> = rows.iter().filter(|r| r.rank.is_some()).collect();
+    let (best, rest) = ranked.split_first()?;
+    if rest.is_empty() {
+        return None;
+    }
+    let (worse, _) = words(data.plan.primary.higher_is_better());
+    let (mut equivalent, mut behind, mut open) = (Vec::new(), Vec::new(), Vec::new());
+    for r in rest {
+        match r.versus_best {
+            Some(c) if c.outcome == Outcome::Equivalent => equivalent.push(r.model.clone()),
+            Some(c) if c.outcome == Outcome::Different => {
+                behind.push(format!("{} {}×", r.model, times(c.ratio)))
+            }
+            _ => open.push(r.model.clone()),
+        }
+    }
+    let mut parts = vec![format!("{} best", best.model)];
+    if !equivalent.is_empty() {
+        parts.push(format!("equivalent: {}", equivalent.join(", ")));
+    }
+    if !behind.is_empty() {
+        parts.push(format!("{worse}: {}", behind.join(", ")));
+    }
+    if !open.is_empty() {
+        parts.push(format!("undecided: {}", open.join(", ")));
+    }
+    Some(format!(
+        "{} {}: {}; {} of {} decided",
+        format_count(n as f64),
+        data.plan.size_label,
+        parts.join("; "),
+        rest.len() - open.len(),
+        rest.len()
+    ))
+}
+
+/// [`glance_line`] at every count, with what they compare and how, for
+/// the last lines of the terminal.
+pub fn glance(data: &RunData) -> Vec<String> {
+    standings(data)
+        .into_iter()
+        .filter_map(|(n, rows)| glance_line(data, n, &rows))
+        .collect()
+}
+
 /// One table per connection count, models by median, best first.
 pub fn ranking(data: &RunData) -> Vec<Table> {
     let p = data.plan.primary;

@@ -265,8 +265,8 @@ impl Resident {
         connected: &mut dyn FnMut(),
     ) -> anyhow::Result<Resident> {
         let n = launch.agents.max(1);
-        let interrupt = sys::signals::interrupt_flag()
-            .context("installing the Ctrl-C and SIGTERM handlers")?;
+        let interrupt =
+            sys::signals::interrupt_flag().context("installing the Ctrl-C and SIGTERM handlers")?;
         let mut agents = start(launch, n, Live::new(false, 0), interrupt)?;
         if plan.agents.is_none() {
             agents.silence = LOCAL_SILENCE;

@@ -1245,8 +1245,7 @@ impl<'a> Engine<'a> {
     /// share of its counts (one that failed keeps its error, so every
     /// later window of a broken connection says so).
     fn window(&mut self) -> Measured {
-        self.window_bytes
-            .resize(self.conns.len(), (0, 0));
+        self.window_bytes.resize(self.conns.len(), (0, 0));
         let mut records = Records::new(usize::MAX);
         for (c, base) in self.conns.iter_mut().zip(&mut self.window_bytes) {
             if c.idle {

@@ -32,6 +32,9 @@ pub struct Preset {
     pub pin: Pin,
     /// The work axis unless `--work` says (empty: none).
     pub work: &'static [&'static str],
+    /// Rounds of resident slots unless `--runs` says, where the plan has
+    /// them ([`crate::results::matrix::Slots`]).
+    pub rounds: usize,
 }
 
 /// `thesis-lock`: each model again with `--shared-state` (a mutex).
@@ -216,15 +219,22 @@ pub fn all() -> Vec<Preset> {
             pin: Pin::All,
             variants: HANDLERS_VARIANTS,
             work: &["none", "cpu:10us", "cpu:100us", "block:1ms", "wait:1ms"],
+            // In resident slots (300 ms, and 1.35 s at 1,000 connections
+            // under block:1ms, where one handler takes a second to go
+            // round), 13 models × 3 counts × 5 profiles a round take
+            // about 72 s: six rounds in about 8 minutes with starting
+            // and sampling each server.
+            rounds: 6,
             ..study(
                 "handlers",
                 "handlers that cost something: every model (and tokio-inline, tokio blocking inside its tasks: the common mistake) at 10, 100 and 1,000 connections under no work, cpu:10us, cpu:100us, block:1ms and wait:1ms per request, each figure beside the bound the work allows; server and client each on every CPU, so a model that can use both cores shows it",
                 &[],
                 &[10, 100, 1000],
                 3,
-                // 585 cells (13 models × 3 counts × 5 profiles × 3 runs)
-                // of a 1 s window after 1 s of warm-up, about 25 minutes
-                // here with starting, sampling and stopping each server.
+                // With --sequential: 585 cells (13 models × 3 counts × 5
+                // profiles × 3 runs) of a 1 s window after 1 s of warm-up,
+                // about 25 minutes here with starting, sampling and
+                // stopping each server.
                 // The window counts the echoes that come back in it, and
                 // the warm-up goes round every connection first, so a
                 // model with one handler blocking 1 ms per request, which
@@ -329,6 +339,7 @@ fn study(
         variants: &[],
         pin: Pin::Split,
         work: &[],
+        rounds: crate::results::matrix::DEFAULT_ROUNDS,
     }
 }
 

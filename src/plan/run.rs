@@ -47,9 +47,9 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     };
     let order = args.order.map_or(Order::Interleaved, Order::from);
     let slots = slots_of(args, &workload, preset.bench.is_some(), order)?;
-    // Slots are short: a resident plan runs more rounds of them.
+    // Slots are short: a resident plan runs the preset's rounds of them.
     let runs = match (slots, &args.runs) {
-        (Some(_), None) => runs.max(matrix::DEFAULT_ROUNDS),
+        (Some(_), None) => preset.rounds,
         _ => runs,
     };
     let customised = args.models.is_some()
@@ -399,7 +399,9 @@ fn slots_of(
     };
     if let Some(why) = why_not {
         if asked {
-            return Err(format!("--slot, --slot-warmup: {why}; give one or the other"));
+            return Err(format!(
+                "--slot, --slot-warmup: {why}; give one or the other"
+            ));
         }
         return Ok(None);
     }
@@ -408,7 +410,9 @@ fn slots_of(
     }
     let d = matrix::Slots::DEFAULT;
     let seconds = match &args.slot {
-        Some(t) => parse_duration(t).map_err(|e| format!("--slot: {e}"))?.as_secs_f64(),
+        Some(t) => parse_duration(t)
+            .map_err(|e| format!("--slot: {e}"))?
+            .as_secs_f64(),
         None => d.seconds,
     };
     let warmup_seconds = match &args.slot_warmup {
@@ -944,9 +948,9 @@ mod tests {
         assert_eq!(p.server_cpus, crate::sys::affinity::current_cpus());
         assert_eq!(p.server_cpus, p.client_cpus);
         assert!(p.models.iter().any(|m| m == "tokio-inline"));
-        // Resident slots: ten rounds of every model, count and profile.
+        // Resident slots: six rounds of every model, count and profile.
         assert!(p.slots.is_some());
-        assert_eq!(p.cells.len(), 13 * 3 * 5 * matrix::DEFAULT_ROUNDS);
+        assert_eq!(p.cells.len(), 13 * 3 * 5 * 6);
         // Flags give the axis canonically; a bad spec is one line.
         let p = from_args(&[
             "--models",

@@ -152,6 +152,9 @@ pub(super) fn html(data: &RunData, suffix: &str) -> anyhow::Result<String> {
                 &format!("<svg role=\"img\" aria-label=\"{}\" ", escape_html(&title)),
                 1,
             );
+        if let Some(line) = crate::analysis::summary::glance_line(data, n, &rows) {
+            let _ = writeln!(out, "<p class=\"glance\">{}</p>", escape_html(&line));
+        }
         let _ = write!(
             out,
             "<figure class=\"forest\" id=\"forest-c{n}{suffix}\">\n{svg}<figcaption><strong>{}.\

@@ -45,7 +45,7 @@ use anyhow::Context as _;
 use crate::results::dir::RunData;
 
 pub use summary::summary_table;
-pub use tables::{outro, sections, RunTables, Section};
+pub use tables::{glance, outro, sections, RunTables, Section};
 
 /// The report of a run as one HTML page.
 pub fn render(data: &RunData) -> anyhow::Result<String> {

@@ -82,6 +82,30 @@ pub fn outro(data: &RunData) -> String {
     s
 }
 
+/// The answer at a glance, the terminal's last lines: per count (and
+/// work profile), the best, the equivalent, the worse and the undecided,
+/// as the report's forest plots draw them. Empty when nothing was ranked.
+pub fn glance(data: &RunData) -> String {
+    let mut lines = Vec::new();
+    for part in axis::parts(data) {
+        let under = part
+            .heading()
+            .map_or_else(String::new, |h| format!("{h}, "));
+        for l in crate::analysis::summary::glance(&part.data) {
+            lines.push(format!("  {under}{l}"));
+        }
+    }
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\nThe answer ({} against the best at each count; 95 % intervals, {} margin):\n{}\n",
+        data.plan.primary.label(),
+        crate::analysis::summary::margin_text(data.plan.margin),
+        lines.join("\n")
+    )
+}
+
 /// [`outro`] of one work profile.
 fn outro_of(data: &RunData) -> String {
     let t = RunTables::of(data);

@@ -336,6 +336,25 @@ impl Slots {
     pub fn measured_seconds(&self) -> f64 {
         self.seconds - self.warmup_seconds
     }
+
+    /// The slots of `n` connections under `work`: long enough that the
+    /// slowest model's round over every connection fits in the measured
+    /// part with a quarter to spare, else a window would measure the first
+    /// turns of some connections (the client refuses such a window). The
+    /// slowest is one handler doing each request in turn: `n` times the
+    /// work's CPU and blocking time per request (an awaited wait is not
+    /// serial). At 1,000 connections under block:1ms, 1.25 s measured.
+    pub fn for_block(&self, n: usize, work: Option<&crate::server::work::Profile>) -> Slots {
+        use crate::server::work::Kind;
+        let serial = work.map_or(0.0, |w| {
+            (w.mean(Kind::Cpu) + w.mean(Kind::Block)).as_secs_f64()
+        });
+        let measured = self.measured_seconds().max(1.25 * n as f64 * serial);
+        Slots {
+            seconds: self.warmup_seconds + measured,
+            warmup_seconds: self.warmup_seconds,
+        }
+    }
 }
 
 /// Rounds of a resident plan unless `--runs` says: 10 pairs decide a 10 %
@@ -743,6 +762,24 @@ pub fn expand(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slots_grow_to_hold_the_slowest_round() {
+        let d = Slots::DEFAULT;
+        let p = |s: &str| crate::server::work::Profile::parse(s).expect("a profile");
+        // No work, or little: the default slot.
+        assert_eq!(d.for_block(1000, None), d);
+        assert_eq!(d.for_block(100, Some(&p("block:1ms"))), d);
+        // One handler takes 1 s to go round 1,000 connections at 1 ms
+        // each: the measured part holds that and a quarter more.
+        let s = d.for_block(1000, Some(&p("block:1ms")));
+        assert!((s.measured_seconds() - 1.25).abs() < 1e-9, "{s:?}");
+        assert_eq!(s.warmup_seconds, d.warmup_seconds);
+        // CPU work counts as serial; an awaited wait does not.
+        let cpu = d.for_block(1000, Some(&p("cpu:1ms")));
+        assert!((cpu.measured_seconds() - 1.25).abs() < 1e-9, "{cpu:?}");
+        assert_eq!(d.for_block(1000, Some(&p("wait:1ms"))), d);
+    }
 
     #[test]
     fn interleaved_runs_every_cell_once_before_repeating() {

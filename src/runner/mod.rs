@@ -200,21 +200,18 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
 
 /// The cells `spec` heads that run resident: with `spec`, every cell left
 /// in `todo` at its count and work profile whose model may stay resident,
-/// taken out of `todo` in their order. Empty when the plan has no slots,
-/// the count does not fit, or `spec`'s model runs apart (it then runs on
-/// its own, as the others that cannot stay resident will).
+/// taken out of `todo` in their order. Empty when the plan has no slots
+/// or the count does not fit.
 fn resident_block(
     plan: &crate::results::matrix::RunPlan,
     spec: &crate::results::matrix::CellSpec,
     todo: &mut std::collections::VecDeque<crate::results::matrix::CellSpec>,
 ) -> Vec<crate::results::matrix::CellSpec> {
-    if plan.slots.is_none() || resident::apart(plan, &spec.model).is_some() {
+    if plan.slots.is_none() {
         return Vec::new();
     }
     let same = |c: &crate::results::matrix::CellSpec| {
-        c.connections == spec.connections
-            && c.work == spec.work
-            && resident::apart(plan, &c.model).is_none()
+        c.connections == spec.connections && c.work == spec.work
     };
     let mut models: Vec<&str> = vec![&spec.model];
     for c in todo.iter().filter(|c| same(c)) {
@@ -285,6 +282,7 @@ pub fn intro(data: &RunData) -> String {
         p.order,
         data.dir.display()
     );
+    s += &method_line(p);
     let hard = crate::sys::rlimit::nofile().hard;
     if let (Some(h), Some(&max)) = (hard, p.connections.iter().max()) {
         if crate::results::matrix::server_processes(max, Some(h)) > 1 {
@@ -301,6 +299,33 @@ pub fn intro(data: &RunData) -> String {
             p.size_label,
             r.why
         );
+    }
+    s
+}
+
+/// How the cells are measured, one line: resident slots (and what runs
+/// apart, and why), or one cell at a time.
+fn method_line(p: &crate::results::matrix::RunPlan) -> String {
+    use crate::present::units::seconds;
+    let Some(slots) = p.slots else {
+        return if p.bench.is_some() {
+            String::new()
+        } else {
+            "  method: one cell at a time (its server started, measured, stopped)\n".to_string()
+        };
+    };
+    let mut s = format!(
+        "  method: resident slots: a count's servers stay up together and the load moves between them, {} a slot ({} of it warm-up), one slot each per round, shuffled every round\n",
+        seconds(slots.seconds),
+        seconds(slots.warmup_seconds)
+    );
+    for why in p.models.iter().filter_map(|m| resident::frozen(p, m)) {
+        s += &format!("  {why}\n");
+    }
+    for &n in &p.connections {
+        if let Some(why) = resident::unfit(n, p.models.len()) {
+            s += &format!("  one cell at a time at {n}: {why}\n");
+        }
     }
     s
 }

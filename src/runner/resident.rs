@@ -15,11 +15,13 @@
 //! the slot. A resident client sends nothing outside its slot, so an idle
 //! resident costs the measured one nothing but memory.
 //!
-//! What cannot stay resident runs one cell at a time, as before, and its
-//! records say so (they have no `slot`): a model that spins when idle
-//! ([`crate::server::Model::spins`]) would take a CPU from every slot, and
-//! a count whose servers together would hold more than
-//! [`MAX_RESIDENT_CONNECTIONS`] does not fit.
+//! A model that spins when idle ([`crate::server::Model::spins`]) would
+//! take a CPU from every other server's slot: it is stopped (SIGSTOP to
+//! its process group) outside its own slots and continued (SIGCONT) for
+//! them, its slot's warm-up absorbing the wake. A count whose servers
+//! together would hold more than [`MAX_RESIDENT_CONNECTIONS`] does not
+//! fit: it runs one cell at a time, as before, and its records say so
+//! (they have no `slot`).
 //!
 //! A server that dies loses its own cells only, each naming the cause; the
 //! others go on. Ctrl-C ends the slot in progress unrecorded and stops
@@ -47,12 +49,24 @@ use crate::sys;
 /// at a time. The tour's largest count, 11 models at 1,000, holds 11,000.
 pub(crate) const MAX_RESIDENT_CONNECTIONS: usize = 40_000;
 
-/// Why `model` cannot stay resident beside others, if it cannot.
-pub(crate) fn apart(plan: &RunPlan, model: &str) -> Option<String> {
+/// Why `model` is stopped between its slots, if it is: it spins when
+/// idle.
+pub(crate) fn frozen(plan: &RunPlan, model: &str) -> Option<String> {
     let (m, _) = plan.model(model)?;
     m.spins().map(|_| {
-        format!("{model} spins on a CPU when idle, which would take from every other server's slot")
+        format!(
+            "{model} spins on a CPU when idle: it is stopped (SIGSTOP) outside its own slots, so it takes nothing from the others'"
+        )
     })
+}
+
+/// Stops (`on`) or continues a resident's servers, each with its process
+/// group.
+fn freeze(servers: &[ServerChild], on: bool) {
+    let signal = if on { libc::SIGSTOP } else { libc::SIGCONT };
+    for s in servers {
+        let _ = sys::process::kill(-(s.pid() as i32), signal);
+    }
 }
 
 /// Why the servers of a count cannot stay resident together, if they
@@ -78,6 +92,8 @@ struct Resident {
     kernel_loaded: Option<KernelMemory>,
     all_accepted: bool,
     slots: usize,
+    /// Stopped between its slots ([`frozen`]).
+    frozen: bool,
 }
 
 /// A model's state through the rounds.
@@ -160,7 +176,13 @@ pub(crate) fn run(
                     of,
                     first: r.slots == 0,
                 };
+                if r.frozen {
+                    freeze(&r.started.servers, false);
+                }
                 let outcome = measure(spec, &mut r, &mut result);
+                if r.frozen {
+                    freeze(&r.started.servers, true);
+                }
                 result.wall_seconds = t0.elapsed().as_secs_f64();
                 result.runner_cpu_seconds = Some(sys::process::Usage::of_self().cpu_since(&cpu0));
                 result.slot = Some(slot);
@@ -213,16 +235,16 @@ const SESSION: &str = "the load generator failed";
 /// Starts the server of `spec`'s model, samples it idle, opens its
 /// client's connections and samples it again holding them.
 fn up(plan: &RunPlan, spec: &CellSpec, hard: Option<u64>) -> Result<Resident, Trouble> {
-    if let Some(why) = apart(plan, &spec.model) {
-        return Err(Trouble::Failed(why));
-    }
     let kernel_before = kernel::sample();
     let started = execute::start_servers(plan, spec, hard)?;
     let pids: Vec<u32> = started.servers.iter().map(ServerChild::pid).collect();
     let observed = !pids.is_empty();
     let idle = tree::sample(&pids);
     let idle_cpus = observed.then(|| execute::idle_cpu(&pids)).flatten();
-    let client = match execute::load_plan(plan, spec, started.addr, pids.clone(), plan.slots) {
+    let slots = plan
+        .slots
+        .map(|s| s.for_block(spec.connections, spec.work.as_ref()));
+    let client = match execute::load_plan(plan, spec, started.addr, pids.clone(), slots) {
         Ok(p) => p,
         Err(e) => {
             stop_servers(started.servers);
@@ -237,13 +259,10 @@ fn up(plan: &RunPlan, spec: &CellSpec, hard: Option<u64>) -> Result<Resident, Tr
     let session = Session::open(client, &mut || {
         if observed {
             let sockets = idle.sockets as usize + n;
-            let threads = if per_task {
-                idle.threads + n as u64
-            } else {
-                0
-            };
+            let threads = if per_task { idle.threads + n as u64 } else { 0 };
             let others = idle.fds.saturating_sub(idle.sockets);
-            all_accepted = tree::wait_for(&pids, sockets, others, threads, execute::ACCEPT_PATIENCE);
+            all_accepted =
+                tree::wait_for(&pids, sockets, others, threads, execute::ACCEPT_PATIENCE);
         }
         loaded = tree::sample(&pids);
         kernel_loaded = kernel::sample();
@@ -263,7 +282,12 @@ fn up(plan: &RunPlan, spec: &CellSpec, hard: Option<u64>) -> Result<Resident, Tr
             return Err(Trouble::Failed(why));
         }
     };
+    let frozen = frozen(plan, &spec.model).is_some();
+    if frozen {
+        freeze(&started.servers, true);
+    }
     Ok(Resident {
+        frozen,
         started,
         pids,
         session,
@@ -279,11 +303,7 @@ fn up(plan: &RunPlan, spec: &CellSpec, hard: Option<u64>) -> Result<Resident, Tr
 
 /// One slot of resident `r`: a window of its session, the server's CPU
 /// over it, judged as any cell is.
-fn measure(
-    spec: &CellSpec,
-    r: &mut Resident,
-    result: &mut CellResult,
-) -> Result<(), Trouble> {
+fn measure(spec: &CellSpec, r: &mut Resident, result: &mut CellResult) -> Result<(), Trouble> {
     let cpu0 = crate::metrics::cpu::tree(&r.pids);
     let outcome = r.session.window();
     let cpu1 = crate::metrics::cpu::tree(&r.pids);
@@ -349,6 +369,10 @@ fn measure(
 /// unless the run is interrupted: then they are killed at once), then its
 /// servers, reaped.
 fn stop(r: Resident) -> Vec<Stopped> {
+    if r.frozen {
+        // A stopped process cannot take its SIGTERM.
+        freeze(&r.started.servers, false);
+    }
     if sys::signals::interrupted() {
         drop(r.session);
     } else {

@@ -61,7 +61,7 @@ fn run(dir: &Path, args: &[&str]) -> Result<Vec<serde_json::Value>, Failed> {
 }
 
 /// Processes whose command line mentions `dir`: what a run left behind.
-fn left_running(dir: &Path) -> Vec<String> {
+pub(crate) fn left_running(dir: &Path) -> Vec<String> {
     let mark = dir.to_string_lossy().to_string();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();

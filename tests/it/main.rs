@@ -39,6 +39,7 @@ mod micro_accept;
 mod misbehaving_echo;
 mod models;
 mod report;
+mod resident;
 mod runner;
 mod scale;
 mod schema;
@@ -69,6 +70,7 @@ const GROUPS: &[fn() -> Vec<Trial>] = &[
     misbehaving_echo::trials,
     models::trials,
     report::trials,
+    resident::trials,
     runner::trials,
     scale::trials,
     schema::trials,

@@ -457,6 +457,25 @@ fn bad_input_is_one_line() -> Result<(), Failed> {
         (&["run", "--connections", "0"], "--connections"),
         (&["run", "--runs", "0"], "--runs 0"),
         (&["run", "--runs", "often"], "or auto"),
+        (&["run", "--slot", "0s"], "--slot must be above 0"),
+        (&["run", "--slot=-1s"], "--slot"),
+        (
+            &["run", "--slot", "100ms", "--slot-warmup", "100ms"],
+            "--slot 100 ms is not longer than its warm-up (100 ms)",
+        ),
+        (&["run", "--slot", "2m"], "at most 60s"),
+        (
+            &["run", "--slot", "1s", "--workload", "burst"],
+            "--slot, --slot-warmup: the burst workload times its own rounds",
+        ),
+        (
+            &["run", "--slot", "1s", "--duration", "2s"],
+            "--duration and --warmup set the window of a cell measured on its own",
+        ),
+        (
+            &["run", "--slot", "1s", "--sequential"],
+            "cannot be used with",
+        ),
         (&["run", "--models", ""], "--models names no model"),
         (
             &["run", "--server", "python3 srv.py {port}"],
@@ -988,7 +1007,7 @@ fn a_resumed_plan_with_a_damaged_work_spec_is_refused() -> Result<(), Failed> {
 
 /// The processes (other than this test's) whose environment holds
 /// `mark`: what a run started and left behind.
-fn marked(mark: &str) -> Vec<String> {
+pub(crate) fn marked(mark: &str) -> Vec<String> {
     let me = std::process::id().to_string();
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();

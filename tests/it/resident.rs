@@ -1,0 +1,260 @@
+//! `c10k run` in resident slots, end to end on real servers: every slot
+//! recorded with its place in its round, a model that spins stopped
+//! between its slots (it takes no CPU from the others' then),
+//! a resident server that dies losing its own cells only, and SIGTERM
+//! stopping every resident server and client at once.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use libtest_mimic::Failed;
+
+use crate::runner::marked;
+use crate::support::{bin, lines, results_dir, scratch, succeeded, PATIENCE};
+
+tests![
+    slots_record_their_place_and_a_spinning_model_sleeps_between_its_own,
+    a_resident_server_that_dies_loses_only_its_own_cells,
+    sigterm_stops_every_resident_server_and_client,
+];
+
+/// Runs `c10k run ARGS --no-report --out DIR` to success; its records.
+fn run_ok(dir: &Path, args: &[&str]) -> Result<Vec<serde_json::Value>, Failed> {
+    let o = Command::new(bin())
+        .arg("run")
+        .args(args)
+        .args(["--no-report", "--out"])
+        .arg(dir)
+        .output()?;
+    succeeded(&o, "")?;
+    lines(&results_dir(dir)?)
+}
+
+fn slots_record_their_place_and_a_spinning_model_sleeps_between_its_own() -> Result<(), Failed> {
+    let dir = scratch("resident-slots")?;
+    let mark = format!("C10K_TEST_MARK=resident-slots-{}", std::process::id());
+    let (key, value) = mark.split_once('=').ok_or("a mark")?;
+    let mut child = Command::new(bin())
+        .args([
+            "run",
+            "--models",
+            "epoll,poll,busy",
+            "-c",
+            "3",
+            "--runs",
+            "3",
+            "--slot",
+            "300ms",
+            "--slot-warmup",
+            "100ms",
+            "--no-report",
+            "--out",
+        ])
+        .arg(&dir)
+        .env(key, value)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    // Busy's server is seen stopped (state T) while the run goes on: it
+    // sleeps through the others' slots. Watched, bounded, until the run
+    // ends.
+    let started = std::time::Instant::now();
+    let mut seen_stopped = false;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if started.elapsed() > PATIENCE * 4 {
+            let _ = child.kill();
+            return Err("the run did not end".into());
+        }
+        seen_stopped |= marked(&mark).iter().any(|p| {
+            let busy = std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| c.split(|&b| b == 0).any(|w| w == b"busy"));
+            busy && std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| {
+                s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('T')
+            })
+        });
+        std::thread::yield_now();
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().ok_or("no stderr")?, &mut err)?;
+    if !status.success() {
+        return Err(format!("exit {:?}: {err}", status.code()).into());
+    }
+    if !seen_stopped {
+        return Err("busy's server was never seen stopped between its slots".into());
+    }
+    let cells = lines(&results_dir(&dir)?)?;
+    for want in [
+        "method: resident slots",
+        "300 ms a slot (100 ms of it warm-up)",
+        "busy spins on a CPU when idle: it is stopped (SIGSTOP) outside its own slots",
+    ] {
+        if !err.contains(want) {
+            return Err(format!("the intro lacks {want:?}: {err}").into());
+        }
+    }
+    if cells.len() != 9 || cells.iter().any(|c| c["status"] != "ok") {
+        return Err(format!("9 measured cells expected: {cells:?}").into());
+    }
+    for model in ["epoll", "poll", "busy"] {
+        let mine: Vec<&serde_json::Value> = cells.iter().filter(|c| c["model"] == model).collect();
+        let firsts = mine.iter().filter(|c| c["slot"]["first"] == true).count();
+        if mine.len() != 3 || firsts != 1 {
+            return Err(format!("{model}: 3 slots, the first marked once: {mine:?}").into());
+        }
+        for c in &mine {
+            let s = &c["slot"];
+            let p = s["position"].as_u64().unwrap_or(0);
+            if s["of"] != 3 || !(1..=3).contains(&p) {
+                return Err(format!("{model}: a slot of 3 at places 1 to 3: {s}").into());
+            }
+            // The slot's window, not the one-at-a-time method's.
+            let measured = c["load"]["measured_seconds"].as_f64().unwrap_or(0.0);
+            if !(0.15..0.3).contains(&measured) {
+                return Err(format!("{model}: a 200 ms window, measured {measured} s").into());
+            }
+            if c["load"]["messages"].as_u64().unwrap_or(0) == 0 {
+                return Err(format!("{model}: a slot without a message: {c}").into());
+            }
+        }
+    }
+    // Each round's three slots took places 1 to 3.
+    for run in 1..=3 {
+        let mut places: Vec<u64> = cells
+            .iter()
+            .filter(|c| c["run"] == run)
+            .filter_map(|c| c["slot"]["position"].as_u64())
+            .collect();
+        places.sort_unstable();
+        if places != [1, 2, 3] {
+            return Err(format!("round {run}: places {places:?}").into());
+        }
+    }
+    if !marked(&mark).is_empty() {
+        return Err("processes of the run left behind".into());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+fn a_resident_server_that_dies_loses_only_its_own_cells() -> Result<(), Failed> {
+    let dir = scratch("resident-dies")?;
+    // A copy under this test's directory, so what it leaves running can be
+    // told from any other test's.
+    let script = dir.join("dies_echoing.py");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers/dies_echoing.py"),
+        &script,
+    )?;
+    let spec = format!("dies=python3 {} {{port}}", script.display());
+    let cells = run_ok(
+        &dir.join("out"),
+        &[
+            "--models", "epoll", "--server", &spec, "-c", "4", "--runs", "3", "--slot", "100ms",
+        ],
+    )?;
+    let of = |m: &str| -> Vec<&serde_json::Value> {
+        let mut v: Vec<&serde_json::Value> = cells.iter().filter(|c| c["model"] == m).collect();
+        v.sort_by_key(|c| c["run"].as_u64());
+        v
+    };
+    let epoll = of("epoll");
+    if epoll.len() != 3 || epoll.iter().any(|c| c["status"] != "ok") {
+        return Err(format!("epoll's cells are all measured: {epoll:?}").into());
+    }
+    let dies = of("dies");
+    if dies.len() != 3 || dies.iter().any(|c| c["status"] != "failed") {
+        return Err(format!("every cell of the dead server failed: {dies:?}").into());
+    }
+    let first = dies[0]["reason"].as_str().unwrap_or("");
+    if !first.contains("exited with code 3") || !first.contains("echoed 4") {
+        return Err(format!("the first says how it died, in its words: {first}").into());
+    }
+    for c in &dies[1..] {
+        let why = c["reason"].as_str().unwrap_or("");
+        if !why.starts_with("its server stopped in an earlier slot: ") {
+            return Err(format!("a later cell names the earlier death: {why}").into());
+        }
+    }
+    let left = crate::foreign::left_running(&dir);
+    if !left.is_empty() {
+        return Err(format!("the dead server's processes are left: {left:?}").into());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+fn sigterm_stops_every_resident_server_and_client() -> Result<(), Failed> {
+    let out = scratch("resident-sigterm")?;
+    let mark = format!("C10K_TEST_MARK=resident-sigterm-{}", std::process::id());
+    let (key, value) = mark.split_once('=').ok_or("a mark")?;
+    // Slots of a minute: SIGTERM comes in the first.
+    let mut child = Command::new(bin())
+        .args([
+            "run",
+            "--models",
+            "epoll,poll",
+            "-c",
+            "2",
+            "--runs",
+            "1",
+            "--slot",
+            "60s",
+            "--no-report",
+            "--out",
+        ])
+        .arg(&out)
+        .env(key, value)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let pid = child.id();
+    // Both servers resident, each with its client's worker: wait, bounded,
+    // until two workers (`c10k agent`) with the mark exist.
+    let started = std::time::Instant::now();
+    loop {
+        let agents = marked(&mark)
+            .into_iter()
+            .filter(|p| {
+                std::fs::read(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| c.split(|&b| b == 0).any(|w| w == b"agent"))
+            })
+            .count();
+        if agents >= 2 {
+            break;
+        }
+        if started.elapsed() > PATIENCE {
+            let _ = child.kill();
+            return Err("two resident clients never started".into());
+        }
+        std::thread::yield_now();
+    }
+    c10k::sys::process::kill(pid as i32, 15)?;
+    let status = crate::support::wait_bounded(&mut child)?;
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().ok_or("no stderr")?, &mut err)?;
+    if status.code() != Some(130) {
+        return Err(format!("exit {:?}: {err}", status.code()).into());
+    }
+    // In the first slot (abandoned) or while the second server came up.
+    if !err.contains("c10k run: interrupted") || !err.contains("--resume") {
+        return Err(format!("stderr says it was interrupted and how to resume: {err}").into());
+    }
+    if !lines(&results_dir(&out)?)?.is_empty() {
+        return Err("the abandoned slot was recorded".into());
+    }
+    let left = marked(&mark);
+    if !left.is_empty() {
+        return Err(format!("processes of the run left behind: {left:?}").into());
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
