@@ -419,8 +419,9 @@ pub struct RunArgs {
     /// none,cpu:20us,block:1ms (a request is one message, -m bytes).
     #[arg(long, value_delimiter = ',', value_name = "SPECS", group = "matrix")]
     pub work: Option<Vec<String>>,
-    /// Repeats of every cell, or `auto`: repeat each until its median is
-    /// known to ±5 % (95 % interval), 3 to 10 runs.
+    /// Rounds of resident slots [default: 10], or repeats of every cell
+    /// measured one at a time, or with --sequential `auto`: repeat each
+    /// until its median is known to ±5 % (95 % interval), 3 to 10 runs.
     #[arg(long, value_name = "N|auto", group = "matrix")]
     pub runs: Option<String>,
     /// Two models are equivalent when the 95 % interval of their ratio

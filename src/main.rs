@@ -546,6 +546,8 @@ fn report(dir: &std::path::Path) -> ExitCode {
             code = ExitCode::from(1);
         }
     }
+    // The answer the page opens on, as `c10k run` ends.
+    print!("{}", c10k::report::glance(&data));
     code
 }
 

@@ -379,7 +379,7 @@ pub(crate) fn rule(margin: f64) -> String {
     format!(
         "Rows by median. Rank: a model's group; it starts a lower group when a model above is \
          better beyond noise and the {m} margin (paired rounds: Student's t on the per-round \
-         ratios, 95 %); equivalent: the whole interval lies within {m}; inconclusive (rank \
+         ratios, from 10 rounds with the highest and lowest tenth left out, 95 %); equivalent: the whole interval lies within {m}; inconclusive (rank \
          with ?): neither yet, with the runs per model that would likely settle it (~N runs) \
          or, past 30, how much the runs vary (a quieter machine would).",
         m = margin_text(margin)

@@ -48,6 +48,15 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     let order = args.order.map_or(Order::Interleaved, Order::from);
     let slots = slots_of(args, &workload, preset.bench.is_some(), order)?;
     // Slots are short: a resident plan runs the preset's rounds of them.
+    // Rounds added until each model is decided would look at the same
+    // comparison again and again, and each look is another chance to call
+    // noise a difference: not without a boundary that allows for it.
+    if slots.is_some() && auto_runs.is_some() {
+        return Err(
+            "--runs auto: resident slots run a fixed count of rounds (--runs N); auto repeats cells measured one at a time (--sequential)"
+                .into(),
+        );
+    }
     let runs = match (slots, &args.runs) {
         (Some(_), None) => preset.rounds,
         _ => runs,
@@ -419,7 +428,10 @@ fn slots_of(
         Some(t) => parse_duration(t)
             .map_err(|e| format!("--slot-warmup: {e}"))?
             .as_secs_f64(),
-        None => d.warmup_seconds.min(seconds / 3.0),
+        // A third of a slot shorter than the default's three warm-ups
+        // (compared with a nanosecond to spare: 0.3 / 3 is not 0.1).
+        None if seconds + 1e-9 < 3.0 * d.warmup_seconds => seconds / 3.0,
+        None => d.warmup_seconds,
     };
     if seconds <= 0.0 {
         return Err("--slot must be above 0".into());
