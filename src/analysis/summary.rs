@@ -485,6 +485,7 @@ pub fn ranking(data: &RunData) -> Vec<Table> {
                 "vs best",
             ],
         );
+        t.fold = true;
         let all = rows
             .iter()
             .flat_map(|r| [r.summary.median, r.summary.max, r.summary.stdev]);

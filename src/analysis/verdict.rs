@@ -485,6 +485,7 @@ pub fn tables(data: &RunData) -> Vec<Table> {
             header,
             rows: body.into_iter().map(|r| only(r, &keep)).collect(),
             notes: judgement(data, n, &rows, &user),
+            fold: true,
         });
     }
     if let Some(last) = out.last_mut() {

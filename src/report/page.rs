@@ -43,6 +43,9 @@ th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; vertical-align: top; }
 th { background: #f5f5f5; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 div.scroll { overflow-x: auto; }
+td details { display: inline; }
+td details summary { cursor: pointer; white-space: nowrap; }
+td details[open] summary { margin-bottom: 0.2em; }
 div.wide { width: calc(100vw - 3em); margin-left: calc(50% - 50vw + 1.5em); }
 div.wide table { margin-left: auto; margin-right: auto; font-size: 0.76em; }
 div.wide th, div.wide td { padding: 0.25em 0.35em; }
@@ -271,7 +274,7 @@ fn about(plan: &RunPlan) -> String {
          ({order}), and measured it from outside with its load generator: {}. \
          Charts show the median of the repeats with their range; the tables give the \
          numbers. Every server runs the same echo state machine, so a difference is how \
-         the model waits and who runs the handler.{}",
+         the model waits and who runs the handler.{}{}",
         conns.join(", "),
         if plan.connections == [1] { "" } else { "s" },
         under_work(plan),
@@ -284,8 +287,28 @@ fn about(plan: &RunPlan) -> String {
              the work alone allows the model (drawn thin and dashed in its colour in the \
              throughput chart); a server that is not c10k's cannot be given work and runs \
              under none only."
-        }
+        },
+        method(plan)
     )
+}
+
+/// How the cells were measured, a sentence: in resident slots, or one at
+/// a time.
+fn method(plan: &RunPlan) -> String {
+    match plan.slots {
+        Some(s) => format!(
+            " The servers of each count stayed up together, each holding its connections, \
+             and the load moved between them in slots of {} ({} of each a warm-up, not \
+             measured), one slot per server in each round, in an order shuffled every round, \
+             so two models were compared within seconds; a record with no slot (a count too \
+             large to hold at once) was measured on its own.",
+            crate::present::units::seconds(s.seconds),
+            crate::present::units::seconds(s.warmup_seconds)
+        ),
+        None => {
+            " Each cell was measured on its own: its server started, measured, stopped.".to_string()
+        }
+    }
 }
 
 /// `, under each of the work profiles none, block:1ms (a request is one

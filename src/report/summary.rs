@@ -55,6 +55,7 @@ pub fn summary_table(data: &RunData) -> Table {
         header,
         rows: Vec::new(),
         notes: Vec::new(),
+        fold: false,
     };
     for model in series::models(data) {
         let values = series::values(data, &model, pick);

@@ -151,8 +151,6 @@ pub(crate) fn run(
             .values()
             .filter(|s| matches!(s, State::Up(_)))
             .count();
-        let k = position.entry(spec.run).or_default();
-        *k += 1;
         starting(spec);
         let mut result = CellResult {
             started_unix: unix_now(),
@@ -172,7 +170,12 @@ pub(crate) fn run(
                 let t0 = Instant::now();
                 let cpu0 = sys::process::Usage::of_self();
                 let slot = Slot {
-                    position: *k,
+                    // Among the servers up, as `of` counts them.
+                    position: {
+                        let k = position.entry(spec.run).or_default();
+                        *k += 1;
+                        *k
+                    },
                     of,
                     first: r.slots == 0,
                 };

@@ -1743,16 +1743,20 @@ const drawn = figs.filter(s => s.getBoundingClientRect().width > 100
 const right = Math.max(0, ...figs.map(s => Math.ceil(s.getBoundingClientRect().right)));
 const verdict = document.getElementById("verdict");
 const first = verdict ? verdict.querySelector("figure.forest, table") : null;
+const boxes = verdict ? [...verdict.querySelectorAll("div.scroll")] : [];
+const tablescroll = boxes.filter(b => b.scrollWidth > b.clientWidth + 1).length;
 console.log("C10K-FOREST figures=" + figs.length + " drawn=" + drawn + " right=" + right
   + " page=" + document.documentElement.clientWidth
   + " pagescroll=" + document.documentElement.scrollWidth
-  + " first=" + (first ? first.tagName : "none"));
+  + " first=" + (first ? first.tagName : "none")
+  + " tables=" + boxes.length + " tablescroll=" + tablescroll);
 </script>
 "#;
 
 /// The thesis run with every model, opened in Chromium at 1280 px: one
 /// forest plot per connection count heads the verdict, each drawn (every
-/// model's dot), within the window, and the page does not scroll sideways.
+/// model's dot), within the window, and neither the page nor any verdict
+/// table scrolls sideways.
 fn forest_plots_answer_first_in_chromium() -> Result<(), Failed> {
     let browser = chromium()?;
     let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
@@ -1790,6 +1794,10 @@ fn forest_plots_answer_first_in_chromium() -> Result<(), Failed> {
         let page_w = number("page");
         if number("right") > page_w || number("pagescroll") > page_w {
             return Err(format!("the plots or the page are wider than 1280 px: {line}").into());
+        }
+        // The verdict's tables fit too: none scrolls sideways in its box.
+        if number("tables") < counts || number("tablescroll") != 0 {
+            return Err(format!("a verdict table scrolls sideways at 1280 px: {line}").into());
         }
         Ok(())
     })();

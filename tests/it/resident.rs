@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use libtest_mimic::Failed;
 
-use crate::runner::marked;
+use crate::runner::{has_word, marked, terminate, wait_for_marked};
 use crate::support::{bin, lines, results_dir, scratch, succeeded, PATIENCE};
 
 tests![
@@ -70,15 +70,14 @@ fn slots_record_their_place_and_a_spinning_model_sleeps_between_its_own() -> Res
             return Err("the run did not end".into());
         }
         seen_stopped |= marked(&mark).iter().any(|p| {
-            let busy = std::fs::read(format!("/proc/{p}/cmdline"))
-                .is_ok_and(|c| c.split(|&b| b == 0).any(|w| w == b"busy"));
-            busy && std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| {
-                s.rsplit(')')
-                    .next()
-                    .unwrap_or("")
-                    .trim_start()
-                    .starts_with('T')
-            })
+            has_word(p, "busy")
+                && std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| {
+                    s.rsplit(')')
+                        .next()
+                        .unwrap_or("")
+                        .trim_start()
+                        .starts_with('T')
+                })
         });
         std::thread::yield_now();
     };
@@ -216,31 +215,9 @@ fn sigterm_stops_every_resident_server_and_client() -> Result<(), Failed> {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()?;
-    let pid = child.id();
-    // Both servers resident, each with its client's worker: wait, bounded,
-    // until two workers (`c10k agent`) with the mark exist.
-    let started = std::time::Instant::now();
-    loop {
-        let agents = marked(&mark)
-            .into_iter()
-            .filter(|p| {
-                std::fs::read(format!("/proc/{p}/cmdline"))
-                    .is_ok_and(|c| c.split(|&b| b == 0).any(|w| w == b"agent"))
-            })
-            .count();
-        if agents >= 2 {
-            break;
-        }
-        if started.elapsed() > PATIENCE {
-            let _ = child.kill();
-            return Err("two resident clients never started".into());
-        }
-        std::thread::yield_now();
-    }
-    c10k::sys::process::kill(pid as i32, 15)?;
-    let status = crate::support::wait_bounded(&mut child)?;
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().ok_or("no stderr")?, &mut err)?;
+    // Both servers resident, each with its client's worker (`c10k agent`).
+    wait_for_marked(&mark, "agent", 2, &mut child)?;
+    let (status, err) = terminate(child)?;
     if status.code() != Some(130) {
         return Err(format!("exit {:?}: {err}", status.code()).into());
     }

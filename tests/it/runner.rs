@@ -1005,6 +1005,49 @@ fn a_resumed_plan_with_a_damaged_work_spec_is_refused() -> Result<(), Failed> {
     Ok(())
 }
 
+/// Whether process `pid`'s command line has `word` as one of its words.
+pub(crate) fn has_word(pid: &str, word: &str) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|c| c.split(|&b| b == 0).any(|w| w == word.as_bytes()))
+}
+
+/// Waits, bounded, until `n` processes with `mark` in their environment
+/// have `word` on their command line, and returns them; past
+/// [`PATIENCE`], kills `child` and fails.
+pub(crate) fn wait_for_marked(
+    mark: &str,
+    word: &str,
+    n: usize,
+    child: &mut std::process::Child,
+) -> Result<Vec<String>, Failed> {
+    let started = std::time::Instant::now();
+    loop {
+        let found: Vec<String> = marked(mark)
+            .into_iter()
+            .filter(|p| has_word(p, word))
+            .collect();
+        if found.len() >= n {
+            return Ok(found);
+        }
+        if started.elapsed() > PATIENCE {
+            let _ = child.kill();
+            return Err(format!("{n} '{word}' processes never started").into());
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// SIGTERM to `child` alone; how it exited and what it said on stderr.
+pub(crate) fn terminate(
+    mut child: std::process::Child,
+) -> Result<(std::process::ExitStatus, String), Failed> {
+    c10k::sys::process::kill(child.id() as i32, 15)?;
+    let status = crate::support::wait_bounded(&mut child)?;
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().ok_or("no stderr")?, &mut err)?;
+    Ok((status, err))
+}
+
 /// The processes (other than this test's) whose environment holds
 /// `mark`: what a run started and left behind.
 pub(crate) fn marked(mark: &str) -> Vec<String> {
@@ -1063,28 +1106,9 @@ fn sigterm_to_the_runner_alone_abandons_the_cell() -> Result<(), Failed> {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()?;
-    let pid = child.id();
-    // The cell's client runs in a worker process (`c10k agent`): wait,
-    // bounded, until one with the mark exists.
-    let started = std::time::Instant::now();
-    let agent = loop {
-        let found = marked(&mark).into_iter().find(|p| {
-            std::fs::read(format!("/proc/{p}/cmdline"))
-                .is_ok_and(|c| c.split(|&b| b == 0).any(|w| w == b"agent"))
-        });
-        if let Some(a) = found {
-            break a;
-        }
-        if started.elapsed() > PATIENCE {
-            let _ = child.kill();
-            return Err("no client worker started".into());
-        }
-        std::thread::yield_now();
-    };
-    c10k::sys::process::kill(pid as i32, 15)?;
-    let status = crate::support::wait_bounded(&mut child)?;
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().ok_or("no stderr")?, &mut err)?;
+    // The cell's client runs in a worker process (`c10k agent`).
+    let agent = wait_for_marked(&mark, "agent", 1, &mut child)?.join(",");
+    let (status, err) = terminate(child)?;
     if status.code() != Some(130) {
         return Err(format!("exit {:?} (agent {agent}): {err}", status.code()).into());
     }
