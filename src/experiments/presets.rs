@@ -222,8 +222,8 @@ pub fn all() -> Vec<Preset> {
             // In resident slots (300 ms, and 1.35 s at 1,000 connections
             // under block:1ms, where one handler takes a second to go
             // round), 13 models × 3 counts × 5 profiles a round take
-            // about 72 s: six rounds in about 8 minutes with starting
-            // and sampling each server.
+            // about 72 s: six rounds took 9 min 36 s here with starting
+            // and sampling each server (docs/results/2026-11-28-resident-slots.md).
             rounds: 6,
             ..study(
                 "handlers",
