@@ -159,7 +159,8 @@ pub(super) fn html(data: &RunData, suffix: &str) -> anyhow::Result<String> {
             out,
             "<figure class=\"forest\" id=\"forest-c{n}{suffix}\">\n{svg}<figcaption><strong>{}.\
              </strong> A dot is how many times worse than the best ({}) a model was, the \
-             geometric mean of its per-round ratios; its line, the 95 % interval. In the \
+             geometric mean of its per-round ratios (from 10 rounds, without the highest and \
+             lowest tenth); its line, the 95 % interval. In the \
              shaded band (±{} %) a model whose whole interval lies there is equivalent \
              (green); an interval clear of 1 and of the band is worse (red); one that \
              crosses them is not yet told apart (orange). The ranking below gives the \
