@@ -5,11 +5,11 @@
 //! stopping every resident server and client at once.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use libtest_mimic::Failed;
 
-use crate::runner::{has_word, marked, terminate, wait_for_marked};
+use crate::runner::{has_word, marked, spawn_marked, terminate, wait_for_marked};
 use crate::support::{bin, lines, results_dir, scratch, succeeded, PATIENCE};
 
 tests![
@@ -33,10 +33,8 @@ fn run_ok(dir: &Path, args: &[&str]) -> Result<Vec<serde_json::Value>, Failed> {
 fn slots_record_their_place_and_a_spinning_model_sleeps_between_its_own() -> Result<(), Failed> {
     let dir = scratch("resident-slots")?;
     let mark = format!("C10K_TEST_MARK=resident-slots-{}", std::process::id());
-    let (key, value) = mark.split_once('=').ok_or("a mark")?;
-    let mut child = Command::new(bin())
-        .args([
-            "run",
+    let mut child = spawn_marked(
+        &[
             "--models",
             "epoll,poll,busy",
             "-c",
@@ -47,15 +45,10 @@ fn slots_record_their_place_and_a_spinning_model_sleeps_between_its_own() -> Res
             "300ms",
             "--slot-warmup",
             "100ms",
-            "--no-report",
-            "--out",
-        ])
-        .arg(&dir)
-        .env(key, value)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()?;
+        ],
+        &dir,
+        &mark,
+    )?;
     // Busy's server is seen stopped (state T) while the run goes on: it
     // sleeps through the others' slots. Watched, bounded, until the run
     // ends.
@@ -193,11 +186,9 @@ fn a_resident_server_that_dies_loses_only_its_own_cells() -> Result<(), Failed> 
 fn sigterm_stops_every_resident_server_and_client() -> Result<(), Failed> {
     let out = scratch("resident-sigterm")?;
     let mark = format!("C10K_TEST_MARK=resident-sigterm-{}", std::process::id());
-    let (key, value) = mark.split_once('=').ok_or("a mark")?;
     // Slots of a minute: SIGTERM comes in the first.
-    let mut child = Command::new(bin())
-        .args([
-            "run",
+    let mut child = spawn_marked(
+        &[
             "--models",
             "epoll,poll",
             "-c",
@@ -206,15 +197,10 @@ fn sigterm_stops_every_resident_server_and_client() -> Result<(), Failed> {
             "1",
             "--slot",
             "60s",
-            "--no-report",
-            "--out",
-        ])
-        .arg(&out)
-        .env(key, value)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()?;
+        ],
+        &out,
+        &mark,
+    )?;
     // Both servers resident, each with its client's worker (`c10k agent`).
     wait_for_marked(&mark, "agent", 2, &mut child)?;
     let (status, err) = terminate(child)?;

@@ -1037,6 +1037,26 @@ pub(crate) fn wait_for_marked(
     }
 }
 
+/// Starts `c10k run ARGS --no-report --out OUT` with `mark` (`KEY=VALUE`)
+/// in its environment, its stderr piped: a run a test watches and signals.
+pub(crate) fn spawn_marked(
+    args: &[&str],
+    out: &std::path::Path,
+    mark: &str,
+) -> Result<std::process::Child, Failed> {
+    let (key, value) = mark.split_once('=').ok_or("a mark")?;
+    Ok(Command::new(bin())
+        .arg("run")
+        .args(args)
+        .args(["--no-report", "--out"])
+        .arg(out)
+        .env(key, value)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?)
+}
+
 /// SIGTERM to `child` alone; how it exited and what it said on stderr.
 pub(crate) fn terminate(
     mut child: std::process::Child,
@@ -1083,29 +1103,13 @@ pub(crate) fn marked(mark: &str) -> Vec<String> {
 fn sigterm_to_the_runner_alone_abandons_the_cell() -> Result<(), Failed> {
     let out = scratch("run-sigterm")?;
     let mark = format!("C10K_TEST_MARK=sigterm-{}", std::process::id());
-    let (key, value) = mark.split_once('=').ok_or("a mark")?;
-    let mut child = Command::new(bin())
-        .args([
-            "run",
-            "--models",
-            "epoll",
-            "-c",
-            "2",
-            "-d",
-            "60s",
-            "--warmup",
-            "0",
-            "--runs",
-            "1",
-            "--no-report",
-            "--out",
-        ])
-        .arg(&out)
-        .env(key, value)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()?;
+    let mut child = spawn_marked(
+        &[
+            "--models", "epoll", "-c", "2", "-d", "60s", "--warmup", "0", "--runs", "1",
+        ],
+        &out,
+        &mark,
+    )?;
     // The cell's client runs in a worker process (`c10k agent`).
     let agent = wait_for_marked(&mark, "agent", 1, &mut child)?.join(",");
     let (status, err) = terminate(child)?;

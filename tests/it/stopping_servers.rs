@@ -363,8 +363,8 @@ fn sleeping_in_a_handler(pid: u32) -> bool {
 /// Waits until `working` says a handler is in its work, or fails with
 /// `what` after [`PATIENCE`] (or once `alive` says the process is gone).
 /// The kernel notifies no one when another process's thread enters a
-/// system call or spends CPU, so this reads /proc every few milliseconds:
-/// a bounded wait on that condition, the one wait of these tests.
+/// system call or spends CPU, so this reads /proc again and again,
+/// yielding between reads: a bounded wait on that condition.
 fn until_working(
     what: &str,
     working: impl Fn() -> bool,
@@ -375,7 +375,7 @@ fn until_working(
         if start.elapsed() > PATIENCE || !alive() {
             return Err(format!("{what}: the handler never started its work").into());
         }
-        std::thread::sleep(std::time::Duration::from_millis(5));
+        std::thread::yield_now();
     }
     Ok(())
 }
