@@ -420,10 +420,18 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',', value_name = "SPECS", group = "matrix")]
     pub work: Option<Vec<String>>,
     /// Rounds of resident slots [default: 10], or repeats of every cell
-    /// measured one at a time, or with --sequential `auto`: repeat each
-    /// until its median is known to ±5 % (95 % interval), 3 to 10 runs.
+    /// measured one at a time. `auto`: in slots, looks of 10 rounds until
+    /// every model is told apart from the best, 4 looks or --budget (each
+    /// interval then at 98.2 %, so that 4 looks keep 5 %); with
+    /// --sequential, repeat each cell until its median is known to ±5 %
+    /// (95 % interval), 3 to 10 runs.
     #[arg(long, value_name = "N|auto", group = "matrix")]
     pub runs: Option<String>,
+    /// The most the run may take, e.g. 5m, 90s: a plan that cannot fit is
+    /// refused up front, and `--runs auto` adds no look that would pass it
+    /// [default with --runs auto: 10m].
+    #[arg(long, value_name = "DURATION", group = "matrix")]
+    pub budget: Option<String>,
     /// Two models are equivalent when the 95 % interval of their ratio
     /// lies within ± this margin, e.g. 5% (the default), 2%.
     #[arg(long, value_name = "PCT", group = "matrix")]

@@ -176,7 +176,7 @@ pub(crate) fn share(data: &RunData, model: &str, n: usize) -> Option<Share> {
         .collect();
     let median = |v: &[f64]| crate::stats::Summary::of(v).map(|s| s.median);
     let above = match (Sample::new(&measured), Sample::new(&limit)) {
-        (Some(m), Some(b)) => Some(compare::compare(&m, &b, data.plan.margin)),
+        (Some(m), Some(b)) => Some(compare::compare(&m, &b, data.plan.rule())),
         _ => None,
     }
     .filter(Comparison::larger);

@@ -126,7 +126,7 @@ pub(crate) fn rank(
             }),
         }
     }
-    let mut out: Vec<Ranked> = compare::standings(&samples, higher_is_better, data.plan.margin)
+    let mut out: Vec<Ranked> = compare::standings(&samples, higher_is_better, data.plan.rule())
         .into_iter()
         .map(|st| {
             let (model, summary, repeated, disturbed) = testable[st.index].clone();
@@ -375,15 +375,27 @@ pub(crate) fn leaders(rows: &[Ranked], margin: f64) -> String {
 }
 
 /// The rule, in one sentence under every ranking.
-pub(crate) fn rule(margin: f64) -> String {
+pub(crate) fn rule(plan: &crate::results::matrix::RunPlan) -> String {
+    let looks = plan.looks.map_or_else(String::new, |l| {
+        format!(
+            ", the level of Pocock's boundary for {} looks at the rounds, so that they keep 5 % together",
+            l.most
+        )
+    });
     format!(
         "Rows by median. Rank: a model's group; it starts a lower group when a model above is \
          better beyond noise and the {m} margin (paired rounds: Student's t on the per-round \
-         ratios, from 10 rounds with the highest and lowest tenth left out, 95 %); equivalent: the whole interval lies within {m}; inconclusive (rank \
+         ratios, from 10 rounds with the highest and lowest tenth left out, {level}{looks}); equivalent: the whole interval lies within {m}; inconclusive (rank \
          with ?): neither yet, with the runs per model that would likely settle it (~N runs) \
          or, past 30, how much the runs vary (a quieter machine would).",
-        m = margin_text(margin)
+        m = margin_text(plan.margin),
+        level = level_text(plan.rule().level)
     )
+}
+
+/// A confidence level as a percentage: `95 %`, `98.2 %`.
+pub(crate) fn level_text(level: f64) -> String {
+    format!("{} %", sig3(level * 100.0))
 }
 
 /// The runs column: `3`, `3 (1 outlier; 2 repeated; 1 disturbed ⚠)`.
@@ -441,8 +453,20 @@ pub(crate) fn glance_line(data: &RunData, n: usize, rows: &[Ranked]) -> Option<S
     if !open.is_empty() {
         parts.push(format!("undecided: {}", open.join(", ")));
     }
+    // With looks, how far the count went.
+    let rounds = data
+        .plan
+        .looks
+        .and_then(|_| {
+            data.cells
+                .iter()
+                .filter(|c| c.cell.connections == n)
+                .map(|c| c.cell.run)
+                .max()
+        })
+        .map_or_else(String::new, |r| format!(" after {r} rounds"));
     Some(format!(
-        "{} {}: {}; {} of {} decided",
+        "{} {}: {}; {} of {} decided{rounds}",
         format_count(n as f64),
         data.plan.size_label,
         parts.join("; "),
@@ -518,7 +542,7 @@ pub fn ranking(data: &RunData) -> Vec<Table> {
             }
             t.rows.push(cells);
         }
-        t.notes.push(rule(data.plan.margin));
+        t.notes.push(rule(&data.plan));
         if bounded {
             t.notes.push(super::bound::NOTE.to_string());
         }

@@ -156,7 +156,7 @@ fn judged(data: &RunData, n: usize, slopes: &[memory::Slope]) -> Vec<Judged> {
 /// `a` beats `b` on figure `f`, beyond noise and margin: how `b` falls
 /// short, in words; `None` when it does not.
 fn beats(data: &RunData, f: Figure, a: &Judged, b: &Judged) -> Option<String> {
-    let margin = data.plan.margin;
+    let margin = data.plan.rule();
     let p = data.plan.primary;
     // How many times worse b is than a, when lower is better.
     let worse_lower = |x: &Option<Sample>, y: &Option<Sample>| -> Option<Comparison> {
@@ -366,7 +366,13 @@ fn judgement(data: &RunData, n: usize, rows: &[Ranked], user: &[memory::Slope]) 
     }
     let (free, out) = dominance(data, &all, &order);
     let mut lines = vec![format!("Best by {}.", best.join(" · by "))];
-    let mut line = format!("Not dominated: {}.", and_list(&free));
+    let mut line = if free.is_empty() {
+        // Each call is a pair's, beyond noise, and they need not chain:
+        // a may beat b, b c and c a, each on a figure of its own.
+        "Not dominated: none (each model is beaten on a figure by another that it beats on none; pairwise calls beyond noise need not chain).".to_string()
+    } else {
+        format!("Not dominated: {}.", and_list(&free))
+    };
     if !out.is_empty() {
         let each: Vec<String> = out.iter().map(|(m, why)| format!("{m} ({why})")).collect();
         line += &format!(" Out: {}.", each.join("; "));
@@ -545,7 +551,7 @@ pub fn text(data: &RunData) -> String {
 /// The rule, what the cost columns mean, and what `--runs auto` could
 /// not settle.
 fn notes(data: &RunData) -> Vec<String> {
-    let mut notes = vec![summary::rule(data.plan.margin)];
+    let mut notes = vec![summary::rule(&data.plan)];
     notes.push(format!(
         "Not dominated: no other model beats it on one figure (beyond noise and margin) \
          without losing on another; memory differs past disjoint intervals and {} per \

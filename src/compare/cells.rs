@@ -274,7 +274,7 @@ pub fn figure(
         f.noise = Some(0.0);
         return f;
     }
-    let c = welch(&n, &b, margin);
+    let c = welch(&n, &b, crate::stats::compare::Rule::new(margin));
     f.ratio = Some(c.ratio);
     f.interval = c.interval;
     if c.outcome == Outcome::Untested {

@@ -385,6 +385,7 @@ fn run_of_loads(path: &Path, reports: Vec<Report>) -> RunData {
         auto_runs: None,
         order: Order::Interleaved,
         slots: None,
+        looks: None,
         margin: crate::stats::compare::DEFAULT_MARGIN,
         repeat_disturbed: 0,
         pin: Pin::None,

@@ -18,10 +18,12 @@
 //! add up):
 //!
 //! - a thread's `schedstat` is in nanoseconds and exact for a thread that
-//!   sleeps; for one on a CPU (or runnable) when read, the kernel adds its
+//!   sleeps; for one on a CPU when read, the kernel adds its
 //!   current stretch only at its next tick or switch, so it may lag by a
 //!   tick ([`kernel_tick`]: `CONFIG_HZ`, or 10 ms, the longest Linux uses,
-//!   where the kernel's config cannot be read);
+//!   where the kernel's config cannot be read); a thread runnable but
+//!   waiting for a CPU lags by nothing, so a tree lags by at most a tick
+//!   per CPU of the machine, whatever its threads;
 //! - `getrusage` (this process) is in microseconds, exact for the calling
 //!   thread and for threads that sleep; its other threads on a CPU lag as
 //!   above;
@@ -71,9 +73,12 @@ pub struct TreeCpu {
     /// Times its live threads were put on a CPU ([`Thread::runs`]).
     #[serde(default)]
     pub runs: u64,
-    /// Seconds `seconds` and `waited` may lag the truth: a tick for each
-    /// thread on a CPU or runnable when read, a clock tick for each process
-    /// whose time came from `stat` ([`tree`]).
+    /// Seconds `seconds` may lag the truth: a kernel tick for each thread
+    /// on a CPU when read (at most one per CPU of the machine, however many
+    /// are runnable: [`running_lag`]), a clock tick for each process whose
+    /// time came from `stat` ([`tree`]). `waited` also lacks the wait in
+    /// progress of each thread runnable when read; in a steady load that
+    /// is alike at both ends of a window and cancels in the difference.
     #[serde(default)]
     pub error: f64,
 }
@@ -289,7 +294,8 @@ fn own(first: bool) -> (crate::sys::process::Usage, f64, f64, u64) {
     let others_running = threads.iter().filter(|t| t.tid != me && t.running).count();
     let waited = threads.iter().map(|t| t.waited).sum();
     let runs = threads.iter().map(|t| t.runs).sum();
-    (usage, waited, others_running as f64 * kernel_tick(), runs)
+    let lag = running_lag(others_running, crate::env::online_cpus().len());
+    (usage, waited, lag, runs)
 }
 
 /// The server's tree, with the moments just before and after reading it.
@@ -487,6 +493,7 @@ fn parse_machine(text: &str) -> Option<MachineCpu> {
 pub fn tree(roots: &[u32]) -> Option<TreeCpu> {
     let mut out = TreeCpu::default();
     let mut seen = false;
+    let mut running_threads = 0;
     for &root in roots {
         for pid in super::tree::descendants(root) {
             let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
@@ -515,7 +522,7 @@ pub fn tree(roots: &[u32]) -> Option<TreeCpu> {
             } else {
                 threads.iter().filter(|t| t.running).count()
             };
-            out.error += running as f64 * kernel_tick();
+            running_threads += running;
             if !read || own > ran {
                 out.error += 1.0 / ticks();
             }
@@ -535,7 +542,23 @@ pub fn tree(roots: &[u32]) -> Option<TreeCpu> {
             }
         }
     }
+    out.error += running_lag(running_threads, crate::env::online_cpus().len());
     seen.then_some(out)
+}
+
+/// The most the CPU time of a tree's threads may lag when `running` of
+/// them were runnable when read, on a machine of `cpus` CPUs (0: not
+/// known): a kernel tick for each one on a CPU. A runnable thread waiting
+/// for a CPU had its time added when it was last taken off one, so only
+/// those on a CPU lag, and no more are on one than the machine has CPUs:
+/// a thousand runnable threads on 2 CPUs lag by 2 ticks, not a thousand.
+fn running_lag(running: usize, cpus: usize) -> f64 {
+    let on_cpu = if cpus == 0 {
+        running
+    } else {
+        running.min(cpus)
+    };
+    on_cpu as f64 * kernel_tick()
 }
 
 /// One thread's figures from `/proc/PID/task/TID/`.
@@ -787,6 +810,16 @@ mod tests {
         // This process: the thread reading it is on a CPU.
         let me = tree(&[std::process::id()]).expect("this process");
         assert!(me.error >= kernel_tick(), "{me:?}");
+    }
+
+    #[test]
+    fn only_the_threads_a_machine_can_run_at_once_lag() {
+        let tick = kernel_tick();
+        assert_eq!(running_lag(0, 2), 0.0);
+        assert_eq!(running_lag(1, 2), tick);
+        assert_eq!(running_lag(1000, 2), 2.0 * tick);
+        // CPUs not known: every runnable thread may lag.
+        assert_eq!(running_lag(1000, 0), 1000.0 * tick);
     }
 
     #[test]

@@ -47,18 +47,21 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     };
     let order = args.order.map_or(Order::Interleaved, Order::from);
     let slots = slots_of(args, &workload, preset.bench.is_some(), order)?;
-    // Slots are short: a resident plan runs the preset's rounds of them.
-    // Rounds added until each model is decided would look at the same
-    // comparison again and again, and each look is another chance to call
-    // noise a difference: not without a boundary that allows for it.
-    if slots.is_some() && auto_runs.is_some() {
-        return Err(
-            "--runs auto: resident slots run a fixed count of rounds (--runs N); auto repeats cells measured one at a time (--sequential)"
-                .into(),
-        );
-    }
+    let budget = match args.budget.as_deref() {
+        None => None,
+        Some(t) => Some(budget_of(t)?),
+    };
+    // Over slots, `--runs auto` adds rounds look by look, each read at
+    // the stricter level that keeps every look together to 5 %.
+    let looks = (slots.is_some() && auto_runs.is_some()).then(|| matrix::Looks {
+        every: preset.rounds,
+        most: matrix::Looks::MOST,
+        budget_seconds: budget.unwrap_or(matrix::DEFAULT_BUDGET_SECONDS),
+    });
+    let auto_runs = if looks.is_some() { None } else { auto_runs };
     let runs = match (slots, &args.runs) {
         (Some(_), None) => preset.rounds,
+        (Some(_), Some(_)) if looks.is_some() => preset.rounds,
         _ => runs,
     };
     let customised = args.models.is_some()
@@ -68,6 +71,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         || args.sequential
         || args.slot.is_some()
         || args.slot_warmup.is_some()
+        || args.budget.is_some()
         || args.workload.is_some()
         || args.messages.is_some()
         || args.duration.is_some()
@@ -155,6 +159,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         auto_runs,
         order,
         slots,
+        looks,
         margin,
         repeat_disturbed,
         pin,
@@ -182,7 +187,45 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     // What a plan read back must pass, this one passes too (names unique
     // across --variant, --server and --target among them).
     super::check::check(&plan)?;
+    if let Some(b) = budget {
+        within_budget(&plan, b)?;
+    }
     Ok(plan)
+}
+
+/// `--budget`'s seconds: a duration above 0.
+fn budget_of(text: &str) -> Result<f64, String> {
+    let d = parse_duration(text).map_err(|e| format!("--budget: {e}"))?;
+    if d.is_zero() {
+        return Err("--budget must be above 0".into());
+    }
+    Ok(d.as_secs_f64())
+}
+
+/// Refuses a plan whose cells (the first look's, with `--runs auto`)
+/// cannot fit in `budget` seconds.
+fn within_budget(plan: &RunPlan, budget: f64) -> Result<(), String> {
+    use crate::present::units::seconds;
+    let least = plan.least_seconds(&plan.cells);
+    if least <= budget {
+        return Ok(());
+    }
+    let what = if plan.looks.is_some() {
+        "the first look's"
+    } else {
+        "its"
+    };
+    let how = if plan.slots.is_some() {
+        "slots"
+    } else {
+        "warm-ups and windows"
+    };
+    Err(format!(
+        "--budget {}: the plan's {} cells take at least {} ({what} {how} alone); lower --runs, the models or the counts, or raise --budget",
+        seconds(budget),
+        plan.cells.len(),
+        seconds(least)
+    ))
 }
 
 /// Every model of the registry, each of `variants` (a preset's, `NAME`,
@@ -822,6 +865,7 @@ fn shapes_the_plan(args: &RunArgs) -> bool {
         || args.sequential
         || args.slot.is_some()
         || args.slot_warmup.is_some()
+        || args.budget.is_some()
         || args.per_connection_csv
         || !args.server_args.is_empty()
         || !args.variants.is_empty()

@@ -42,6 +42,10 @@ fn colour(r: &Ranked) -> RGBColor {
 /// The plot of one count's ranked models, as an `<svg>` (with the
 /// `xmlns` attribute, which the page removes).
 fn svg(rows: &[&Ranked], margin: f64) -> anyhow::Result<String> {
+    let level = rows
+        .iter()
+        .find_map(|r| r.versus_best.map(|c| c.level))
+        .unwrap_or(crate::stats::compare::DEFAULT_LEVEL);
     let band = (1.0 / (1.0 + margin), 1.0 + margin);
     let mut xs = vec![band.0, band.1];
     for r in rows {
@@ -86,7 +90,10 @@ fn svg(rows: &[&Ranked], margin: f64) -> anyhow::Result<String> {
             .y_labels(rows.len() + 2)
             .y_label_formatter(&label)
             .x_label_formatter(&|x| format!("{}×", sig3((f64::from(*x) / 1000.0).exp())))
-            .x_desc("times worse than the best (log), with the 95 % interval")
+            .x_desc(format!(
+                "times worse than the best (log), with the {} interval",
+                crate::analysis::summary::level_text(level)
+            ))
             .label_style((FONT, 13))
             .axis_desc_style((FONT, 13))
             .draw()
@@ -160,13 +167,14 @@ pub(super) fn html(data: &RunData, suffix: &str) -> anyhow::Result<String> {
             "<figure class=\"forest\" id=\"forest-c{n}{suffix}\">\n{svg}<figcaption><strong>{}.\
              </strong> A dot is how many times worse than the best ({}) a model was, the \
              geometric mean of its per-round ratios (from 10 rounds, without the highest and \
-             lowest tenth); its line, the 95 % interval. In the \
+             lowest tenth); its line, the {} interval. In the \
              shaded band (±{} %) a model whose whole interval lies there is equivalent \
              (green); an interval clear of 1 and of the band is worse (red); one that \
              crosses them is not yet told apart (orange). The ranking below gives the \
              numbers.</figcaption>\n</figure>\n",
             escape_html(&title),
             escape_html(&ranked[0].model),
+            crate::analysis::summary::level_text(data.plan.rule().level),
             sig3(margin * 100.0)
         );
     }

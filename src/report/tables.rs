@@ -99,8 +99,9 @@ pub fn glance(data: &RunData) -> String {
         return String::new();
     }
     format!(
-        "\nThe answer ({} against the best at each count; 95 % intervals, {} margin):\n{}\n",
+        "\nThe answer ({} against the best at each count; {} intervals, {} margin):\n{}\n",
         data.plan.primary.label(),
+        crate::analysis::summary::level_text(data.plan.rule().level),
         crate::analysis::summary::margin_text(data.plan.margin),
         lines.join("\n")
     )

@@ -357,6 +357,50 @@ impl Slots {
     }
 }
 
+/// `--runs auto` over resident slots: a count's rounds come in looks of
+/// `every` rounds; after each look the run goes on, with the models not
+/// yet told apart from the best (and the best), until every one is, or
+/// `most` looks have run, or another look would take the run past
+/// `budget_seconds` ([`crate::runner::looks`]). Every interval is then at
+/// the level that keeps `most` looks to 5 % together
+/// ([`crate::stats::looks`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Looks {
+    pub every: usize,
+    pub most: usize,
+    pub budget_seconds: f64,
+}
+
+impl Looks {
+    /// Four looks at most (40 rounds of the default 10).
+    pub const MOST: usize = 4;
+
+    /// The confidence of every interval of the run.
+    pub fn level(&self) -> f64 {
+        crate::stats::looks::level(self.most)
+    }
+}
+
+/// What `--runs auto` over slots may spend unless `--budget` says: 10
+/// minutes.
+pub const DEFAULT_BUDGET_SECONDS: f64 = 600.0;
+
+/// Connections the resident servers of one count may hold together (each
+/// one has both ends on this machine): past this, the count runs one cell
+/// at a time. The tour's largest count, 11 models at 1,000, holds 11,000.
+pub const MAX_RESIDENT_CONNECTIONS: usize = 40_000;
+
+/// Why the servers of a count cannot stay resident together, if they
+/// cannot: `servers` of them at `n` connections each.
+pub fn unfit(n: usize, servers: usize) -> Option<String> {
+    let total = n.saturating_mul(servers);
+    (total > MAX_RESIDENT_CONNECTIONS).then(|| {
+        format!(
+            "{servers} servers at {n} connections would hold {total} at once, past the {MAX_RESIDENT_CONNECTIONS} resident at a time"
+        )
+    })
+}
+
 /// Rounds of a resident plan unless `--runs` says: 10 pairs decide a 10 %
 /// difference in every try of the simulation in [`crate::stats::compare`].
 pub const DEFAULT_ROUNDS: usize = 10;
@@ -463,6 +507,10 @@ pub struct RunPlan {
     /// of messages, and of `--sequential`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slots: Option<Slots>,
+    /// `--runs auto` over slots: rounds added look by look; `runs` is
+    /// then the rounds of the first look.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub looks: Option<Looks>,
     /// Two models whose ratio's 95 % interval lies within ±`margin` are
     /// equivalent (0.05: ±5 %; [`crate::stats::compare`]).
     #[serde(default = "default_margin")]
@@ -568,10 +616,38 @@ impl RunPlan {
     /// How many runs each cell gets, for people: `3`, or `3–10` with
     /// `--runs auto`.
     pub(crate) fn runs_text(&self) -> String {
-        match self.auto_runs {
-            None => self.runs.to_string(),
-            Some(a) => format!("{}–{}", a.min, a.max),
+        match (self.auto_runs, self.looks) {
+            (Some(a), _) => format!("{}–{}", a.min, a.max),
+            (None, Some(l)) => format!("{}–{}", l.every, l.every * l.most),
+            (None, None) => self.runs.to_string(),
         }
+    }
+
+    /// What every comparison of the run is held to: its margin, at 95 %,
+    /// or at the stricter level of its looks.
+    pub(crate) fn rule(&self) -> crate::stats::compare::Rule {
+        crate::stats::compare::Rule {
+            margin: self.margin,
+            level: self
+                .looks
+                .map_or(crate::stats::compare::DEFAULT_LEVEL, |l| l.level()),
+        }
+    }
+
+    /// The least time the cells `cells` of the plan take, in seconds: the
+    /// slots, or warm-up and window, of each (a server's start, its
+    /// connections and the reading of /proc add to it).
+    pub fn least_seconds(&self, cells: &[CellSpec]) -> f64 {
+        let timed = self.workload.warmup_seconds + self.workload.duration_seconds;
+        cells
+            .iter()
+            .map(|c| match self.slots {
+                Some(s) if unfit(c.connections, self.models.len()).is_none() => {
+                    s.for_block(c.connections, c.work.as_ref()).seconds
+                }
+                _ => timed,
+            })
+            .sum()
     }
 
     /// Checks the work axis of a plan read back (anyone may edit
@@ -669,6 +745,7 @@ impl RunPlan {
             auto_runs: None,
             order: Order::Interleaved,
             slots: None,
+            looks: None,
             margin: default_margin(),
             repeat_disturbed: DEFAULT_REPEAT_DISTURBED,
             pin: Pin::None,

@@ -18,11 +18,22 @@
 //! A group stops without settling when a run was skipped or failed, or at
 //! the maximum of runs. Cost: a pass over the results per finished cell; the
 //! states themselves are [`crate::analysis::settled`]'s.
+//!
+//! Over resident slots ([`crate::results::matrix::Looks`]), `--runs auto`
+//! grows a count by looks instead: when a count's rounds are done, [`look`]
+//! reads its ranking at the run's level, and the next look (`every` more
+//! rounds, in the rounds' shuffled orders) runs the models not yet told
+//! apart from the best, and the best, with their servers still up. A model
+//! decided against the best runs no more: its pairs with the best stay
+//! those of the rounds it ran. No look after the last one, nor one the
+//! runner finds past the budget. Cost: a ranking of one count per look.
 
 use crate::analysis::settled::{groups, Group};
 use crate::results::cell::CellResult;
+use crate::results::dir::RunData;
 use crate::results::matrix::{CellSpec, Order, RunPlan};
 use crate::server::work::Profile;
+use crate::stats::compare::Outcome;
 
 /// Adds to the plan the next run of every group that needs one (see the
 /// module's doc for where it goes) and numbers the cells again in run
@@ -81,6 +92,96 @@ pub fn extend(plan: &mut RunPlan, cells: &[CellResult]) -> usize {
         c.index = i;
     }
     wanted.len()
+}
+
+/// What the next look at one count (and work profile) is.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Look {
+    /// Every model ranked is decided against the best (or there are fewer
+    /// than two).
+    Decided,
+    /// Some are not, and the last look has run: these stay undecided.
+    Last(Vec<String>),
+    /// The next look's cells, for the models not yet decided (named) and
+    /// the best.
+    More {
+        best: String,
+        undecided: Vec<String>,
+        cells: Vec<CellSpec>,
+    },
+}
+
+/// The look after the rounds recorded at `n` connections under `work`, of
+/// a plan with looks ([`Look::Decided`] for one without).
+pub(crate) fn look(data: &RunData, n: usize, work: Option<&Profile>) -> Look {
+    let Some(looks) = data.plan.looks else {
+        return Look::Decided;
+    };
+    let here = |c: &CellSpec| c.connections == n && c.work.as_ref() == work;
+    let rounds = data
+        .plan
+        .cells
+        .iter()
+        .filter(|c| here(c))
+        .map(|c| c.run)
+        .max()
+        .unwrap_or(0);
+    let Some(part) = crate::results::axis::parts(data)
+        .into_iter()
+        .find(|p| p.work.and_then(|w| (!w.is_none()).then_some(w)) == work)
+    else {
+        return Look::Decided;
+    };
+    let rows = crate::analysis::summary::standings(&part.data)
+        .remove(&n)
+        .unwrap_or_default();
+    let ranked: Vec<_> = rows.iter().filter(|r| r.rank.is_some()).collect();
+    let Some(best) = ranked.first() else {
+        return Look::Decided;
+    };
+    let undecided: Vec<String> = ranked[1..]
+        .iter()
+        .filter(|r| {
+            !r.versus_best
+                .is_some_and(|c| matches!(c.outcome, Outcome::Different | Outcome::Equivalent))
+        })
+        .map(|r| r.model.clone())
+        .collect();
+    if undecided.is_empty() {
+        return Look::Decided;
+    }
+    if rounds >= looks.every * looks.most {
+        return Look::Last(undecided);
+    }
+    let go = |m: &String| *m == best.model || undecided.contains(m);
+    let mut cells = Vec::new();
+    for run in rounds + 1..=rounds + looks.every {
+        for model in crate::results::matrix::round_order(&data.plan.models, run) {
+            if go(model) {
+                cells.push(CellSpec {
+                    id: CellSpec::id_of(model, work, n, run),
+                    index: 0,
+                    model: model.clone(),
+                    work: work.cloned(),
+                    connections: n,
+                    run,
+                });
+            }
+        }
+    }
+    Look::More {
+        best: best.model.clone(),
+        undecided,
+        cells,
+    }
+}
+
+/// Appends `cells` to the plan and numbers its cells again in run order.
+pub(crate) fn append(plan: &mut RunPlan, cells: &[CellSpec]) {
+    plan.cells.extend_from_slice(cells);
+    for (i, c) in plan.cells.iter_mut().enumerate() {
+        c.index = i;
+    }
 }
 
 #[cfg(test)]
@@ -303,5 +404,81 @@ mod tests {
             .collect();
         assert_eq!(extend(&mut p, &cells), 0);
         assert_eq!(unsettled_note(&p, &cells), None);
+    }
+
+    /// A run of models a, b and c at 10 connections with looks of 10
+    /// rounds: a at 100,000/s (±1 % by round), b at half that, c at
+    /// `c(run)`.
+    fn looking(runs: usize, c: &dyn Fn(usize) -> f64) -> RunData {
+        let wobble = |r: usize| 1.0 + 0.01 * ((r * 7 % 5) as f64 - 2.0) / 2.0;
+        let figures = |f: &dyn Fn(usize) -> f64| -> Vec<crate::results::dir::Figures> {
+            (1..=runs)
+                .map(|r| crate::results::dir::Figures {
+                    throughput: f(r),
+                    ..Default::default()
+                })
+                .collect()
+        };
+        let mut data = RunData::example_of(&[
+            ("a", figures(&|r| 100_000.0 * wobble(r))),
+            ("b", figures(&|r| 50_000.0 * wobble(r))),
+            ("c", figures(c)),
+        ]);
+        data.plan.looks = Some(crate::results::matrix::Looks {
+            every: 10,
+            most: 4,
+            budget_seconds: 600.0,
+        });
+        data
+    }
+
+    #[test]
+    fn a_look_runs_the_undecided_and_the_best_until_the_last() {
+        // c swings ±10 % about a: not told apart from it in 10 rounds.
+        let swing = |r: usize| 100_000.0 * if r % 2 == 0 { 1.1 } else { 0.9 };
+        let data = looking(10, &swing);
+        let Look::More {
+            best,
+            undecided,
+            cells,
+        } = look(&data, 10, None)
+        else {
+            panic!("another look")
+        };
+        assert_eq!(best, "a");
+        assert_eq!(undecided, ["c"]);
+        // Rounds 11 to 20, of c and a only, each round in its own order.
+        assert_eq!(cells.len(), 20);
+        assert!(cells.iter().all(|c| (11..=20).contains(&c.run)));
+        assert!(cells.iter().all(|c| c.model != "b" && c.connections == 10));
+        for run in 11..=20 {
+            let order: Vec<&str> = crate::results::matrix::round_order(&data.plan.models, run)
+                .into_iter()
+                .filter(|m| *m != "b")
+                .map(String::as_str)
+                .collect();
+            let got: Vec<&str> = cells
+                .iter()
+                .filter(|c| c.run == run)
+                .map(|c| c.model.as_str())
+                .collect();
+            assert_eq!(got, order, "round {run}");
+        }
+        // After the fourth look, no more.
+        assert_eq!(
+            look(&looking(40, &swing), 10, None),
+            Look::Last(vec!["c".to_string()])
+        );
+        // A plan without looks never adds one.
+        let mut plain = looking(10, &swing);
+        plain.plan.looks = None;
+        assert_eq!(look(&plain, 10, None), Look::Decided);
+    }
+
+    #[test]
+    fn a_count_whose_models_are_all_decided_needs_no_look() {
+        // c level with a within 1 %: equivalent; b twice as slow.
+        let close = |r: usize| 100_000.0 * (1.0 + 0.002 * (r % 3) as f64);
+        assert_eq!(look(&looking(10, &close), 10, None), Look::Decided);
     }
 }

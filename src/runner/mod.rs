@@ -119,14 +119,34 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
     if auto::extend(&mut data.plan, &data.cells) > 0 {
         results::save_plan(&data.dir, &data.plan)?;
     }
+    let clock = Clock::of(&data.cells);
+    let mut progress = progress::Progress::new(
+        data.plan.cells.len(),
+        data.plan.cells.len() - data.remaining().len(),
+        data.plan.primary,
+    );
+    // A resumed run with looks: a count whose cells are all recorded may
+    // call for its next look (a run stopped between the two).
+    if data.plan.looks.is_some() {
+        let mut blocks: Vec<(usize, Option<crate::server::work::Profile>)> = Vec::new();
+        for c in &data.plan.cells {
+            if !blocks.contains(&(c.connections, c.work.clone())) {
+                blocks.push((c.connections, c.work.clone()));
+            }
+        }
+        let left: Vec<_> = data.remaining();
+        for (n, work) in blocks {
+            let open = left.iter().any(|c| c.connections == n && c.work == work);
+            if !open && resident::unfit(n, data.plan.models.len()).is_none() {
+                let later = data.plan.least_seconds(&data.remaining());
+                next_look(data, &progress, n, work.as_ref(), later, &clock)?;
+            }
+        }
+        progress.set_total(data.plan.cells.len());
+    }
     let mut todo: std::collections::VecDeque<_> = data.remaining().into();
     let interrupted = crate::sys::signals::interrupt_flag()
         .context("installing the Ctrl-C and SIGTERM handlers")?;
-    let mut progress = progress::Progress::new(
-        data.plan.cells.len(),
-        data.plan.cells.len() - todo.len(),
-        data.plan.primary,
-    );
     let runs = data.plan.runs_text();
     let mut abandoned = None;
     while let Some(spec) = todo.pop_front() {
@@ -138,16 +158,27 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
         let block = resident_block(&data.plan, &spec, &mut todo);
         if !block.is_empty() {
             let plan = data.plan.clone();
-            let shown = std::cell::RefCell::new(&mut progress);
+            let (n, work) = (spec.connections, spec.work.clone());
+            let later = data.plan.least_seconds(todo.make_contiguous());
+            let shared = std::cell::RefCell::new((&mut *data, &mut progress, &mut *appender));
             let ended = resident::run(
                 &plan,
                 &block,
-                &mut |s| shown.borrow().starting(s, &runs),
+                &mut |s| shared.borrow().1.starting(s, &runs),
                 &mut |result| {
+                    let mut guard = shared.borrow_mut();
+                    let (data, progress, appender) = &mut *guard;
                     appender.append(&result)?;
-                    shown.borrow_mut().finished(&result);
+                    progress.finished(&result);
                     data.cells.push(result);
                     Ok(())
+                },
+                &mut || {
+                    let mut guard = shared.borrow_mut();
+                    let (data, progress, _) = &mut *guard;
+                    let cells = next_look(data, progress, n, work.as_ref(), later, &clock)?;
+                    progress.set_total(data.plan.cells.len());
+                    Ok(cells)
                 },
             )?;
             if let resident::Ended::Interrupted(a) = ended {
@@ -196,6 +227,123 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
     } else {
         Finish::Interrupted { left, abandoned }
     })
+}
+
+/// How long the run has taken: this process's time, and for a resumed
+/// run, the span of what was recorded before.
+struct Clock {
+    started: std::time::Instant,
+    before: f64,
+}
+
+impl Clock {
+    fn of(cells: &[crate::results::cell::CellResult]) -> Clock {
+        let start = cells
+            .iter()
+            .map(|c| c.started_unix)
+            .fold(f64::INFINITY, f64::min);
+        let end = cells
+            .iter()
+            .map(|c| c.started_unix + c.wall_seconds)
+            .fold(f64::NEG_INFINITY, f64::max);
+        Clock {
+            started: std::time::Instant::now(),
+            before: (end - start).max(0.0),
+        }
+    }
+
+    fn spent(&self) -> f64 {
+        self.before + self.started.elapsed().as_secs_f64()
+    }
+}
+
+/// With `--runs auto` over slots, the next look at `n` connections under
+/// `work` ([`auto::look`]), when the count's rounds are done: its cells,
+/// added to the plan (and `plan.json`) before they run, unless every
+/// model is decided, the last look has run, or the look would take the
+/// run past its budget with `later` seconds still to come; each said on
+/// the terminal.
+fn next_look(
+    data: &mut RunData,
+    progress: &progress::Progress,
+    n: usize,
+    work: Option<&crate::server::work::Profile>,
+    later: f64,
+    clock: &Clock,
+) -> anyhow::Result<Vec<crate::results::matrix::CellSpec>> {
+    use crate::present::units::{format_count, seconds};
+    let Some(looks) = data.plan.looks else {
+        return Ok(Vec::new());
+    };
+    let here = |c: &crate::results::matrix::CellSpec| c.connections == n && c.work.as_ref() == work;
+    let rounds = data
+        .plan
+        .cells
+        .iter()
+        .filter(|c| here(c))
+        .map(|c| c.run)
+        .max()
+        .unwrap_or(0);
+    let at = format!(
+        "  {} {}{}",
+        format_count(n as f64),
+        data.plan.size_label,
+        work.map_or_else(String::new, |w| format!(" under {w}"))
+    );
+    let (best, undecided, cells) = match auto::look(data, n, work) {
+        auto::Look::Decided => return Ok(Vec::new()),
+        auto::Look::Last(undecided) => {
+            progress.note(&format!(
+                "{at}: after the last look ({rounds} rounds), not told apart from the best: {}",
+                crate::present::words::and_list(&undecided)
+            ));
+            return Ok(Vec::new());
+        }
+        auto::Look::More {
+            best,
+            undecided,
+            cells,
+        } => (best, undecided, cells),
+    };
+    // What a slot of this count took, setup left out.
+    let walls: Vec<f64> = data
+        .cells
+        .iter()
+        .filter(|c| here(&c.cell) && c.slot.is_some())
+        .map(|c| c.wall_seconds)
+        .collect();
+    let per_slot = if walls.is_empty() {
+        data.plan.least_seconds(&cells[..1])
+    } else {
+        walls.iter().sum::<f64>() / walls.len() as f64
+    };
+    let cost = per_slot * cells.len() as f64;
+    let spent = clock.spent();
+    if spent + cost + later > looks.budget_seconds {
+        progress.note(&format!(
+            "{at}: after {rounds} rounds, {} not yet told apart from {best}; another look ({}) would pass the budget ({}, {} spent, {} still to run): stopping here",
+            crate::present::words::and_list(&undecided),
+            seconds(cost),
+            seconds(looks.budget_seconds),
+            seconds(spent),
+            seconds(later)
+        ));
+        return Ok(Vec::new());
+    }
+    progress.note(&format!(
+        "{at}: after {rounds} rounds, {} not yet told apart from {best}: look {} of {}, {} more rounds of {} (about {})",
+        crate::present::words::and_list(&undecided),
+        rounds / looks.every + 1,
+        looks.most,
+        looks.every,
+        crate::present::words::and_list(
+            &undecided.iter().chain([&best]).cloned().collect::<Vec<_>>()
+        ),
+        seconds(cost)
+    ));
+    auto::append(&mut data.plan, &cells);
+    results::save_plan(&data.dir, &data.plan)?;
+    Ok(cells)
 }
 
 /// The cells `spec` heads that run resident: with `spec`, every cell left
@@ -319,6 +467,17 @@ fn method_line(p: &crate::results::matrix::RunPlan) -> String {
         seconds(slots.seconds),
         seconds(slots.warmup_seconds)
     );
+    if let Some(l) = p.looks {
+        s += &format!(
+            "  --runs auto: looks of {} rounds at each count until every model is told apart from the best, at most {} looks ({} rounds) and within {} in all; every interval at {} (Pocock's boundary for {} looks, so that together they keep 5 %)\n",
+            l.every,
+            l.most,
+            l.every * l.most,
+            seconds(l.budget_seconds),
+            crate::analysis::summary::level_text(l.level()),
+            l.most
+        );
+    }
     for why in p.models.iter().filter_map(|m| resident::frozen(p, m)) {
         s += &format!("  {why}\n");
     }

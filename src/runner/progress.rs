@@ -105,15 +105,19 @@ impl Progress {
     /// it is not done yet.
     pub(crate) fn repeating(&mut self, spec: &CellSpec) {
         self.done = self.done.saturating_sub(1);
-        let line = format!(
+        if let Some(bar) = &self.bar {
+            bar.set_position(self.done as u64);
+        }
+        self.note(&format!(
             "  {} was disturbed from outside the run: running it again",
             spec.id
-        );
+        ));
+    }
+
+    /// A line above the bar (or on stderr without one).
+    pub(crate) fn note(&self, line: &str) {
         match &self.bar {
-            Some(bar) => {
-                bar.set_position(self.done as u64);
-                bar.println(line);
-            }
+            Some(bar) => bar.println(line),
             None => {
                 use std::io::Write;
                 let _ = writeln!(std::io::stderr(), "{line}");

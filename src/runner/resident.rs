@@ -19,7 +19,7 @@
 //! take a CPU from every other server's slot: it is stopped (SIGSTOP to
 //! its process group) outside its own slots and continued (SIGCONT) for
 //! them, its slot's warm-up absorbing the wake. A count whose servers
-//! together would hold more than [`MAX_RESIDENT_CONNECTIONS`] does not
+//! together would hold more than [`crate::results::matrix::MAX_RESIDENT_CONNECTIONS`] does not
 //! fit: it runs one cell at a time, as before, and its records say so
 //! (they have no `slot`).
 //!
@@ -44,10 +44,7 @@ use crate::results::cell::{CellResult, ServerSide, Slot, Status};
 use crate::results::matrix::{CellSpec, RunPlan};
 use crate::sys;
 
-/// Connections the resident servers of one count may hold together (each
-/// one has both ends on this machine): past this, the count runs one cell
-/// at a time. The tour's largest count, 11 models at 1,000, holds 11,000.
-pub(crate) const MAX_RESIDENT_CONNECTIONS: usize = 40_000;
+pub(crate) use crate::results::matrix::unfit;
 
 /// Why `model` is stopped between its slots, if it is: it spins when
 /// idle.
@@ -67,17 +64,6 @@ fn freeze(servers: &[ServerChild], on: bool) {
     for s in servers {
         let _ = sys::process::kill(-(s.pid() as i32), signal);
     }
-}
-
-/// Why the servers of a count cannot stay resident together, if they
-/// cannot: `servers` of them at `n` connections each.
-pub(crate) fn unfit(n: usize, servers: usize) -> Option<String> {
-    let total = n.saturating_mul(servers);
-    (total > MAX_RESIDENT_CONNECTIONS).then(|| {
-        format!(
-            "{servers} servers at {n} connections would hold {total} at once, past the {MAX_RESIDENT_CONNECTIONS} resident at a time"
-        )
-    })
 }
 
 /// One server kept up through the rounds, with its client.
@@ -112,12 +98,15 @@ pub(crate) enum Ended {
 
 /// Runs `cells` (one count and work profile, every round of it, in the
 /// plan's order) resident, handing each result to `record` as it comes;
-/// `starting` is told of each cell before it runs.
+/// `starting` is told of each cell before it runs. When they are done,
+/// `more` may give more cells of the same servers (the next look of
+/// `--runs auto`), run as the first were; none ends the block.
 pub(crate) fn run(
     plan: &RunPlan,
     cells: &[CellSpec],
     starting: &mut dyn FnMut(&CellSpec),
     record: &mut dyn FnMut(CellResult) -> anyhow::Result<()>,
+    more: &mut dyn FnMut() -> anyhow::Result<Vec<CellSpec>>,
 ) -> anyhow::Result<Ended> {
     let hard = sys::rlimit::nofile().hard;
     let mut states: BTreeMap<String, State> = BTreeMap::new();
@@ -142,7 +131,20 @@ pub(crate) fn run(
         states.insert(spec.model.clone(), state);
     }
     let mut position = BTreeMap::<usize, usize>::new();
-    for spec in cells {
+    let mut queue: std::collections::VecDeque<CellSpec> = cells.iter().cloned().collect();
+    loop {
+        let Some(spec) = queue.pop_front() else {
+            if sys::signals::interrupted() {
+                break;
+            }
+            let added = more()?;
+            if added.is_empty() {
+                break;
+            }
+            queue.extend(added);
+            continue;
+        };
+        let spec = &spec;
         if sys::signals::interrupted() {
             stop_all(states);
             return Ok(Ended::Interrupted(None));

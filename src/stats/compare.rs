@@ -92,10 +92,37 @@
 
 use serde::Serialize;
 
-use super::student::t975;
-
 /// The equivalence margin unless a run sets its own: ±5 %.
 pub const DEFAULT_MARGIN: f64 = 0.05;
+
+/// The confidence of an interval unless a run looks at its rounds more
+/// than once ([`super::looks`]): 95 %.
+pub const DEFAULT_LEVEL: f64 = 0.95;
+
+/// What a comparison is held to: the equivalence margin, and the
+/// confidence of the interval read against it and against 1.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub(crate) struct Rule {
+    /// 0.05: ±5 %.
+    pub margin: f64,
+    /// 0.95: a 95 % interval.
+    pub level: f64,
+}
+
+impl Rule {
+    /// `margin` at [`DEFAULT_LEVEL`].
+    pub(crate) fn new(margin: f64) -> Rule {
+        Rule {
+            margin,
+            level: DEFAULT_LEVEL,
+        }
+    }
+
+    /// The two-sided quantile of Student's t at this level.
+    fn t(&self, df: f64) -> f64 {
+        super::student::two_sided(self.level, df)
+    }
+}
 
 /// Beyond this many runs a model, "more runs" is not a useful answer.
 pub(crate) const MAX_SETTLE_RUNS: usize = 30;
@@ -203,6 +230,8 @@ pub(crate) struct Comparison {
     pub independent_pairs: f64,
     /// The equivalence margin (0.05: ±5 %).
     pub margin: f64,
+    /// The interval's confidence (0.95).
+    pub level: f64,
     /// Inconclusive only: the runs per model at which, if the spread seen
     /// so far holds, the interval would settle it; `None` past
     /// [`MAX_SETTLE_RUNS`].
@@ -255,27 +284,27 @@ fn pairable(pairs: usize, a: &Sample, b: &Sample) -> bool {
 
 /// How `a` compares with `b` (a over b), with equivalence margin `margin`
 /// (0.05: ±5 %).
-pub(crate) fn compare(a: &Sample, b: &Sample, margin: f64) -> Comparison {
+pub(crate) fn compare(a: &Sample, b: &Sample, rule: Rule) -> Comparison {
     if a.n() < 2 || b.n() < 2 {
-        return untested(a, b, margin);
+        return untested(a, b, rule);
     }
     let logs = paired_logs(a, b);
-    test(a, b, margin, &logs, pairable(logs.len(), a, b))
+    test(a, b, rule, &logs, pairable(logs.len(), a, b))
 }
 
 /// How `a` compares with `b` (a over b) by Welch's t alone, whatever
 /// rounds they share: for runs made apart (two sessions of `c10k
 /// compare`), where round r of one has nothing in common with round r of
 /// the other.
-pub(crate) fn welch(a: &Sample, b: &Sample, margin: f64) -> Comparison {
+pub(crate) fn welch(a: &Sample, b: &Sample, rule: Rule) -> Comparison {
     if a.n() < 2 || b.n() < 2 {
-        return untested(a, b, margin);
+        return untested(a, b, rule);
     }
-    test(a, b, margin, &[], false)
+    test(a, b, rule, &[], false)
 }
 
 /// A single run on one side: the ratio of medians, nothing tested.
-fn untested(a: &Sample, b: &Sample, margin: f64) -> Comparison {
+fn untested(a: &Sample, b: &Sample, rule: Rule) -> Comparison {
     Comparison {
         ratio: a.median / b.median,
         interval: None,
@@ -283,7 +312,8 @@ fn untested(a: &Sample, b: &Sample, margin: f64) -> Comparison {
         test: None,
         pairs: 0,
         independent_pairs: 0.0,
-        margin,
+        margin: rule.margin,
+        level: rule.level,
         settle_runs: None,
         noise: 0.0,
     }
@@ -316,7 +346,7 @@ pub(crate) fn effective_pairs(logs: &[f64]) -> f64 {
 /// value counted as its nearest kept one), and t at 97.5 % with h − 1
 /// degrees of freedom (h = n − 2g kept). The center and the half-width;
 /// `None` below 10 values, where nothing would be left out.
-pub(crate) fn trimmed(d: &[f64]) -> Option<(f64, f64)> {
+pub(crate) fn trimmed(d: &[f64], rule: Rule) -> Option<(f64, f64)> {
     let n = d.len();
     let g = n / 10;
     if g == 0 {
@@ -330,18 +360,18 @@ pub(crate) fn trimmed(d: &[f64]) -> Option<(f64, f64)> {
     let winsorized: Vec<f64> = v.iter().map(|x| x.clamp(lo, hi)).collect();
     let (_, var) = mean_var(&winsorized);
     let se = var.sqrt() / ((h as f64 / n as f64) * (n as f64).sqrt());
-    Some((center, t975(h as f64 - 1.0) * se))
+    Some((center, rule.t(h as f64 - 1.0) * se))
 }
 
 /// The interval and outcome of a over b: paired over `logs` (the per-round
 /// log ratios) when `paired`, else Welch's t over each side's runs.
-fn test(a: &Sample, b: &Sample, margin: f64, logs: &[f64], paired: bool) -> Comparison {
+fn test(a: &Sample, b: &Sample, rule: Rule, logs: &[f64], paired: bool) -> Comparison {
     let independent = if paired { effective_pairs(logs) } else { 0.0 };
     // From 10 rounds that count as independent, trimmed: a disturbed
     // round is then left out rather than widening the interval by its
     // whole distance.
     let trim = (paired && independent == logs.len() as f64)
-        .then(|| trimmed(logs))
+        .then(|| trimmed(logs, rule))
         .flatten();
     // (center, half-width, per-run spread, runs, test)
     let (center, half, spread, runs, test) = if let Some((center, half)) = trim {
@@ -353,7 +383,7 @@ fn test(a: &Sample, b: &Sample, margin: f64, logs: &[f64], paired: bool) -> Comp
         let sd = var.sqrt();
         (
             mean,
-            t975(k - 1.0) * sd / k.sqrt(),
+            rule.t(k - 1.0) * sd / k.sqrt(),
             sd,
             logs.len(),
             Test::Paired,
@@ -364,7 +394,7 @@ fn test(a: &Sample, b: &Sample, margin: f64, logs: &[f64], paired: bool) -> Comp
         let se = (va + vb).sqrt();
         let half = if se > 0.0 {
             let df = (va + vb).powi(2) / (va.powi(2) / (na - 1.0) + vb.powi(2) / (nb - 1.0));
-            t975(df) * se
+            rule.t(df) * se
         } else {
             0.0
         };
@@ -378,7 +408,7 @@ fn test(a: &Sample, b: &Sample, margin: f64, logs: &[f64], paired: bool) -> Comp
     };
     let (log_lo, log_hi) = (center - half, center + half);
     let (lo, hi) = (log_lo.exp(), log_hi.exp());
-    let m = (1.0 + margin).ln();
+    let m = (1.0 + rule.margin).ln();
     let outcome = if log_lo >= -m && log_hi <= m {
         Outcome::Equivalent
     } else if lo > 1.0 || hi < 1.0 {
@@ -387,7 +417,7 @@ fn test(a: &Sample, b: &Sample, margin: f64, logs: &[f64], paired: bool) -> Comp
         Outcome::Inconclusive
     };
     let settle_runs = (outcome == Outcome::Inconclusive)
-        .then(|| settle(center.abs(), spread, m, runs, test))
+        .then(|| settle(center.abs(), spread, m, runs, test, rule))
         .flatten();
     Comparison {
         ratio: center.exp(),
@@ -396,7 +426,8 @@ fn test(a: &Sample, b: &Sample, margin: f64, logs: &[f64], paired: bool) -> Comp
         test: Some(test),
         pairs: if test == Test::Welch { 0 } else { logs.len() },
         independent_pairs: independent,
-        margin,
+        margin: rule.margin,
+        level: rule.level,
         settle_runs,
         noise: spread.exp() - 1.0,
     }
@@ -406,12 +437,12 @@ fn test(a: &Sample, b: &Sample, margin: f64, logs: &[f64], paired: bool) -> Comp
 /// would either leave 1 behind (`d` the distance of the center from 1, in
 /// logarithms) or fit inside the margin `m`; `None` past
 /// [`MAX_SETTLE_RUNS`].
-fn settle(d: f64, spread: f64, m: f64, runs: usize, test: Test) -> Option<usize> {
+fn settle(d: f64, spread: f64, m: f64, runs: usize, test: Test, rule: Rule) -> Option<usize> {
     (runs + 1..=MAX_SETTLE_RUNS).find(|&k| {
         let k_f = k as f64;
         let half = match test {
-            Test::Paired | Test::Trimmed => t975(k_f - 1.0) * spread / k_f.sqrt(),
-            Test::Welch => t975(2.0 * k_f - 2.0) * spread / k_f.sqrt(),
+            Test::Paired | Test::Trimmed => rule.t(k_f - 1.0) * spread / k_f.sqrt(),
+            Test::Welch => rule.t(2.0 * k_f - 2.0) * spread / k_f.sqrt(),
         };
         half < d || d + half < m
     })
@@ -441,14 +472,14 @@ pub(crate) struct Standing {
 }
 
 /// The samples ranked best first (see the module's doc for the rule), with
-/// equivalence margin `margin`.
-pub(crate) fn standings(samples: &[Sample], higher_is_better: bool, margin: f64) -> Vec<Standing> {
+/// `rule`.
+pub(crate) fn standings(samples: &[Sample], higher_is_better: bool, rule: Rule) -> Vec<Standing> {
     // How many times m is worse than j.
     let worse = |m: usize, j: usize| -> Comparison {
         if higher_is_better {
-            compare(&samples[j], &samples[m], margin)
+            compare(&samples[j], &samples[m], rule)
         } else {
-            compare(&samples[m], &samples[j], margin)
+            compare(&samples[m], &samples[j], rule)
         }
     };
     let mut order: Vec<usize> = (0..samples.len()).collect();
@@ -527,8 +558,8 @@ mod tests {
             .collect();
         let b: Vec<(usize, f64)> = a.iter().map(|&(r, v)| (r, v * 1.1)).collect();
         let (a, b) = (Sample::new(&a).unwrap(), Sample::new(&b).unwrap());
-        assert_eq!(compare(&b, &a, 0.05).test, Some(Test::Paired));
-        let w = welch(&b, &a, 0.05);
+        assert_eq!(compare(&b, &a, Rule::new(0.05)).test, Some(Test::Paired));
+        let w = welch(&b, &a, Rule::new(0.05));
         assert_eq!((w.test, w.pairs), (Some(Test::Welch), 0));
         assert_eq!(w.outcome, Outcome::Inconclusive);
         assert!((w.ratio - 1.1).abs() < 1e-9);
@@ -548,19 +579,22 @@ mod tests {
     fn clearly_different_samples_are_different() {
         let a = sample(&[100.0, 101.0, 99.0, 100.5, 99.5]);
         let b = sample(&[150.0, 151.0, 149.0, 150.5, 149.5]);
-        let c = compare(&a, &b, DEFAULT_MARGIN);
+        let c = compare(&a, &b, Rule::new(DEFAULT_MARGIN));
         assert_eq!(c.outcome, Outcome::Different, "{c:?}");
         assert_eq!(c.test, Some(Test::Paired));
         assert_eq!(c.pairs, 5);
         let (lo, hi) = c.interval.unwrap();
         assert!((c.ratio - 100.0 / 150.0).abs() < 0.01);
         assert!(lo <= c.ratio && c.ratio <= hi && hi < 1.0, "{c:?}");
-        assert!(compare(&b, &a, DEFAULT_MARGIN).larger());
+        assert!(compare(&b, &a, Rule::new(DEFAULT_MARGIN)).larger());
         assert!(c.smaller());
         // Three quiet runs each are enough for a 10 % difference.
         let a = sample(&[100.0, 100.4, 99.7]);
         let b = sample(&[110.0, 110.3, 109.8]);
-        assert_eq!(compare(&b, &a, DEFAULT_MARGIN).outcome, Outcome::Different);
+        assert_eq!(
+            compare(&b, &a, Rule::new(DEFAULT_MARGIN)).outcome,
+            Outcome::Different
+        );
     }
 
     #[test]
@@ -568,13 +602,13 @@ mod tests {
         // Every round drifts, the same for both; b is 12 % faster in each.
         let a = sample(&[100.0, 140.0, 80.0]);
         let b = sample(&[112.0, 157.0, 89.5]);
-        let c = compare(&b, &a, DEFAULT_MARGIN);
+        let c = compare(&b, &a, Rule::new(DEFAULT_MARGIN));
         assert_eq!(c.outcome, Outcome::Different, "{c:?}");
         assert!(c.larger());
         // Unpaired (the same values in rounds the other never ran) the
         // drift hides it.
         let b2 = Sample::new(&[(4, 112.0), (5, 157.0), (6, 89.5)]).unwrap();
-        let c = compare(&b2, &a, DEFAULT_MARGIN);
+        let c = compare(&b2, &a, Rule::new(DEFAULT_MARGIN));
         assert_eq!(c.test, Some(Test::Welch));
         assert_eq!(c.outcome, Outcome::Inconclusive, "{c:?}");
     }
@@ -583,12 +617,12 @@ mod tests {
     fn a_tight_and_a_noisy_model_with_the_same_median_are_inconclusive() {
         let tight = sample(&[100.0, 100.5, 99.5]);
         let noisy = sample(&[70.0, 100.0, 135.0]);
-        let c = compare(&noisy, &tight, DEFAULT_MARGIN);
+        let c = compare(&noisy, &tight, Rule::new(DEFAULT_MARGIN));
         assert_eq!(c.outcome, Outcome::Inconclusive, "{c:?}");
         assert!(c.noise > 0.2, "{c:?}");
         // Either way round.
         assert_eq!(
-            compare(&tight, &noisy, DEFAULT_MARGIN).outcome,
+            compare(&tight, &noisy, Rule::new(DEFAULT_MARGIN)).outcome,
             Outcome::Inconclusive
         );
         // So spread that 30 runs would not settle it.
@@ -599,16 +633,16 @@ mod tests {
     fn two_quiet_models_within_the_margin_are_equivalent() {
         let a = sample(&[100.0, 120.0, 90.0, 110.0, 95.0]);
         let b = sample(&[101.0, 121.5, 90.5, 111.0, 96.5]);
-        let c = compare(&a, &b, DEFAULT_MARGIN);
+        let c = compare(&a, &b, Rule::new(DEFAULT_MARGIN));
         assert_eq!(c.outcome, Outcome::Equivalent, "{c:?}");
         let (lo, hi) = c.interval.unwrap();
         assert!(lo > 1.0 / 1.05 && hi < 1.05);
         // A 1 % margin is tighter than this interval: inconclusive, and a
         // few more runs would settle it.
-        let c = compare(&a, &b, 0.01);
+        let c = compare(&a, &b, Rule::new(0.01));
         assert_eq!(c.outcome, Outcome::Different, "{c:?}");
         // Identical samples are equivalent exactly.
-        let c = compare(&a, &a.clone(), DEFAULT_MARGIN);
+        let c = compare(&a, &a.clone(), Rule::new(DEFAULT_MARGIN));
         assert_eq!(c.outcome, Outcome::Equivalent);
         assert_eq!(c.ratio, 1.0);
     }
@@ -618,7 +652,7 @@ mod tests {
         // 2 % slower in every round: different from 1, but inside ±5 %.
         let a = sample(&[100.0, 110.0, 95.0, 105.0]);
         let b = sample(&[98.0, 107.8, 93.1, 102.9]);
-        let c = compare(&b, &a, DEFAULT_MARGIN);
+        let c = compare(&b, &a, Rule::new(DEFAULT_MARGIN));
         assert_eq!(c.outcome, Outcome::Equivalent, "{c:?}");
         assert!(!c.larger() && !c.smaller());
     }
@@ -628,12 +662,12 @@ mod tests {
         // 8 % apart in two rounds; the third round of b was disturbed.
         let a = sample(&[100.0, 102.0, 101.0]);
         let b = sample(&[108.0, 110.0, 70.0]);
-        let c = compare(&b, &a, DEFAULT_MARGIN);
+        let c = compare(&b, &a, Rule::new(DEFAULT_MARGIN));
         assert_eq!(c.outcome, Outcome::Inconclusive, "{c:?}");
         // Moderate noise: more runs would settle it.
         let a = sample(&[100.0, 102.0, 101.0]);
         let b = sample(&[108.0, 104.0, 115.0]);
-        let c = compare(&b, &a, DEFAULT_MARGIN);
+        let c = compare(&b, &a, Rule::new(DEFAULT_MARGIN));
         assert_eq!(c.outcome, Outcome::Inconclusive, "{c:?}");
         let k = c.settle_runs.expect("a count of runs");
         assert!((4..=MAX_SETTLE_RUNS).contains(&k), "{c:?}");
@@ -644,8 +678,8 @@ mod tests {
         let a = sample(&[100.0]);
         let b = sample(&[150.0, 151.0, 149.0]);
         for c in [
-            compare(&a, &b, DEFAULT_MARGIN),
-            compare(&b, &a, DEFAULT_MARGIN),
+            compare(&a, &b, Rule::new(DEFAULT_MARGIN)),
+            compare(&b, &a, Rule::new(DEFAULT_MARGIN)),
         ] {
             assert_eq!(c.outcome, Outcome::Untested);
             assert_eq!(c.interval, None);
@@ -658,10 +692,14 @@ mod tests {
     fn the_same_values_give_the_same_interval_in_any_order() {
         let a = [10.0, 12.0, 11.0, 13.0, 9.5, 10.5];
         let b = [11.0, 12.5, 10.0, 14.0, 9.0, 12.0];
-        let first = compare(&sample(&a), &sample(&b), DEFAULT_MARGIN);
+        let first = compare(&sample(&a), &sample(&b), Rule::new(DEFAULT_MARGIN));
         let mut shuffled = rounds(&a);
         shuffled.reverse();
-        let again = compare(&Sample::new(&shuffled).unwrap(), &sample(&b), 0.05);
+        let again = compare(
+            &Sample::new(&shuffled).unwrap(),
+            &sample(&b),
+            Rule::new(0.05),
+        );
         assert_eq!(again, first);
     }
 
@@ -669,8 +707,8 @@ mod tests {
     fn inverse_swaps_the_sides() {
         let a = sample(&[100.0, 101.0, 99.0]);
         let b = sample(&[150.0, 151.0, 149.0]);
-        let ab = compare(&a, &b, DEFAULT_MARGIN);
-        let ba = compare(&b, &a, DEFAULT_MARGIN);
+        let ab = compare(&a, &b, Rule::new(DEFAULT_MARGIN));
+        let ba = compare(&b, &a, Rule::new(DEFAULT_MARGIN));
         let inv = ab.inverse();
         assert!((inv.ratio - ba.ratio).abs() < 1e-12);
         assert_eq!(inv.outcome, ba.outcome);
@@ -691,7 +729,7 @@ mod tests {
             sample(&[212_731.0, 202_959.0, 215_595.0]), // epoll: steady
             sample(&[113_755.0, 110_000.0, 116_000.0]), // threads
         ];
-        let st = standings(&s, true, DEFAULT_MARGIN);
+        let st = standings(&s, true, Rule::new(DEFAULT_MARGIN));
         // epoll first (higher median); select not told apart from it, so
         // in its group, as inconclusive; threads below, slower than epoll.
         assert_eq!(ranks(&st), [(1, Some(1)), (0, Some(1)), (2, Some(3))]);
@@ -708,10 +746,10 @@ mod tests {
     fn a_model_is_never_above_one_whose_every_run_beat_its_own() {
         // b's runs are all above a's; a is noisy enough to tie nothing.
         let s = [sample(&[50.0, 90.0, 99.0]), sample(&[100.0, 101.0, 102.0])];
-        let st = standings(&s, true, DEFAULT_MARGIN);
+        let st = standings(&s, true, Rule::new(DEFAULT_MARGIN));
         assert_eq!(st[0].index, 1);
         // Lower is better: the other way round.
-        let st = standings(&s, false, DEFAULT_MARGIN);
+        let st = standings(&s, false, Rule::new(DEFAULT_MARGIN));
         assert_eq!(st[0].index, 0);
     }
 
@@ -724,7 +762,7 @@ mod tests {
             sample(&[212.0, 210.0, 214.0]),
             sample(&[113.0, 111.0, 115.0]),
         ];
-        let st = standings(&s, true, DEFAULT_MARGIN);
+        let st = standings(&s, true, Rule::new(DEFAULT_MARGIN));
         assert_eq!(ranks(&st), [(0, Some(1)), (1, Some(1)), (2, Some(3))]);
         let (by, c) = st[2].placed_by.unwrap();
         assert_eq!(by, 1);
@@ -738,19 +776,19 @@ mod tests {
             sample(&[100.5, 101.2, 99.6, 100.6]),
             sample(&[80.0, 81.0, 79.0, 80.3]),
         ];
-        let st = standings(&s, true, DEFAULT_MARGIN);
+        let st = standings(&s, true, Rule::new(DEFAULT_MARGIN));
         assert_eq!(ranks(&st), [(1, Some(1)), (0, Some(1)), (2, Some(3))]);
         assert_eq!(st[1].versus_leader.unwrap().outcome, Outcome::Equivalent);
         let third = st[2].versus_best.unwrap();
         assert!(third.ratio > 1.2 && third.interval.unwrap().0 > 1.0);
-        let st = standings(&s, false, DEFAULT_MARGIN);
+        let st = standings(&s, false, Rule::new(DEFAULT_MARGIN));
         assert_eq!(ranks(&st), [(2, Some(1)), (0, Some(2)), (1, Some(2))]);
     }
 
     #[test]
     fn one_run_each_ranks_nothing() {
         let s = [sample(&[5.0]), sample(&[9.0]), sample(&[7.0])];
-        let st = standings(&s, true, DEFAULT_MARGIN);
+        let st = standings(&s, true, Rule::new(DEFAULT_MARGIN));
         let order: Vec<usize> = st.iter().map(|x| x.index).collect();
         assert_eq!(order, [1, 2, 0]);
         assert!(st.iter().all(|x| x.rank.is_none()));
@@ -775,7 +813,7 @@ mod tests {
             let c = compare(
                 &Sample::new(&b).unwrap(),
                 &Sample::new(&a).unwrap(),
-                DEFAULT_MARGIN,
+                Rule::new(DEFAULT_MARGIN),
             );
             match c.outcome {
                 Outcome::Different => different += 1,
@@ -826,7 +864,7 @@ mod tests {
             let c = compare(
                 &Sample::new(&b).unwrap(),
                 &Sample::new(&a).unwrap(),
-                DEFAULT_MARGIN,
+                Rule::new(DEFAULT_MARGIN),
             );
             if c.outcome == Outcome::Different && (truth == 1.0 || c.larger()) {
                 different += 1;
@@ -852,17 +890,65 @@ mod tests {
         );
     }
 
+    /// `--runs auto` over slots, in simulation: looks of 10 rounds, at
+    /// most 4, each at `level`, stopping at the first look that decides
+    /// B against A (truth: B over A); each round's ratio has 8 % noise
+    /// (wide against the ±5 % margin, so that many tries need every look).
+    /// Returns how often B was called different, and the mean rounds run.
+    fn looked(truth: f64, tries: usize, level: f64, seed: u64) -> (f64, f64) {
+        let rule = Rule {
+            margin: DEFAULT_MARGIN,
+            level,
+        };
+        let mut rng = SplitMix64::new(seed);
+        let (mut different, mut rounds) = (0, 0);
+        for _ in 0..tries {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            for look in 1..=4 {
+                for r in (look - 1) * 10 + 1..=look * 10 {
+                    let drift = 1.0 + 0.3 * (2.0 * rng.unit() - 1.0);
+                    a.push((r, 100.0 * drift));
+                    b.push((r, 100.0 * truth * drift * (0.08 * rng.normal()).exp()));
+                }
+                let c = compare(&Sample::new(&b).unwrap(), &Sample::new(&a).unwrap(), rule);
+                if c.outcome != Outcome::Inconclusive || look == 4 {
+                    different += usize::from(c.outcome == Outcome::Different);
+                    rounds += look * 10;
+                    break;
+                }
+            }
+        }
+        (
+            different as f64 / tries as f64,
+            rounds as f64 / tries as f64,
+        )
+    }
+
+    #[test]
+    fn looks_at_pococks_level_keep_identical_models_apart_no_more_than_5_percent() {
+        let pocock = crate::stats::looks::level(4);
+        let (aa, _) = looked(1.0, 2000, pocock, 41);
+        // Within two standard errors of 5 % over 2,000 tries.
+        assert!(aa <= 0.06, "A/A at Pocock's level: {aa}");
+        // Four looks at 95 % each call noise a difference more often.
+        let (naive, _) = looked(1.0, 2000, DEFAULT_LEVEL, 41);
+        assert!(naive > aa, "A/A at 95 % each look: {naive} against {aa}");
+        // A 10 % difference is still found nearly always.
+        let (power, rounds) = looked(1.1, 2000, pocock, 42);
+        assert!(power > 0.9, "power {power} in {rounds} rounds");
+    }
+
     #[test]
     fn trimming_leaves_out_a_tenth_at_each_end() {
-        assert_eq!(trimmed(&[1.0; 9]), None);
+        assert_eq!(trimmed(&[1.0; 9], Rule::new(0.05)), None);
         // Ten values, one far out: left out, and the rest's spread kept.
         let mut d = vec![0.10, 0.11, 0.09, 0.10, 0.12, 0.08, 0.10, 0.11, 0.09, -0.30];
-        let (c, half) = trimmed(&d).expect("10 values");
+        let (c, half) = trimmed(&d, Rule::new(0.05)).expect("10 values");
         assert!((c - 0.10).abs() < 0.005, "{c}");
         assert!(half < 0.02, "{half}");
         // Without it, the ends are still trimmed: as narrow.
         d[9] = 0.10;
-        let (c2, half2) = trimmed(&d).expect("10 values");
+        let (c2, half2) = trimmed(&d, Rule::new(0.05)).expect("10 values");
         assert!((c2 - 0.10).abs() < 0.005 && half2 < 0.02, "{c2} {half2}");
     }
 
@@ -888,11 +974,11 @@ mod tests {
                 .map(|(i, l)| (i + 1, 100.0 * l.exp()))
                 .collect();
             let (sa, sb) = (Sample::new(&a).unwrap(), Sample::new(&b).unwrap());
-            if compare(&sb, &sa, DEFAULT_MARGIN).larger() {
+            if compare(&sb, &sa, Rule::new(DEFAULT_MARGIN)).larger() {
                 by_trim += 1;
             }
             let (mean, var) = mean_var(&logs);
-            if mean - t975(9.0) * (var / 10.0).sqrt() > 1.05f64.ln() {
+            if mean - super::super::student::t975(9.0) * (var / 10.0).sqrt() > 1.05f64.ln() {
                 by_t += 1;
             }
             // Wilcoxon's signed-rank interval: the 9th smallest of the 55
@@ -946,7 +1032,7 @@ mod tests {
             compare(
                 &Sample::new(&other).unwrap(),
                 &Sample::new(&one).unwrap(),
-                DEFAULT_MARGIN,
+                Rule::new(DEFAULT_MARGIN),
             )
         };
         let width = |c: Comparison| c.interval.map_or(0.0, |(lo, hi)| hi / lo);

@@ -11,6 +11,7 @@
 pub mod compare;
 pub mod fairness;
 pub mod fit;
+pub mod looks;
 pub mod median;
 pub mod rng;
 pub mod slope;

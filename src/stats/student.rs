@@ -5,6 +5,14 @@
 //! are fractional), and beyond 30 the Cornish–Fisher expansion around the
 //! normal quantile, within 1e-4 of the exact value there. Costs nothing: a
 //! lookup or a polynomial.
+//!
+//! Any other level ([`two_sided`]: the stricter intervals of a run that
+//! looks at its rounds several times, [`super::looks`]) is found from the
+//! distribution itself: the t CDF through the regularized incomplete beta
+//! function (its continued fraction, evaluated by Lentz's method), inverted
+//! by bisection to 1e-10. Degrees of freedom past [`MAX_DF`] count as that
+//! many (the quantile is then within 0.3 % of the normal's, and wider).
+//! About a microsecond or two per quantile.
 
 /// `t(0.975, df)` for df = 1…30 (four decimals, from the exact quantiles).
 const T975: [f64; 30] = [
@@ -41,6 +49,127 @@ pub(crate) fn t975(df: f64) -> f64 {
     let g2 = (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / 96.0;
     let g3 = (3.0 * z.powi(7) + 19.0 * z.powi(5) + 17.0 * z.powi(3) - 15.0 * z) / 384.0;
     z + g1 / df + g2 / df.powi(2) + g3 / df.powi(3)
+}
+
+/// Degrees of freedom [`two_sided`] counts at most.
+const MAX_DF: f64 = 1000.0;
+
+/// The half-width multiplier of a two-sided interval of confidence `level`
+/// (0.95: a 95 % interval) with `df` degrees of freedom: the quantile
+/// `t((1 + level) / 2, df)`. At 95 % exactly, [`t975`]; below 1 degree of
+/// freedom it answers as for 1.
+pub(crate) fn two_sided(level: f64, df: f64) -> f64 {
+    if level == 0.95 {
+        return t975(df);
+    }
+    let df = if df.is_nan() {
+        1.0
+    } else {
+        df.clamp(1.0, MAX_DF)
+    };
+    let p = (1.0 + level.clamp(0.5, 0.999_999)) / 2.0;
+    // Bracket, then halve: the CDF rises with t.
+    let (mut lo, mut hi) = (0.0, 1.0);
+    while cdf(hi, df) < p && hi < 1e6 {
+        lo = hi;
+        hi *= 2.0;
+    }
+    for _ in 0..200 {
+        let mid = (lo + hi) / 2.0;
+        if cdf(mid, df) < p {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+        if hi - lo < 1e-10 {
+            break;
+        }
+    }
+    hi
+}
+
+/// P(T ≤ t) for Student's t with `df` degrees of freedom.
+fn cdf(t: f64, df: f64) -> f64 {
+    let tail = 0.5 * incomplete_beta(df / (df + t * t), df / 2.0, 0.5);
+    if t >= 0.0 {
+        1.0 - tail
+    } else {
+        tail
+    }
+}
+
+/// The regularized incomplete beta function I_x(a, b), 0 ≤ x ≤ 1.
+fn incomplete_beta(x: f64, a: f64, b: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    let front =
+        (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp();
+    // The continued fraction converges fast below its mean; above, by
+    // symmetry I_x(a, b) = 1 − I_{1−x}(b, a).
+    if x < (a + 1.0) / (a + b + 2.0) {
+        front * beta_fraction(x, a, b) / a
+    } else {
+        1.0 - front * beta_fraction(1.0 - x, b, a) / b
+    }
+}
+
+/// The continued fraction of the incomplete beta function, by the
+/// modified Lentz method.
+fn beta_fraction(x: f64, a: f64, b: f64) -> f64 {
+    const TINY: f64 = 1e-300;
+    let guard = |v: f64| if v.abs() < TINY { TINY } else { v };
+    let mut c = 1.0;
+    let mut d = 1.0 / guard(1.0 - (a + b) * x / (a + 1.0));
+    let mut h = d;
+    for m in 1..=500 {
+        let m = f64::from(m);
+        let even = m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m));
+        d = 1.0 / guard(1.0 + even * d);
+        c = guard(1.0 + even / c);
+        h *= d * c;
+        let odd = -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0));
+        d = 1.0 / guard(1.0 + odd * d);
+        c = guard(1.0 + odd / c);
+        let step = d * c;
+        h *= step;
+        if (step - 1.0).abs() < 1e-15 {
+            break;
+        }
+    }
+    h
+}
+
+/// ln Γ(x) for x > 0: Lanczos's approximation (g = 7, 9 terms), to about
+/// 1e-15 relative.
+fn ln_gamma(x: f64) -> f64 {
+    const G: f64 = 7.0;
+    const C: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        // Reflection: Γ(x)Γ(1 − x) = π / sin(πx).
+        let pi = std::f64::consts::PI;
+        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let mut sum = C[0];
+    for (i, c) in C.iter().enumerate().skip(1) {
+        sum += c / (x + i as f64);
+    }
+    let t = x + G + 0.5;
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + sum.ln()
 }
 
 #[cfg(test)]
@@ -82,5 +211,32 @@ mod tests {
             assert!(t <= last, "not decreasing at df {}", f64::from(i) / 10.0);
             last = t;
         }
+    }
+
+    #[test]
+    fn any_level_from_the_distribution_itself() {
+        // The table's 95 % from the CDF, at every tabled df.
+        for (i, t) in T975.iter().enumerate() {
+            let df = (i + 1) as f64;
+            let q = two_sided(0.950_000_001, df);
+            assert!((q - t).abs() < 2e-4, "df {df}: {q} vs {t}");
+        }
+        // Other levels, from published tables.
+        for (level, df, t) in [
+            (0.99, 5.0, 4.0321),
+            (0.99, 10.0, 3.1693),
+            (0.98, 20.0, 2.5280),
+            (0.90, 7.0, 1.8946),
+            (0.999, 9.0, 4.7809),
+            (0.99, 1.0, 63.6567),
+        ] {
+            let q = two_sided(level, df);
+            assert!((q - t).abs() < 2e-4 * t, "{level} at df {df}: {q} vs {t}");
+        }
+        // Stricter is wider; more degrees of freedom narrower.
+        assert!(two_sided(0.9818, 9.0) > two_sided(0.95, 9.0));
+        assert!(two_sided(0.9818, 9.0) > two_sided(0.9818, 20.0));
+        // Huge df: near the normal's 2.5758 at 99 %.
+        assert!((two_sided(0.99, 1e9) - 2.5758).abs() < 0.01);
     }
 }

@@ -237,6 +237,7 @@ fn plan(
         auto_runs: None,
         order: Order::Interleaved,
         slots: None,
+        looks: None,
         margin: 0.05,
         repeat_disturbed: 2,
         pin: Pin::Split,

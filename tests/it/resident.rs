@@ -1,8 +1,9 @@
 //! `c10k run` in resident slots, end to end on real servers: every slot
 //! recorded with its place in its round, a model that spins stopped
 //! between its slots (it takes no CPU from the others' then),
-//! a resident server that dies losing its own cells only, and SIGTERM
-//! stopping every resident server and client at once.
+//! a resident server that dies losing its own cells only, SIGTERM
+//! stopping every resident server and client at once, and `--runs auto`
+//! adding looks of rounds with the plan written before they run.
 
 use std::path::Path;
 use std::process::Command;
@@ -16,6 +17,7 @@ tests![
     slots_record_their_place_and_a_spinning_model_sleeps_between_its_own,
     a_resident_server_that_dies_loses_only_its_own_cells,
     sigterm_stops_every_resident_server_and_client,
+    runs_auto_adds_looks_of_rounds_to_the_undecided_and_the_plan_says_so_first,
 ];
 
 /// Runs `c10k run ARGS --no-report --out DIR` to success; its records.
@@ -219,5 +221,82 @@ fn sigterm_stops_every_resident_server_and_client() -> Result<(), Failed> {
         return Err(format!("processes of the run left behind: {left:?}").into());
     }
     let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
+
+/// One model under two names, told apart only within ±0.1 %: never
+/// equivalent, rarely different, so the count takes look after look. The
+/// plan holds every cell before it runs, each look is named on the
+/// terminal, and the rounds come in whole looks.
+fn runs_auto_adds_looks_of_rounds_to_the_undecided_and_the_plan_says_so_first() -> Result<(), Failed>
+{
+    let dir = scratch("resident-looks")?;
+    let o = Command::new(bin())
+        .args([
+            "run",
+            "--models",
+            "epoll,epoll2",
+            "--variant",
+            "epoll2=epoll",
+            "-c",
+            "3",
+            "--runs",
+            "auto",
+            "--margin",
+            "0.1%",
+            "--slot",
+            "60ms",
+            "--slot-warmup",
+            "20ms",
+            "--budget",
+            "2m",
+            "--no-report",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()?;
+    succeeded(&o, "")?;
+    let err = String::from_utf8_lossy(&o.stderr);
+    let out = String::from_utf8_lossy(&o.stdout);
+    if !err.contains("--runs auto: looks of 10 rounds at each count") || !err.contains("at 98.2 %")
+    {
+        return Err(format!("the intro lacks the looks: {err}").into());
+    }
+    let run = results_dir(&dir)?;
+    let cells = lines(&run)?;
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("plan.json"))?)?;
+    if plan["looks"]["every"] != 10 || plan["looks"]["most"] != 4 {
+        return Err(format!("plan.json lacks its looks: {}", plan["looks"]).into());
+    }
+    let mut planned: Vec<&str> = plan["cells"]
+        .as_array()
+        .ok_or("no cells")?
+        .iter()
+        .filter_map(|c| c["id"].as_str())
+        .collect();
+    let mut recorded: Vec<&str> = cells.iter().filter_map(|c| c["id"].as_str()).collect();
+    planned.sort_unstable();
+    recorded.sort_unstable();
+    if planned != recorded {
+        return Err(format!("plan and results differ: {planned:?} against {recorded:?}").into());
+    }
+    let rounds = cells
+        .iter()
+        .filter_map(|c| c["run"].as_u64())
+        .max()
+        .unwrap_or(0);
+    if rounds % 10 != 0 || !(10..=40).contains(&rounds) {
+        return Err(format!("rounds in whole looks of 10: {rounds}").into());
+    }
+    for look in 2..=rounds / 10 {
+        if !err.contains(&format!("look {look} of 4, 10 more rounds of epoll")) {
+            return Err(format!("look {look} not named: {err}").into());
+        }
+    }
+    if !out.contains(&format!("after {rounds} rounds")) {
+        return Err(format!("the answer lacks the rounds run: {out}").into());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

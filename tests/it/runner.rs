@@ -464,6 +464,16 @@ fn bad_input_is_one_line() -> Result<(), Failed> {
             "--slot 100 ms is not longer than its warm-up (100 ms)",
         ),
         (&["run", "--slot", "2m"], "at most 60s"),
+        (&["run", "--budget", "0s"], "--budget must be above 0"),
+        (&["run", "--budget", "soon"], "--budget"),
+        (
+            &["run", "--budget", "10s"],
+            "--budget 10 s: the plan's 360 cells take at least 108 s (its slots alone)",
+        ),
+        (
+            &["run", "--runs", "auto", "--budget", "1m"],
+            "the first look's slots alone",
+        ),
         (
             &["run", "--slot", "1s", "--workload", "burst"],
             "--slot, --slot-warmup: the burst workload times its own rounds",
