@@ -563,7 +563,9 @@ fn notes(data: &RunData) -> Vec<String> {
         "Memory/conn: the slope of the server's anonymous PSS over the run's connection \
          counts (≤: no cost shown, at most that; no cost seen: the interval is wholly below \
          zero). CPU/msg: the server's tree over the measured window (a burst's rounds) per \
-         message; 'unresolved' where the kernel's accounting cannot resolve it in the window; \
+         message, or in resident slots over the whole slot, read while the server sleeps \
+         (schedstat, to the nanosecond), per echo; 'unresolved' where the kernel's accounting \
+         cannot resolve it in the window; \
          'not measurable' above the window's wall time on the server's CPUs or the whole \
          cell's CPU. Idle CPU: the server with no connection, over 200 ms after it was ready \
          (each count's first run)."

@@ -595,6 +595,7 @@ mod tests {
             end: memory(loaded_kib),
             summaries: Vec::new(),
             idle_cpus: None,
+            cpu_error_seconds: None,
         });
         c
     }

@@ -84,6 +84,21 @@ pub struct TreeCpu {
 }
 
 impl TreeCpu {
+    /// CPU seconds the tree used from `start` to this reading, and how far
+    /// off that may be: each end's [`TreeCpu::error`], and a clock tick at
+    /// each end when reaped children's time (rounded down per read) moved.
+    pub(crate) fn since(&self, start: &TreeCpu) -> (f64, f64) {
+        let reaped = if self.reaped == start.reaped {
+            0.0
+        } else {
+            2.0 / ticks()
+        };
+        (
+            (self.seconds - start.seconds).max(0.0),
+            start.error + self.error + reaped,
+        )
+    }
+
     /// How many CPUs the tree could keep busy: its threads, on the CPUs it
     /// may use.
     pub(crate) fn capacity(&self) -> f64 {
@@ -223,12 +238,6 @@ impl Snapshot {
         let server_seconds =
             observed.then(|| between(mid(start.server_read), mid(self.server_read)));
         let server_span = observed.then(|| between(start.server_read.0, self.server_read.1));
-        // Reaped children's time is rounded down once per read: unchanged,
-        // it cancels; changed, it is known to a clock tick at each end.
-        let reaped_error = match (start.server, self.server) {
-            (Some(a), Some(b)) if a.reaped != b.reaped => 2.0 / ticks(),
-            _ => 0.0,
-        };
         WindowCpu {
             seconds,
             machine_busy: machine(|m| m.busy),
@@ -243,7 +252,7 @@ impl Snapshot {
             server_seconds,
             server_span,
             server_error: match (start.server, self.server) {
-                (Some(a), Some(b)) => Some(a.error + b.error + reaped_error),
+                (Some(a), Some(b)) => Some(b.since(&a).1),
                 _ => None,
             },
             // getrusage's microseconds, at each end, and the threads that

@@ -62,6 +62,12 @@ pub struct ServerSide {
     /// waits in the kernel does not). Taken in each count's first run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_cpus: Option<f64>,
+    /// A resident slot: seconds `cpu_user_seconds` (the tree's CPU from
+    /// before the slot to after its drain, read from schedstat while the
+    /// server sleeps) may be off ([`crate::metrics::cpu::TreeCpu::error`]
+    /// at each end); absent for a cell measured on its own (`wait4`'s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_error_seconds: Option<f64>,
 }
 
 /// Where a resident slot fell: its place in its round's shuffled order,
@@ -471,6 +477,21 @@ impl CellResult {
             return None;
         }
         let l = &load.limits;
+        // A resident slot: the tree's CPU from before the slot to after
+        // its drain, read while the server sleeps, over every echo of the
+        // slot (its bytes read back, warm-up and drain included).
+        if let (Some(_), Some(error)) = (&self.slot, server.cpu_error_seconds) {
+            let echoes = load.bytes_received / load.message_bytes.max(1) as u64;
+            if echoes > 0 {
+                let cpu = server.cpu_user_seconds + server.cpu_system_seconds;
+                let wall = self.wall_seconds;
+                let cpus = l.server_capacity.unwrap_or(1.0);
+                return Some(
+                    check_window_cpu(cpu, error, wall, cpus, cpu, wall)
+                        .map(|cpu| cpu * 1e6 / echoes as f64),
+                );
+            }
+        }
         let cell = server.cpu_user_seconds + server.cpu_system_seconds;
         let (cpu, span, error, window) = match (l.server_cpu_seconds, l.server_cpus) {
             (Some(cpu), _) => {
@@ -705,8 +726,58 @@ mod tests {
             end: TreeMemory::default(),
             summaries: Vec::new(),
             idle_cpus: None,
+            cpu_error_seconds: None,
         });
         c
+    }
+
+    #[test]
+    fn a_slot_counts_the_servers_cpu_asleep_at_both_ends_over_every_echo() {
+        // A closed-loop slot: 1,000 messages in its window, 1,500 echoed
+        // over the whole slot (warm-up and drain), 0.15 s of server CPU
+        // read while it slept: 100 µs per echo, not 150 per measured one.
+        let mut c = burst(1000, 0.0, 0.0, 0.2, 0.15);
+        c.wall_seconds = 0.31;
+        c.slot = Some(Slot {
+            position: 1,
+            of: 2,
+            first: true,
+        });
+        if let Some(load) = c.load.as_mut() {
+            load.workload = "closed".into();
+            load.message_bytes = 64;
+            load.bytes_received = 64 * 1500;
+        }
+        if let Some(s) = c.server.as_mut() {
+            s.cpu_error_seconds = Some(0.0);
+        }
+        let v = c
+            .server_cpu_per_message()
+            .expect("applies")
+            .expect("resolved");
+        assert!((v - 100.0).abs() < 1e-9, "{v}");
+        // A thread on a CPU at a read, 4 ms against 150: still resolved.
+        if let Some(s) = c.server.as_mut() {
+            s.cpu_error_seconds = Some(0.004);
+        }
+        assert!(c.server_cpu_per_message().expect("applies").is_ok());
+        // 40 ms against 150 is not.
+        if let Some(s) = c.server.as_mut() {
+            s.cpu_error_seconds = Some(0.04);
+        }
+        assert!(matches!(
+            c.server_cpu_per_message(),
+            Some(Err(Unmeasurable::Unresolved { .. }))
+        ));
+        // Without the error (a record of a cell measured on its own), the
+        // window's figure, as before.
+        if let Some(s) = c.server.as_mut() {
+            s.cpu_error_seconds = None;
+        }
+        assert!(matches!(
+            c.server_cpu_per_message(),
+            Some(Ok(v)) if v == 0.0
+        ));
     }
 
     #[test]

@@ -94,6 +94,7 @@ impl RunData {
                     end: Default::default(),
                     summaries: Vec::new(),
                     idle_cpus: f.idle_cpus,
+                    cpu_error_seconds: None,
                 });
             data.cells.push(CellResult {
                 wall_seconds: 0.1,

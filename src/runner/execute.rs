@@ -199,6 +199,7 @@ fn measure(
         end,
         summaries: stopped.iter().filter_map(|s| s.summary.clone()).collect(),
         idle_cpus,
+        cpu_error_seconds: None,
     });
     if let Some(s) = &result.server {
         result.work_done = crate::analysis::bound::of_cell(plan, spec, &s.summaries);

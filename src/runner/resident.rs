@@ -321,9 +321,14 @@ fn measure(spec: &CellSpec, r: &mut Resident, result: &mut CellResult) -> Result
     };
     result.kernel_before = r.kernel_before;
     result.kernel_loaded = r.kernel_loaded;
-    let slot_cpu = match (cpu0, cpu1) {
-        (Some(a), Some(b)) => (b.seconds - a.seconds).max(0.0),
-        _ => 0.0,
+    // Read while the server sleeps (the previous slot drained, and this
+    // one): to the nanosecond, but for a thread on a CPU at either read.
+    let (slot_cpu, slot_error) = match (cpu0, cpu1) {
+        (Some(a), Some(b)) => {
+            let (cpu, error) = b.since(&a);
+            (cpu, Some(error))
+        }
+        _ => (0.0, None),
     };
     result.server = observed.then(|| ServerSide {
         instances: r.started.instances,
@@ -336,6 +341,7 @@ fn measure(spec: &CellSpec, r: &mut Resident, result: &mut CellResult) -> Result
         end,
         summaries: Vec::new(),
         idle_cpus: r.idle_cpus,
+        cpu_error_seconds: slot_error,
     });
     let gone = r.started.servers.iter().any(|s| !s.running());
     let server_trouble = gone.then(|| "the server exited during the slot".to_string());

@@ -190,6 +190,7 @@ fn ok(spec: &matrix::CellSpec, kind: &str, c: Cell, fixed: bool) -> CellResult {
             end: loaded,
             summaries: Vec::new(),
             idle_cpus: None,
+            cpu_error_seconds: None,
         }),
         kernel_before: Some(KernelMemory {
             slab_kib: 100_000,
