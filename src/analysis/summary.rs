@@ -465,14 +465,36 @@ pub(crate) fn glance_line(data: &RunData, n: usize, rows: &[Ranked]) -> Option<S
                 .max()
         })
         .map_or_else(String::new, |r| format!(" after {r} rounds"));
+    let busy = outside_cpus(data, n)
+        .filter(|&c| c > crate::client::limit::INTERFERENCE)
+        .map_or_else(String::new, |c| {
+            format!(
+                " ({c:.2} CPUs busy outside the run: throughput includes each model's share of them, CPU per message does not)"
+            )
+        });
     Some(format!(
-        "{} {}: {}; {} of {} decided{rounds}",
+        "{} {}: {}; {} of {} decided{rounds}{busy}",
         format_count(n as f64),
         data.plan.size_label,
         parts.join("; "),
         rest.len() - open.len(),
         rest.len()
     ))
+}
+
+/// CPUs' worth the processes outside the run used, on average over the
+/// resident slots at count `n` (their CPU over their wall time, summed:
+/// each slot's clock ticks are coarse, their sum is not); `None` without
+/// slots that recorded it.
+pub(crate) fn outside_cpus(data: &RunData, n: usize) -> Option<f64> {
+    let (cpu, wall) = data
+        .cells
+        .iter()
+        .filter(|c| c.cell.connections == n)
+        .filter_map(|c| c.slot.as_ref())
+        .filter_map(|s| s.outside_cpu_seconds.zip(s.outside_seconds))
+        .fold((0.0, 0.0), |(c, w), (x, y)| (c + x, w + y));
+    (wall > 0.0).then(|| cpu / wall)
 }
 
 /// [`glance_line`] at every count, with what they compare and how, for
@@ -589,6 +611,42 @@ mod tests {
             })
             .collect();
         RunData::example_of(&figures)
+    }
+
+    #[test]
+    fn the_answer_says_when_the_machine_was_busy_outside_the_run() {
+        let mut data = run_of(&[
+            ("epoll", &[200_000.0, 201_000.0, 199_000.0]),
+            ("threads", &[100_000.0, 101_000.0, 99_000.0]),
+        ]);
+        let line = |data: &RunData| {
+            let rows = standings(data).remove(&10).expect("ranked");
+            glance_line(data, 10, &rows).expect("a line")
+        };
+        // Not recorded (one cell at a time): nothing said.
+        assert_eq!(outside_cpus(&data, 10), None);
+        assert!(!line(&data).contains("outside the run"));
+        // Slots beside a hog: 0.3 s of every 0.31 s, about a CPU.
+        for c in &mut data.cells {
+            c.slot = Some(crate::results::cell::Slot {
+                position: 1,
+                of: 2,
+                first: c.cell.run == 1,
+                outside_cpu_seconds: Some(0.3),
+                outside_seconds: Some(0.31),
+            });
+        }
+        let busy = outside_cpus(&data, 10).expect("recorded");
+        assert!((busy - 0.3 / 0.31).abs() < 1e-9, "{busy}");
+        let said = line(&data);
+        assert!(said.contains("(0.97 CPUs busy outside the run: throughput includes each model's share of them, CPU per message does not)"), "{said}");
+        // A quiet machine's few ticks say nothing.
+        for c in &mut data.cells {
+            if let Some(s) = c.slot.as_mut() {
+                s.outside_cpu_seconds = Some(0.01);
+            }
+        }
+        assert!(!line(&data).contains("outside the run"));
     }
 
     #[test]

@@ -497,6 +497,62 @@ fn parse_machine(text: &str) -> Option<MachineCpu> {
     })
 }
 
+/// The CPU time of every process outside this one's tree (this process,
+/// the servers and clients it started), by pid, read at one moment: what
+/// else the machine ran. The kernel's softirq threads are left out (they
+/// carry the run's own packets). Clock ticks, rounded down per process
+/// and read; a process that exits between two reads takes its time with
+/// it unless an outside parent reaps it. Cost: a `stat` per process.
+#[derive(Debug, Clone)]
+pub(crate) struct Outside {
+    at: std::time::Instant,
+    by_pid: std::collections::HashMap<u32, f64>,
+}
+
+impl Outside {
+    pub(crate) fn read() -> Outside {
+        let ours: std::collections::HashSet<u32> = super::tree::descendants(std::process::id())
+            .into_iter()
+            .collect();
+        let mut by_pid = std::collections::HashMap::new();
+        if let Ok(dir) = std::fs::read_dir("/proc") {
+            for e in dir.flatten() {
+                let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                    continue;
+                };
+                if ours.contains(&pid) {
+                    continue;
+                }
+                let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                    continue;
+                };
+                if stat.contains("(ksoftirqd/") {
+                    continue;
+                }
+                if let Some((own, reaped)) = stat_times(&stat) {
+                    by_pid.insert(pid, own + reaped);
+                }
+            }
+        }
+        Outside {
+            at: std::time::Instant::now(),
+            by_pid,
+        }
+    }
+
+    /// CPU seconds used outside the run from `start` to this reading, and
+    /// the wall seconds between them. A process first seen here counts
+    /// from 0 (it started in between).
+    pub(crate) fn since(&self, start: &Outside) -> (f64, f64) {
+        let cpu = self
+            .by_pid
+            .iter()
+            .map(|(pid, &t)| (t - start.by_pid.get(pid).copied().unwrap_or(0.0)).max(0.0))
+            .sum();
+        (cpu, self.at.duration_since(start.at).as_secs_f64())
+    }
+}
+
 /// The CPU time of `roots` and their descendants now; `None` when no root
 /// can be read (gone, or not ours to see).
 pub fn tree(roots: &[u32]) -> Option<TreeCpu> {

@@ -53,10 +53,14 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     };
     // Over slots, `--runs auto` adds rounds look by look, each read at
     // the stricter level that keeps every look together to 5 %.
-    let looks = (slots.is_some() && auto_runs.is_some()).then(|| matrix::Looks {
+    // A preset may look by default (the tour), unless --runs says.
+    let by_default = args.runs.is_none() && preset.looks_budget.is_some();
+    let looks = (slots.is_some() && (auto_runs.is_some() || by_default)).then(|| matrix::Looks {
         every: preset.rounds,
         most: matrix::Looks::MOST,
-        budget_seconds: budget.unwrap_or(matrix::DEFAULT_BUDGET_SECONDS),
+        budget_seconds: budget
+            .or(preset.looks_budget)
+            .unwrap_or(matrix::DEFAULT_BUDGET_SECONDS),
     });
     let auto_runs = if looks.is_some() { None } else { auto_runs };
     let runs = match (slots, &args.runs) {
@@ -982,8 +986,19 @@ mod tests {
             (p.experiment.as_str(), p.title.as_str()),
             ("tour", tour.title)
         );
-        // Another number of runs is still the tour's matrix.
+        // It looks until decided, within 3 minutes, at Pocock's level.
+        let looks = p.looks.expect("looks by default");
+        assert_eq!(
+            (looks.every, looks.most, looks.budget_seconds),
+            (10, 4, 180.0)
+        );
+        assert!((p.rule().level - 0.9818).abs() < 1e-3);
+        let p = from_args(&["--budget", "5m", "--pin", "none"]).expect("the tour");
+        assert_eq!(p.looks.map(|l| l.budget_seconds), Some(300.0));
+        // Another number of runs is still the tour's matrix, without looks.
         let p = from_args(&["--runs", "5", "--pin", "none"]).expect("the tour");
+        assert_eq!((p.runs, p.looks), (5, None));
+        assert_eq!(p.rule().level, 0.95);
         assert_eq!(p.experiment, "tour");
         assert_eq!(p.title, format!("{} (customised)", tour.title));
         // A preset named keeps its name, whatever the flags change.
@@ -996,6 +1011,8 @@ mod tests {
     #[test]
     fn the_handlers_preset_has_its_work_axis_and_every_cpu() {
         let p = from_args(&["handlers"]).expect("the handlers preset");
+        // Six fixed rounds: one look is most of its budget already.
+        assert_eq!((p.runs, p.looks), (6, None));
         assert_eq!(
             p.work,
             ["none", "cpu:10us", "cpu:100us", "block:1ms", "wait:1ms"]

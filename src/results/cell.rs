@@ -78,6 +78,13 @@ pub struct Slot {
     pub position: usize,
     pub of: usize,
     pub first: bool,
+    /// CPU seconds every process outside the run used over the slot
+    /// ([`crate::metrics::cpu::Outside`]), and the wall seconds that
+    /// covers: what else the machine ran beside the measured server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outside_cpu_seconds: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outside_seconds: Option<f64>,
 }
 
 /// One line of `results.jsonl`.
@@ -742,6 +749,8 @@ mod tests {
             position: 1,
             of: 2,
             first: true,
+            outside_cpu_seconds: None,
+            outside_seconds: None,
         });
         if let Some(load) = c.load.as_mut() {
             load.workload = "closed".into();

@@ -171,7 +171,7 @@ pub(crate) fn run(
             State::Up(mut r) => {
                 let t0 = Instant::now();
                 let cpu0 = sys::process::Usage::of_self();
-                let slot = Slot {
+                let mut slot = Slot {
                     // Among the servers up, as `of` counts them.
                     position: {
                         let k = position.entry(spec.run).or_default();
@@ -180,11 +180,16 @@ pub(crate) fn run(
                     },
                     of,
                     first: r.slots == 0,
+                    outside_cpu_seconds: None,
+                    outside_seconds: None,
                 };
                 if r.frozen {
                     freeze(&r.started.servers, false);
                 }
+                let outside = crate::metrics::cpu::Outside::read();
                 let outcome = measure(spec, &mut r, &mut result);
+                let (cpu, wall) = crate::metrics::cpu::Outside::read().since(&outside);
+                (slot.outside_cpu_seconds, slot.outside_seconds) = (Some(cpu), Some(wall));
                 if r.frozen {
                     freeze(&r.started.servers, true);
                 }

@@ -468,7 +468,7 @@ fn bad_input_is_one_line() -> Result<(), Failed> {
         (&["run", "--budget", "soon"], "--budget"),
         (
             &["run", "--budget", "10s"],
-            "--budget 10 s: the plan's 360 cells take at least 108 s (its slots alone)",
+            "--budget 10 s: the plan's 360 cells take at least 108 s (the first look's slots alone)",
         ),
         (
             &["run", "--runs", "auto", "--budget", "1m"],
