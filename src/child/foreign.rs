@@ -29,6 +29,11 @@ pub fn default_ready_seconds() -> f64 {
 /// load's own connects take theirs). Falls back to bind(0) when there is
 /// no room below the range.
 pub fn free_port() -> std::io::Result<u16> {
+    Ok(free_listener()?.local_addr()?.port())
+}
+
+/// A listener on a free port chosen as [`free_port`] says, still bound.
+fn free_listener() -> std::io::Result<std::net::TcpListener> {
     let low = ephemeral_low();
     if low > 10_000 {
         let span = u32::from(low - 10_000);
@@ -39,12 +44,12 @@ pub fn free_port() -> std::io::Result<u16> {
             ^ std::process::id().rotate_left(16);
         for k in 0..span.min(200) {
             let port = 10_000 + (seed.wrapping_add(k.wrapping_mul(7_919)) % span) as u16;
-            if std::net::TcpListener::bind((ADDR, port)).is_ok() {
-                return Ok(port);
+            if let Ok(l) = std::net::TcpListener::bind((ADDR, port)) {
+                return Ok(l);
             }
         }
     }
-    Ok(std::net::TcpListener::bind((ADDR, 0))?.local_addr()?.port())
+    std::net::TcpListener::bind((ADDR, 0))
 }
 
 /// The first port of the ephemeral range (32768 when it cannot be read).
@@ -170,13 +175,16 @@ mod tests {
     }
 
     #[test]
-    fn a_free_port_is_below_the_ephemeral_range_and_bindable() {
+    fn a_free_port_is_below_the_ephemeral_range_and_was_bound() {
+        // Held from the choice on: no other test can take the port
+        // between the choice and the check.
         let low = ephemeral_low();
-        let port = free_port().unwrap();
+        let held = free_listener().unwrap();
+        let port = held.local_addr().unwrap().port();
         if low > 10_000 {
             assert!((10_000..low).contains(&port), "{port} vs {low}");
         }
-        std::net::TcpListener::bind((ADDR, port)).unwrap();
+        assert_eq!(held.local_addr().unwrap().ip().to_string(), ADDR);
     }
 
     #[test]
