@@ -623,6 +623,16 @@ impl RunPlan {
         }
     }
 
+    /// The last round planned at `n` connections under `work` (0: none).
+    pub(crate) fn rounds_at(&self, n: usize, work: Option<&crate::server::work::Profile>) -> usize {
+        self.cells
+            .iter()
+            .filter(|c| c.connections == n && c.work.as_ref() == work)
+            .map(|c| c.run)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// What every comparison of the run is held to: its margin, at 95 %,
     /// or at the stricter level of its looks.
     pub(crate) fn rule(&self) -> crate::stats::compare::Rule {

@@ -117,15 +117,7 @@ pub(crate) fn look(data: &RunData, n: usize, work: Option<&Profile>) -> Look {
     let Some(looks) = data.plan.looks else {
         return Look::Decided;
     };
-    let here = |c: &CellSpec| c.connections == n && c.work.as_ref() == work;
-    let rounds = data
-        .plan
-        .cells
-        .iter()
-        .filter(|c| here(c))
-        .map(|c| c.run)
-        .max()
-        .unwrap_or(0);
+    let rounds = data.plan.rounds_at(n, work);
     let Some(part) = crate::results::axis::parts(data)
         .into_iter()
         .find(|p| p.work.and_then(|w| (!w.is_none()).then_some(w)) == work)

@@ -276,14 +276,7 @@ fn next_look(
         return Ok(Vec::new());
     };
     let here = |c: &crate::results::matrix::CellSpec| c.connections == n && c.work.as_ref() == work;
-    let rounds = data
-        .plan
-        .cells
-        .iter()
-        .filter(|c| here(c))
-        .map(|c| c.run)
-        .max()
-        .unwrap_or(0);
+    let rounds = data.plan.rounds_at(n, work);
     let at = format!(
         "  {} {}{}",
         format_count(n as f64),
