@@ -429,7 +429,7 @@ pub struct RunArgs {
     pub runs: Option<String>,
     /// The most the run may take, e.g. 5m, 90s: a plan that cannot fit is
     /// refused up front, and `--runs auto` adds no look that would pass it
-    /// [default with --runs auto: 10m].
+    /// [default with --runs auto: 3m for the tour and a matrix of your own, 10m otherwise].
     #[arg(long, value_name = "DURATION", group = "matrix")]
     pub budget: Option<String>,
     /// Two models are equivalent when the 95 % interval of their ratio

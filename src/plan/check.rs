@@ -111,9 +111,23 @@ pub fn check(plan: &RunPlan) -> Result<(), String> {
             crate::present::units::format_count(MAX_CONNECTIONS as f64)
         ));
     }
-    let most_runs = plan.auto_runs.map_or(plan.runs, |a| a.max.max(plan.runs));
+    let most_runs = most_runs(plan);
     if !(1..=1000).contains(&plan.runs) || most_runs > 1000 {
         return Err(format!("runs {}: must be from 1 to 1000", plan.runs));
+    }
+    if let Some(l) = plan.looks {
+        if l.every != plan.runs
+            || !(1..=crate::stats::looks::MOST_LOOKS).contains(&l.most)
+            || !(l.budget_seconds.is_finite() && l.budget_seconds > 0.0)
+        {
+            return Err(format!(
+                "looks: every {} most {} budget {} s are not the plan's runs, 1 to {} looks and a time above 0",
+                l.every,
+                l.most,
+                l.budget_seconds,
+                crate::stats::looks::MOST_LOOKS
+            ));
+        }
     }
     if let Some(a) = plan.auto_runs {
         if a.min < 1 || a.min > a.max || !(a.tolerance > 0.0 && a.tolerance < 1.0) {
@@ -163,7 +177,7 @@ pub fn check(plan: &RunPlan) -> Result<(), String> {
 /// run), under the id it would have, once.
 fn cells(plan: &RunPlan) -> Result<(), String> {
     let profiles = matrix::profiles(&plan.work);
-    let most_runs = plan.auto_runs.map_or(plan.runs, |a| a.max.max(plan.runs));
+    let most_runs = most_runs(plan);
     let mut ids = BTreeSet::new();
     for (i, c) in plan.cells.iter().enumerate() {
         let at = format!("cells[{i}]");
@@ -191,6 +205,17 @@ fn cells(plan: &RunPlan) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The most runs a cell of `plan` may have: its runs, or what `--runs
+/// auto` may grow to (the maximum of a cell one at a time, every look's
+/// rounds over slots).
+fn most_runs(plan: &RunPlan) -> usize {
+    match (plan.auto_runs, plan.looks) {
+        (Some(a), _) => a.max.max(plan.runs),
+        (None, Some(l)) => (l.every * l.most).max(plan.runs),
+        (None, None) => plan.runs,
+    }
 }
 
 #[cfg(test)]
@@ -229,6 +254,41 @@ mod tests {
         let mut p = good;
         p.cells.push(p.cells[0].clone());
         assert!(check(&p).unwrap_err().contains("listed twice"));
+    }
+
+    #[test]
+    fn a_plan_with_looks_holds_every_look_and_no_more() {
+        let mut p = RunPlan::example(&["epoll", "poll"], &[2], 10);
+        p.looks = Some(crate::results::matrix::Looks {
+            every: 10,
+            most: 4,
+            budget_seconds: 180.0,
+        });
+        let add = |p: &mut RunPlan, run: usize| {
+            for m in ["epoll", "poll"] {
+                p.cells.push(crate::results::matrix::CellSpec {
+                    id: crate::results::matrix::CellSpec::id_of(m, None, 2, run),
+                    index: p.cells.len(),
+                    model: m.into(),
+                    work: None,
+                    connections: 2,
+                    run,
+                });
+            }
+        };
+        for run in 11..=40 {
+            add(&mut p, run);
+        }
+        assert_eq!(check(&p), Ok(()));
+        add(&mut p, 41);
+        assert!(check(&p)
+            .unwrap_err()
+            .contains("run 41 is not from 1 to 40"));
+        p.cells.truncate(80);
+        p.looks = p
+            .looks
+            .map(|l| crate::results::matrix::Looks { most: 9, ..l });
+        assert!(check(&p).unwrap_err().starts_with("looks: "));
     }
 
     #[test]
