@@ -575,12 +575,63 @@ fn notes(data: &RunData) -> Vec<String> {
         notes.push(super::bound::NOTE.to_string());
     }
     notes.extend(super::settled::unsettled_note(&data.plan, &data.cells));
+    notes.extend(queue_note(data));
     notes
+}
+
+/// A worker's local run queue in tokio's multi-thread scheduler.
+const LOCAL_QUEUE: usize = 256;
+
+/// Why a model on a scheduler with a global queue (tokio) has a long tail
+/// past [`LOCAL_QUEUE`] connections, when the run has one at its default
+/// interval there: measured, not guessed
+/// (docs/results/2026-11-28-tokio-tail.md).
+fn queue_note(data: &RunData) -> Option<String> {
+    let names: Vec<&str> = data
+        .plan
+        .models
+        .iter()
+        .filter(|m| {
+            data.plan.model(m).is_some_and(|(model, args)| {
+                model.has_global_queue()
+                    && !args
+                        .iter()
+                        .any(|a| a.starts_with("--global-queue-interval"))
+            })
+        })
+        .map(String::as_str)
+        .collect();
+    let past = data.plan.connections.iter().any(|&n| n > LOCAL_QUEUE);
+    (past && !names.is_empty()).then(|| {
+        format!(
+            "{}: past {LOCAL_QUEUE} connections its p99 is tokio's scheduler's: ready tasks beyond a worker's {LOCAL_QUEUE}-slot local queue wait in the global queue, which the worker reads only every so many tasks (tuned long for short polls). tokio's own echo example has the same tail; --global-queue-interval 1 brings it to a plain epoll loop's, for 12–16 % of the throughput (docs/results/2026-11-28-tokio-tail.md).",
+            and_list(&names)
+        )
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tokios_tail_past_its_local_queue_is_explained_where_it_applies() {
+        let data = |models: &[&str], n: usize| {
+            let mut plan = crate::results::matrix::RunPlan::example(models, &[n], 2);
+            plan.variants.push(crate::results::matrix::Variant {
+                name: "tokio@gq1".into(),
+                model: "tokio".into(),
+                args: vec!["--global-queue-interval".into(), "1".into()],
+            });
+            RunData::example(plan)
+        };
+        let note = queue_note(&data(&["epoll", "tokio"], 1000)).expect("tokio at 1,000");
+        assert!(note.starts_with("tokio: past 256 connections"), "{note}");
+        // Below the local queue, or only at an interval of 1, or no tokio.
+        assert_eq!(queue_note(&data(&["epoll", "tokio"], 100)), None);
+        assert_eq!(queue_note(&data(&["epoll", "tokio@gq1"], 1000)), None);
+        assert_eq!(queue_note(&data(&["epoll", "poll"], 1000)), None);
+    }
 
     #[test]
     fn the_limit_of_most_runs_is_named() {

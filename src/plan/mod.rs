@@ -101,6 +101,17 @@ impl ServePlan {
                     .join(", ")
             ));
         }
+        if a.global_queue_interval == Some(0) {
+            return Err(
+                "--global-queue-interval 0: a worker must run at least 1 task between looks".into(),
+            );
+        }
+        if a.global_queue_interval.is_some() && !model.has_global_queue() {
+            return Err(format!(
+                "--global-queue-interval: {} has no runtime with a global queue; it is tokio's",
+                model.name()
+            ));
+        }
         let work = work_flags(model, a, buffer)?;
         Ok(ServePlan {
             model,
@@ -121,6 +132,7 @@ impl ServePlan {
                     crate::cli::Lock::Rwlock => LockKind::RwLock,
                 }),
                 work,
+                global_queue_interval: a.global_queue_interval,
             },
             setup: Setup {
                 nofile: a.nofile,

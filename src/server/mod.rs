@@ -83,6 +83,9 @@ pub struct Config {
     pub shared_state: Option<LockKind>,
     /// `--work`: what the handler does per request (none by default).
     pub work: work::Work,
+    /// `--global-queue-interval` (tokio): tasks a worker runs between two
+    /// looks at the global queue; `None`: tokio's own tuning.
+    pub global_queue_interval: Option<u32>,
 }
 
 /// What a model gets to run with.
@@ -182,6 +185,11 @@ pub trait Model: Sync {
     /// Whether the model's idiom hands blocking calls to a pool of their
     /// own (tokio's `spawn_blocking`), unless told to block in place.
     fn offloads_blocking(&self) -> bool {
+        false
+    }
+    /// Whether the model runs on a scheduler with a global run queue
+    /// (`--global-queue-interval`).
+    fn has_global_queue(&self) -> bool {
         false
     }
     /// Whether the model opens more listeners on the same port.

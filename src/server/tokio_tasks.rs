@@ -65,20 +65,34 @@ impl Model for Tokio {
     fn offloads_blocking(&self) -> bool {
         true
     }
+    fn has_global_queue(&self) -> bool {
+        true
+    }
     fn variants(&self) -> &'static [Variant] {
-        &[Variant {
-            label: "",
-            flags: &["--workers", "2"],
-        }]
+        &[
+            Variant {
+                label: "",
+                flags: &["--workers", "2"],
+            },
+            // Fair to every connection past 256 of them, at a cost of
+            // throughput (see `--global-queue-interval`).
+            Variant {
+                label: "gq1",
+                flags: &["--workers", "2", "--global-queue-interval", "1"],
+            },
+        ]
     }
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder
             .worker_threads(ctx.config.workers.max(1))
             .thread_name("c10k-tokio")
             .enable_io()
-            .enable_time()
-            .build()
-            .context("starting the tokio runtime")?;
+            .enable_time();
+        if let Some(n) = ctx.config.global_queue_interval {
+            builder.global_queue_interval(n);
+        }
+        let runtime = builder.build().context("starting the tokio runtime")?;
         let result = runtime.block_on(accept_loop(listener, ctx));
         // Connection tasks are dropped, not finished: their sockets close and
         // they stay counted as open at exit, as in the other models. The

@@ -190,6 +190,25 @@ fn a_message_size_past_the_buffer_is_refused_in_one_line() -> Result<(), Failed>
             return Err(format!("--work {bad}: exit {:?}, stderr {err:?}", o.status.code()).into());
         }
     }
+    for (args, says) in [
+        (
+            &["--model", "epoll", "--global-queue-interval", "1"][..],
+            "it is tokio's",
+        ),
+        (
+            &["--model", "tokio", "--global-queue-interval", "0"][..],
+            "--global-queue-interval 0",
+        ),
+    ] {
+        let o = std::process::Command::new(bin())
+            .arg("serve")
+            .args(args)
+            .output()?;
+        let err = String::from_utf8_lossy(&o.stderr);
+        if o.status.code() != Some(2) || !err.contains(says) || err.trim().lines().count() != 1 {
+            return Err(format!("serve {args:?}: exit {:?}, {err:?}", o.status.code()).into());
+        }
+    }
     let o = std::process::Command::new(bin())
         .args(["serve", "--model", "epoll", "--block-inline"])
         .output()?;
