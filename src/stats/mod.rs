@@ -5,14 +5,16 @@
 //! median and the `--runs auto` stopping rule ([`median`]); the slope of a
 //! least-squares line with its interval ([`slope`], memory per
 //! connection); the power-law fit of time against connections ([`fit`]);
-//! Student's t quantiles ([`student`]); and Jain's fairness index
-//! ([`fairness`]).
+//! Student's t quantiles ([`student`]); the stricter level of repeated
+//! looks ([`looks`]); the queueing bound of c handlers ([`queue`]); and
+//! Jain's fairness index ([`fairness`]).
 
 pub mod compare;
 pub mod fairness;
 pub mod fit;
 pub mod looks;
 pub mod median;
+pub mod queue;
 pub mod rng;
 pub mod slope;
 pub mod student;
