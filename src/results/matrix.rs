@@ -361,7 +361,7 @@ impl Slots {
 /// `every` rounds; after each look the run goes on, with the models not
 /// yet told apart from the best (and the best), until every one is, or
 /// `most` looks have run, or another look would take the run past
-/// `budget_seconds` ([`crate::runner::looks`]). Every interval is then at
+/// `budget_seconds` ([`crate::runner::auto`]). Every interval is then at
 /// the level that keeps `most` looks to 5 % together
 /// ([`crate::stats::looks`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
