@@ -327,6 +327,18 @@ fn under_work(plan: &RunPlan) -> String {
 
 /// `3 times each`, or for `--runs auto` how many and until when.
 fn times(plan: &RunPlan) -> String {
+    if let Some(l) = plan.looks {
+        return format!(
+            "in looks of {} rounds, the models not yet told apart from the best going on, until \
+             each was decided, after {} looks or within {} (every interval at {}, Pocock's \
+             level for {} looks, so that together they keep 5 %)",
+            l.every,
+            l.most,
+            units::seconds(l.budget_seconds),
+            crate::analysis::summary::level_text(l.level()),
+            l.most
+        );
+    }
     match plan.auto_runs {
         Some(a) => format!(
             "{} to {} times each, until the 95 % interval of the median was within ±{} % of it",
