@@ -303,7 +303,7 @@ fn own(first: bool) -> (crate::sys::process::Usage, f64, f64, u64) {
     let others_running = threads.iter().filter(|t| t.tid != me && t.running).count();
     let waited = threads.iter().map(|t| t.waited).sum();
     let runs = threads.iter().map(|t| t.runs).sum();
-    let lag = running_lag(others_running, crate::env::online_cpus().len());
+    let lag = running_lag(others_running, machine_cpus());
     (usage, waited, lag, runs)
 }
 
@@ -607,8 +607,16 @@ pub fn tree(roots: &[u32]) -> Option<TreeCpu> {
             }
         }
     }
-    out.error += running_lag(running_threads, crate::env::online_cpus().len());
+    out.error += running_lag(running_threads, machine_cpus());
     seen.then_some(out)
+}
+
+/// The machine's CPUs online (0: not known), read once: every window's
+/// two snapshots need it, and reading /sys at each would be I/O at the
+/// window's edges for a figure that does not move.
+fn machine_cpus() -> usize {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CPUS.get_or_init(|| crate::env::online_cpus().len())
 }
 
 /// The most the CPU time of a tree's threads may lag when `running` of
