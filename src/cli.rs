@@ -639,6 +639,13 @@ pub struct LoadArgs {
     /// time and every echo read as it arrives; max 1s].
     #[arg(long, default_value = "0s", requires = "rate")]
     pub interval: String,
+    /// Open loop: when each connection's messages fall due. uniform: every
+    /// 1/rate, the connections' phases staggered (wrk2's schedule);
+    /// poisson: at random, exponential gaps of the same mean, so the
+    /// arrivals over all connections are a Poisson stream (the queueing
+    /// model's, and the capacity search's).
+    #[arg(long, value_enum, default_value_t = Arrivals::Uniform, requires = "rate")]
+    pub arrivals: Arrivals,
     /// Burst: connect all, send one message on every connection at once,
     /// time until every echo is back.
     #[arg(long, conflicts_with_all = ["rate", "churn"])]
@@ -847,6 +854,13 @@ pub enum Order {
 }
 
 /// `c10k run --workload`: what the client does in every cell.
+/// When an open loop's messages fall due (`--arrivals`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Arrivals {
+    Uniform,
+    Poisson,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum WorkloadKind {
     /// Closed loop: `depth` messages in flight per connection.

@@ -349,6 +349,7 @@ mod tests {
         let mut plan = RunPlan::example(&["epoll"], &[100], 1);
         plan.work = vec!["block:1ms".parse().unwrap()];
         let spec = CellSpec {
+            offered: None,
             id: "epoll/block:1ms/c100/r1".into(),
             index: 0,
             model: "epoll".into(),

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
-use super::drive::drive;
+use super::drive::{drive, Ask};
 use super::plan::LoadPlan;
 use super::preflight;
 use super::protocol::{Finished, Hello, Msg};
@@ -131,17 +131,21 @@ pub fn serve(parse: &dyn Fn(&[String]) -> Result<LoadPlan, String>) -> anyhow::R
         };
         // Pings answered until `go` (started after its delay, on this
         // clock) or, between resident windows, `end`.
-        let next = || -> std::io::Result<bool> {
+        let next = || -> std::io::Result<Option<Ask>> {
             loop {
                 match rx.recv() {
                     Ok(Msg::Ping { n }) => say(&Msg::Pong { n })?,
-                    Ok(Msg::Go { delay_seconds }) => {
+                    Ok(Msg::Go {
+                        delay_seconds,
+                        window,
+                    }) => {
+                        window.check().map_err(std::io::Error::other)?;
                         let delay = Duration::from_secs_f64(delay_seconds.clamp(0.0, 60.0));
                         std::thread::sleep(delay);
                         say(&Msg::Started)?;
-                        return Ok(true);
+                        return Ok(Some(window));
                     }
-                    Ok(Msg::End) if plan.resident => return Ok(false),
+                    Ok(Msg::End) if plan.resident => return Ok(None),
                     Ok(m) => {
                         return Err(std::io::Error::other(format!(
                             "expected ping or go, got {m:?}"
@@ -153,10 +157,7 @@ pub fn serve(parse: &dyn Fn(&[String]) -> Result<LoadPlan, String>) -> anyhow::R
         };
         let gate = &mut |seconds| {
             say(&Msg::Connected { seconds })?;
-            match next()? {
-                true => Ok(()),
-                false => Err(std::io::Error::other("told to end before any window")),
-            }
+            next()?.ok_or_else(|| std::io::Error::other("told to end before any window"))
         };
         let window = &mut |m| {
             say(&Msg::Window(Box::new(m)))?;

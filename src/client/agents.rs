@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
+use super::drive::Ask;
 use super::launch::Launch;
 use super::live::{Live, Tick};
 use super::measured::Measured;
@@ -289,10 +290,11 @@ impl Resident {
         })
     }
 
-    /// Measures one window: every agent told to go, their windows merged.
-    pub(crate) fn window(&mut self) -> anyhow::Result<Measured> {
+    /// Measures one window, as `ask` says: every agent told to go, their
+    /// windows merged.
+    pub(crate) fn window(&mut self, ask: Ask) -> anyhow::Result<Measured> {
         let own_at_go = crate::sys::process::Usage::of_self();
-        let t0 = go(&mut self.agents, &self.rtt)?;
+        let t0 = go(&mut self.agents, &self.rtt, ask)?;
         let n = self.rtt.len();
         let mut got: Vec<Option<Box<Measured>>> = (0..n).map(|_| None).collect();
         while got.iter().any(Option::is_none) {
@@ -731,7 +733,7 @@ fn prepare(
 /// Step 5, GO: every agent starts at the same moment, a lead from now,
 /// each counting its delay on its own clock from when GO reaches it.
 /// When it was sent.
-fn go(agents: &mut Agents, rtt: &[Duration]) -> anyhow::Result<Instant> {
+fn go(agents: &mut Agents, rtt: &[Duration], window: Ask) -> anyhow::Result<Instant> {
     let slowest = rtt.iter().max().copied().unwrap_or_default();
     let lead = slowest / 2 + Duration::from_millis(5);
     let t0 = Instant::now();
@@ -742,6 +744,7 @@ fn go(agents: &mut Agents, rtt: &[Duration]) -> anyhow::Result<Instant> {
             k,
             &Msg::Go {
                 delay_seconds: delay.as_secs_f64(),
+                window,
             },
         )?;
     }
@@ -773,7 +776,7 @@ fn converse(
         warnings,
     } = prepare(agents, plan, n, on_connected)?;
     let own_at_go = crate::sys::process::Usage::of_self();
-    let t0 = go(agents, &rtt)?;
+    let t0 = go(agents, &rtt, Ask::default())?;
     // 6. Their starts, then their results. From here an agent that ends,
     // errs or falls silent is lost, and the others go on.
     let mut starts: Vec<Option<f64>> = vec![None; n];

@@ -25,11 +25,12 @@ use anyhow::Context as _;
 /// messages). A resident plan measures window after window: each one's
 /// [`Measured`] goes to `window`, which returns once the next may start,
 /// or `false` when none follows; the result is then what the connections
-/// recorded as they closed.
+/// recorded as they closed. Each window is the plan's unless its [`Ask`]
+/// (from `connected` for the first, from `window` for the next) says.
 pub(crate) fn drive(
     plan: &LoadPlan,
-    connected: &mut dyn FnMut(f64) -> std::io::Result<()>,
-    window: &mut dyn FnMut(Measured) -> std::io::Result<bool>,
+    connected: &mut dyn FnMut(f64) -> std::io::Result<Ask>,
+    window: &mut dyn FnMut(Measured) -> std::io::Result<Option<Ask>>,
     sink: &(dyn Fn(Tick) + Sync),
 ) -> anyhow::Result<Measured> {
     let show = !plan.quiet && plan.process.is_none() && std::io::stderr().is_terminal();
@@ -76,7 +77,8 @@ pub(crate) fn drive(
             drop(ended_tx);
             // Every loop has its connections up (or failed).
             shared.barrier.wait();
-            if let Err(e) = connected(t0.elapsed().as_secs_f64()) {
+            let mut ask = Ask::default();
+            if let Err(e) = connected(t0.elapsed().as_secs_f64()).map(|a| ask = a) {
                 // The parent is gone: measure nothing, end at once.
                 shared.interrupted.store(true, Relaxed);
                 gate_error = Some(e);
@@ -84,11 +86,15 @@ pub(crate) fn drive(
             if plan.resident {
                 let mut alive = plan.threads;
                 loop {
-                    let w = resident_window(&shared, &ended_rx, &mut alive);
+                    let w = resident_window(&shared, ask, &ended_rx, &mut alive);
                     let more = !shared.interrupted.load(Relaxed) && alive > 0;
                     let more = more
                         && match window(w) {
-                            Ok(more) => more,
+                            Ok(Some(next)) => {
+                                ask = next;
+                                true
+                            }
+                            Ok(None) => false,
                             Err(e) => {
                                 shared.interrupted.store(true, Relaxed);
                                 gate_error = Some(e);
@@ -104,10 +110,10 @@ pub(crate) fn drive(
                 let results = handles.into_iter().map(joined).collect();
                 finished.store(true, Relaxed);
                 let now = Snapshot::end(pids, false);
-                schedule = Some(window_schedule(plan));
+                schedule = Some(window_schedule(plan, ask));
                 return Ok((results, Instant::now(), now));
             }
-            let s = window_schedule(plan);
+            let s = window_schedule(plan, ask);
             let Schedule {
                 measure_from,
                 until,
@@ -209,20 +215,56 @@ fn joined(
     }
 }
 
+/// What the coordinator asks of one resident window beyond its plan (the
+/// capacity search's slots: each at a rate of its own, measured as long
+/// as that rate needs); the default asks nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Ask {
+    /// Open loop: messages per second on each connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_connection: Option<f64>,
+    /// The measured part, after the plan's warm-up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_seconds: Option<f64>,
+}
+
+impl Ask {
+    /// Refuses what no window could run: a rate or a length that is not
+    /// a positive finite number within the flags' bounds.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        if let Some(r) = self.rate_per_connection {
+            super::plan::per_second("a window's rate", r, super::plan::MAX_RATE)?;
+        }
+        if let Some(d) = self.measured_seconds {
+            if !(d.is_finite() && d > 0.0 && d <= super::plan::MAX_SECONDS) {
+                return Err(format!(
+                    "a window of {d} s: must be above 0 and at most a year"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A window starting now: its warm-up, then its measured part (to the end
-/// of `--duration`, or open-ended for a fixed count or a burst).
-fn window_schedule(plan: &LoadPlan) -> Schedule {
+/// of `--duration` or of what `ask` says, or open-ended for a fixed count
+/// or a burst).
+fn window_schedule(plan: &LoadPlan, ask: Ask) -> Schedule {
     let start = Instant::now();
     let burst = matches!(plan.workload, Workload::Burst { .. });
     let measure_from = start + if burst { Duration::ZERO } else { plan.warmup };
     let until = match plan.stop {
-        Stop::Duration(d) if !burst => Some(measure_from + d),
+        Stop::Duration(d) if !burst => {
+            Some(measure_from + ask.measured_seconds.map_or(d, Duration::from_secs_f64))
+        }
         _ => None,
     };
+    let open = matches!(plan.workload, Workload::Open { .. });
     Schedule {
         start,
         measure_from,
         until,
+        rate_per_connection: ask.rate_per_connection.filter(|_| open),
     }
 }
 
@@ -251,12 +293,13 @@ fn window_figures(
 /// share; a loop that ended for good is no longer waited for.
 fn resident_window(
     shared: &Shared,
+    ask: Ask,
     ended: &std::sync::mpsc::Receiver<Option<Measured>>,
     alive: &mut usize,
 ) -> Measured {
     let plan = &shared.plan;
     let pids = &plan.server_pids;
-    let s = window_schedule(plan);
+    let s = window_schedule(plan, ask);
     shared.set_schedule(s);
     shared.more_rounds.store(true, Relaxed);
     shared.barrier.wait();

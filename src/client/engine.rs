@@ -30,7 +30,7 @@ use rustix::event::epoll::{self, CreateFlags, Event, EventData, EventFlags};
 
 use super::conn::{Conn, Failure, InFlight, Payload, State};
 use super::measured::{histogram, Measured, Round, MAX_NS};
-use super::plan::{LoadPlan, Stop, Workload, PENDING_CONNECTS};
+use super::plan::{Arrivals, LoadPlan, Stop, Workload, PENDING_CONNECTS};
 use super::record::{ConnRecord, Records};
 use super::report::Syscalls;
 use super::source::{connect_socket, connected_to_itself};
@@ -59,6 +59,10 @@ pub struct Schedule {
     pub measure_from: Instant,
     /// End of the measured window (duration runs).
     pub until: Option<Instant>,
+    /// Open loop, resident: this window's messages per second on each
+    /// connection, where the coordinator asked for a rate of its own (the
+    /// capacity search's slots); `None`: the plan's.
+    pub rate_per_connection: Option<f64>,
 }
 
 impl Schedule {
@@ -322,6 +326,9 @@ struct Engine<'a> {
     /// Resident: each connection's bytes sent and received when the
     /// current window began (its record counts the window's share).
     window_bytes: Vec<(u64, u64)>,
+    /// Draws the gaps of Poisson arrivals; seeded by the loop's place and
+    /// the clock, so no two loops (or agents) send in step.
+    rng: crate::stats::rng::SplitMix64,
 }
 
 /// One loop's share of the run's `--connect-rate` `total`: the run's
@@ -406,6 +413,12 @@ impl<'a> Engine<'a> {
             failed: None,
             sched: None,
             window_bytes: Vec::new(),
+            rng: crate::stats::rng::SplitMix64::new(
+                (index as u64 + ((k as u64) << 20))
+                    ^ std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_nanos() as u64),
+            ),
         })
     }
 
@@ -537,9 +550,11 @@ impl<'a> Engine<'a> {
             return;
         };
         let interval = match self.plan.workload {
-            Workload::Open { rate, .. } => {
-                Some(Duration::from_secs_f64(self.plan.connections as f64 / rate))
-            }
+            Workload::Open { rate, .. } => Some(Duration::from_secs_f64(
+                sched
+                    .rate_per_connection
+                    .map_or(self.plan.connections as f64 / rate, |r| 1.0 / r),
+            )),
             _ => None,
         };
         for i in 0..self.conns.len() {
@@ -549,8 +564,14 @@ impl<'a> Engine<'a> {
             match (interval, self.plan.workload) {
                 (Some(iv), _) => {
                     // Staggered phases: connection j starts j/N of an
-                    // interval after the start.
-                    let phase = iv.mul_f64(self.conns[i].id as f64 / self.plan.connections as f64);
+                    // interval after the start; or, Poisson, a random gap
+                    // after it.
+                    let phase = match self.plan.arrivals {
+                        Arrivals::Uniform => {
+                            iv.mul_f64(self.conns[i].id as f64 / self.plan.connections as f64)
+                        }
+                        Arrivals::Poisson => self.gap(iv),
+                    };
                     let due = sched.start + phase;
                     self.timers.push(Reverse((due, i)));
                 }
@@ -668,10 +689,16 @@ impl<'a> Engine<'a> {
             let next = if due < sched.measure_from && now >= sched.measure_from {
                 // A warm-up send reached only once the window is open is
                 // dropped (see `end_warmup`): the connection's schedule
-                // resumes at its first due time inside the window.
-                let behind = (sched.measure_from - due).as_nanos();
-                let step = interval.as_nanos().max(1);
-                due + Duration::from_nanos((behind.div_ceil(step) * step) as u64)
+                // resumes at its first due time inside the window (a
+                // Poisson stream, memoryless, at a fresh gap after the
+                // window opens).
+                if self.plan.arrivals == Arrivals::Poisson {
+                    sched.measure_from + self.gap(interval)
+                } else {
+                    let behind = (sched.measure_from - due).as_nanos();
+                    let step = interval.as_nanos().max(1);
+                    due + Duration::from_nanos((behind.div_ceil(step) * step) as u64)
+                }
             } else {
                 if self.may_send(i, due, sched) {
                     let c = &mut self.conns[i];
@@ -688,7 +715,7 @@ impl<'a> Engine<'a> {
                         self.missed += 1;
                     }
                 }
-                due + interval
+                due + self.gap(interval)
             };
             if sched.until.is_none_or(|u| next < u) && self.may_send(i, next, sched) {
                 self.timers.push(Reverse((next, i)));
@@ -698,6 +725,18 @@ impl<'a> Engine<'a> {
         // per connection, however many of its messages fell due together.
         while let Some(i) = self.dirty.pop() {
             self.flush(i);
+        }
+    }
+
+    /// The time to a connection's next send, `interval` on average: that,
+    /// or an exponential draw of that mean (Poisson arrivals).
+    fn gap(&mut self, interval: Duration) -> Duration {
+        match self.plan.arrivals {
+            Arrivals::Uniform => interval,
+            Arrivals::Poisson => {
+                let u = 1.0 - self.rng.unit();
+                interval.mul_f64(-u.ln())
+            }
         }
     }
 
@@ -930,6 +969,7 @@ impl<'a> Engine<'a> {
             start,
             measure_from: start,
             until: None,
+            rate_per_connection: None,
         };
         for i in 0..self.conns.len() {
             if !self.conns[i].idle && self.conns[i].state == State::Up {
@@ -1356,6 +1396,7 @@ mod tests {
             start: now - Duration::from_secs(1),
             measure_from: now - Duration::from_secs(1),
             until: Some(now + Duration::from_secs(60)),
+            rate_per_connection: None,
         };
         shared.set_schedule(s);
         s

@@ -75,6 +75,34 @@ pub enum Workload {
     Churn { echo: bool },
 }
 
+/// When an open loop's messages fall due on each connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrivals {
+    /// Every 1/rate, the connections' phases staggered evenly: the whole
+    /// run's sends are evenly spaced (wrk2's schedule).
+    #[default]
+    Uniform,
+    /// Exponential gaps of the same mean, drawn per connection: together a
+    /// Poisson stream, the arrivals a queueing model assumes.
+    Poisson,
+}
+
+impl Arrivals {
+    /// The flag's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrivals::Uniform => "uniform",
+            Arrivals::Poisson => "poisson",
+        }
+    }
+
+    /// Whether this is the default (left out of a plan's JSON and args).
+    pub fn is_uniform(&self) -> bool {
+        *self == Arrivals::Uniform
+    }
+}
+
 /// When a measured run ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
@@ -102,6 +130,8 @@ pub struct LoadPlan {
     /// Open loop: the least time between two passes of an event loop
     /// (zero: a pass per event or due send).
     pub interval: Duration,
+    /// Open loop: when each connection's messages fall due.
+    pub arrivals: Arrivals,
     pub linger0: bool,
     pub timeout: Duration,
     /// Explicit source addresses (empty: let the kernel choose, or pick
@@ -153,6 +183,7 @@ impl LoadPlan {
             payload: None,
             connect_rate: None,
             interval: Duration::ZERO,
+            arrivals: Arrivals::Uniform,
             linger0: false,
             timeout: Duration::from_secs(10),
             sources: Vec::new(),
@@ -216,6 +247,9 @@ impl LoadPlan {
             }
             _ if !self.interval.is_zero() => {
                 return Err("--interval paces an open loop: give --rate".into());
+            }
+            _ if !self.arrivals.is_uniform() => {
+                return Err("--arrivals shapes an open loop: give --rate".into());
             }
             _ => {}
         }
@@ -282,6 +316,9 @@ impl LoadPlan {
             Workload::Closed { depth } | Workload::Open { depth, .. } => {
                 if let Workload::Open { rate, .. } = self.workload {
                     a.flag("--rate", rate);
+                    if !self.arrivals.is_uniform() {
+                        a.flag("--arrivals", self.arrivals.name());
+                    }
                 }
                 if depth != 1 {
                     a.flag("--depth", depth);

@@ -63,6 +63,9 @@ pub(crate) enum Msg {
     },
     Go {
         delay_seconds: f64,
+        /// Resident: what this window asks beyond the plan.
+        #[serde(default, skip_serializing_if = "is_plain")]
+        window: super::drive::Ask,
     },
     Started,
     /// Every second from `plan` to `result`: the agent's running totals
@@ -119,6 +122,10 @@ pub(crate) struct Plan {
     /// [`super::plan::LoadPlan::resident`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub resident: bool,
+}
+
+fn is_plain(a: &super::drive::Ask) -> bool {
+    *a == super::drive::Ask::default()
 }
 
 impl Msg {

@@ -30,6 +30,7 @@ use super::{limit, preflight, source};
 use crate::sys;
 
 use super::drive::drive;
+pub(crate) use super::drive::Ask;
 use super::measured::Measured;
 
 /// A finished run: the report and the per-connection records.
@@ -158,7 +159,12 @@ fn run_inner(mut plan: LoadPlan, connected: Option<&mut dyn FnMut()>) -> anyhow:
         merged.measured
     } else {
         preflight::raise_nofile_for(total).context("raising the open-files limit")?;
-        drive(&plan, &mut |_| Ok(()), &mut |_| Ok(false), &|_| {})?
+        drive(
+            &plan,
+            &mut |_| Ok(Default::default()),
+            &mut |_| Ok(None),
+            &|_| {},
+        )?
     };
     let tcp = match (tcp_before, crate::env::tcp_counters().ok()) {
         (Some(a), Some(b)) => Some(b.since(&a)),
@@ -225,12 +231,23 @@ impl Session {
         })
     }
 
-    /// One window (its warm-up, then its measured part), as a report.
-    pub(crate) fn window(&mut self) -> anyhow::Result<Outcome> {
+    /// One window (its warm-up, then its measured part), as a report;
+    /// `ask` may give it a rate and a length of its own.
+    pub(crate) fn window(&mut self, ask: Ask) -> anyhow::Result<Outcome> {
         let started = SystemTime::now();
-        let m = self.agents.window()?;
+        let m = self.agents.window(ask)?;
+        // The report states the window's own rate and length.
+        let mut plan = self.plan.clone();
+        if let (Some(r), Workload::Open { rate, .. }) =
+            (ask.rate_per_connection, &mut plan.workload)
+        {
+            *rate = r * plan.connections as f64;
+        }
+        if let Some(d) = ask.measured_seconds {
+            plan.stop = super::plan::Stop::Duration(Duration::from_secs_f64(d));
+        }
         let mut outcome = assemble(
-            &self.plan,
+            &plan,
             m,
             self.processes,
             Some(self.agents.capacity),

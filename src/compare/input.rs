@@ -364,6 +364,7 @@ fn run_of_loads(path: &Path, reports: Vec<Report>) -> RunData {
     };
     let cells: Vec<CellSpec> = (1..=reports.len())
         .map(|run| CellSpec {
+            offered: None,
             id: CellSpec::id_of(LOAD_MODEL, None, n, run),
             index: run - 1,
             model: LOAD_MODEL.into(),
@@ -374,6 +375,7 @@ fn run_of_loads(path: &Path, reports: Vec<Report>) -> RunData {
         .collect();
     let environment = first.environment.clone();
     let plan = RunPlan {
+        capacity: None,
         version: RESULTS_VERSION,
         experiment: "load".into(),
         title: format!("c10k load {}", first.target),

@@ -267,6 +267,7 @@ mod tests {
         let add = |p: &mut RunPlan, run: usize| {
             for m in ["epoll", "poll"] {
                 p.cells.push(crate::results::matrix::CellSpec {
+                    offered: None,
                     id: crate::results::matrix::CellSpec::id_of(m, None, 2, run),
                     index: p.cells.len(),
                     model: m.into(),

@@ -152,6 +152,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         (preset.name.to_string(), preset.title.to_string())
     };
     let plan = RunPlan {
+        capacity: None,
         version: RESULTS_VERSION,
         experiment,
         title,

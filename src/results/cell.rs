@@ -87,6 +87,13 @@ pub struct Slot {
     pub outside_seconds: Option<f64>,
 }
 
+/// The latency at one percentile, µs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Quantile {
+    pub percentile: f64,
+    pub us: f64,
+}
+
 /// One line of `results.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CellResult {
@@ -140,6 +147,10 @@ pub struct CellResult {
     /// its round; absent for a cell measured on its own, one at a time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot: Option<Slot>,
+    /// A capacity search's slot: the latency (corrected for coordinated
+    /// omission) at each percentile its targets name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quantiles: Vec<Quantile>,
     /// The plan's settings the cell was measured under
     /// ([`super::identity::settings`]), so that no other plan takes it
     /// for one of its own; absent in records written before they carried
@@ -467,6 +478,7 @@ impl CellResult {
             bench: None,
             work_done: None,
             slot: None,
+            quantiles: Vec::new(),
             plan: None,
         }
     }

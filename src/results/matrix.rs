@@ -443,8 +443,23 @@ pub struct CellSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work: Option<Profile>,
     pub connections: usize,
-    /// Repeat number, from 1.
+    /// Repeat number, from 1 (in a capacity search, the model's slot
+    /// number at this count and profile).
     pub run: usize,
+    /// A slot of the capacity search: the rate it offers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered: Option<Offered>,
+}
+
+/// What a slot of the capacity search offers ([`crate::results::slo`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Offered {
+    /// Messages per second in total, Poisson arrivals.
+    pub rate: u64,
+    /// A round of the cost phase (every model at the rate all hold, in
+    /// paired rounds), numbered from 1; absent: a step of the search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_round: Option<usize>,
 }
 
 impl CellSpec {
@@ -507,6 +522,11 @@ pub struct RunPlan {
     /// of messages, and of `--sequential`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slots: Option<Slots>,
+    /// `--slo`: a capacity search per model, count and profile, against
+    /// these targets; the cells are then the search's slots, added as it
+    /// goes ([`crate::runner::capacity`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<super::slo::Search>,
     /// `--runs auto` over slots: rounds added look by look; `runs` is
     /// then the rounds of the first look.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -743,6 +763,7 @@ impl RunPlan {
     pub(crate) fn example(models: &[&str], connections: &[usize], runs: usize) -> RunPlan {
         let models: Vec<String> = models.iter().map(|m| m.to_string()).collect();
         RunPlan {
+            capacity: None,
             version: RESULTS_VERSION,
             experiment: "custom".into(),
             title: "t".into(),
@@ -836,6 +857,7 @@ pub fn expand(
         .into_iter()
         .enumerate()
         .map(|(index, (model, work, connections, run))| CellSpec {
+            offered: None,
             id: CellSpec::id_of(&model, work.as_ref(), connections, run),
             index,
             model,

@@ -3,7 +3,8 @@
 //! `results.jsonl`), the results directory and how it is read back and
 //! resumed ([`dir`]), its lock ([`lock`]), which plan a record belongs to
 //! ([`identity`]), and the records arranged by work profile ([`axis`]) and
-//! for charts ([`series`]). Nothing here measures or runs anything.
+//! for charts ([`series`]), and the latency target a capacity run
+//! searches against ([`slo`]). Nothing here measures or runs anything.
 
 pub mod axis;
 pub mod cell;
@@ -12,3 +13,4 @@ pub mod identity;
 pub mod lock;
 pub mod matrix;
 pub mod series;
+pub mod slo;

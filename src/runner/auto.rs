@@ -71,6 +71,7 @@ pub fn extend(plan: &mut RunPlan, cells: &[CellResult]) -> usize {
     });
     for (model, work, n, run) in &wanted {
         let spec = CellSpec {
+            offered: None,
             id: CellSpec::id_of(model, work.as_ref(), *n, *run),
             index: 0,
             model: model.clone(),
@@ -151,6 +152,7 @@ pub(crate) fn look(data: &RunData, n: usize, work: Option<&Profile>) -> Look {
         for model in crate::results::matrix::round_order(&data.plan.models, run) {
             if go(model) {
                 cells.push(CellSpec {
+                    offered: None,
                     id: CellSpec::id_of(model, work, n, run),
                     index: 0,
                     model: model.clone(),

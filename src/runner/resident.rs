@@ -40,7 +40,7 @@ use crate::child::server::{ServerChild, Stopped};
 use crate::client::run::Session;
 use crate::metrics::kernel::{self, KernelMemory};
 use crate::metrics::tree::{self, TreeMemory};
-use crate::results::cell::{CellResult, ServerSide, Slot, Status};
+use crate::results::cell::{CellResult, Quantile, ServerSide, Slot, Status};
 use crate::results::matrix::{CellSpec, RunPlan};
 use crate::sys;
 
@@ -187,7 +187,7 @@ pub(crate) fn run(
                     freeze(&r.started.servers, false);
                 }
                 let outside = crate::metrics::cpu::Outside::read();
-                let outcome = measure(spec, &mut r, &mut result);
+                let outcome = measure(spec, ask(plan, spec), &mut r, &mut result);
                 let (cpu, wall) = crate::metrics::cpu::Outside::read().since(&outside);
                 (slot.outside_cpu_seconds, slot.outside_seconds) = (Some(cpu), Some(wall));
                 if r.frozen {
@@ -313,9 +313,14 @@ fn up(plan: &RunPlan, spec: &CellSpec, hard: Option<u64>) -> Result<Resident, Tr
 
 /// One slot of resident `r`: a window of its session, the server's CPU
 /// over it, judged as any cell is.
-fn measure(spec: &CellSpec, r: &mut Resident, result: &mut CellResult) -> Result<(), Trouble> {
+fn measure(
+    spec: &CellSpec,
+    ask: SlotAsk,
+    r: &mut Resident,
+    result: &mut CellResult,
+) -> Result<(), Trouble> {
     let cpu0 = crate::metrics::cpu::tree(&r.pids);
-    let outcome = r.session.window();
+    let outcome = r.session.window(ask.window);
     let cpu1 = crate::metrics::cpu::tree(&r.pids);
     result.runner_traffic_cpu_seconds = None;
     let observed = !r.pids.is_empty();
@@ -366,6 +371,18 @@ fn measure(spec: &CellSpec, r: &mut Resident, result: &mut CellResult) -> Result
     if outcome.report.interrupted || sys::signals::interrupted() {
         return Err(Trouble::Interrupted);
     }
+    if let Some(targets) = &ask.percentiles {
+        result.quantiles = targets
+            .iter()
+            .map(|&percentile| Quantile {
+                percentile,
+                us: outcome
+                    .latency
+                    .value_at_quantile((percentile / 100.0).min(1.0)) as f64
+                    / 1e3,
+            })
+            .collect();
+    }
     let report = &mut outcome.report;
     report.environment = serde_json::Value::Null;
     if !r.all_accepted {
@@ -379,6 +396,34 @@ fn measure(spec: &CellSpec, r: &mut Resident, result: &mut CellResult) -> Result
     let judged = execute::judge(report, spec, &[], server_trouble);
     result.load = Some(outcome.report);
     judged
+}
+
+/// What the window of `spec` asks of its client: a capacity search's
+/// slot offers its own rate (Poisson arrivals, as the plan's open loop),
+/// measured as long as that rate needs, and reads the latency at the
+/// targets' percentiles.
+struct SlotAsk {
+    window: crate::client::run::Ask,
+    percentiles: Option<Vec<f64>>,
+}
+
+fn ask(plan: &RunPlan, spec: &CellSpec) -> SlotAsk {
+    match (&plan.capacity, spec.offered) {
+        (Some(search), Some(o)) => {
+            let rate = o.rate as f64;
+            SlotAsk {
+                window: crate::client::run::Ask {
+                    rate_per_connection: Some(rate / spec.connections.max(1) as f64),
+                    measured_seconds: Some(search.measured_at(rate)),
+                },
+                percentiles: Some(search.slo.targets.iter().map(|t| t.percentile).collect()),
+            }
+        }
+        _ => SlotAsk {
+            window: Default::default(),
+            percentiles: None,
+        },
+    }
 }
 
 /// Stops a resident: its session (its workers close their connections,

@@ -226,6 +226,7 @@ fn plan(
 ) -> RunPlan {
     let models: Vec<String> = models.iter().map(|m| m.to_string()).collect();
     RunPlan {
+        capacity: None,
         version: matrix::RESULTS_VERSION,
         experiment: experiment.into(),
         title: format!("synthetic {experiment} run <for tests> & checks"),
@@ -1139,6 +1140,7 @@ fn runs_auto_names_unsettled_cells() -> Result<(), Failed> {
     for run in 4..=10 {
         let index = p.cells.len();
         p.cells.push(matrix::CellSpec {
+            offered: None,
             id: format!("epoll/c10/r{run}"),
             index,
             model: "epoll".into(),
