@@ -436,6 +436,14 @@ pub struct RunArgs {
     /// lies within ± this margin, e.g. 5% (the default), 2%.
     #[arg(long, value_name = "PCT", group = "matrix")]
     pub margin: Option<String>,
+    /// Capacity at a latency target: for each model, count and work
+    /// profile, search the open loop's offered rate (Poisson arrivals) for
+    /// the highest that holds every target, e.g. p99=1ms,
+    /// p50=200us,p99=2ms; `+work` counts from the work's own time
+    /// (p99=1ms+work is 2 ms under block:1ms) [the capacity preset:
+    /// p99=1ms+work].
+    #[arg(long, value_name = "TARGETS", group = "matrix")]
+    pub slo: Option<String>,
     /// Times a run disturbed from outside (CPU used by other processes, or
     /// steal) is run again before it is kept and marked [default: 2].
     #[arg(long, value_name = "N", group = "matrix")]

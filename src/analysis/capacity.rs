@@ -25,7 +25,9 @@
 //! takes up exactly where it stopped. Cost: a pass over a search's slots
 //! per step.
 
+use crate::present::units::format_count;
 use crate::results::cell::{CellResult, Status};
+use crate::results::dir::RunData;
 use crate::results::slo::{round_rate, Search};
 use crate::server::work::{Capacity, Kind, Profile};
 use crate::stats::queue::Queue;
@@ -43,6 +45,10 @@ pub struct SlotPoint {
     pub achieved: f64,
     /// Seconds at each target's percentile, in the targets' order.
     pub at: Vec<f64>,
+    /// The share of the slot's echoes slower than each target.
+    pub above: Vec<f64>,
+    /// Echoes measured in the slot.
+    pub samples: f64,
     /// Seconds: p50, p99, p99.9 (corrected), p99 uncorrected.
     pub p50: f64,
     pub p99: f64,
@@ -72,13 +78,30 @@ impl SlotPoint {
                     .map_or(f64::NAN, |q| q.us / 1e6)
             })
             .collect();
+        let above: Vec<f64> = percentiles
+            .iter()
+            .map(|p| {
+                c.quantiles
+                    .iter()
+                    .find(|q| q.percentile == *p)
+                    .and_then(|q| q.above)
+                    .unwrap_or(f64::NAN)
+            })
+            .collect();
         let mut ok = c.status == Status::Ok;
         let mut reason = c.reason.clone();
-        if ok && at.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
+        if ok
+            && (at.iter().any(|v| !(v.is_finite() && *v > 0.0))
+                || above.iter().any(|v| !v.is_finite()))
+        {
             ok = false;
             reason = Some("no echo measured in the slot".into());
         }
-        let cpu = c.server_cpu_per_message().and_then(Result::ok);
+        // Recorded in µs.
+        let cpu = c
+            .server_cpu_per_message()
+            .and_then(Result::ok)
+            .map(|us| us / 1e6);
         let busy = c.server.as_ref().zip(c.load.as_ref()).and_then(|(s, l)| {
             let wall = c.wall_seconds.max(l.measured_seconds);
             (wall > 0.0 && c.slot.is_some()).then(|| s.cpu_user_seconds / wall)
@@ -89,6 +112,8 @@ impl SlotPoint {
             reason,
             achieved: m.achieved_rate.unwrap_or(0.0),
             at,
+            above,
+            samples: c.load.as_ref().map_or(0.0, |l| l.latency_us.count as f64),
             p50: s(m.latency_p50_us),
             p99: s(m.latency_p99_us),
             p999: s(m.latency_p99_9_us),
@@ -160,8 +185,12 @@ pub struct RatePoint {
     pub decided: bool,
     /// Achieved over offered, mean over the measured slots.
     pub share: f64,
-    /// At each target's percentile.
-    pub at: Vec<Figure>,
+    /// The latency at each target's percentile, seconds: the geometric
+    /// mean over the slots.
+    pub at: Vec<f64>,
+    /// The share of echoes slower than each target: pooled over the
+    /// slots, with the interval of the slots' shares.
+    pub above: Vec<Figure>,
     /// Geometric means over the measured slots, seconds.
     pub p50: f64,
     pub p99: f64,
@@ -218,7 +247,8 @@ fn point(rate: f64, here: &[&SlotPoint], search: &Search, targets: &[f64]) -> Ra
         } else {
             ok.iter().map(|s| s.achieved / rate).sum::<f64>() / n as f64
         },
-        at: Vec::new(),
+        at: (0..targets.len()).map(|j| geo(&|s| s.at[j])).collect(),
+        above: Vec::new(),
         p50: geo(&|s| s.p50),
         p99: geo(&|s| s.p99),
         p999: geo(&|s| s.p999),
@@ -236,46 +266,66 @@ fn point(rate: f64, here: &[&SlotPoint], search: &Search, targets: &[f64]) -> Ra
         return p;
     }
     let level = crate::stats::looks::level(search.most_per_rate.saturating_sub(search.confirm) + 1);
-    // Per target: the figure, and the slots its interval would need to
-    // leave the target if the spread seen so far holds.
+    // At the most slots, the t of their degrees of freedom.
+    let t_most = crate::stats::student::two_sided(level, search.most_per_rate.max(2) as f64 - 1.0);
+    let total: f64 = ok.iter().map(|s| s.samples).sum();
+    // Per target: the pooled share above it, its interval, and the slots
+    // the interval would need to leave the allowed share if the spread
+    // seen so far holds.
     let mut needs = 0.0f64;
-    p.at = (0..targets.len())
+    p.above = (0..targets.len())
         .map(|j| {
-            let logs: Vec<f64> = ok.iter().map(|s| s.at[j].ln()).collect();
-            let mean = logs.iter().sum::<f64>() / n as f64;
+            let allowed = allowed(search, j);
+            let shares: Vec<f64> = ok.iter().map(|s| s.above[j]).collect();
+            let pooled = if total > 0.0 {
+                ok.iter().map(|s| s.above[j] * s.samples).sum::<f64>() / total
+            } else {
+                shares.iter().sum::<f64>() / n as f64
+            };
+            let mean = shares.iter().sum::<f64>() / n as f64;
             let interval = (n >= search.confirm).then(|| {
-                let var = logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n as f64 - 1.0);
+                let var = shares.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n as f64 - 1.0);
                 let t = crate::stats::student::two_sided(level, n as f64 - 1.0);
-                let gap = (mean - targets[j].ln()).abs();
-                // At the most slots, the t of their degrees of freedom.
-                let t_most = crate::stats::student::two_sided(
-                    level,
-                    search.most_per_rate.max(2) as f64 - 1.0,
-                );
+                let gap = (mean - allowed).abs();
                 needs = needs.max(if gap > 0.0 {
                     (t_most * var.sqrt() / gap).powi(2)
                 } else {
                     f64::INFINITY
                 });
                 let half = t * (var / n as f64).sqrt();
-                ((mean - half).exp(), (mean + half).exp())
+                // None slower in every slot proves no share below what
+                // the echoes could show: 3/N (the rule of three).
+                (
+                    (mean - half).max(0.0),
+                    (mean + half).max(3.0 / total.max(1.0)),
+                )
             });
             Figure {
-                value: mean.exp(),
+                value: pooled,
                 interval,
             }
         })
         .collect();
     // A Poisson count of N echoes varies by about 1/√N: a share below 95 %
-    // by more than twice that is the server's, not the dice's.
+    // by more than four times that is the server's, not the dice's (at
+    // twice, 500 echoes at 707/s read 85 % here and were called
+    // saturated while every one came back within 1 ms).
     let expected: f64 = ok.iter().map(|s| s.rate * search.measured_at(s.rate)).sum();
-    if p.share < SATURATED - 2.0 / expected.max(1.0).sqrt() {
+    if p.share < SATURATED - 4.0 / expected.max(1.0).sqrt() {
         p.call = Call::Misses(Miss::Saturated(p.share));
         p.decided = true;
         return p;
     }
-    let over = |j: usize| p.at[j].interval.is_some_and(|(lo, _)| lo > targets[j]);
-    let under = |j: usize| p.at[j].interval.is_some_and(|(_, hi)| hi < targets[j]);
+    let over = |j: usize| {
+        p.above[j]
+            .interval
+            .is_some_and(|(lo, _)| lo > allowed(search, j))
+    };
+    let under = |j: usize| {
+        p.above[j]
+            .interval
+            .is_some_and(|(_, hi)| hi < allowed(search, j))
+    };
     if let Some(j) = (0..targets.len()).find(|&j| over(j)) {
         p.call = Call::Misses(Miss::Over(j));
         p.decided = true;
@@ -287,12 +337,18 @@ fn point(rate: f64, here: &[&SlotPoint], search: &Search, targets: &[f64]) -> Ra
         // need more than that: at the target within noise.
         p.call = Call::Near;
         p.decided = true;
-    } else if let Some(j) = (0..targets.len()).find(|&j| p.at[j].value > targets[j]) {
+    } else if let Some(j) = (0..targets.len()).find(|&j| p.above[j].value > allowed(search, j)) {
         p.call = Call::Misses(Miss::Over(j));
     } else {
         p.call = Call::Holds;
     }
     p
+}
+
+/// The share of echoes the `j`th target lets be slower than it: 1 % for
+/// p99.
+pub fn allowed(search: &Search, j: usize) -> f64 {
+    1.0 - search.slo.targets[j].quantile()
 }
 
 /// How a search ended.
@@ -305,8 +361,12 @@ pub enum End {
     HeldAll(f64),
     /// Even the least rate tried missed.
     NeverMet(f64),
-    /// The search's slots ran out before it decided.
-    OutOfSlots,
+    /// The search's slots ran out before both ends were decided: what
+    /// was decided, the highest rate held and the lowest missed.
+    Inconclusive {
+        held: Option<f64>,
+        missed: Option<f64>,
+    },
 }
 
 /// The search's next step.
@@ -349,7 +409,7 @@ pub fn next(slots: &[SlotPoint], search: &Search, targets: &[f64]) -> Step {
                 held: h.rate,
                 missed: m.rate,
             },
-            _ => End::OutOfSlots,
+            _ => inconclusive(&points),
         });
     }
     let fresh = |r: f64| {
@@ -372,7 +432,7 @@ pub fn next(slots: &[SlotPoint], search: &Search, targets: &[f64]) -> Step {
             // Only rates at the target within noise: look above the highest.
             let top = points.last().map_or(first.rate, |p| p.rate);
             if top >= search.most_rate {
-                return Step::Done(End::OutOfSlots);
+                return Step::Done(inconclusive(&points));
             }
             Step::Measure(fresh(top * OUTWARD))
         }
@@ -385,7 +445,7 @@ pub fn next(slots: &[SlotPoint], search: &Search, targets: &[f64]) -> Step {
                 return Step::Done(if h.decided {
                     End::HeldAll(h.rate)
                 } else {
-                    End::OutOfSlots
+                    inconclusive(&points)
                 });
             }
             if top > h.rate {
@@ -393,7 +453,7 @@ pub fn next(slots: &[SlotPoint], search: &Search, targets: &[f64]) -> Step {
                 return Step::Measure(fresh(top * OUTWARD));
             }
             // Far below every target: a bigger step.
-            let far = h.at.iter().zip(targets).all(|(f, t)| f.value < t / 4.0);
+            let far = h.at.iter().zip(targets).all(|(v, t)| *v < t / 4.0);
             Step::Measure(fresh(top * if far { 4.0 } else { 2.0 }))
         }
         (None, Some(m)) => {
@@ -405,7 +465,7 @@ pub fn next(slots: &[SlotPoint], search: &Search, targets: &[f64]) -> Step {
                 return Step::Done(if lowest == m.rate && m.decided {
                     End::NeverMet(m.rate)
                 } else {
-                    End::OutOfSlots
+                    inconclusive(&points)
                 });
             }
             let factor = if lowest < m.rate { OUTWARD } else { 4.0 };
@@ -437,9 +497,24 @@ pub fn next(slots: &[SlotPoint], search: &Search, targets: &[f64]) -> Step {
                     missed: m.rate,
                 });
             }
-            Step::Done(End::OutOfSlots)
+            Step::Done(inconclusive(&points))
         }
     }
+}
+
+/// What is decided of a search that cannot go on: the highest rate held
+/// (decided) below the lowest rate missed (decided).
+fn inconclusive(points: &[RatePoint]) -> End {
+    let missed = points
+        .iter()
+        .find(|p| p.decided && matches!(p.call, Call::Misses(_)))
+        .map(|p| p.rate);
+    let held = points
+        .iter()
+        .filter(|p| p.decided && p.call == Call::Holds && missed.is_none_or(|m| p.rate < m))
+        .map(|p| p.rate)
+        .next_back();
+    End::Inconclusive { held, missed }
 }
 
 /// Where the p99 left its low-load plateau: the first rate whose p99 is
@@ -454,14 +529,15 @@ pub fn knee(points: &[RatePoint]) -> Option<(f64, f64)> {
 
 /// The point estimate of a search's capacity: the highest rate whose
 /// point figures meet every target, below the first rate that misses.
-pub fn estimate(points: &[RatePoint], targets: &[f64]) -> Option<f64> {
+pub fn estimate(points: &[RatePoint], search: &Search, targets: &[f64]) -> Option<f64> {
     let meets = |p: &RatePoint| {
         p.failed < p.slots
             && !matches!(
                 p.call,
                 Call::Misses(Miss::Saturated(_)) | Call::Misses(Miss::Failed(_))
             )
-            && p.at.iter().zip(targets).all(|(f, t)| f.value <= *t)
+            && p.above.len() == targets.len()
+            && (0..targets.len()).all(|j| p.above[j].value <= allowed(search, j))
     };
     let first_miss = points.iter().position(|p| !meets(p));
     points[..first_miss.unwrap_or(points.len())]
@@ -560,7 +636,7 @@ pub fn bound(
             ),
         )
     };
-    let unloaded: Vec<f64> = lowest.at.iter().map(|f| f.value).collect();
+    let unloaded: Vec<f64> = lowest.at.clone();
     let mut b = Bound {
         queue,
         why,
@@ -625,6 +701,93 @@ pub fn above_bound(end: &End, b: &Bound) -> Option<String> {
     })
 }
 
+/// Where a model's search stands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum State {
+    Measure(f64),
+    Ended(End),
+    /// Its server is gone or its slots keep failing: the reason.
+    Failed(String),
+}
+
+/// The state of `model`'s search at `n` under `work`.
+pub fn state(data: &RunData, model: &str, n: usize, work: Option<&Profile>) -> State {
+    let Some(search) = &data.plan.capacity else {
+        return State::Failed("not a capacity run".into());
+    };
+    let slots: Vec<_> = slots_of(&data.cells, search, model, n, work)
+        .into_iter()
+        .filter(|s| s.cost_round.is_none())
+        .collect();
+    // Two failed slots in a row end it: a server that died, or a client
+    // that cannot hold its connections, fails every slot after.
+    if let [.., a, b] = &slots[..] {
+        if !a.ok && !b.ok {
+            return State::Failed(b.reason.clone().unwrap_or_else(|| "failed".into()));
+        }
+    }
+    match next(&slots, search, &search.targets_under(work)) {
+        Step::Measure(r) => State::Measure(r),
+        Step::Done(e) => State::Ended(e),
+    }
+}
+
+/// The rate at which the cost phase measures every model at `n` under
+/// `work`: the highest all of them held, decided (the least of their
+/// held rates), and the models that held one; `None` when fewer than one
+/// model held a rate.
+pub fn common_rate(data: &RunData, n: usize, work: Option<&Profile>) -> Option<(f64, Vec<String>)> {
+    let mut kept: Vec<(String, f64)> = Vec::new();
+    for m in &data.plan.models {
+        if let State::Ended(e) = state(data, m, n, work) {
+            if let Some(h) = held(&e) {
+                kept.push((m.clone(), h));
+            }
+        }
+    }
+    let rate = kept.iter().map(|h| h.1).fold(f64::INFINITY, f64::min);
+    (rate.is_finite()).then(|| (rate, kept.into_iter().map(|h| h.0).collect()))
+}
+
+/// One line per model on how its search at `n` under `work` ended.
+pub fn ended_lines(data: &RunData, n: usize, work: Option<&Profile>) -> Vec<String> {
+    data.plan
+        .models
+        .iter()
+        .map(|m| {
+            let what = match state(data, m, n, work) {
+                State::Measure(r) => {
+                    format!("stopped by the budget, next rate {}/s", format_count(r))
+                }
+                State::Failed(why) => format!("failed: {why}"),
+                State::Ended(e) => end_text(&e),
+            };
+            format!("    {m}: {what}")
+        })
+        .collect()
+}
+
+/// How a search ended, in words.
+pub fn end_text(e: &End) -> String {
+    match e {
+        End::Found { held, missed } => format!(
+            "held {}/s, missed {}/s",
+            format_count(*held),
+            format_count(*missed)
+        ),
+        End::HeldAll(r) => format!("held every rate tried, up to {}/s", format_count(*r)),
+        End::NeverMet(r) => format!(
+            "missed the target even at {}/s, the least rate tried",
+            format_count(*r)
+        ),
+        End::Inconclusive { held, missed } => format!(
+            "inconclusive: out of slots before both ends were decided (held {}, missed {})",
+            held.map_or("none decided".into(), |r| format!("{}/s", format_count(r))),
+            missed.map_or("none decided".into(), |r| format!("{}/s", format_count(r)))
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -652,9 +815,23 @@ mod tests {
                 Step::Done(e) => return (e, slots.len()),
                 Step::Measure(rate) => {
                     let wobble = (noise * rng.normal()).exp();
-                    let (p99, achieved) = match q.response_quantile(rate, 0.99) {
-                        Some(t) => (50e-6 + t * wobble, rate),
-                        None => (1.0, q.capacity() * 0.99),
+                    let samples = rate * search.measured_at(rate);
+                    let (p99, achieved, above) = match q.response_quantile(rate, 0.99) {
+                        Some(t) => {
+                            // P(R > target): the wait's exponential tail
+                            // past what the round trip and service leave.
+                            let p = q.wait_probability(rate).unwrap_or(1.0);
+                            let mean = q.mean_wait(rate).unwrap_or(f64::INFINITY);
+                            let x = targets[0] - 50e-6 - service;
+                            let e = if x <= 0.0 {
+                                1.0
+                            } else {
+                                p * (-x * p / mean).exp()
+                            };
+                            let e = e * wobble + rng.normal() * (e * (1.0 - e) / samples).sqrt();
+                            (50e-6 + t * wobble, rate, e.clamp(0.0, 1.0))
+                        }
+                        None => (1.0, q.capacity() * 0.99, 0.5),
                     };
                     slots.push(SlotPoint {
                         rate,
@@ -662,6 +839,8 @@ mod tests {
                         reason: None,
                         achieved,
                         at: vec![p99],
+                        above: vec![above],
+                        samples,
                         p50: p99 / 2.0,
                         p99,
                         p999: p99 * 1.5,
@@ -682,10 +861,10 @@ mod tests {
     }
 
     /// 200 searches of an M/D/1 server (1 ms per request, so 1,000/s at
-    /// most) with 10 % noise per slot against p99 ≤ 5 ms: at this
-    /// commit's settings 195 decided in 23 slots on average, brackets
-    /// 1.43× wide, and 4 of them placed the true rate a hair outside
-    /// (within 2 %: the rate sat at the target).
+    /// most) with 10 % drift per slot and the binomial noise of its
+    /// echoes, against p99 ≤ 5 ms: at this commit's settings 199 decided,
+    /// in 22 slots on average, and 2 of them placed the true rate a hair
+    /// outside their bracket (within 5 %: a rate at the target).
     #[test]
     fn one_handler_blocking_1ms_is_bracketed_below_1000_a_second() {
         let s = search("p99=5ms");
@@ -744,6 +923,8 @@ mod tests {
             reason: None,
             achieved,
             at: vec![1e-3],
+            above: vec![0.0],
+            samples: rate,
             p50: 1e-4,
             p99: 1e-3,
             p999: 2e-3,
@@ -757,8 +938,8 @@ mod tests {
         let p = rates(&[slot(10_000.0, 8_000.0)], &s, &t);
         assert_eq!(p[0].call, Call::Misses(Miss::Saturated(0.8)));
         assert!(p[0].decided);
-        // 1,000 echoes expected: 94 % is within the count's noise.
-        let p = rates(&[slot(1000.0, 940.0)], &s, &t);
+        // 500 echoes expected: 85 % is within the count's noise.
+        let p = rates(&[slot(1000.0, 850.0)], &s, &t);
         assert_eq!((p[0].call.clone(), p[0].decided), (Call::Holds, false));
     }
 
@@ -775,8 +956,9 @@ mod tests {
             call: Call::Holds,
             decided: true,
             share: 1.0,
-            at: vec![Figure {
-                value: 1.1e-3,
+            at: vec![1.1e-3],
+            above: vec![Figure {
+                value: 0.0,
                 interval: None,
             }],
             p50: 1.05e-3,
@@ -856,6 +1038,7 @@ mod tests {
             decided: false,
             share: 1.0,
             at: vec![],
+            above: vec![],
             p50: p99,
             p99,
             p999: p99,

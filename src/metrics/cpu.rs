@@ -614,7 +614,7 @@ pub fn tree(roots: &[u32]) -> Option<TreeCpu> {
 /// The machine's CPUs online (0: not known), read once: every window's
 /// two snapshots need it, and reading /sys at each would be I/O at the
 /// window's edges for a figure that does not move.
-fn machine_cpus() -> usize {
+pub(crate) fn machine_cpus() -> usize {
     static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *CPUS.get_or_init(|| crate::env::online_cpus().len())
 }

@@ -1,13 +1,15 @@
 //! `c10k micro`: the mechanisms under the models, measured one at a time —
 //! what a thread or a process costs to create and to keep ([`spawn`]), what
 //! one call of select, poll or epoll_wait costs as the set grows
-//! ([`dispatch`]), and how fast a listener accepts ([`accept`]). Each prints
+//! ([`dispatch`]), and how fast a listener accepts ([`accept`]), and the machine's unloaded
+//! round trip ([`round_trip`]). Each prints
 //! tables and can write its results as JSON.
 
 pub mod accept;
 pub mod dispatch;
 pub mod parked;
 pub mod readiness;
+pub mod round_trip;
 pub mod spawn;
 
 use crate::export::table::Table;

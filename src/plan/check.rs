@@ -111,6 +111,25 @@ pub fn check(plan: &RunPlan) -> Result<(), String> {
             crate::present::units::format_count(MAX_CONNECTIONS as f64)
         ));
     }
+    if let Some(c) = &plan.capacity {
+        c.check()?;
+        if plan.slots.is_none() || plan.looks.is_some() || plan.auto_runs.is_some() {
+            return Err(
+                "capacity: a search runs in resident slots, without looks or --runs auto".into(),
+            );
+        }
+        if let Some(c) = plan.cells.iter().find(|c| c.offered.is_none()) {
+            return Err(format!(
+                "cells: {} offers no rate in a capacity search",
+                c.id
+            ));
+        }
+    } else if let Some(c) = plan.cells.iter().find(|c| c.offered.is_some()) {
+        return Err(format!(
+            "cells: {} offers a rate outside a capacity search",
+            c.id
+        ));
+    }
     let most_runs = most_runs(plan);
     if !(1..=1000).contains(&plan.runs) || most_runs > 1000 {
         return Err(format!("runs {}: must be from 1 to 1000", plan.runs));
@@ -211,6 +230,9 @@ fn cells(plan: &RunPlan) -> Result<(), String> {
 /// auto` may grow to (the maximum of a cell one at a time, every look's
 /// rounds over slots).
 fn most_runs(plan: &RunPlan) -> usize {
+    if let Some(c) = &plan.capacity {
+        return c.most_slots + c.cost_rounds;
+    }
     match (plan.auto_runs, plan.looks) {
         (Some(a), _) => a.max.max(plan.runs),
         (None, Some(l)) => (l.every * l.most).max(plan.runs),

@@ -205,6 +205,44 @@ pub(crate) fn request_bytes(model: &str, args: &[String]) -> Result<usize, Strin
     Ok(if work.is_none() { 1 } else { work.request })
 }
 
+/// What a `c10k serve` of `model` with `args`, under `work`, on
+/// `server_cpus` (empty: every CPU) can do at once: its handlers, cores,
+/// and whether a block or a wait holds a handler (the capacity search's
+/// queueing bound).
+pub(crate) fn handlers_of(
+    model: &str,
+    args: &[String],
+    work: Option<&crate::server::work::Profile>,
+    server_cpus: &[usize],
+) -> Result<crate::server::work::Capacity, String> {
+    let mut all: Vec<String> = args.to_vec();
+    if let Some(w) = work {
+        all.extend(["--work".to_string(), w.to_string()]);
+    }
+    if !server_cpus.is_empty() {
+        let list: Vec<String> = server_cpus.iter().map(ToString::to_string).collect();
+        all.extend(["--cpus".to_string(), list.join(",")]);
+    }
+    let mut line = vec!["--model".to_string(), model.to_string()];
+    line.extend(all);
+    use clap::{Args, FromArgMatches};
+    let m = ServeArgs::augment_args(clap::Command::new("serve").no_binary_name(true))
+        .try_get_matches_from(&line)
+        .map_err(|e| format!("{model}: {}", crate::cli::one_line(&e)))?;
+    let a = ServeArgs::from_arg_matches(&m).map_err(|e| format!("{model}: {e}"))?;
+    let plan = ServePlan::from_args(&a).map_err(|e| format!("{model}: {e}"))?;
+    let cores = if server_cpus.is_empty() {
+        cpus_available()
+    } else {
+        server_cpus.len()
+    };
+    Ok(crate::server::work::Capacity::of(
+        plan.model,
+        &plan.config,
+        cores,
+    ))
+}
+
 /// Checks the flags of a `--variant` of `model` as [`check_server_args`]
 /// does, with its model (so a flag the model does not take is refused).
 pub(crate) fn check_variant_args(name: &str, model: &str, args: &[String]) -> Result<(), String> {

@@ -187,6 +187,15 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         refused,
         cells,
     };
+    let slo = args
+        .slo
+        .as_deref()
+        .map(|t| (t.to_string(), None))
+        .or(preset.slo.map(|(t, b)| (t.to_string(), Some(b))));
+    let mut plan = plan;
+    if let Some((text, preset_budget)) = slo {
+        capacity_of(&mut plan, args, &text, budget.or(preset_budget))?;
+    }
     // Its errors name the plan's field, `work`: here, the flag.
     plan.check_work().map_err(|e| format!("--{e}"))?;
     // What a plan read back must pass, this one passes too (names unique
@@ -196,6 +205,115 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         within_budget(&plan, b)?;
     }
     Ok(plan)
+}
+
+/// Makes `plan` a capacity search against `--slo` `text` within `budget`
+/// seconds (10 minutes unless given): its workload an open loop of
+/// Poisson arrivals, its cells each model's first slot, the handlers of
+/// every c10k model recorded for its bound. Refuses what a search cannot
+/// be (one line each): another method or loop, a count whose servers do
+/// not fit resident together, and a target below this machine's unloaded
+/// round trip.
+fn capacity_of(
+    plan: &mut RunPlan,
+    args: &RunArgs,
+    text: &str,
+    budget: Option<f64>,
+) -> Result<(), String> {
+    use crate::present::units::seconds;
+    let slo: crate::results::slo::Slo = text.parse().map_err(|e| format!("--slo {e}"))?;
+    let refuse = |flag: &str, why: &str| Err(format!("--slo with {flag}: {why}"));
+    if plan.bench.is_some() {
+        return Err(format!(
+            "--slo: the {} experiment runs a micro-benchmark, which has no server to load",
+            plan.experiment
+        ));
+    }
+    if args.runs.is_some() {
+        return refuse(
+            "--runs",
+            "a search measures each rate until it is decided; give --budget to bound it",
+        );
+    }
+    if args.rate.is_some() || args.rate_per_connection.is_some() {
+        return refuse("--rate", "the search chooses the offered rates");
+    }
+    if plan.workload.kind != WorkloadKind::Closed || plan.workload.messages_for(1).is_some() {
+        return refuse(
+            "this workload",
+            "the search offers an open loop on the connections it keeps (a timed closed loop's)",
+        );
+    }
+    if plan.slots.is_none() {
+        return refuse(
+            "--sequential or --duration",
+            "the search runs in resident slots, each rate a slot",
+        );
+    }
+    if let Some(&n) = plan
+        .connections
+        .iter()
+        .find(|&&n| matrix::unfit(n, plan.models.len()).is_some())
+    {
+        return Err(format!(
+            "--slo: {}; search fewer models or counts at once",
+            matrix::unfit(n, plan.models.len()).unwrap_or_default()
+        ));
+    }
+    let budget = budget.unwrap_or(matrix::DEFAULT_BUDGET_SECONDS);
+    let mut search = crate::results::slo::Search::new(slo, budget);
+    // No server answers faster than the machine's own round trip.
+    if plan.agents.is_none() && plan.bind.is_none() {
+        let trips = crate::micro::round_trip::measure(&plan.server_cpus, &plan.client_cpus)
+            .map_err(|e| format!("--slo: measuring this machine's round trip: {e}"))?;
+        for t in &search.slo.targets {
+            let rtt = crate::micro::round_trip::quantile(&trips, t.quantile());
+            for w in matrix::profiles(&plan.work) {
+                // Every request waits for its work, and for the round trip.
+                let work = w.as_ref().map_or(0.0, crate::results::slo::work_seconds);
+                if t.seconds_under(w.as_ref()) <= rtt + work {
+                    let plus = w
+                        .as_ref()
+                        .filter(|_| work > 0.0)
+                        .map_or_else(String::new, |w| {
+                            format!(", plus {} of work under {w}", seconds(work))
+                        });
+                    return Err(format!(
+                        "--slo {t}: below what this machine allows: its unloaded round trip is {} at {} (64 B over loopback, server CPUs {:?}, client CPUs {:?}){plus}; no server can meet it",
+                        seconds(rtt),
+                        t.label(),
+                        plan.server_cpus,
+                        plan.client_cpus,
+                    ));
+                }
+            }
+        }
+    }
+    for m in &plan.models {
+        let Some((model, flags)) = matrix::resolve(&plan.variants, m) else {
+            continue;
+        };
+        let mut args = plan.server_args.clone();
+        args.extend(flags.iter().cloned());
+        for w in matrix::profiles(&plan.work) {
+            let capacity = super::handlers_of(model.name(), &args, w.as_ref(), &plan.server_cpus)?;
+            search.handlers.push(crate::results::slo::Handlers {
+                model: m.clone(),
+                work: w,
+                capacity,
+            });
+        }
+    }
+    plan.workload.rate = Some(matrix::Rate::Total(search.start_rate));
+    plan.workload.arrivals = crate::client::plan::Arrivals::Poisson;
+    plan.primary = matrix::Primary::Latency;
+    plan.runs = 1;
+    plan.looks = None;
+    plan.auto_runs = None;
+    plan.cells =
+        crate::runner::capacity::first_cells(&plan.models, &plan.connections, &plan.work, &search);
+    plan.capacity = Some(search);
+    Ok(())
 }
 
 /// `--budget`'s seconds: a duration above 0.

@@ -124,7 +124,9 @@ pub fn render(data: &RunData) -> anyhow::Result<String> {
             let suffix = part
                 .work
                 .map_or_else(String::new, |_| format!("-w{}", i + 1));
-            out.push_str(&super::forest::html(&part.data, &suffix)?);
+            if part.data.plan.capacity.is_none() {
+                out.push_str(&super::forest::html(&part.data, &suffix)?);
+            }
             for t in &t.verdict {
                 out.push_str(&boxed(t));
             }
@@ -168,6 +170,12 @@ pub fn render(data: &RunData) -> anyhow::Result<String> {
         let suffix = part
             .work
             .map_or_else(String::new, |_| format!("-w{}", i + 1));
+        if part.data.plan.capacity.is_some() {
+            for (n, chart) in super::capacity::charts(&part.data) {
+                out.push_str(&chart_html(&chart, &format!("-c{n}{suffix}"))?);
+            }
+            continue;
+        }
         let mut charts = figures::charts(&part.data);
         // Memory per connection, after throughput as it always was: its own
         // builder, since a cell there may be below what one sample resolves.

@@ -48,6 +48,19 @@ pub struct RunTables {
 
 impl RunTables {
     pub fn of(data: &RunData) -> RunTables {
+        // A capacity search ranks no figure over its slots: its tables are
+        // the answer, the curves the summary.
+        if data.plan.capacity.is_some() {
+            let mut t = crate::experiments::capacity::tables(data);
+            let summary = t.pop().unwrap_or_else(|| Table::new("", &[]));
+            return RunTables {
+                verdict: t,
+                study: Vec::new(),
+                ranking: Vec::new(),
+                memory: None,
+                summary,
+            };
+        }
         RunTables {
             verdict: crate::analysis::verdict::tables(data),
             study: crate::experiments::tables(data),
@@ -86,17 +99,30 @@ pub fn outro(data: &RunData) -> String {
 /// work profile), the best, the equivalent, the worse and the undecided,
 /// as the report's forest plots draw them. Empty when nothing was ranked.
 pub fn glance(data: &RunData) -> String {
-    let mut lines = Vec::new();
+    let mut lines: Vec<String> = Vec::new();
     for part in axis::parts(data) {
         let under = part
             .heading()
             .map_or_else(String::new, |h| format!("{h}, "));
-        for l in crate::analysis::summary::glance(&part.data) {
+        let capacity = part.data.plan.capacity.is_some();
+        let part_lines = if capacity {
+            crate::experiments::capacity::glance(&part.data)
+        } else {
+            crate::analysis::summary::glance(&part.data)
+        };
+        for l in part_lines {
             lines.push(format!("  {under}{l}"));
         }
     }
     if lines.is_empty() {
         return String::new();
+    }
+    if data.plan.capacity.is_some() {
+        return format!(
+            "\nThe answer (capacity at the target, decided rates; {} margin):\n{}\n",
+            crate::analysis::summary::margin_text(data.plan.margin),
+            lines.join("\n")
+        );
     }
     format!(
         "\nThe answer ({} against the best at each count; {} intervals, {} margin):\n{}\n",
@@ -111,6 +137,14 @@ pub fn glance(data: &RunData) -> String {
 fn outro_of(data: &RunData) -> String {
     let t = RunTables::of(data);
     let mut s = String::new();
+    if data.plan.capacity.is_some() {
+        // The curves, then where the eye lands: capacity and cost.
+        for table in std::iter::once(&t.summary).chain(&t.verdict) {
+            s += "\n";
+            s += &table.to_text();
+        }
+        return s;
+    }
     if let Some(line) = crate::analysis::disturbed::headline(data) {
         s += &format!("\n{line}\n");
     }

@@ -87,11 +87,16 @@ pub struct Slot {
     pub outside_seconds: Option<f64>,
 }
 
-/// The latency at one percentile, µs.
+/// The latency at one percentile of a capacity slot, µs, and the share
+/// of its echoes slower than the target there.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Quantile {
     pub percentile: f64,
     pub us: f64,
+    /// The share of the slot's echoes slower than the target at this
+    /// percentile (what decides whether the slot met it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub above: Option<f64>,
 }
 
 /// One line of `results.jsonl`.

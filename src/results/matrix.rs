@@ -161,6 +161,13 @@ pub struct Workload {
     /// absent: a pass per event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_interval_seconds: Option<f64>,
+    /// Open loop: when each connection's messages fall due (a capacity
+    /// search's are Poisson).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::client::plan::Arrivals::is_uniform"
+    )]
+    pub arrivals: crate::client::plan::Arrivals,
 }
 
 /// An open loop's rate of messages per second.
@@ -218,6 +225,7 @@ impl Workload {
             rate: None,
             connect_rate: None,
             client_interval_seconds: None,
+            arrivals: crate::client::plan::Arrivals::Uniform,
         }
     }
 

@@ -583,6 +583,7 @@ pub(super) fn load_plan(
         timeout: Duration::from_secs_f64(w.timeout_seconds),
         connect_rate: w.connect_rate,
         interval: Duration::from_secs_f64(w.client_interval_seconds.unwrap_or(0.0)),
+        arrivals: w.arrivals,
         cpus,
         quiet: true,
         // The run printed its pre-flight once; each cell keeps its own

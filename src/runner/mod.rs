@@ -7,13 +7,15 @@
 //! in progress unrecorded, and `--resume` finishes it later. A run holds
 //! its directory's lock from start to exit ([`lock`]), and a resume takes
 //! only the results of the plan it finishes ([`identity`]). With `--runs
-//! auto` the plan grows as cells settle or not ([`auto`]). At the end:
+//! auto` the plan grows as cells settle or not ([`auto`]); with `--slo`
+//! as each model's capacity search asks ([`capacity`]). At the end:
 //! the ranking with ties ([`summary`]), memory per connection as slopes
 //! ([`memory`]) and the verdict ([`verdict`]), each per work profile, with
 //! the bound the work allows beside the figure ([`bound`]).
 
 pub mod auto;
 pub mod bench;
+pub mod capacity;
 pub mod execute;
 pub mod preflight;
 pub mod progress;
@@ -144,6 +146,22 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
         }
         progress.set_total(data.plan.cells.len());
     }
+    // A resumed capacity run: a block whose slots are all recorded may
+    // owe its next round.
+    if data.plan.capacity.is_some() {
+        let left: Vec<_> = data.remaining();
+        for (n, work) in blocks(&data.plan) {
+            let open = left.iter().any(|c| c.connections == n && c.work == work);
+            if !open {
+                let cells = capacity::next_round(data, n, work.as_ref());
+                if !cells.is_empty() {
+                    auto::append(&mut data.plan, &cells);
+                    results::save_plan(&data.dir, &data.plan)?;
+                }
+            }
+        }
+        progress.set_total(data.plan.cells.len());
+    }
     let mut todo: std::collections::VecDeque<_> = data.remaining().into();
     let interrupted = crate::sys::signals::interrupt_flag()
         .context("installing the Ctrl-C and SIGTERM handlers")?;
@@ -160,6 +178,17 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
             let plan = data.plan.clone();
             let (n, work) = (spec.connections, spec.work.clone());
             let later = data.plan.least_seconds(todo.make_contiguous());
+            // A capacity search's share of what the budget has left: this
+            // block's and every block still to come's alike.
+            let deadline = data.plan.capacity.as_ref().map(|c| {
+                let mut others: Vec<_> = todo
+                    .iter()
+                    .map(|c| (c.connections, c.work.clone()))
+                    .collect();
+                others.dedup();
+                let spent = clock.spent();
+                spent + (c.budget_seconds - spent).max(0.0) / (1 + others.len()) as f64
+            });
             let shared = std::cell::RefCell::new((&mut *data, &mut progress, &mut *appender));
             let ended = resident::run(
                 &plan,
@@ -176,7 +205,10 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
                 &mut || {
                     let mut guard = shared.borrow_mut();
                     let (data, progress, _) = &mut *guard;
-                    let cells = next_look(data, progress, n, work.as_ref(), later, &clock)?;
+                    let cells = match deadline {
+                        Some(d) => capacity_round(data, progress, n, work.as_ref(), d, &clock)?,
+                        None => next_look(data, progress, n, work.as_ref(), later, &clock)?,
+                    };
                     progress.set_total(data.plan.cells.len());
                     Ok(cells)
                 },
@@ -337,6 +369,104 @@ fn next_look(
     auto::append(&mut data.plan, &cells);
     results::save_plan(&data.dir, &data.plan)?;
     Ok(cells)
+}
+
+/// Every count and work profile of the plan's cells, in their order.
+fn blocks(
+    plan: &crate::results::matrix::RunPlan,
+) -> Vec<(usize, Option<crate::server::work::Profile>)> {
+    let mut blocks = Vec::new();
+    for c in &plan.cells {
+        if !blocks.contains(&(c.connections, c.work.clone())) {
+            blocks.push((c.connections, c.work.clone()));
+        }
+    }
+    blocks
+}
+
+/// With `--slo`, the next round at `n` connections under `work`
+/// ([`capacity::next_round`]), added to the plan (and `plan.json`) before
+/// it runs, unless it would run past `deadline` (the block's share of the
+/// budget, on the run's clock); how the searches ended is said on the
+/// terminal when they end.
+fn capacity_round(
+    data: &mut RunData,
+    progress: &progress::Progress,
+    n: usize,
+    work: Option<&crate::server::work::Profile>,
+    deadline: f64,
+    clock: &Clock,
+) -> anyhow::Result<Vec<crate::results::matrix::CellSpec>> {
+    use crate::present::units::{format_count, seconds};
+    let at = format!(
+        "  {} {}{}",
+        format_count(n as f64),
+        data.plan.size_label,
+        work.map_or_else(String::new, |w| format!(" under {w}"))
+    );
+    let cells = capacity::next_round(data, n, work);
+    let first_cost = cells
+        .first()
+        .and_then(|c| c.offered)
+        .is_some_and(|o| o.cost_round == Some(1));
+    let searching = cells
+        .first()
+        .and_then(|c| c.offered)
+        .is_some_and(|o| o.cost_round.is_none());
+    let Some(search) = data.plan.capacity.as_ref() else {
+        return Ok(Vec::new());
+    };
+    // What the round will take: each slot's warm-up and window, and a
+    // tenth of a second of sampling and hand-over each.
+    let warmup = data.plan.slots.map_or(0.0, |s| s.warmup_seconds);
+    let cost: f64 = cells
+        .iter()
+        .filter_map(|c| c.offered)
+        .map(|o| search.measured_at(o.rate as f64) + warmup + 0.1)
+        .sum();
+    let spent = clock.spent();
+    if !cells.is_empty() && spent + cost > deadline {
+        progress.note(&format!(
+            "{at}: the next round ({}) would pass this block's share of the budget ({} of {}, {} spent): stopping here",
+            seconds(cost),
+            seconds(deadline),
+            seconds(search.budget_seconds),
+            seconds(spent)
+        ));
+        if searching {
+            for l in crate::analysis::capacity::ended_lines(data, n, work) {
+                progress.note(&l);
+            }
+        }
+        return Ok(Vec::new());
+    }
+    if first_cost || (cells.is_empty() && !cost_ran(data, n, work)) {
+        progress.note(&format!("{at}: every search has ended"));
+        for l in crate::analysis::capacity::ended_lines(data, n, work) {
+            progress.note(&l);
+        }
+        if let Some(o) = cells.first().and_then(|c| c.offered) {
+            progress.note(&format!(
+                "{at}: their cost at {}/s, the highest rate all of them held: {} rounds",
+                format_count(o.rate as f64),
+                search.cost_rounds
+            ));
+        }
+    }
+    if !cells.is_empty() {
+        auto::append(&mut data.plan, &cells);
+        results::save_plan(&data.dir, &data.plan)?;
+    }
+    Ok(cells)
+}
+
+/// Whether the cost phase at `n` under `work` has run a round.
+fn cost_ran(data: &RunData, n: usize, work: Option<&crate::server::work::Profile>) -> bool {
+    data.plan.cells.iter().any(|c| {
+        c.connections == n
+            && c.work.as_ref() == work
+            && c.offered.is_some_and(|o| o.cost_round.is_some())
+    })
 }
 
 /// The cells `spec` heads that run resident: with `spec`, every cell left

@@ -84,7 +84,16 @@ impl Progress {
             Status::Skipped => format!("skipped: {}", result.reason.as_deref().unwrap_or("")),
             Status::Failed => format!("failed: {}", result.reason.as_deref().unwrap_or("")),
         };
-        let line = format!("[{}/{}] {} {}", self.done, self.total, result.cell.id, what);
+        let at = result.cell.offered.map_or_else(String::new, |o| {
+            format!(
+                " at {}/s",
+                crate::present::units::format_count(o.rate as f64)
+            )
+        });
+        let line = format!(
+            "[{}/{}] {}{at} {}",
+            self.done, self.total, result.cell.id, what
+        );
         match &self.bar {
             Some(bar) => {
                 bar.set_position(self.done as u64);

@@ -371,15 +371,17 @@ fn measure(
     if outcome.report.interrupted || sys::signals::interrupted() {
         return Err(Trouble::Interrupted);
     }
-    if let Some(targets) = &ask.percentiles {
+    if let Some(targets) = &ask.targets {
+        let h = &outcome.latency;
         result.quantiles = targets
             .iter()
-            .map(|&percentile| Quantile {
+            .map(|&(percentile, target)| Quantile {
                 percentile,
-                us: outcome
-                    .latency
-                    .value_at_quantile((percentile / 100.0).min(1.0)) as f64
-                    / 1e3,
+                us: h.value_at_quantile((percentile / 100.0).min(1.0)) as f64 / 1e3,
+                above: (!h.is_empty()).then(|| {
+                    let within = h.count_between(0, (target * 1e9) as u64);
+                    h.len().saturating_sub(within) as f64 / h.len() as f64
+                }),
             })
             .collect();
     }
@@ -404,7 +406,8 @@ fn measure(
 /// targets' percentiles.
 struct SlotAsk {
     window: crate::client::run::Ask,
-    percentiles: Option<Vec<f64>>,
+    /// Each target's percentile and seconds.
+    targets: Option<Vec<(f64, f64)>>,
 }
 
 fn ask(plan: &RunPlan, spec: &CellSpec) -> SlotAsk {
@@ -416,12 +419,19 @@ fn ask(plan: &RunPlan, spec: &CellSpec) -> SlotAsk {
                     rate_per_connection: Some(rate / spec.connections.max(1) as f64),
                     measured_seconds: Some(search.measured_at(rate)),
                 },
-                percentiles: Some(search.slo.targets.iter().map(|t| t.percentile).collect()),
+                targets: Some(
+                    search
+                        .slo
+                        .targets
+                        .iter()
+                        .map(|t| (t.percentile, t.seconds_under(spec.work.as_ref())))
+                        .collect(),
+                ),
             }
         }
         _ => SlotAsk {
             window: Default::default(),
-            percentiles: None,
+            targets: None,
         },
     }
 }

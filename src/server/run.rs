@@ -107,12 +107,7 @@ pub fn serve(
         summary.work = Some(super::stats::WorkSummary {
             spec: config.work.to_string(),
             request_bytes: config.work.request,
-            capacity: super::work::Capacity {
-                handlers: model.handlers(&config),
-                cores: sys::affinity::cpus_available(),
-                block_holds: !config.work.offload_block,
-                wait_holds: model.sleeps_through_waits(),
-            },
+            capacity: super::work::Capacity::of(model, &config, sys::affinity::cpus_available()),
         });
     }
     let line = serde_json::to_string(&summary).map_err(anyhow::Error::from)?;

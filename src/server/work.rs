@@ -298,6 +298,18 @@ pub struct Capacity {
     pub wait_holds: bool,
 }
 
+impl Capacity {
+    /// What `model` run with `config` on `cores` CPUs can do at once.
+    pub fn of(model: &dyn super::Model, config: &super::Config, cores: usize) -> Capacity {
+        Capacity {
+            handlers: model.handlers(config),
+            cores,
+            block_holds: !config.work.offload_block,
+            wait_holds: model.sleeps_through_waits(),
+        }
+    }
+}
+
 /// What a connection's handler must do next about its requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {

@@ -164,6 +164,11 @@ impl Sample {
         })
     }
 
+    /// The median of the values.
+    pub fn median(&self) -> f64 {
+        self.median
+    }
+
     /// Values used.
     pub fn n(&self) -> usize {
         self.rounds.len()

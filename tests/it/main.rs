@@ -25,6 +25,7 @@ macro_rules! tests {
 
 mod agents;
 mod bad_input;
+mod capacity;
 mod cli;
 mod compare;
 mod conform;
@@ -57,6 +58,7 @@ use libtest_mimic::{Arguments, Trial};
 const GROUPS: &[fn() -> Vec<Trial>] = &[
     agents::trials,
     bad_input::trials,
+    capacity::trials,
     cli::trials,
     compare::trials,
     conform::trials,

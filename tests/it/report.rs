@@ -260,6 +260,7 @@ fn plan(
             rate: None,
             connect_rate: None,
             client_interval_seconds: None,
+            arrivals: Default::default(),
         },
         primary,
         per_connection_csv: false,
@@ -1324,6 +1325,56 @@ fn check_png(png: &Path, at_least: usize) -> Result<Vec<u8>, Failed> {
         return Err(format!("{} is only {} bytes", png.display(), bytes.len()).into());
     }
     Ok(bytes)
+}
+
+/// Opens a run's `page` in headless Chromium with a script that counts
+/// its capacity charts and the lines drawn in them: the console must hold
+/// that count and nothing else, every such chart must have lines, and the
+/// screenshot must be more than a blank page. `name` keeps its files
+/// apart.
+pub(crate) fn opens_silently(page: &Path, name: &str) -> Result<(), Failed> {
+    let browser = chromium()?;
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("report-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    let result = (|| -> Result<(), Failed> {
+        let html = std::fs::read_to_string(page)?;
+        let probe = "<script>(function(){var f=document.querySelectorAll('figure[id^=\"fig-capacity\"]');\
+            var drawn=0;f.forEach(function(x){if(x.querySelectorAll('svg polyline, svg path').length>3){drawn++;}});\
+            console.log('C10K-CURVES figures='+f.length+' drawn='+drawn);})();</script>";
+        let copy = work.join("page.html");
+        std::fs::write(
+            &copy,
+            html.replacen("</body>", &format!("{probe}</body>"), 1),
+        )?;
+        let png = work.join("page.png");
+        let log = screenshot(&browser, &copy, &png, (1280, 3000), &work)?;
+        let messages = console_messages(&log);
+        let line = messages
+            .iter()
+            .find_map(|m| m.split("C10K-CURVES ").nth(1))
+            .ok_or_else(|| format!("the page did not count its charts; chromium's log:\n{log}"))?;
+        if messages.len() != 1 {
+            return Err(format!(
+                "console messages beside the count:\n{}",
+                messages.join("\n")
+            )
+            .into());
+        }
+        let number = |key: &str| -> i64 {
+            line.split([' ', '"'])
+                .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(-1)
+        };
+        if number("figures") < 2 || number("drawn") != number("figures") {
+            return Err(format!("capacity charts not all drawn: {line}").into());
+        }
+        check_png(&png, 20_000)?;
+        Ok(())
+    })();
+    let _ = std::fs::remove_dir_all(&work);
+    result
 }
 
 fn opens_in_chromium() -> Result<(), Failed> {

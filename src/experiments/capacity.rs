@@ -1,0 +1,569 @@
+//! The capacity run's tables (`--slo`, the `capacity` preset), per count
+//! of one work profile: the capacity table (each model's highest rate
+//! held within the targets with the lowest missed above it, its knee,
+//! its queueing bound and the share of it reached, against the model
+//! that carried the most), the cost at the highest rate every model held
+//! (CPU and memory, in paired rounds), and each model's curve (achieved,
+//! p50, p99, p99.9 and the uncorrected p99, and CPU per message, against
+//! the offered rate). And the lines of the answer at a glance. Cost: one
+//! analysis of each model's slots per count.
+
+use crate::analysis::capacity::{self as cap, end_text, state, Bound, End, RatePoint, State};
+use crate::export::table::Table;
+use crate::present::units::{format_count, seconds};
+use crate::results::dir::RunData;
+use crate::results::slo::Search;
+use crate::server::work::Profile;
+use crate::stats::compare::{self, Outcome, Sample};
+
+/// One model's search at one count, read whole.
+pub struct Searched {
+    pub model: String,
+    pub state: State,
+    pub points: Vec<RatePoint>,
+    pub knee: Option<(f64, f64)>,
+    pub estimate: Option<f64>,
+    pub bound: Option<Bound>,
+    /// A defect: measured above its bound.
+    pub above: Option<String>,
+}
+
+impl Searched {
+    /// The decided bracket, when there is one: (held, missed).
+    pub fn bracket(&self) -> (Option<f64>, Option<f64>) {
+        match &self.state {
+            State::Ended(End::Found { held, missed }) => (Some(*held), Some(*missed)),
+            State::Ended(End::HeldAll(h)) => (Some(*h), None),
+            State::Ended(End::NeverMet(m)) => (None, Some(*m)),
+            State::Ended(End::Inconclusive { held, missed }) => (*held, *missed),
+            _ => (None, None),
+        }
+    }
+}
+
+/// The work of a part's cells (`None` for none).
+pub fn work_of(data: &RunData) -> Option<Profile> {
+    data.plan.work.first().filter(|w| !w.is_none()).cloned()
+}
+
+/// Every model's search at `n` in `data` (one work profile's part).
+pub fn searched(data: &RunData, n: usize) -> Vec<Searched> {
+    let Some(search) = &data.plan.capacity else {
+        return Vec::new();
+    };
+    let work = work_of(data);
+    let targets = search.targets_under(work.as_ref());
+    data.plan
+        .models
+        .iter()
+        .map(|m| {
+            let slots = cap::slots_of(&data.cells, search, m, n, work.as_ref());
+            let points = cap::rates(&slots, search, &targets);
+            let state = state(data, m, n, work.as_ref());
+            let bound = search
+                .handlers_of(m, work.as_ref())
+                .and_then(|c| cap::bound(&c, n, work.as_ref(), &points, search, &targets));
+            let above = match (&state, &bound) {
+                (State::Ended(e), Some(b)) => cap::above_bound(e, b),
+                _ => None,
+            };
+            Searched {
+                model: m.clone(),
+                knee: cap::knee(&points),
+                estimate: cap::estimate(&points, search, &targets),
+                state,
+                points,
+                bound,
+                above,
+            }
+        })
+        .collect()
+}
+
+/// How a model compares with the one that carried the most.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Versus {
+    Best,
+    /// The best held a rate this one missed.
+    Less,
+    /// Both brackets lie within the margin of each other.
+    Equivalent,
+    Inconclusive(String),
+}
+
+/// The model that held the highest decided rate, and each model against
+/// it.
+pub fn versus(all: &[Searched], margin: f64) -> (Option<usize>, Vec<Versus>) {
+    let best = all
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.above.is_none())
+        .filter_map(|(i, s)| Some((i, s.bracket().0?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(i, _)| i);
+    let calls = all
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let Some(b) = best else {
+                return Versus::Inconclusive("no model held a rate, decided".into());
+            };
+            if i == b {
+                return Versus::Best;
+            }
+            let (bh, bm) = all[b].bracket();
+            let (h, m) = s.bracket();
+            let bh = bh.unwrap_or(0.0);
+            if m.is_some_and(|m| m <= bh) {
+                return Versus::Less;
+            }
+            match (h, m, bm) {
+                (Some(h), Some(m), Some(bm)) if bm.max(m) / bh.min(h) <= 1.0 + margin => {
+                    Versus::Equivalent
+                }
+                (_, None, _) if h.is_none() => {
+                    Versus::Inconclusive("no rate decided against the target".into())
+                }
+                _ => Versus::Inconclusive(format!(
+                    "its bracket overlaps the best's ({} against {})",
+                    bracket_text(h, m),
+                    bracket_text(Some(bh), bm)
+                )),
+            }
+        })
+        .collect();
+    (best, calls)
+}
+
+fn bracket_text(held: Option<f64>, missed: Option<f64>) -> String {
+    let r = |v: Option<f64>| v.map_or("–".into(), |v| format!("{}/s", format_count(v)));
+    format!("{} to {}", r(held), r(missed))
+}
+
+fn targets_text(search: &Search, work: Option<&Profile>) -> String {
+    let parts: Vec<String> = search
+        .slo
+        .targets
+        .iter()
+        .map(|t| format!("{} ≤ {}", t.label(), seconds(t.seconds_under(work))))
+        .collect();
+    parts.join(", ")
+}
+
+/// The tables of one work profile's part.
+pub fn tables(data: &RunData) -> Vec<Table> {
+    let Some(search) = &data.plan.capacity else {
+        return Vec::new();
+    };
+    let work = work_of(data);
+    let mut out = Vec::new();
+    for &n in &data.plan.connections {
+        let all = searched(data, n);
+        out.push(capacity_table(data, search, work.as_ref(), n, &all));
+        if let Some((_, t)) = cost_table(data, n, &all) {
+            out.push(t);
+        }
+        out.push(curve_table(search, work.as_ref(), n, &all));
+    }
+    out
+}
+
+fn capacity_table(
+    data: &RunData,
+    search: &Search,
+    work: Option<&Profile>,
+    n: usize,
+    all: &[Searched],
+) -> Table {
+    let mut t = Table::new(
+        format!(
+            "Capacity at {} connections: the highest offered rate that holds {}",
+            format_count(n as f64),
+            targets_text(search, work)
+        ),
+        &[
+            "model",
+            "held",
+            "missed",
+            "estimate",
+            "vs best",
+            "knee (p99 ×2)",
+            "bound c/S",
+            "bound within target",
+            "of bound",
+            "slots",
+            "note",
+        ],
+    );
+    let (_, calls) = versus(all, data.plan.margin);
+    let mut order: Vec<usize> = (0..all.len()).collect();
+    order.sort_by(|&a, &b| {
+        let k = |s: &Searched| s.bracket().0.or(s.estimate).unwrap_or(0.0);
+        k(&all[b]).total_cmp(&k(&all[a]))
+    });
+    let rate = |v: Option<f64>| v.map_or("–".into(), |v| format!("{}/s", format_count(v)));
+    for i in order {
+        let s = &all[i];
+        let (held, missed) = s.bracket();
+        let slots: usize = s.points.iter().map(|p| p.slots).sum();
+        let note = match &s.state {
+            State::Failed(why) => format!("failed: {why}"),
+            State::Measure(_) => "stopped by the budget before it ended".into(),
+            State::Ended(e @ End::NeverMet(_)) => end_text(e),
+            State::Ended(e @ End::Inconclusive { .. }) => end_text(e),
+            State::Ended(End::HeldAll(_)) => "held every rate tried".into(),
+            State::Ended(End::Found { .. }) => String::new(),
+        };
+        let note = match &s.above {
+            Some(d) => format!("ABOVE ITS BOUND, a defect: {d}. {note}"),
+            None => note,
+        };
+        let share = match (&s.bound, held.or(s.estimate)) {
+            (Some(b), Some(h)) => b
+                .within
+                .map_or("–".into(), |w| format!("{:.0} %", 100.0 * h / w)),
+            _ => "–".into(),
+        };
+        t.rows.push(vec![
+            s.model.clone(),
+            rate(held),
+            rate(missed),
+            rate(s.estimate),
+            match &calls[i] {
+                Versus::Best => "best".into(),
+                Versus::Less => "carries less".into(),
+                Versus::Equivalent => "equivalent".into(),
+                Versus::Inconclusive(why) => format!("inconclusive: {why}"),
+            },
+            s.knee.map_or("none seen".into(), |(a, b)| {
+                format!("{} to {}/s", format_count(a), format_count(b))
+            }),
+            s.bound.as_ref().map_or("– (handlers unknown)".into(), |b| {
+                format!("{}/s ({})", format_count(b.queue.capacity()), b.why)
+            }),
+            s.bound.as_ref().map_or("–".into(), |b| rate(b.within)),
+            share,
+            slots.to_string(),
+            note,
+        ]);
+    }
+    t.notes.push(format!(
+        "An open loop of Poisson arrivals at each offered rate, in resident slots ({} to {} s measured, about {} echoes each); a rate's latency at a percentile is the geometric mean over its slots, with a Student's t interval at {} (Pocock's level for the {} looks a rate may get). \
+         Held: the highest rate whose interval lies below every target; missed: the lowest whose interval lies above one, or where the server answered under 95 % of the rate beyond the Poisson count's noise. Both decided; a rate between them sits at the target within noise. \
+         Estimate: the highest rate whose point figures meet every target. Vs best: carries less when the best held a rate this model missed; equivalent when both brackets lie within {}; inconclusive otherwise. \
+         Knee: where p99 first passed twice its value at the lowest rate. Bound: an M/D/c queue of the model's handlers c (threads, processes, loops, a pool; one per connection for threads and fork), each taking S = the least CPU per message measured at any rate plus the part of the work that holds a handler, or the server's cores over the CPU alone, whichever binds; within target: the highest rate at which that queue's wait, added to the model's own latency at its lowest rate, keeps every target (Erlang C with an exponential tail, which errs high for fixed service at moderate load); of bound: held (or the estimate) over it, as ZygOS reports it. A model above its bound is a defect of the measurement or the bound, never a win.",
+        search.least_measured,
+        search.most_measured,
+        search.samples,
+        crate::analysis::summary::level_text(crate::stats::looks::level(
+            search.most_per_rate.saturating_sub(search.confirm) + 1
+        )),
+        search.most_per_rate.saturating_sub(search.confirm) + 1,
+        crate::analysis::summary::margin_text(data.plan.margin),
+    ));
+    t
+}
+
+/// The cost phase at `n`: every model that held a rate, at the least of
+/// their held rates, in paired rounds.
+fn cost_table(data: &RunData, n: usize, all: &[Searched]) -> Option<(f64, Table)> {
+    let work = work_of(data);
+    let rounds: Vec<&crate::results::cell::CellResult> = data
+        .cells
+        .iter()
+        .filter(|c| {
+            c.cell.connections == n
+                && c.cell.work.as_ref() == work.as_ref()
+                && c.cell.offered.is_some_and(|o| o.cost_round.is_some())
+        })
+        .collect();
+    let rate = rounds.first()?.cell.offered?.rate as f64;
+    let mut t = Table::new(
+        format!(
+            "Cost at {}/s, the highest rate every model that held one held, {} connections",
+            format_count(rate),
+            format_count(n as f64)
+        ),
+        &[
+            "model",
+            "p99",
+            "server CPUs busy",
+            "server CPU/msg",
+            "vs least CPU/msg",
+            "server memory/conn",
+            "rounds",
+        ],
+    );
+    let per = |m: &str, f: &dyn Fn(&crate::results::cell::CellResult) -> Option<f64>| {
+        rounds
+            .iter()
+            .filter(|c| c.cell.model == m)
+            .filter_map(|c| Some((c.cell.offered?.cost_round?, f(c)?)))
+            .collect::<Vec<(usize, f64)>>()
+    };
+    // Recorded in µs.
+    let cpu = |c: &crate::results::cell::CellResult| {
+        c.server_cpu_per_message()
+            .and_then(Result::ok)
+            .map(|us| us / 1e6)
+    };
+    let samples: Vec<(String, Option<Sample>)> = all
+        .iter()
+        .map(|s| (s.model.clone(), Sample::new(&per(&s.model, &cpu))))
+        .collect();
+    let least = samples
+        .iter()
+        .filter_map(|(m, s)| Some((m, s.as_ref()?)))
+        .min_by(|a, b| median(a.1).total_cmp(&median(b.1)));
+    let cpus = crate::metrics::cpu::machine_cpus();
+    for s in all {
+        let cpu_per = per(&s.model, &cpu);
+        if cpu_per.is_empty() && per(&s.model, &|c| c.metrics().latency_p99_us).is_empty() {
+            continue;
+        }
+        let med = |v: Vec<(usize, f64)>| {
+            crate::stats::Summary::of(&v.iter().map(|x| x.1).collect::<Vec<_>>()).map(|s| s.median)
+        };
+        let busy = med(per(&s.model, &|c| {
+            let server = c.server.as_ref()?;
+            let wall = c.wall_seconds;
+            (wall > 0.0).then(|| server.cpu_user_seconds / wall)
+        }));
+        let p99 = med(per(&s.model, &|c| c.metrics().latency_p99_us));
+        let mine = samples
+            .iter()
+            .find(|(m, _)| *m == s.model)
+            .and_then(|(_, x)| x.as_ref());
+        let vs = match (mine, least) {
+            (Some(_), Some((lm, _))) if *lm == s.model => "least".to_string(),
+            (Some(a), Some((lm, b))) => {
+                let c = compare::compare(a, b, data.plan.rule());
+                match c.outcome {
+                    Outcome::Different => format!("{:.2}× {lm}'s", c.ratio),
+                    Outcome::Equivalent => format!("equivalent to {lm}"),
+                    _ => format!("{:.2}× {lm}'s, inconclusive", c.ratio),
+                }
+            }
+            _ => "–".into(),
+        };
+        let memory = data
+            .cells
+            .iter()
+            .filter(|c| {
+                c.cell.model == s.model
+                    && c.cell.connections == n
+                    && c.cell.work.as_ref() == work.as_ref()
+                    && c.slot.as_ref().is_some_and(|s| s.first)
+            })
+            .find_map(|c| {
+                crate::analysis::memory::delta(c, crate::analysis::memory::Kind::User, cpus)
+            })
+            .map_or("–".into(), |d| {
+                if d.resolved() {
+                    crate::present::units::kib(d.per_connection_kib())
+                } else {
+                    format!("≤ {}", crate::present::units::kib(d.bound_kib()))
+                }
+            });
+        t.rows.push(vec![
+            s.model.clone(),
+            p99.map_or("–".into(), |v| seconds(v / 1e6)),
+            busy.map_or("–".into(), |b| format!("{b:.3}")),
+            med(cpu_per).map_or("–".into(), seconds),
+            vs,
+            memory,
+            per(&s.model, &|_| Some(1.0)).len().to_string(),
+        ]);
+    }
+    t.notes.push(
+        "Each model's server at the same offered rate, once per round in the round's shuffled order; medians over the rounds. CPUs busy: the server tree's CPU over the slot's wall time. CPU/msg: that CPU over every echo of the slot; against the least, the geometric mean of the per-round ratios with its interval (paired rounds). Memory: the server tree's anonymous PSS its connections added, over the connections (≤: below what one sample resolves).".into(),
+    );
+    Some((rate, t))
+}
+
+fn median(s: &Sample) -> f64 {
+    s.median()
+}
+
+fn curve_table(search: &Search, work: Option<&Profile>, n: usize, all: &[Searched]) -> Table {
+    let mut header: Vec<String> = ["model", "offered", "slots", "achieved"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    header.extend(search.slo.targets.iter().map(|t| {
+        format!(
+            "slower than {} (of ≤ {:.1} %)",
+            seconds(t.seconds_under(work)),
+            100.0 * (1.0 - t.quantile())
+        )
+    }));
+    header.extend(
+        [
+            "p50",
+            "p99",
+            "p99.9",
+            "p99 uncorrected",
+            "server CPU/msg",
+            "call",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    let h: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut t = Table::new(
+        format!(
+            "Latency against offered load, {} connections",
+            format_count(n as f64)
+        ),
+        &h,
+    );
+    let s_or = |v: f64| {
+        if v.is_finite() {
+            seconds(v)
+        } else {
+            "–".into()
+        }
+    };
+    for s in all {
+        for p in &s.points {
+            let mut row = vec![
+                s.model.clone(),
+                format!("{}/s", format_count(p.rate)),
+                if p.failed > 0 {
+                    format!("{} ({} failed)", p.slots, p.failed)
+                } else {
+                    p.slots.to_string()
+                },
+                format!("{:.1} %", 100.0 * p.share),
+            ];
+            let pct = |v: f64| format!("{:.2} %", 100.0 * v);
+            for f in &p.above {
+                row.push(match f.interval {
+                    Some((lo, hi)) => format!("{} [{}, {}]", pct(f.value), pct(lo), pct(hi)),
+                    None => pct(f.value),
+                });
+            }
+            if p.above.is_empty() {
+                row.extend(search.slo.targets.iter().map(|_| "–".to_string()));
+            }
+            row.extend([
+                s_or(p.p50),
+                s_or(p.p99),
+                s_or(p.p999),
+                s_or(p.p99_uncorrected),
+                p.cpu_per_message.map_or("–".into(), seconds),
+                call_text(p),
+            ]);
+            t.rows.push(row);
+        }
+    }
+    t.notes.push(
+        "Each offered rate a model was measured at: its slots, the share of the offered rate answered, the share of echoes slower than each target (pooled over the slots, [interval of the slots' shares] once it has enough; a target holds while that share stays within what its percentile allows, 1 % for p99), p50, p99 and p99.9 corrected for coordinated omission (from when each message was due) and the p99 from when it was written, and the server's CPU per message. Call: holds or misses, decided by the interval, or provisional (?) by the point figure; near: at the target within noise.".into(),
+    );
+    t
+}
+
+fn call_text(p: &RatePoint) -> String {
+    use crate::analysis::capacity::{Call, Miss};
+    let q = if p.decided { "" } else { "?" };
+    match &p.call {
+        Call::Holds => format!("holds{q}"),
+        Call::Near => "near".into(),
+        Call::Misses(Miss::Saturated(s)) => {
+            format!("misses: saturated ({:.0} % answered)", 100.0 * s)
+        }
+        Call::Misses(Miss::Over(_)) => format!("misses{q}"),
+        Call::Misses(Miss::Failed(why)) => format!("failed: {why}"),
+    }
+}
+
+/// The answer at a glance, one line per count.
+pub fn glance(data: &RunData) -> Vec<String> {
+    let Some(search) = &data.plan.capacity else {
+        return Vec::new();
+    };
+    let work = work_of(data);
+    let mut lines = Vec::new();
+    for &n in &data.plan.connections {
+        let all = searched(data, n);
+        let (best, calls) = versus(&all, data.plan.margin);
+        let at = format!(
+            "{} connections, {}",
+            format_count(n as f64),
+            targets_text(search, work.as_ref())
+        );
+        let Some(b) = best else {
+            let never: Vec<&str> = all
+                .iter()
+                .filter(|s| matches!(s.state, State::Ended(End::NeverMet(_))))
+                .map(|s| s.model.as_str())
+                .collect();
+            lines.push(if never.len() == all.len() && !all.is_empty() {
+                format!("{at}: no model met the target even at the least rate tried")
+            } else {
+                format!("{at}: no model held a rate, decided")
+            });
+            continue;
+        };
+        let s = &all[b];
+        let (h, m) = s.bracket();
+        let mut line = format!(
+            "{at}: {} carries the most ({})",
+            s.model,
+            bracket_text(h, m)
+        );
+        let pick = |v: &Versus| {
+            all.iter()
+                .zip(&calls)
+                .filter(|(_, c)| *c == v)
+                .map(|(s, _)| s.model.as_str())
+                .collect::<Vec<_>>()
+        };
+        let eq = pick(&Versus::Equivalent);
+        if !eq.is_empty() {
+            line += &format!("; equivalent: {}", crate::present::words::and_list(&eq));
+        }
+        let less = pick(&Versus::Less);
+        if !less.is_empty() {
+            line += &format!("; less: {}", crate::present::words::and_list(&less));
+        }
+        let undecided: Vec<&str> = all
+            .iter()
+            .zip(&calls)
+            .filter(|(_, c)| matches!(c, Versus::Inconclusive(_)))
+            .map(|(s, _)| s.model.as_str())
+            .collect();
+        if !undecided.is_empty() {
+            line += &format!(
+                "; not told apart: {}",
+                crate::present::words::and_list(&undecided)
+            );
+        }
+        let defects: Vec<&str> = all
+            .iter()
+            .filter(|s| s.above.is_some())
+            .map(|s| s.model.as_str())
+            .collect();
+        if !defects.is_empty() {
+            line += &format!(
+                "; ABOVE THEIR BOUND (a defect): {}",
+                crate::present::words::and_list(&defects)
+            );
+        }
+        lines.push(line);
+        if let Some((rate, t)) = cost_table(data, n, &all) {
+            let parts: Vec<String> = t
+                .rows
+                .iter()
+                .map(|r| format!("{} {} CPUs ({}/msg)", r[0], r[2], r[3]))
+                .collect();
+            lines.push(format!(
+                "{} connections at {}/s, which every model that held a rate held: {}",
+                format_count(n as f64),
+                format_count(rate),
+                parts.join(", ")
+            ));
+        }
+    }
+    lines
+}

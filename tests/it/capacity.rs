@@ -1,0 +1,200 @@
+//! `c10k run --slo`, end to end on real servers: the search on a server
+//! whose latency rises with load at a known rate (epoll under block:1ms
+//! handles one request at a time, so it carries 1,000/s at most), every
+//! slot kept in results.jsonl with its offered rate and its latency at
+//! the target, the answer on the terminal, and the report's curves drawn
+//! in headless Chromium; then the bad inputs, each refused in one line
+//! before anything runs, and a target the server never meets, said so
+//! with every point it measured kept.
+
+use std::path::Path;
+use std::process::Command;
+
+use libtest_mimic::Failed;
+
+use crate::support::{bin, lines, results_dir, run_c10k, scratch, succeeded};
+use c10k::analysis::capacity::{End, State};
+
+tests![
+    one_blocking_handler_is_searched_below_its_1000_a_second,
+    bad_targets_are_refused_in_one_line,
+    a_target_never_met_is_said_and_every_point_kept,
+];
+
+/// Runs `c10k run ARGS --out DIR` to success; stdout and stderr.
+fn run_ok(dir: &Path, args: &[&str]) -> Result<(String, String), Failed> {
+    let o = Command::new(bin())
+        .arg("run")
+        .args(args)
+        .arg("--out")
+        .arg(dir)
+        .output()?;
+    succeeded(&o, "")?;
+    Ok((
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    ))
+}
+
+fn one_blocking_handler_is_searched_below_its_1000_a_second() -> Result<(), Failed> {
+    let out = scratch("capacity-search")?;
+    let (stdout, _) = run_ok(
+        &out,
+        &[
+            "--models",
+            "epoll",
+            "--work",
+            "block:1ms",
+            "-c",
+            "10",
+            "--slo",
+            "p99=20ms",
+            "--budget",
+            "90s",
+        ],
+    )?;
+    let dir = results_dir(&out)?;
+    let records = lines(&dir)?;
+    // Every slot: its offered rate and its latency at p99, with the share
+    // of echoes slower than 20 ms.
+    for r in &records {
+        let rate = r["offered"]["rate"]
+            .as_u64()
+            .ok_or("a slot without its rate")?;
+        let q = &r["quantiles"][0];
+        if r["status"] == "ok" && (q["percentile"] != 99.0 || !q["above"].is_number()) {
+            return Err(format!("slot at {rate}/s without its p99 figures: {q}").into());
+        }
+    }
+    if records.len() < 4 {
+        return Err(format!("only {} slots: no search", records.len()).into());
+    }
+    // The search's outcome, read back as the tables read it.
+    let (data, _) = c10k::results::dir::load(&dir, c10k::plan::check::check)?;
+    let all = c10k::experiments::capacity::searched(&data, 10);
+    let s = all.first().ok_or("no search")?;
+    match &s.state {
+        State::Ended(End::Found { held, missed }) => {
+            // One handler blocking 1 ms cannot carry 1,000/s; the queue's
+            // capacity (its measured service time) is the bound.
+            if !(held < missed && *held < 1000.0) {
+                return Err(format!("held {held}/s, missed {missed}/s").into());
+            }
+            let b = s.bound.as_ref().ok_or("no bound for a c10k model")?;
+            if b.queue.handlers != 1 || b.queue.capacity() > 1000.0 {
+                return Err(format!("bound {:?}", b.queue).into());
+            }
+            if s.above.is_some() {
+                return Err(format!("measured above its bound: {:?}", s.above).into());
+            }
+        }
+        // The budget or the slots may end it undecided on a busy host: it
+        // says so, and nothing it decided passes 1,000/s.
+        State::Ended(End::Inconclusive { held, .. }) => {
+            if held.is_some_and(|h| h >= 1000.0) {
+                return Err(format!("held {held:?}/s").into());
+            }
+        }
+        other => return Err(format!("the search ended as {other:?}").into()),
+    }
+    if !stdout.contains("The answer (capacity at the target")
+        || !stdout.contains("10 connections, p99 ≤ ")
+    {
+        return Err(format!("no answer on the terminal:\n{stdout}").into());
+    }
+    // The report draws its curves, and Chromium opens it silently.
+    let html = std::fs::read_to_string(dir.join("report.html"))?;
+    for id in ["fig-capacity-latency-c10", "fig-capacity-load-c10"] {
+        if !html.contains(id) {
+            return Err(format!("report.html has no {id}").into());
+        }
+    }
+    crate::report::opens_silently(&dir.join("report.html"), "capacity")?;
+    let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
+
+fn bad_targets_are_refused_in_one_line() -> Result<(), Failed> {
+    let base = [
+        "run",
+        "--models",
+        "epoll",
+        "-c",
+        "2",
+        "--out",
+        "/nonexistent-c10k",
+    ];
+    for (slo, extra, words) in [
+        ("q99=1ms", &[][..], &["--slo", "not a percentile"][..]),
+        ("p100=1ms", &[], &["not a percentile"]),
+        ("p99=0ms", &[], &["must be above 0"]),
+        (
+            "p99=1us",
+            &[],
+            &["below what this machine allows", "unloaded round trip"],
+        ),
+        (
+            "p99=1500us",
+            &["--work", "block:2ms"][..],
+            &["below what this machine allows", "of work under block:2ms"][..],
+        ),
+        ("p99=1ms", &["--runs", "3"], &["--slo with --runs"]),
+        ("p99=1ms", &["--rate", "100"], &["--slo with --rate"]),
+    ] {
+        let mut args: Vec<&str> = base.to_vec();
+        args.extend(["--slo", slo]);
+        args.extend(extra);
+        let r = run_c10k(&args)?;
+        let lines: Vec<&str> = r.stderr.lines().collect();
+        if r.code != Some(2) || lines.len() != 1 || !words.iter().all(|w| lines[0].contains(w)) {
+            return Err(format!(
+                "--slo {slo} {extra:?}: expected exit 2 and one line with {words:?}; got {:?}: {:?}",
+                r.code, r.stderr
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+fn a_target_never_met_is_said_and_every_point_kept() -> Result<(), Failed> {
+    let out = scratch("capacity-never")?;
+    // A block drawn from an exponential of 1 ms mean, and a 3 ms p99:
+    // above the round trip and the mean work, so allowed, yet no load is
+    // light enough: 5 % of the blocks alone last past 3 ms (e^-3).
+    let (stdout, stderr) = run_ok(
+        &out,
+        &[
+            "--models",
+            "epoll",
+            "--work",
+            "block:exp:1ms",
+            "-c",
+            "2",
+            "--slo",
+            "p99=3ms",
+            "--budget",
+            "60s",
+            "--no-report",
+        ],
+    )?;
+    let dir = results_dir(&out)?;
+    let records = lines(&dir)?;
+    let (data, _) = c10k::results::dir::load(&dir, c10k::plan::check::check)?;
+    let plan_cells = data.plan.cells.len();
+    if records.len() != plan_cells || records.is_empty() {
+        return Err(format!("{} records of {plan_cells} slots planned", records.len()).into());
+    }
+    let all = c10k::experiments::capacity::searched(&data, 2);
+    match &all.first().ok_or("no search")?.state {
+        State::Ended(End::NeverMet(r)) => {
+            if !stderr.contains("missed the target even at") || !stdout.contains("no model") {
+                return Err(format!("not said: {stdout}\n{stderr}").into());
+            }
+            let _ = r;
+        }
+        other => return Err(format!("ended as {other:?}").into()),
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
