@@ -7,19 +7,23 @@
 //! low-load plateau ([`knee`]), and the queueing bound beside it
 //! ([`bound`]).
 //!
-//! A rate's figure for a percentile is the geometric mean over its slots
-//! of each slot's latency at that percentile (corrected for coordinated
-//! omission), with a Student's t interval on their logarithms. A rate
-//! *holds* when every target's interval lies below the target, and
-//! *misses* when one lies above it, or when the server answered less than
-//! 95 % of what was offered beyond the Poisson count's own noise
-//! (saturated). Intervals need [`Search::confirm`] slots; a rate may be
-//! measured again up to [`Search::most_per_rate`] times, and these looks
-//! at one rate are read at Pocock's level for as many looks
-//! ([`crate::stats::looks`]), so that measuring a rate again does not
-//! inflate the chance of deciding it wrongly. With fewer slots a rate's
-//! call is provisional, by its point figure: enough to steer the search,
-//! never to end it.
+//! A rate *holds* a target `pQ=T` while the share of its echoes slower
+//! than `T` stays within what the percentile allows (1 % for p99): the
+//! definition of a percentile target, and a figure that averages over
+//! slots, where a slot's p99 does not (in 200 ms slots at one rate here
+//! it jumped tenfold with one scheduler hiccup). The share is pooled over
+//! the rate's slots; the rate is decided when the Student's t interval of
+//! the slots' shares lies below every allowed share, and *misses* when it
+//! lies above one, or when the server answered less than 95 % of what was
+//! offered beyond four times the Poisson count's noise (saturated).
+//! Intervals need [`Search::confirm`] slots; a rate may be measured again
+//! up to [`Search::most_per_rate`] times, and these looks at one rate are
+//! read at Pocock's level for as many looks ([`crate::stats::looks`]), so
+//! that measuring a rate again does not inflate the chance of deciding it
+//! wrongly. With fewer slots a rate's call is provisional, by its pooled
+//! share: enough to steer the search, never to end it. A rate still
+//! undecided at its most slots, or whose spread would need more, is
+//! [`Call::Near`]: at the target within noise.
 //!
 //! The search is a function of the recorded slots alone, so a resumed run
 //! takes up exactly where it stopped. Cost: a pass over a search's slots
@@ -434,7 +438,7 @@ pub fn next(slots: &[SlotPoint], search: &Search, targets: &[f64]) -> Step {
             if top >= search.most_rate {
                 return Step::Done(inconclusive(&points));
             }
-            Step::Measure(fresh(top * OUTWARD))
+            Step::Measure(fresh(top * 2.0))
         }
         (Some(h), None) => {
             let top = points.last().map_or(h.rate, |p| p.rate).max(h.rate);
@@ -448,13 +452,18 @@ pub fn next(slots: &[SlotPoint], search: &Search, targets: &[f64]) -> Step {
                     inconclusive(&points)
                 });
             }
-            if top > h.rate {
-                // Above the highest hold only rates at the target.
-                return Step::Measure(fresh(top * OUTWARD));
-            }
-            // Far below every target: a bigger step.
-            let far = h.at.iter().zip(targets).all(|(v, t)| *v < t / 4.0);
-            Step::Measure(fresh(top * if far { 4.0 } else { 2.0 }))
+            // Above the highest hold only rates at the target within
+            // noise: no miss yet, so up as before (at light load a
+            // host's own stalls can hold a share near the target at any
+            // rate; the rate that misses is further up). Far below every
+            // target: a bigger step.
+            let far = h
+                .above
+                .iter()
+                .enumerate()
+                .all(|(j, f)| f.value < allowed(search, j) / 4.0);
+            let factor = if far && top == h.rate { 4.0 } else { 2.0 };
+            Step::Measure(fresh(top * factor))
         }
         (None, Some(m)) => {
             let lowest = first.rate.min(m.rate);
@@ -504,7 +513,7 @@ pub fn next(slots: &[SlotPoint], search: &Search, targets: &[f64]) -> Step {
 
 /// What is decided of a search that cannot go on: the highest rate held
 /// (decided) below the lowest rate missed (decided).
-fn inconclusive(points: &[RatePoint]) -> End {
+pub fn inconclusive(points: &[RatePoint]) -> End {
     let missed = points
         .iter()
         .find(|p| p.decided && matches!(p.call, Call::Misses(_)))
@@ -678,25 +687,21 @@ pub fn held(end: &End) -> Option<f64> {
     }
 }
 
-/// A model measured above its bound beyond the search's resolution (its
-/// decided held rate past the queue's capacity, or past the rate the
-/// queue keeps the targets at by more than a tenth, the tail
-/// approximation's own error): a defect, never a win.
+/// A model measured above its bound: its decided held rate past the
+/// queue's capacity c/S by more than 5 % (the least CPU per message
+/// measured makes S as short as the model showed it can be, so no model
+/// carries more than c/S). A defect, never a win. The rate at which the
+/// queue keeps the target is not held to: it adds the queue's wait to the
+/// latency measured at the lowest rate, which on a host whose own stalls
+/// sit near the target already holds most of the target, and the tail
+/// approximation errs high for fixed service at moderate load.
 pub fn above_bound(end: &End, b: &Bound) -> Option<String> {
     let h = held(end)?;
-    if h > b.queue.capacity() * 1.05 {
-        return Some(format!(
+    (h > b.queue.capacity() * 1.05).then(|| {
+        format!(
             "held {}/s, past the queue's capacity {}/s",
             crate::present::units::format_count(h),
             crate::present::units::format_count(b.queue.capacity())
-        ));
-    }
-    let w = b.within?;
-    (h > w * 1.10).then(|| {
-        format!(
-            "held {}/s, past the {}/s at which its queue keeps the target",
-            crate::present::units::format_count(h),
-            crate::present::units::format_count(w)
         )
     })
 }
@@ -739,14 +744,48 @@ pub fn state(data: &RunData, model: &str, n: usize, work: Option<&Profile>) -> S
 pub fn common_rate(data: &RunData, n: usize, work: Option<&Profile>) -> Option<(f64, Vec<String>)> {
     let mut kept: Vec<(String, f64)> = Vec::new();
     for m in &data.plan.models {
-        if let State::Ended(e) = state(data, m, n, work) {
-            if let Some(h) = held(&e) {
-                kept.push((m.clone(), h));
-            }
+        if let (Some(h), _) = decided(data, m, n, work) {
+            kept.push((m.clone(), h));
         }
     }
     let rate = kept.iter().map(|h| h.1).fold(f64::INFINITY, f64::min);
     (rate.is_finite()).then(|| (rate, kept.into_iter().map(|h| h.0).collect()))
+}
+
+/// The rates `model`'s search at `n` under `work` decided: the highest
+/// held and the lowest missed (a search the budget stopped keeps what it
+/// had decided).
+pub fn decided(
+    data: &RunData,
+    model: &str,
+    n: usize,
+    work: Option<&Profile>,
+) -> (Option<f64>, Option<f64>) {
+    match state(data, model, n, work) {
+        State::Ended(e) => bracket_of(&e),
+        State::Failed(_) => (None, None),
+        State::Measure(_) => {
+            let Some(search) = &data.plan.capacity else {
+                return (None, None);
+            };
+            let slots: Vec<SlotPoint> = slots_of(&data.cells, search, model, n, work)
+                .into_iter()
+                .filter(|s| s.cost_round.is_none())
+                .collect();
+            let points = rates(&slots, search, &search.targets_under(work));
+            bracket_of(&inconclusive(&points))
+        }
+    }
+}
+
+/// An end's decided rates: (held, missed).
+pub fn bracket_of(e: &End) -> (Option<f64>, Option<f64>) {
+    match e {
+        End::Found { held, missed } => (Some(*held), Some(*missed)),
+        End::HeldAll(h) => (Some(*h), None),
+        End::NeverMet(m) => (None, Some(*m)),
+        End::Inconclusive { held, missed } => (*held, *missed),
+    }
 }
 
 /// One line per model on how its search at `n` under `work` ended.
@@ -862,9 +901,9 @@ mod tests {
 
     /// 200 searches of an M/D/1 server (1 ms per request, so 1,000/s at
     /// most) with 10 % drift per slot and the binomial noise of its
-    /// echoes, against p99 ≤ 5 ms: at this commit's settings 199 decided,
-    /// in 22 slots on average, and 2 of them placed the true rate a hair
-    /// outside their bracket (within 5 %: a rate at the target).
+    /// echoes, against p99 ≤ 5 ms: at this commit's settings all 200
+    /// decided, in 16 slots on average, and 2 of them placed the true rate
+    /// a hair outside their bracket (within 5 %: a rate at the target).
     #[test]
     fn one_handler_blocking_1ms_is_bracketed_below_1000_a_second() {
         let s = search("p99=5ms");

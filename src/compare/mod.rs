@@ -111,6 +111,17 @@ pub fn comparable(settings: &Settings, base: &Side, new: &Side) -> Result<(), Re
         )));
     }
     let (bp, np) = (&base.data.plan, &new.data.plan);
+    // A capacity search's slots are each at a rate of their own: compared
+    // run by run, their figures would mean nothing.
+    if let Some((name, side)) = [("BASE", base), ("NEW", new)]
+        .into_iter()
+        .find(|(_, s)| s.data.plan.capacity.is_some())
+    {
+        return Err(Refusal::Apart(format!(
+            "{name} {} is a capacity search (--slo): its slots offer rates of their own, and comparing two searches is not built yet; compare the capacity tables of their results.md",
+            side.path.display()
+        )));
+    }
     if let Some(why) = settings::frame(bp, np) {
         return Err(Refusal::Apart(why));
     }

@@ -32,11 +32,9 @@ impl Searched {
     /// The decided bracket, when there is one: (held, missed).
     pub fn bracket(&self) -> (Option<f64>, Option<f64>) {
         match &self.state {
-            State::Ended(End::Found { held, missed }) => (Some(*held), Some(*missed)),
-            State::Ended(End::HeldAll(h)) => (Some(*h), None),
-            State::Ended(End::NeverMet(m)) => (None, Some(*m)),
-            State::Ended(End::Inconclusive { held, missed }) => (*held, *missed),
-            _ => (None, None),
+            State::Ended(e) => cap::bracket_of(e),
+            State::Measure(_) => cap::bracket_of(&cap::inconclusive(&self.points)),
+            State::Failed(_) => (None, None),
         }
     }
 }
@@ -248,10 +246,10 @@ fn capacity_table(
         ]);
     }
     t.notes.push(format!(
-        "An open loop of Poisson arrivals at each offered rate, in resident slots ({} to {} s measured, about {} echoes each); a rate's latency at a percentile is the geometric mean over its slots, with a Student's t interval at {} (Pocock's level for the {} looks a rate may get). \
-         Held: the highest rate whose interval lies below every target; missed: the lowest whose interval lies above one, or where the server answered under 95 % of the rate beyond the Poisson count's noise. Both decided; a rate between them sits at the target within noise. \
-         Estimate: the highest rate whose point figures meet every target. Vs best: carries less when the best held a rate this model missed; equivalent when both brackets lie within {}; inconclusive otherwise. \
-         Knee: where p99 first passed twice its value at the lowest rate. Bound: an M/D/c queue of the model's handlers c (threads, processes, loops, a pool; one per connection for threads and fork), each taking S = the least CPU per message measured at any rate plus the part of the work that holds a handler, or the server's cores over the CPU alone, whichever binds; within target: the highest rate at which that queue's wait, added to the model's own latency at its lowest rate, keeps every target (Erlang C with an exponential tail, which errs high for fixed service at moderate load); of bound: held (or the estimate) over it, as ZygOS reports it. A model above its bound is a defect of the measurement or the bound, never a win.",
+        "An open loop of Poisson arrivals at each offered rate, in resident slots ({} to {} s measured, about {} echoes each). A rate holds a target while the share of its echoes slower than the target stays within what the percentile allows (1 % for p99): pooled over its slots, decided when the Student's t interval of the slots' shares at {} (Pocock's level for the {} looks a rate may get) lies below; it misses when that interval lies above, or when the server answered under 95 % of the rate beyond four times the Poisson count's noise. \
+         Held: the highest rate decided to hold; missed: the lowest decided to miss; a rate between them sits at the target within noise. \
+         Estimate: the highest rate whose pooled shares meet every target. Vs best: carries less when the best held a rate this model missed; equivalent when both brackets lie within {}; inconclusive otherwise. \
+         Knee: where p99 first passed twice its value at the lowest rate. Bound: an M/D/c queue of the model's handlers c (threads, processes, loops, a pool; one per connection for threads and fork), each taking S = the least CPU per message measured at any rate plus the part of the work that holds a handler, or the server's cores over the CPU alone, whichever binds; within target: the highest rate at which that queue's wait (Erlang C, exponential tail: it errs high for fixed service at moderate load), added to the model's own latency at its lowest rate, keeps every target; of bound: held (or the estimate) over it, as ZygOS reports it. Held past the queue's capacity c/S is a defect of the measurement or the bound, flagged, never a win.",
         search.least_measured,
         search.most_measured,
         search.samples,

@@ -151,7 +151,7 @@ pub struct Search {
     pub least_rate: f64,
     /// The most: one that holds here ends the search (held every rate).
     pub most_rate: f64,
-    /// Bisection stops when the bracket's ends are this close (0.1: 10 %).
+    /// Bisection stops when the bracket's ends are this close (0.2: 20 %).
     pub resolution: f64,
     /// Slots a rate needs before its interval may decide it.
     pub confirm: usize,
@@ -183,15 +183,15 @@ impl Search {
             start_rate: 1000.0,
             least_rate: 50.0,
             most_rate: 2_000_000.0,
-            resolution: 0.1,
+            resolution: 0.2,
             confirm: 3,
             most_per_rate: 6,
             most_slots: 30,
-            samples: 500.0,
-            least_measured: 0.2,
-            most_measured: 1.5,
+            samples: 400.0,
+            least_measured: 0.3,
+            most_measured: 1.0,
             budget_seconds,
-            cost_rounds: 5,
+            cost_rounds: 3,
             handlers: Vec::new(),
         }
     }
@@ -199,6 +199,18 @@ impl Search {
     /// The measured seconds of a slot at `rate`.
     pub fn measured_at(&self, rate: f64) -> f64 {
         (self.samples / rate).clamp(self.least_measured, self.most_measured)
+    }
+
+    /// The measured seconds of a slot at `rate`: a search's, or a cost
+    /// round's, which reads CPU per message (to the nanosecond, asleep at
+    /// both ends) and needs no tail, at most `COST_MEASURED`.
+    pub fn slot_seconds(&self, rate: f64, cost: bool) -> f64 {
+        let d = self.measured_at(rate);
+        if cost {
+            d.min(COST_MEASURED)
+        } else {
+            d
+        }
     }
 
     /// The targets in seconds under `work`, in the order of `slo`.
@@ -253,6 +265,9 @@ impl Search {
         Ok(())
     }
 }
+
+/// The longest measured part of a cost round's slot, seconds.
+pub const COST_MEASURED: f64 = 0.5;
 
 /// A rate rounded to 3 significant digits: the search's rates, so that a
 /// rate measured again is the same number.
@@ -329,7 +344,8 @@ mod tests {
         assert_eq!(round_rate(123_456.0), 123_000.0);
         let s = Search::new("p99=1ms".parse().unwrap(), 60.0);
         assert!(s.check().is_ok());
-        assert!((s.measured_at(1000.0) - 0.5).abs() < 1e-12);
+        assert!((s.measured_at(1000.0) - 0.4).abs() < 1e-12);
+        assert!((s.slot_seconds(100.0, true) - COST_MEASURED).abs() < 1e-12);
         assert_eq!(s.measured_at(1e6), s.least_measured);
         assert_eq!(s.measured_at(10.0), s.most_measured);
     }

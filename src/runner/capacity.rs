@@ -22,7 +22,14 @@ use crate::server::work::Profile;
 
 /// The next round at `n` under `work`: a slot for every model still
 /// searching, or a round of the cost phase; empty when both are done.
-pub(crate) fn next_round(data: &RunData, n: usize, work: Option<&Profile>) -> Vec<CellSpec> {
+/// The search phase is over once a cost round is planned, or when
+/// `stop_search` says (the budget).
+pub(crate) fn next_round(
+    data: &RunData,
+    n: usize,
+    work: Option<&Profile>,
+    stop_search: bool,
+) -> Vec<CellSpec> {
     let Some(search) = &data.plan.capacity else {
         return Vec::new();
     };
@@ -37,10 +44,18 @@ pub(crate) fn next_round(data: &RunData, n: usize, work: Option<&Profile>) -> Ve
             .max()
             .unwrap_or(0)
     };
+    let costing = data
+        .plan
+        .cells
+        .iter()
+        .filter(here)
+        .any(|c| c.offered.is_some_and(|o| o.cost_round.is_some()));
     let mut wanted: Vec<(String, f64, Option<usize>)> = Vec::new();
-    for m in &data.plan.models {
-        if let State::Measure(r) = state(data, m, n, work) {
-            wanted.push((m.clone(), r, None));
+    if !(stop_search || costing) {
+        for m in &data.plan.models {
+            if let State::Measure(r) = state(data, m, n, work) {
+                wanted.push((m.clone(), r, None));
+            }
         }
     }
     let round = data

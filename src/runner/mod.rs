@@ -153,7 +153,7 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
         for (n, work) in blocks(&data.plan) {
             let open = left.iter().any(|c| c.connections == n && c.work == work);
             if !open {
-                let cells = capacity::next_round(data, n, work.as_ref());
+                let cells = capacity::next_round(data, n, work.as_ref(), false);
                 if !cells.is_empty() {
                     auto::append(&mut data.plan, &cells);
                     results::save_plan(&data.dir, &data.plan)?;
@@ -404,7 +404,7 @@ fn capacity_round(
         data.plan.size_label,
         work.map_or_else(String::new, |w| format!(" under {w}"))
     );
-    let cells = capacity::next_round(data, n, work);
+    let mut cells = capacity::next_round(data, n, work, false);
     let first_cost = cells
         .first()
         .and_then(|c| c.offered)
@@ -422,23 +422,52 @@ fn capacity_round(
     let cost: f64 = cells
         .iter()
         .filter_map(|c| c.offered)
-        .map(|o| search.measured_at(o.rate as f64) + warmup + 0.1)
+        .map(|o| search.slot_seconds(o.rate as f64, o.cost_round.is_some()) + warmup + 0.1)
         .sum();
+    // A search leaves the cost phase its rounds.
+    let reserve = if searching {
+        let each = crate::results::slo::COST_MEASURED + warmup + 0.1;
+        search.cost_rounds as f64 * data.plan.models.len() as f64 * each
+    } else {
+        0.0
+    };
     let spent = clock.spent();
-    if !cells.is_empty() && spent + cost > deadline {
+    if !cells.is_empty() && spent + cost + reserve > deadline {
         progress.note(&format!(
-            "{at}: the next round ({}) would pass this block's share of the budget ({} of {}, {} spent): stopping here",
+            "{at}: the next round ({}) would pass this block's share of the budget (up to {} of {}, {} spent): {}",
             seconds(cost),
             seconds(deadline),
             seconds(search.budget_seconds),
-            seconds(spent)
+            seconds(spent),
+            if searching { "the searches stop here" } else { "stopping here" }
         ));
-        if searching {
-            for l in crate::analysis::capacity::ended_lines(data, n, work) {
-                progress.note(&l);
-            }
+        if !searching {
+            return Ok(Vec::new());
         }
-        return Ok(Vec::new());
+        for l in crate::analysis::capacity::ended_lines(data, n, work) {
+            progress.note(&l);
+        }
+        // The cost phase still runs, with the rates decided so far.
+        cells = capacity::next_round(data, n, work, true);
+        let cost: f64 = search.cost_rounds as f64
+            * cells
+                .iter()
+                .filter_map(|c| c.offered)
+                .map(|o| search.slot_seconds(o.rate as f64, true) + warmup + 0.1)
+                .sum::<f64>();
+        if cells.is_empty() || spent + cost > deadline {
+            return Ok(Vec::new());
+        }
+        if let Some(o) = cells.first().and_then(|c| c.offered) {
+            progress.note(&format!(
+                "{at}: their cost at {}/s, the highest rate all that held one held: {} rounds",
+                format_count(o.rate as f64),
+                search.cost_rounds
+            ));
+        }
+        auto::append(&mut data.plan, &cells);
+        results::save_plan(&data.dir, &data.plan)?;
+        return Ok(cells);
     }
     if first_cost || (cells.is_empty() && !cost_ran(data, n, work)) {
         progress.note(&format!("{at}: every search has ended"));
@@ -585,11 +614,24 @@ fn method_line(p: &crate::results::matrix::RunPlan) -> String {
             "  method: one cell at a time (its server started, measured, stopped)\n".to_string()
         };
     };
-    let mut s = format!(
-        "  method: resident slots: a count's servers stay up together and the load moves between them, {} a slot ({} of it warm-up), one slot each per round, shuffled every round\n",
-        seconds(slots.seconds),
-        seconds(slots.warmup_seconds)
-    );
+    let mut s = match &p.capacity {
+        Some(c) => format!(
+            "  method: a capacity search per model against {}: Poisson arrivals at each offered rate, one slot each per round ({} warm-up, then {} to {} measured, about {} echoes), shuffled every round, the rounds growing as the searches ask; at most {} slots a search, {} in all; then {} paired rounds at the highest rate all held, for their cost\n",
+            c.slo,
+            seconds(slots.warmup_seconds),
+            seconds(c.least_measured),
+            seconds(c.most_measured),
+            c.samples,
+            c.most_slots,
+            seconds(c.budget_seconds),
+            c.cost_rounds
+        ),
+        None => format!(
+            "  method: resident slots: a count's servers stay up together and the load moves between them, {} a slot ({} of it warm-up), one slot each per round, shuffled every round\n",
+            seconds(slots.seconds),
+            seconds(slots.warmup_seconds)
+        ),
+    };
     if let Some(l) = p.looks {
         s += &format!(
             "  --runs auto: looks of {} rounds at each count until every model is told apart from the best, at most {} looks ({} rounds) and within {} in all; every interval at {} (Pocock's boundary for {} looks, so that together they keep 5 %)\n",

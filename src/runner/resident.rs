@@ -417,7 +417,7 @@ fn ask(plan: &RunPlan, spec: &CellSpec) -> SlotAsk {
             SlotAsk {
                 window: crate::client::run::Ask {
                     rate_per_connection: Some(rate / spec.connections.max(1) as f64),
-                    measured_seconds: Some(search.measured_at(rate)),
+                    measured_seconds: Some(search.slot_seconds(rate, o.cost_round.is_some())),
                 },
                 targets: Some(
                     search

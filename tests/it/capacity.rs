@@ -110,6 +110,12 @@ fn one_blocking_handler_is_searched_below_its_1000_a_second() -> Result<(), Fail
         }
     }
     crate::report::opens_silently(&dir.join("report.html"), "capacity")?;
+    // Two searches are not compared slot by slot: refused in one line.
+    let d = dir.to_string_lossy().into_owned();
+    let r = run_c10k(&["compare", &d, &d])?;
+    if r.code != Some(2) || r.stderr.lines().count() != 1 || !r.stderr.contains("capacity search") {
+        return Err(format!("compare of two searches: {:?} {:?}", r.code, r.stderr).into());
+    }
     let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }
