@@ -165,9 +165,10 @@ fn bad_targets_are_refused_in_one_line() -> Result<(), Failed> {
 
 fn a_target_never_met_is_said_and_every_point_kept() -> Result<(), Failed> {
     let out = scratch("capacity-never")?;
-    // A block drawn from an exponential of 1 ms mean, and a 3 ms p99:
+    // A block drawn from an exponential of 1 ms mean, and a 2 ms p99:
     // above the round trip and the mean work, so allowed, yet no load is
-    // light enough: 5 % of the blocks alone last past 3 ms (e^-3).
+    // light enough: 13 % of the blocks alone last past 2 ms (e^-2), far
+    // enough past the 1 % allowed for a few slots to decide it.
     let (stdout, stderr) = run_ok(
         &out,
         &[
@@ -178,7 +179,7 @@ fn a_target_never_met_is_said_and_every_point_kept() -> Result<(), Failed> {
             "-c",
             "2",
             "--slo",
-            "p99=3ms",
+            "p99=2ms",
             "--budget",
             "60s",
             "--no-report",
@@ -198,6 +199,14 @@ fn a_target_never_met_is_said_and_every_point_kept() -> Result<(), Failed> {
                 return Err(format!("not said: {stdout}\n{stderr}").into());
             }
             let _ = r;
+        }
+        // Its least rate's slots may spread too widely to decide within
+        // its slots on a busy host: then no rate is held either, and the
+        // answer says so.
+        State::Ended(End::Inconclusive { held: None, .. }) => {
+            if !stdout.contains("no model held a rate") {
+                return Err(format!("not said: {stdout}").into());
+            }
         }
         other => return Err(format!("ended as {other:?}").into()),
     }
