@@ -132,17 +132,7 @@ pub fn charts(data: &RunData) -> Vec<(usize, Chart)> {
                 .enumerate()
                 .map(|(i, s)| Line {
                     entry: i,
-                    points: s
-                        .points
-                        .iter()
-                        .filter(|p| pick(p).is_finite() && pick(p) > 0.0)
-                        .map(|p| Point {
-                            x: p.rate,
-                            median: pick(p),
-                            min: pick(p),
-                            max: pick(p),
-                        })
-                        .collect(),
+                    points: points(s, pick),
                     fit: None,
                     fit_span: None,
                     bound: Vec::new(),
