@@ -4,8 +4,9 @@
 //! slot kept in results.jsonl with its offered rate and its latency at
 //! the target, the answer on the terminal, and the report's curves drawn
 //! in headless Chromium; then the bad inputs, each refused in one line
-//! before anything runs, and a target the server never meets, said so
-//! with every point it measured kept.
+//! before anything runs; a target the server never meets, said so with
+//! every point it measured kept; and a foreign server (`--server`)
+//! searched with its curve and no bound.
 
 use std::path::Path;
 use std::process::Command;
@@ -19,6 +20,7 @@ tests![
     one_blocking_handler_is_searched_below_its_1000_a_second,
     bad_targets_are_refused_in_one_line,
     a_target_never_met_is_said_and_every_point_kept,
+    a_foreign_server_gets_its_curve_and_no_bound,
 ];
 
 /// Runs `c10k run ARGS --out DIR` to success; stdout and stderr.
@@ -209,6 +211,55 @@ fn a_target_never_met_is_said_and_every_point_kept() -> Result<(), Failed> {
             }
         }
         other => return Err(format!("ended as {other:?}").into()),
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
+
+/// A server that is not c10k's (`--server`) is searched as any model is:
+/// its curve, its decided rates, and no bound, since c10k does not know
+/// its handlers.
+fn a_foreign_server_gets_its_curve_and_no_bound() -> Result<(), Failed> {
+    let out = scratch("capacity-foreign")?;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/asyncio_echo.py");
+    let server = format!("asyncio=python3 {} {{port}}", script.display());
+    let (stdout, _) = run_ok(
+        &out,
+        &[
+            "--server",
+            &server,
+            "--models",
+            "epoll",
+            "-c",
+            "10",
+            "--slo",
+            "p99=5ms",
+            "--budget",
+            "60s",
+            "--no-report",
+        ],
+    )?;
+    let dir = results_dir(&out)?;
+    let (data, _) = c10k::results::dir::load(&dir, c10k::plan::check::check)?;
+    let all = c10k::experiments::capacity::searched(&data, 10);
+    let asyncio = all
+        .iter()
+        .find(|s| s.model == "asyncio")
+        .ok_or("no search of asyncio")?;
+    if asyncio.points.is_empty() || asyncio.bound.is_some() {
+        return Err(format!(
+            "asyncio: {} rates, bound {:?}",
+            asyncio.points.len(),
+            asyncio.bound
+        )
+        .into());
+    }
+    let epoll = all.iter().find(|s| s.model == "epoll").ok_or("no epoll")?;
+    if epoll.bound.is_none() {
+        return Err("epoll, a c10k model, has no bound".into());
+    }
+    if !stdout.contains("handlers unknown") {
+        return Err(format!("the table does not say why asyncio has no bound:\n{stdout}").into());
     }
     let _ = std::fs::remove_dir_all(&out);
     Ok(())
