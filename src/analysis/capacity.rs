@@ -573,8 +573,13 @@ impl Bound {
     /// The queue's latency at `rate` for the `j`th target's percentile
     /// (`q`): the unloaded latency plus the wait; `None` past capacity.
     pub fn latency(&self, rate: f64, j: usize, q: f64) -> Option<f64> {
-        let wait = self.queue.response_quantile(rate, q)? - self.queue.service;
-        Some(self.unloaded[j] + wait)
+        Some(self.unloaded[j] + self.wait(rate, q)?)
+    }
+
+    /// The queue's `q` quantile of the wait for a handler at `rate`;
+    /// `None` past capacity.
+    pub fn wait(&self, rate: f64, q: f64) -> Option<f64> {
+        Some(self.queue.response_quantile(rate, q)? - self.queue.service)
     }
 }
 

@@ -312,7 +312,7 @@ fn cost_table(data: &RunData, n: usize, all: &[Searched]) -> Option<(f64, Table)
     let least = samples
         .iter()
         .filter_map(|(m, s)| Some((m, s.as_ref()?)))
-        .min_by(|a, b| median(a.1).total_cmp(&median(b.1)));
+        .min_by(|a, b| a.1.median().total_cmp(&b.1.median()));
     let cpus = crate::metrics::cpu::machine_cpus();
     for s in all {
         let cpu_per = per(&s.model, &cpu);
@@ -377,10 +377,6 @@ fn cost_table(data: &RunData, n: usize, all: &[Searched]) -> Option<(f64, Table)
         "Each model's server at the same offered rate, once per round in the round's shuffled order; medians over the rounds. CPUs busy: the server tree's CPU over the slot's wall time. CPU/msg: that CPU over every echo of the slot; against the least, the geometric mean of the per-round ratios with its interval (paired rounds). Memory: the server tree's anonymous PSS its connections added, over the connections (≤: below what one sample resolves).".into(),
     );
     Some((rate, t))
-}
-
-fn median(s: &Sample) -> f64 {
-    s.median()
 }
 
 fn curve_table(search: &Search, work: Option<&Profile>, n: usize, all: &[Searched]) -> Table {

@@ -262,7 +262,7 @@ pub fn all() -> Vec<Preset> {
             // slots: 14 minutes here, within the 15 the issue allows
             // (docs/results/2026-11-28-capacity.md).
             // 2 ms beyond the work: a 1 ms block's own p99 here, unloaded,
-            // is 1.5 to 2.1 ms (the sleep wakes late), so 1 ms beyond it
+            // is 1.5 to 2.4 ms (the sleep wakes late), so 1 ms beyond it
             // sits at the noise floor and decides nothing.
             slo: Some(("p99=2ms+work", 840.0)),
             work: &["none", "block:1ms"],

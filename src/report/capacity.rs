@@ -201,8 +201,7 @@ fn bound_line(s: &Searched, q: f64) -> Vec<(f64, f64)> {
     (0..=BOUND_POINTS)
         .filter_map(|k| {
             let r = lo * (hi / lo).powf(k as f64 / BOUND_POINTS as f64);
-            let wait = b.queue.response_quantile(r, q)? - b.queue.service;
-            Some((r, unloaded + wait))
+            Some((r, unloaded + b.wait(r, q)?))
         })
         .collect()
 }

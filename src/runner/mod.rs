@@ -130,14 +130,8 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
     // A resumed run with looks: a count whose cells are all recorded may
     // call for its next look (a run stopped between the two).
     if data.plan.looks.is_some() {
-        let mut blocks: Vec<(usize, Option<crate::server::work::Profile>)> = Vec::new();
-        for c in &data.plan.cells {
-            if !blocks.contains(&(c.connections, c.work.clone())) {
-                blocks.push((c.connections, c.work.clone()));
-            }
-        }
         let left: Vec<_> = data.remaining();
-        for (n, work) in blocks {
+        for (n, work) in blocks(&data.plan) {
             let open = left.iter().any(|c| c.connections == n && c.work == work);
             if !open && resident::unfit(n, data.plan.models.len()).is_none() {
                 let later = data.plan.least_seconds(&data.remaining());
@@ -303,18 +297,13 @@ fn next_look(
     later: f64,
     clock: &Clock,
 ) -> anyhow::Result<Vec<crate::results::matrix::CellSpec>> {
-    use crate::present::units::{format_count, seconds};
+    use crate::present::units::seconds;
     let Some(looks) = data.plan.looks else {
         return Ok(Vec::new());
     };
     let here = |c: &crate::results::matrix::CellSpec| c.connections == n && c.work.as_ref() == work;
     let rounds = data.plan.rounds_at(n, work);
-    let at = format!(
-        "  {} {}{}",
-        format_count(n as f64),
-        data.plan.size_label,
-        work.map_or_else(String::new, |w| format!(" under {w}"))
-    );
+    let at = block_label(&data.plan, n, work);
     let (best, undecided, cells) = match auto::look(data, n, work) {
         auto::Look::Decided => return Ok(Vec::new()),
         auto::Look::Last(undecided) => {
@@ -371,6 +360,20 @@ fn next_look(
     Ok(cells)
 }
 
+/// `  1,000 connections under block:1ms`: a block's name on the terminal.
+fn block_label(
+    plan: &crate::results::matrix::RunPlan,
+    n: usize,
+    work: Option<&crate::server::work::Profile>,
+) -> String {
+    format!(
+        "  {} {}{}",
+        crate::present::units::format_count(n as f64),
+        plan.size_label,
+        work.map_or_else(String::new, |w| format!(" under {w}"))
+    )
+}
+
 /// Every count and work profile of the plan's cells, in their order.
 fn blocks(
     plan: &crate::results::matrix::RunPlan,
@@ -398,12 +401,7 @@ fn capacity_round(
     clock: &Clock,
 ) -> anyhow::Result<Vec<crate::results::matrix::CellSpec>> {
     use crate::present::units::{format_count, seconds};
-    let at = format!(
-        "  {} {}{}",
-        format_count(n as f64),
-        data.plan.size_label,
-        work.map_or_else(String::new, |w| format!(" under {w}"))
-    );
+    let at = block_label(&data.plan, n, work);
     let mut cells = capacity::next_round(data, n, work, false);
     let first_cost = cells
         .first()
@@ -419,11 +417,23 @@ fn capacity_round(
     // What the round will take: each slot's warm-up and window, and a
     // tenth of a second of sampling and hand-over each.
     let warmup = data.plan.slots.map_or(0.0, |s| s.warmup_seconds);
-    let cost: f64 = cells
-        .iter()
-        .filter_map(|c| c.offered)
-        .map(|o| search.slot_seconds(o.rate as f64, o.cost_round.is_some()) + warmup + 0.1)
-        .sum();
+    let round_seconds = |cells: &[crate::results::matrix::CellSpec]| -> f64 {
+        cells
+            .iter()
+            .filter_map(|c| c.offered)
+            .map(|o| search.slot_seconds(o.rate as f64, o.cost_round.is_some()) + warmup + 0.1)
+            .sum()
+    };
+    let cost_note = |cells: &[crate::results::matrix::CellSpec]| {
+        if let Some(o) = cells.first().and_then(|c| c.offered) {
+            progress.note(&format!(
+                "{at}: their cost at {}/s, the highest rate all that held one held: {} rounds",
+                format_count(o.rate as f64),
+                search.cost_rounds
+            ));
+        }
+    };
+    let cost = round_seconds(&cells);
     // A search leaves the cost phase its rounds.
     let reserve = if searching {
         let each = crate::results::slo::COST_MEASURED + warmup + 0.1;
@@ -449,22 +459,11 @@ fn capacity_round(
         }
         // The cost phase still runs, with the rates decided so far.
         cells = capacity::next_round(data, n, work, true);
-        let cost: f64 = search.cost_rounds as f64
-            * cells
-                .iter()
-                .filter_map(|c| c.offered)
-                .map(|o| search.slot_seconds(o.rate as f64, true) + warmup + 0.1)
-                .sum::<f64>();
-        if cells.is_empty() || spent + cost > deadline {
+        if cells.is_empty() || spent + search.cost_rounds as f64 * round_seconds(&cells) > deadline
+        {
             return Ok(Vec::new());
         }
-        if let Some(o) = cells.first().and_then(|c| c.offered) {
-            progress.note(&format!(
-                "{at}: their cost at {}/s, the highest rate all that held one held: {} rounds",
-                format_count(o.rate as f64),
-                search.cost_rounds
-            ));
-        }
+        cost_note(&cells);
         auto::append(&mut data.plan, &cells);
         results::save_plan(&data.dir, &data.plan)?;
         return Ok(cells);
@@ -474,13 +473,7 @@ fn capacity_round(
         for l in crate::analysis::capacity::ended_lines(data, n, work) {
             progress.note(&l);
         }
-        if let Some(o) = cells.first().and_then(|c| c.offered) {
-            progress.note(&format!(
-                "{at}: their cost at {}/s, the highest rate all of them held: {} rounds",
-                format_count(o.rate as f64),
-                search.cost_rounds
-            ));
-        }
+        cost_note(&cells);
     }
     if !cells.is_empty() {
         auto::append(&mut data.plan, &cells);
