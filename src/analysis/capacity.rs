@@ -365,12 +365,26 @@ pub enum End {
     HeldAll(f64),
     /// Even the least rate tried missed.
     NeverMet(f64),
-    /// The search's slots ran out before both ends were decided: what
-    /// was decided, the highest rate held and the lowest missed.
+    /// The search stopped before both ends were decided: what was
+    /// decided, the highest rate held and the lowest missed, and why.
     Inconclusive {
         held: Option<f64>,
         missed: Option<f64>,
+        why: Stuck,
     },
+}
+
+/// Why a search stopped undecided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stuck {
+    /// Its slots ran out.
+    Slots,
+    /// The rate it had to decide next stayed at the target within noise
+    /// after its most slots, at the least or the most rate it may offer or
+    /// between its bracket's ends.
+    Noise,
+    /// The run's budget stopped it.
+    Budget,
 }
 
 /// The search's next step.
@@ -413,7 +427,7 @@ pub fn next(slots: &[SlotPoint], search: &Search, targets: &[f64]) -> Step {
                 held: h.rate,
                 missed: m.rate,
             },
-            _ => inconclusive(&points),
+            _ => inconclusive(&points, Stuck::Slots),
         });
     }
     let fresh = |r: f64| {
@@ -436,7 +450,7 @@ pub fn next(slots: &[SlotPoint], search: &Search, targets: &[f64]) -> Step {
             // Only rates at the target within noise: look above the highest.
             let top = points.last().map_or(first.rate, |p| p.rate);
             if top >= search.most_rate {
-                return Step::Done(inconclusive(&points));
+                return Step::Done(inconclusive(&points, Stuck::Noise));
             }
             Step::Measure(fresh(top * 2.0))
         }
@@ -449,7 +463,7 @@ pub fn next(slots: &[SlotPoint], search: &Search, targets: &[f64]) -> Step {
                 return Step::Done(if h.decided {
                     End::HeldAll(h.rate)
                 } else {
-                    inconclusive(&points)
+                    inconclusive(&points, Stuck::Noise)
                 });
             }
             // Above the highest hold only rates at the target within
@@ -474,7 +488,7 @@ pub fn next(slots: &[SlotPoint], search: &Search, targets: &[f64]) -> Step {
                 return Step::Done(if lowest == m.rate && m.decided {
                     End::NeverMet(m.rate)
                 } else {
-                    inconclusive(&points)
+                    inconclusive(&points, Stuck::Noise)
                 });
             }
             let factor = if lowest < m.rate { OUTWARD } else { 4.0 };
@@ -506,14 +520,14 @@ pub fn next(slots: &[SlotPoint], search: &Search, targets: &[f64]) -> Step {
                     missed: m.rate,
                 });
             }
-            Step::Done(inconclusive(&points))
+            Step::Done(inconclusive(&points, Stuck::Noise))
         }
     }
 }
 
 /// What is decided of a search that cannot go on: the highest rate held
 /// (decided) below the lowest rate missed (decided).
-pub fn inconclusive(points: &[RatePoint]) -> End {
+pub fn inconclusive(points: &[RatePoint], why: Stuck) -> End {
     let missed = points
         .iter()
         .find(|p| p.decided && matches!(p.call, Call::Misses(_)))
@@ -523,7 +537,7 @@ pub fn inconclusive(points: &[RatePoint]) -> End {
         .filter(|p| p.decided && p.call == Call::Holds && missed.is_none_or(|m| p.rate < m))
         .map(|p| p.rate)
         .next_back();
-    End::Inconclusive { held, missed }
+    End::Inconclusive { held, missed, why }
 }
 
 /// Where the p99 left its low-load plateau: the first rate whose p99 is
@@ -778,7 +792,7 @@ pub fn decided(
                 .filter(|s| s.cost_round.is_none())
                 .collect();
             let points = rates(&slots, search, &search.targets_under(work));
-            bracket_of(&inconclusive(&points))
+            bracket_of(&inconclusive(&points, Stuck::Budget))
         }
     }
 }
@@ -789,7 +803,7 @@ pub fn bracket_of(e: &End) -> (Option<f64>, Option<f64>) {
         End::Found { held, missed } => (Some(*held), Some(*missed)),
         End::HeldAll(h) => (Some(*h), None),
         End::NeverMet(m) => (None, Some(*m)),
-        End::Inconclusive { held, missed } => (*held, *missed),
+        End::Inconclusive { held, missed, .. } => (*held, *missed),
     }
 }
 
@@ -824,8 +838,13 @@ pub fn end_text(e: &End) -> String {
             "missed the target even at {}/s, the least rate tried",
             format_count(*r)
         ),
-        End::Inconclusive { held, missed } => format!(
-            "inconclusive: out of slots before both ends were decided (held {}, missed {})",
+        End::Inconclusive { held, missed, why } => format!(
+            "inconclusive: {} (held {}, missed {})",
+            match why {
+                Stuck::Slots => "out of slots before both ends were decided",
+                Stuck::Noise => "the rate to decide next stayed at the target within noise",
+                Stuck::Budget => "the budget stopped it before both ends were decided",
+            },
             held.map_or("none decided".into(), |r| format!("{}/s", format_count(r))),
             missed.map_or("none decided".into(), |r| format!("{}/s", format_count(r)))
         ),

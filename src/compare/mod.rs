@@ -24,6 +24,7 @@
 //! strongest comparison is still one run holding both servers (`c10k run
 //! --server old=… --server new=…`), whose rounds are paired.
 
+pub mod capacity;
 pub mod cells;
 pub mod input;
 pub mod report;
@@ -32,7 +33,7 @@ pub mod text;
 
 use serde_json::Value;
 
-use self::cells::{Key, Rules};
+use self::cells::Rules;
 use self::input::Side;
 use self::report::{Comparison, Gate, PrimaryInfo, SideInfo, Summary, Verdict, SCHEMA_VERSION};
 use crate::analysis::summary::{margin_text, times, words};
@@ -111,21 +112,15 @@ pub fn comparable(settings: &Settings, base: &Side, new: &Side) -> Result<(), Re
         )));
     }
     let (bp, np) = (&base.data.plan, &new.data.plan);
-    // A capacity search's slots are each at a rate of their own: compared
-    // run by run, their figures would mean nothing.
-    if let Some((name, side)) = [("BASE", base), ("NEW", new)]
-        .into_iter()
-        .find(|(_, s)| s.data.plan.capacity.is_some())
-    {
-        return Err(Refusal::Apart(format!(
-            "{name} {} is a capacity search (--slo): its slots offer rates of their own, and comparing two searches is not built yet; compare the capacity tables of their results.md",
-            side.path.display()
-        )));
-    }
     if let Some(why) = settings::frame(bp, np) {
         return Err(Refusal::Apart(why));
     }
     if let Some(r) = &settings.reference {
+        if bp.capacity.is_some() {
+            return Err(Refusal::Apart(format!(
+                "--reference {r}: capacity searches are compared by the rates each decided, not round by round; leave --reference out"
+            )));
+        }
         for (name, side) in [("BASE", base), ("NEW", new)] {
             if !side.data.plan.cells.iter().any(|c| c.model == *r) {
                 return Err(Refusal::Apart(format!(
@@ -155,25 +150,78 @@ pub fn compare(settings: &Settings, base: &Side, new: &Side) -> Result<Compariso
         fail_if_slower: settings.fail_if_slower,
         reference: settings.reference.as_deref(),
     };
-    let cells: Vec<report::Cell> = matched
-        .iter()
-        .map(|k| cells::cell(base, new, k, &rules))
-        .collect();
-    if cells
-        .iter()
-        .all(|c| c.primary.base.values.is_empty() || c.primary.new.values.is_empty())
-    {
+    let searches = bp.capacity.is_some();
+    let cells: Vec<report::Cell> = if searches {
+        Vec::new()
+    } else {
+        matched
+            .iter()
+            .map(|k| cells::cell(base, new, k, &rules))
+            .collect()
+    };
+    let capacity: Vec<report::Capacity> = if searches {
+        matched
+            .iter()
+            .map(|k| capacity::cell(base, new, k, settings.margin, settings.fail_if_slower))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let measured = if searches {
+        capacity
+            .iter()
+            .any(|c| c.base.measured > 0 && c.new.measured > 0)
+    } else {
+        cells
+            .iter()
+            .any(|c| !c.primary.base.values.is_empty() && !c.primary.new.values.is_empty())
+    };
+    if !measured {
         return Err(Refusal::NothingMeasured(format!(
             "no cell was measured on both sides ({} in common): nothing to compare",
             matched.len()
         )));
     }
     let higher = bp.primary.higher_is_better();
-    let (worse, better) = words(higher);
-    let summary = summary(&matched, &cells, settings, higher);
+    let (worse, better) = if searches {
+        ("lower", "higher")
+    } else {
+        words(higher)
+    };
+    let rows: Vec<Row> = if searches {
+        matched
+            .iter()
+            .zip(&capacity)
+            .map(|(k, c)| Row {
+                key: k.text(),
+                verdict: c.verdict,
+                worse: capacity::worse_by(c),
+                ratio: capacity::range_text(c),
+                gate_failed: c.gate_failed,
+            })
+            .collect()
+    } else {
+        matched
+            .iter()
+            .zip(&cells)
+            .map(|(k, c)| Row {
+                key: k.text(),
+                verdict: c.primary.verdict,
+                worse: c.primary.worse(higher).map_or(0.0, |w| w.0),
+                ratio: ratio_text(&c.primary),
+                gate_failed: c.gate_failed,
+            })
+            .collect()
+    };
+    let untested = if searches {
+        "no rate decided on a side"
+    } else {
+        "a single run on a side"
+    };
+    let summary = summary(&rows, settings, (worse, better), untested);
     let gate = settings
         .fail_if_slower
-        .map(|share| gate(&matched, &cells, share, worse));
+        .map(|share| gate(&rows, share, worse, untested));
     let mut warnings = Vec::new();
     for (name, side) in [("BASE", base), ("NEW", new)] {
         for w in &side.warnings {
@@ -186,12 +234,19 @@ pub fn compare(settings: &Settings, base: &Side, new: &Side) -> Result<Compariso
         margin: settings.margin,
         fail_if_slower: settings.fail_if_slower,
         reference: settings.reference.clone(),
-        test: test_text(settings),
+        test: if searches {
+            capacity_test_text(settings)
+        } else {
+            test_text(settings)
+        },
         base: side_info(base),
         new: side_info(new),
         primary: PrimaryInfo {
             figure: bp.primary,
-            label: bp.primary.label().into(),
+            label: match &bp.capacity {
+                Some(search) => format!("capacity at {}", search.slo.describe()),
+                None => bp.primary.label().into(),
+            },
             higher_is_better: higher,
             worse: worse.into(),
             better: better.into(),
@@ -199,9 +254,14 @@ pub fn compare(settings: &Settings, base: &Side, new: &Side) -> Result<Compariso
         differences: settings::differences(bp, &base.data.environment, np, &new.data.environment),
         other_machine: settings::other_machine(&base.data.environment, &new.data.environment),
         drift: drift(&cells, settings, higher),
-        memory: cells::memory(base, new, &matched),
+        memory: if searches {
+            Vec::new()
+        } else {
+            cells::memory(base, new, &matched)
+        },
         summary,
         cells,
+        capacity,
         only_base,
         only_new,
         warnings,
@@ -229,6 +289,17 @@ fn test_text(s: &Settings) -> String {
     )
 }
 
+/// The test of two capacity searches in a sentence.
+fn capacity_test_text(s: &Settings) -> String {
+    format!(
+        "each side's capacity lies between the highest rate it held and the lowest it missed, \
+         each decided by its own interval; NEW/BASE lies between NEW held / BASE missed and NEW \
+         missed / BASE held, lower or higher only when that range lies beyond {}, equivalent \
+         when it lies within it",
+        margin_text(s.margin)
+    )
+}
+
 /// `0.91× [0.88, 0.94]`, `0.0685× [0.0601, 0.0781]`: two decimals, or
 /// three significant digits below 0.1.
 pub fn ratio_text(f: &report::Figure) -> String {
@@ -246,11 +317,27 @@ pub fn ratio_text(f: &report::Figure) -> String {
     }
 }
 
-/// The first line: how many cells are slower and the worst, then the
-/// other verdicts.
-fn summary(matched: &[Key], cells: &[report::Cell], s: &Settings, higher: bool) -> Summary {
-    let (worse, better) = words(higher);
-    let count = |v: Verdict| cells.iter().filter(|c| c.primary.verdict == v).count();
+/// A cell as the first line and the gate read it.
+struct Row {
+    /// `epoll at 1,000`.
+    key: String,
+    verdict: Verdict,
+    /// How far worse, the worse-way ratio (the worst cell is named).
+    worse: f64,
+    /// The ratio as printed.
+    ratio: String,
+    gate_failed: bool,
+}
+
+/// The first line: how many cells are worse and the worst, then the
+/// other verdicts; `untested`: why a cell is not tested.
+fn summary(
+    rows: &[Row],
+    s: &Settings,
+    (worse, better): (&str, &str),
+    untested_why: &str,
+) -> Summary {
+    let count = |v: Verdict| rows.iter().filter(|c| c.verdict == v).count();
     let (slower, faster, equivalent, inconclusive, untested) = (
         count(Verdict::Slower),
         count(Verdict::Faster),
@@ -258,20 +345,15 @@ fn summary(matched: &[Key], cells: &[report::Cell], s: &Settings, higher: bool) 
         count(Verdict::Inconclusive),
         count(Verdict::Untested),
     );
-    let tested = cells.len() - untested;
-    let worst = matched
+    let tested = rows.len() - untested;
+    let worst = rows
         .iter()
-        .zip(cells)
-        .filter(|(_, c)| c.primary.verdict == Verdict::Slower)
-        .max_by(|a, b| {
-            let w = |c: &report::Cell| c.primary.worse(higher).map_or(0.0, |w| w.0);
-            w(a.1).total_cmp(&w(b.1))
-        });
+        .filter(|c| c.verdict == Verdict::Slower)
+        .max_by(|a, b| a.worse.total_cmp(&b.worse));
     let mut line = match worst {
-        Some((k, c)) => format!(
+        Some(c) => format!(
             "{slower} of {tested} cells {worse}, worst {}: {}",
-            k.text(),
-            ratio_text(&c.primary)
+            c.key, c.ratio
         ),
         None if tested == 0 => "no cell tested".to_string(),
         None => format!("0 of {tested} cells {worse}"),
@@ -290,7 +372,7 @@ fn summary(matched: &[Key], cells: &[report::Cell], s: &Settings, higher: bool) 
         rest.push(format!("{inconclusive} inconclusive"));
     }
     if untested > 0 {
-        rest.push(format!("{untested} untested (a single run on a side)"));
+        rest.push(format!("{untested} untested ({untested_why})"));
     }
     if !rest.is_empty() {
         line.push_str("; ");
@@ -298,7 +380,7 @@ fn summary(matched: &[Key], cells: &[report::Cell], s: &Settings, higher: bool) 
     }
     Summary {
         line,
-        matched: cells.len(),
+        matched: rows.len(),
         tested,
         slower,
         faster,
@@ -344,23 +426,22 @@ fn drift(cells: &[report::Cell], s: &Settings, higher: bool) -> Option<String> {
     })
 }
 
-/// `--fail-if-slower`: the cells slower by more than `share` with 95 %
-/// confidence.
-fn gate(matched: &[Key], cells: &[report::Cell], share: f64, worse: &str) -> Gate {
-    let failed: Vec<String> = matched
+/// `--fail-if-slower`: the cells worse by more than `share` with 95 %
+/// confidence (a capacity search: by its decided rates).
+fn gate(rows: &[Row], share: f64, worse: &str, untested_why: &str) -> Gate {
+    let failed: Vec<String> = rows
         .iter()
-        .zip(cells)
-        .filter(|(_, c)| c.gate_failed)
-        .map(|(k, c)| format!("{} ({})", k.text(), ratio_text(&c.primary)))
+        .filter(|c| c.gate_failed)
+        .map(|c| format!("{} ({})", c.key, c.ratio))
         .collect();
-    let tested = cells
+    let tested = rows
         .iter()
-        .filter(|c| c.primary.verdict != Verdict::Untested)
+        .filter(|c| c.verdict != Verdict::Untested)
         .count();
-    let untested = cells.len() - tested;
+    let untested = rows.len() - tested;
     let pct = crate::present::units::sig3(share * 100.0);
     let not_gated = if untested > 0 {
-        format!("; {untested} not gated (a single run on a side)")
+        format!("; {untested} not gated ({untested_why})")
     } else {
         String::new()
     };

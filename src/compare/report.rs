@@ -56,7 +56,11 @@ pub struct Comparison {
     /// between the sessions is then likelier than of every model.
     pub drift: Option<String>,
     pub summary: Summary,
+    /// Each cell's runs compared; empty when the sides are capacity
+    /// searches, whose decided rates are compared instead (`capacity`).
     pub cells: Vec<Cell>,
+    /// Two capacity searches (`--slo`) cell by cell; empty otherwise.
+    pub capacity: Vec<Capacity>,
     /// Memory per connection of each model (a slope over the counts).
     pub memory: Vec<Memory>,
     /// Cells one side measured or planned and the other did not.
@@ -227,6 +231,44 @@ pub struct Cell {
     /// Runs kept though disturbed from outside, on each side.
     pub disturbed: Pair<usize>,
     pub curve: Pair<Curve>,
+}
+
+/// What one side's capacity search decided for a cell.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Bracket {
+    /// The highest offered rate decided to hold every target, /s.
+    pub held: Option<f64>,
+    /// The lowest offered rate decided to miss one, /s.
+    pub missed: Option<f64>,
+    /// Slots the search measured (cost rounds apart).
+    pub slots: usize,
+    /// Slots that measured (every slot, cost rounds included, that ended
+    /// well).
+    pub measured: usize,
+    /// How the search ended, in words.
+    pub end: String,
+}
+
+/// One cell of two capacity searches: NEW's capacity over BASE's lies
+/// between `low` and `high` (an end absent where a side left it open).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Capacity {
+    pub work: Option<String>,
+    pub model: String,
+    pub connections: usize,
+    pub base: Bracket,
+    pub new: Bracket,
+    /// NEW held over BASE missed: NEW's capacity is at least this share
+    /// of BASE's.
+    pub low: Option<f64>,
+    /// NEW missed over BASE held: at most this share.
+    pub high: Option<f64>,
+    /// `slower` here means lower capacity, `faster` higher.
+    pub verdict: Verdict,
+    /// Does `--fail-if-slower` fail on this cell.
+    pub gate_failed: bool,
 }
 
 /// A model's memory per connection on both sides (anonymous PSS of the

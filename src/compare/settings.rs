@@ -67,6 +67,10 @@ pub fn differences(
             for k in NOT_SETTINGS {
                 m.remove(*k);
             }
+            // A search's handlers follow from its models, named already.
+            if let Some(Value::Object(c)) = m.get_mut("capacity") {
+                c.remove("handlers");
+            }
         }
     }
     walk("", &a, &b, &mut out);
@@ -164,6 +168,9 @@ pub fn frame(base: &RunPlan, new: &RunPlan) -> Option<String> {
             }
         )
     };
+    if let Some(why) = searches(base, new) {
+        return Some(why);
+    }
     let same = base.primary == new.primary
         && b.report_name() == n.report_name()
         && b.depth == n.depth
@@ -176,6 +183,27 @@ pub fn frame(base: &RunPlan, new: &RunPlan) -> Option<String> {
             describe(new)
         )
     })
+}
+
+/// Why two runs' capacity searches cannot be compared: one searched and
+/// the other did not, or they searched against other targets.
+fn searches(base: &RunPlan, new: &RunPlan) -> Option<String> {
+    match (&base.capacity, &new.capacity) {
+        (Some(a), Some(b)) if a.slo != b.slo => Some(format!(
+            "BASE searched the capacity at {}, NEW at {}: compare searches against the same targets",
+            a.slo.describe(),
+            b.slo.describe()
+        )),
+        (Some(a), None) => Some(format!(
+            "BASE is a capacity search (--slo, at {}), NEW is not: compare a search with a search",
+            a.slo.describe()
+        )),
+        (None, Some(b)) => Some(format!(
+            "NEW is a capacity search (--slo, at {}), BASE is not: compare a search with a search",
+            b.slo.describe()
+        )),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

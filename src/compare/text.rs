@@ -309,6 +309,71 @@ pub fn tables(c: &Comparison, work: Option<&str>, cells: &[&Cell]) -> Vec<Table>
     out
 }
 
+/// Two capacity searches, one table per work profile (`None`: no work
+/// axis).
+pub fn capacity_tables(c: &Comparison) -> Vec<(Option<String>, Table)> {
+    use super::capacity::{bracket_text, range_text};
+    let mut out: Vec<(Option<String>, Table)> = Vec::new();
+    for cell in &c.capacity {
+        if !out.iter().any(|(w, _)| *w == cell.work) {
+            let under = cell
+                .work
+                .as_ref()
+                .map_or_else(String::new, |w| format!(", work {w}"));
+            let mut t = Table::new(
+                format!("{}, NEW over BASE{under}", c.primary.label),
+                &[
+                    "model",
+                    "connections",
+                    "BASE held to missed",
+                    "NEW held to missed",
+                    "NEW/BASE",
+                    "verdict",
+                    "slots",
+                    "BASE ended",
+                    "NEW ended",
+                ],
+            );
+            t.notes.push(format!(
+                "Each side's capacity lies between the highest offered rate it held and the \
+                 lowest it missed, each decided by its own interval; so NEW's over BASE's lies \
+                 between NEW held / BASE missed and NEW missed / BASE held (open where a side \
+                 decided no such rate). Lower or higher only when that whole range lies beyond \
+                 {}; equivalent when it lies within it; untested when a side decided no rate.",
+                margin_text(c.margin)
+            ));
+            out.push((cell.work.clone(), t));
+        }
+        let t = &mut out
+            .iter_mut()
+            .find(|(w, _)| *w == cell.work)
+            .expect("its table")
+            .1;
+        let mut verdict = match cell.verdict {
+            Verdict::Slower => "lower".to_string(),
+            Verdict::Faster => "higher".into(),
+            Verdict::Equivalent => "equivalent".into(),
+            Verdict::Inconclusive => "inconclusive: the ranges overlap".into(),
+            Verdict::Untested => "untested (no rate decided on a side)".into(),
+        };
+        if cell.gate_failed {
+            verdict.push_str(" ✗ gate");
+        }
+        t.rows.push(vec![
+            cell.model.clone(),
+            format_count(cell.connections as f64),
+            bracket_text(&cell.base),
+            bracket_text(&cell.new),
+            range_text(cell),
+            verdict,
+            format!("{} / {}", cell.base.slots, cell.new.slots),
+            cell.base.end.clone(),
+            cell.new.end.clone(),
+        ]);
+    }
+    out
+}
+
 /// The comparison for the terminal.
 pub fn text(c: &Comparison) -> String {
     let mut out = String::new();
@@ -322,6 +387,9 @@ pub fn text(c: &Comparison) -> String {
         for t in tables(c, work.as_deref(), &cells) {
             let _ = write!(out, "\n{}", t.to_text());
         }
+    }
+    for (_, t) in capacity_tables(c) {
+        let _ = write!(out, "\n{}", t.to_text());
     }
     let tail = tail_lines(c);
     if !tail.is_empty() {
@@ -355,6 +423,9 @@ pub fn markdown(c: &Comparison) -> String {
                 t.to_markdown()
             );
         }
+    }
+    for (_, t) in capacity_tables(c) {
+        let _ = write!(out, "\n{}", t.to_markdown());
     }
     out
 }

@@ -33,7 +33,9 @@ impl Searched {
     pub fn bracket(&self) -> (Option<f64>, Option<f64>) {
         match &self.state {
             State::Ended(e) => cap::bracket_of(e),
-            State::Measure(_) => cap::bracket_of(&cap::inconclusive(&self.points)),
+            State::Measure(_) => {
+                cap::bracket_of(&cap::inconclusive(&self.points, cap::Stuck::Budget))
+            }
             State::Failed(_) => (None, None),
         }
     }

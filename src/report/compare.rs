@@ -54,6 +54,20 @@ pub fn render(c: &Comparison) -> anyhow::Result<String> {
         }
         out.push_str(&chart_html(&figures::spectra(c, w, &cells), &suffix)?);
     }
+    for (i, (work, t)) in text::capacity_tables(c).into_iter().enumerate() {
+        if let Some(w) = &work {
+            let _ = writeln!(out, "<h2>Work: {}</h2>", escape_html(w));
+        }
+        let suffix = work
+            .as_ref()
+            .map_or_else(String::new, |_| format!("-w{}", i + 1));
+        let cells: Vec<_> = c.capacity.iter().filter(|k| k.work == work).collect();
+        out.push_str(&chart_html(
+            &figures::capacity(c, work.as_deref(), &cells),
+            &suffix,
+        )?);
+        out.push_str(&boxed(&t));
+    }
     let _ = writeln!(
         out,
         "<section id=\"command\">\n<h2>Command</h2>\n<pre><code>{}</code></pre>\n</section>\n\

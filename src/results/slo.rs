@@ -70,6 +70,25 @@ pub struct Slo {
     pub targets: Vec<Target>,
 }
 
+impl Slo {
+    /// `p99 ≤ 2 ms`, `p50 ≤ 200 µs, p99 ≤ 2 ms beyond the work`.
+    pub fn describe(&self) -> String {
+        let parts: Vec<String> = self
+            .targets
+            .iter()
+            .map(|t| {
+                format!(
+                    "{} ≤ {}{}",
+                    t.label(),
+                    crate::present::units::seconds(t.seconds),
+                    if t.plus_work { " beyond the work" } else { "" }
+                )
+            })
+            .collect();
+        parts.join(", ")
+    }
+}
+
 impl std::fmt::Display for Slo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let parts: Vec<String> = self.targets.iter().map(Target::to_string).collect();

@@ -111,14 +111,104 @@ fn one_blocking_handler_is_searched_below_its_1000_a_second() -> Result<(), Fail
             return Err(format!("report.html has no {id}").into());
         }
     }
-    crate::report::opens_silently(&dir.join("report.html"), "capacity")?;
-    // Two searches are not compared slot by slot: refused in one line.
-    let d = dir.to_string_lossy().into_owned();
-    let r = run_c10k(&["compare", &d, &d])?;
-    if r.code != Some(2) || r.stderr.lines().count() != 1 || !r.stderr.contains("capacity search") {
-        return Err(format!("compare of two searches: {:?} {:?}", r.code, r.stderr).into());
-    }
+    crate::report::opens_silently(&dir.join("report.html"), "capacity", 2)?;
+    compares_by_decided_rates(&dir, s)?;
     let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
+
+/// `c10k compare` of the search with itself: each cell's decided rates on
+/// both sides, the range NEW/BASE they allow (a bracket against itself
+/// overlaps, so never lower or higher), the gate passing, the JSON, the
+/// Markdown and the page; then a copy whose plan searched another target,
+/// and `--reference`, refused in one line.
+fn compares_by_decided_rates(
+    dir: &Path,
+    s: &c10k::experiments::capacity::Searched,
+) -> Result<(), Failed> {
+    let d = dir.to_string_lossy().into_owned();
+    let json = dir.join("compare.json");
+    let html = dir.join("compare.html");
+    let r = run_c10k(&[
+        "compare",
+        &d,
+        &d,
+        "--fail-if-slower",
+        "10%",
+        "--json",
+        &json.to_string_lossy(),
+        "--html",
+        &html.to_string_lossy(),
+    ])?;
+    if r.code != Some(0) || !r.stdout.contains("capacity at p99 ≤ 20 ms, NEW over BASE") {
+        return Err(format!(
+            "compare of a search with itself: {:?}\n{}{}",
+            r.code, r.stdout, r.stderr
+        )
+        .into());
+    }
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+    let cell = &j["capacity"][0];
+    let (held, missed) = s.bracket();
+    let same =
+        |side: &str| cell[side]["held"].as_f64() == held && cell[side]["missed"].as_f64() == missed;
+    if j["cells"] != serde_json::json!([]) || !same("base") || !same("new") {
+        return Err(format!("compare.json's capacity: {}", j["capacity"]).into());
+    }
+    let want = if held.is_some() || missed.is_some() {
+        ["inconclusive", "equivalent"].as_slice()
+    } else {
+        ["untested"].as_slice()
+    };
+    if !want.contains(&cell["verdict"].as_str().unwrap_or("")) || cell["gate_failed"] != false {
+        return Err(format!("a search against itself: {cell}").into());
+    }
+    if !j["gate"]["line"].as_str().unwrap_or("").contains("passed") {
+        return Err(format!("gate: {}", j["gate"]).into());
+    }
+    crate::report::opens_silently(&html, "capacity compare", 1)?;
+    // Another target on one side: refused in one line, and --reference.
+    let other = dir.with_extension("other");
+    let _ = std::fs::remove_dir_all(&other);
+    std::fs::create_dir_all(&other)?;
+    for f in ["plan.json", "environment.json", "results.jsonl"] {
+        if dir.join(f).exists() {
+            std::fs::copy(dir.join(f), other.join(f))?;
+        }
+    }
+    let mut plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(other.join("plan.json"))?)?;
+    plan["capacity"]["slo"]["targets"][0]["seconds"] = serde_json::json!(0.03);
+    std::fs::write(
+        other.join("plan.json"),
+        serde_json::to_string_pretty(&plan)?,
+    )?;
+    // Each record carries the plan's settings it was measured under.
+    let records = std::fs::read_to_string(other.join("results.jsonl"))?;
+    std::fs::write(
+        other.join("results.jsonl"),
+        records.replace(
+            "{\"percentile\":99.0,\"seconds\":0.02}",
+            "{\"percentile\":99.0,\"seconds\":0.03}",
+        ),
+    )?;
+    let o = other.to_string_lossy().into_owned();
+    for (args, words) in [
+        (
+            vec!["compare", &d, &o],
+            "BASE searched the capacity at p99 ≤ 20 ms, NEW at p99 ≤ 30 ms",
+        ),
+        (
+            vec!["compare", &d, &d, "--reference", "epoll"],
+            "--reference epoll: capacity searches",
+        ),
+    ] {
+        let r = run_c10k(&args)?;
+        if r.code != Some(2) || r.stderr.lines().count() != 1 || !r.stderr.contains(words) {
+            return Err(format!("{args:?}: {:?} {:?}", r.code, r.stderr).into());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&other);
     Ok(())
 }
 

@@ -1330,9 +1330,9 @@ fn check_png(png: &Path, at_least: usize) -> Result<Vec<u8>, Failed> {
 /// Opens a run's `page` in headless Chromium with a script that counts
 /// its capacity charts and the lines drawn in them: the console must hold
 /// that count and nothing else, every such chart must have lines, and the
-/// screenshot must be more than a blank page. `name` keeps its files
-/// apart.
-pub(crate) fn opens_silently(page: &Path, name: &str) -> Result<(), Failed> {
+/// screenshot must be more than a blank page, with at least `least` such
+/// charts. `name` keeps its files apart.
+pub(crate) fn opens_silently(page: &Path, name: &str, least: i64) -> Result<(), Failed> {
     let browser = chromium()?;
     let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("report-{name}-{}", std::process::id()));
@@ -1367,7 +1367,7 @@ pub(crate) fn opens_silently(page: &Path, name: &str) -> Result<(), Failed> {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(-1)
         };
-        if number("figures") < 2 || number("drawn") != number("figures") {
+        if number("figures") < least || number("drawn") != number("figures") {
             return Err(format!("capacity charts not all drawn: {line}").into());
         }
         check_png(&png, 20_000)?;

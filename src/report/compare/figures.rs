@@ -7,7 +7,7 @@
 //! its colour. Cost: one pass over the cells per chart.
 
 use crate::analysis::summary::margin_text;
-use crate::compare::report::{Cell, Comparison, Curve};
+use crate::compare::report::{Capacity, Cell, Comparison, Curve};
 use crate::present::look::{Dash, Look};
 use crate::present::units::{format_count, Unit};
 use crate::report::charts::{self, Entry, Figure, Line, Panel, Point, XFormat};
@@ -36,9 +36,10 @@ const FALLBACK: Look = Look {
 /// model on the whole page, as in a run's report).
 fn looks(c: &Comparison) -> Vec<(String, Look)> {
     let mut models: Vec<String> = Vec::new();
-    for cell in &c.cells {
-        if !models.contains(&cell.model) {
-            models.push(cell.model.clone());
+    let named = c.cells.iter().map(|k| &k.model);
+    for model in named.chain(c.capacity.iter().map(|k| &k.model)) {
+        if !models.contains(model) {
+            models.push(model.clone());
         }
     }
     let looks = crate::present::look::looks(&crate::server::names(), &models);
@@ -99,13 +100,30 @@ fn axis(c: &Comparison) -> (String, Unit) {
     }
 }
 
+/// A cell of either kind, by its model.
+trait Named {
+    fn model(&self) -> &str;
+}
+
+impl Named for Cell {
+    fn model(&self) -> &str {
+        &self.model
+    }
+}
+
+impl Named for Capacity {
+    fn model(&self) -> &str {
+        &self.model
+    }
+}
+
 /// Lines for BASE and NEW of each model that has a point on either side,
 /// with their legend; `points` gives a cell's side's points.
-fn paired_lines(
+fn paired_lines<T: Named>(
     c: &Comparison,
-    cells: &[&Cell],
+    cells: &[&T],
     skip: Option<&str>,
-    points: impl Fn(&Cell, bool) -> Vec<Point>,
+    points: impl Fn(&T, bool) -> Vec<Point>,
 ) -> (Vec<Line>, Vec<Entry>) {
     let mut lines = Vec::new();
     let mut legend = Vec::new();
@@ -113,7 +131,7 @@ fn paired_lines(
         if skip == Some(model.as_str()) {
             continue;
         }
-        let mine: Vec<&&Cell> = cells.iter().filter(|k| k.model == model).collect();
+        let mine: Vec<&&T> = cells.iter().filter(|k| k.model() == model).collect();
         if mine.is_empty() {
             continue;
         }
@@ -203,6 +221,65 @@ pub fn before_after(c: &Comparison, work: Option<&str>, cells: &[&Cell]) -> Char
             }],
             legend,
             x_ticks: counts(cells),
+            x_label: "connections".into(),
+            x_format: XFormat::Count,
+            columns: None,
+        },
+        tables: Vec::new(),
+    }
+}
+
+/// Two capacity searches: each model's highest rate held, its whisker up
+/// to the lowest it missed, BASE and NEW, against connections.
+pub fn capacity(c: &Comparison, work: Option<&str>, cells: &[&Capacity]) -> Chart {
+    let title = format!(
+        "Before and after: {} against connections{}",
+        c.primary.label,
+        under(work)
+    );
+    let (lines, legend) = paired_lines(c, cells, None, |k, new| {
+        let b = if new { &k.new } else { &k.base };
+        let held = b.held;
+        point(k.connections as f64, held, held, b.missed.or(held))
+            .into_iter()
+            .collect()
+    });
+    if lines.is_empty() {
+        return Chart::Skipped {
+            title,
+            why: "no search held a rate, decided, on either side".into(),
+        };
+    }
+    let mut n: Vec<f64> = cells.iter().map(|k| k.connections as f64).collect();
+    n.sort_by(f64::total_cmp);
+    n.dedup();
+    let mut caption = vec![format!(
+        "Each model's capacity at the target on both sides: the point is the highest offered \
+         rate its search held, decided, and the whisker runs up to the lowest it missed (none \
+         where it held every rate tried); its capacity lies within. NEW is drawn solid in the \
+         model's colour, BASE dashed in a paler shade; a search that held no rate is not \
+         drawn. Whiskers that overlap mean the searches alone do not tell the two apart \
+         (the table below says which do, against {}).",
+        margin_text(c.margin)
+    )];
+    if n.len() == 1 {
+        caption.push("One connection count: a point per side, no line.".into());
+    }
+    Chart::Drawn {
+        id: "capacity-before-after",
+        title,
+        caption,
+        figure: Figure {
+            panels: vec![Panel {
+                title: format!("{}: BASE and NEW", c.primary.label),
+                y_label: "offered rate held (/s)".into(),
+                unit: Unit::Count,
+                lines,
+                guides: Vec::new(),
+                band: None,
+            }],
+            legend,
+            x_ticks: n,
             x_label: "connections".into(),
             x_format: XFormat::Count,
             columns: None,
