@@ -312,6 +312,11 @@ fn capacity_of(
     plan.auto_runs = None;
     plan.cells =
         crate::runner::capacity::first_cells(&plan.models, &plan.connections, &plan.work, &search);
+    // A custom matrix's title named the closed loop it no longer runs.
+    plan.title = plan.title.replace(
+        ", closed loop",
+        &format!(", capacity at {} (Poisson arrivals)", search.slo.describe()),
+    );
     plan.capacity = Some(search);
     Ok(())
 }

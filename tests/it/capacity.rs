@@ -21,6 +21,7 @@ tests![
     bad_targets_are_refused_in_one_line,
     a_target_never_met_is_said_and_every_point_kept,
     a_foreign_server_gets_its_curve_and_no_bound,
+    a_running_target_is_searched_from_agents,
 ];
 
 /// Runs `c10k run ARGS --out DIR` to success; stdout and stderr.
@@ -350,6 +351,97 @@ fn a_foreign_server_gets_its_curve_and_no_bound() -> Result<(), Failed> {
     }
     if !stdout.contains("handlers unknown") {
         return Err(format!("the table does not say why asyncio has no bound:\n{stdout}").into());
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
+
+/// `--target` (a server the user started) searched from two agents that
+/// a launcher script starts (it logs each start, then runs the agent):
+/// both agents started, every slot ok with its rate and all 10
+/// connections, the search's rates on the curve and no bound.
+fn a_running_target_is_searched_from_agents() -> Result<(), Failed> {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::fs::PermissionsExt;
+    let out = scratch("capacity-target-agents")?;
+    let launch = out.join("launch.sh");
+    let log = out.join("launched");
+    std::fs::write(
+        &launch,
+        format!(
+            "#!/bin/sh\necho \"$1\" >> '{}'\nshift\nexec \"$@\"\n",
+            log.display()
+        ),
+    )?;
+    std::fs::set_permissions(&launch, std::fs::Permissions::from_mode(0o755))?;
+    let mut server = Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/asyncio_echo.py"))
+        .arg("0")
+        .stdout(std::process::Stdio::piped())
+        .spawn()?;
+    let mut ready = String::new();
+    if let Some(o) = server.stdout.take() {
+        BufReader::new(o).read_line(&mut ready)?;
+    }
+    let target = format!("mine={}", ready.trim().strip_prefix("READY ").unwrap_or(""));
+    let template = format!("{} {{i}} {{cmd}}", launch.display());
+    let run = run_ok(
+        &out,
+        &[
+            "--models",
+            "",
+            "--target",
+            &target,
+            "-c",
+            "10",
+            "--slo",
+            "p99=20ms",
+            "--budget",
+            "20s",
+            "--agent",
+            &template,
+            "--agents",
+            "2",
+            "--no-report",
+        ],
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    let (stdout, _) = run?;
+    let mut started: Vec<String> = std::fs::read_to_string(&log)?
+        .lines()
+        .map(str::to_string)
+        .collect();
+    started.sort();
+    started.dedup();
+    if started.len() != 2 {
+        return Err(format!("agents started: {started:?}").into());
+    }
+    let dir = results_dir(&out)?;
+    let records = lines(&dir)?;
+    for r in &records {
+        if r["status"] != "ok"
+            || !r["offered"]["rate"].is_u64()
+            || r["load"]["connections"]["established"] != 10
+            || !r["server"].is_null()
+        {
+            return Err(format!("slot {}: {} {}", r["id"], r["status"], r["reason"]).into());
+        }
+    }
+    let (data, _) = c10k::results::dir::load(&dir, c10k::plan::check::check)?;
+    let all = c10k::experiments::capacity::searched(&data, 10);
+    let mine = all.first().ok_or("no search")?;
+    if mine.model != "mine" || mine.points.len() < 2 || mine.bound.is_some() {
+        return Err(format!(
+            "{}: {} rates, bound {:?}",
+            mine.model,
+            mine.points.len(),
+            mine.bound
+        )
+        .into());
+    }
+    if !stdout.contains("Capacity at 10 connections") {
+        return Err(format!("no capacity table:\n{stdout}").into());
     }
     let _ = std::fs::remove_dir_all(&out);
     Ok(())
