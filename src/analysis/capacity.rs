@@ -739,10 +739,7 @@ pub fn state(data: &RunData, model: &str, n: usize, work: Option<&Profile>) -> S
     let Some(search) = &data.plan.capacity else {
         return State::Failed("not a capacity run".into());
     };
-    let slots: Vec<_> = slots_of(&data.cells, search, model, n, work)
-        .into_iter()
-        .filter(|s| s.cost_round.is_none())
-        .collect();
+    let slots = search_slots(data, search, model, n, work);
     // Two failed slots in a row end it: a server that died, or a client
     // that cannot hold its connections, fails every slot after.
     if let [.., a, b] = &slots[..] {
@@ -780,20 +777,37 @@ pub fn decided(
     n: usize,
     work: Option<&Profile>,
 ) -> (Option<f64>, Option<f64>) {
-    match state(data, model, n, work) {
-        State::Ended(e) => bracket_of(&e),
-        State::Failed(_) => (None, None),
-        State::Measure(_) => {
-            let Some(search) = &data.plan.capacity else {
-                return (None, None);
-            };
-            let slots: Vec<SlotPoint> = slots_of(&data.cells, search, model, n, work)
-                .into_iter()
-                .filter(|s| s.cost_round.is_none())
-                .collect();
-            let points = rates(&slots, search, &search.targets_under(work));
-            bracket_of(&inconclusive(&points, Stuck::Budget))
-        }
+    let Some(search) = &data.plan.capacity else {
+        return (None, None);
+    };
+    let slots = search_slots(data, search, model, n, work);
+    let points = rates(&slots, search, &search.targets_under(work));
+    end_of(&state(data, model, n, work), &points).map_or((None, None), |e| bracket_of(&e))
+}
+
+/// The slots of `model`'s search at `n` under `work`, the cost rounds'
+/// apart.
+pub fn search_slots(
+    data: &RunData,
+    search: &Search,
+    model: &str,
+    n: usize,
+    work: Option<&Profile>,
+) -> Vec<SlotPoint> {
+    slots_of(&data.cells, search, model, n, work)
+        .into_iter()
+        .filter(|s| s.cost_round.is_none())
+        .collect()
+}
+
+/// A search as an end: its own, or, for one the budget stopped while it
+/// was still measuring, what it had decided of `points`; `None` for one
+/// that failed.
+pub fn end_of(state: &State, points: &[RatePoint]) -> Option<End> {
+    match state {
+        State::Ended(e) => Some(e.clone()),
+        State::Measure(_) => Some(inconclusive(points, Stuck::Budget)),
+        State::Failed(_) => None,
     }
 }
 

@@ -10,32 +10,26 @@
 //! rate leaves the cell untested. An end a side did not decide leaves the
 //! range open on that end (a search that held every rate tried has no
 //! upper end). Both sides must search against the same targets
-//! ([`super::settings::frame`]). Cost: one analysis of each model's slots
-//! per cell and side.
+//! ([`super::settings::frame`]). Cost: each side split by work profile
+//! once, then each cell's slots read a few times over.
 
 use super::cells::Key;
 use super::input::Side;
 use super::report::{Bracket, Capacity, Verdict};
 use crate::analysis::capacity::{self as cap, State};
 use crate::present::units::format_count;
-use crate::results::axis::parts;
+use crate::results::axis::{parts, Part};
 use crate::results::cell::Status;
 use crate::results::dir::RunData;
+use crate::server::work::Profile;
 
-/// What `side` decided of `key`'s search: `None` when the side is not a
-/// capacity search or holds no part for the key's work.
-fn bracket(side: &Side, key: &Key) -> Option<Bracket> {
-    let search = side.data.plan.capacity.as_ref()?;
-    let all = parts(&side.data);
-    let part = all
-        .iter()
-        .find(|p| p.work.filter(|w| !w.is_none()).map(ToString::to_string) == key.work)?;
-    let data: &RunData = &part.data;
-    let work = part.work.filter(|w| !w.is_none());
-    let slots = cap::slots_of(&data.cells, search, &key.model, key.connections, work)
-        .into_iter()
-        .filter(|s| s.cost_round.is_none())
-        .collect::<Vec<_>>();
+/// What `data` (one work profile's part of a side) decided of `key`'s
+/// search.
+fn bracket(data: &RunData, work: Option<&Profile>, key: &Key) -> Option<Bracket> {
+    let search = data.plan.capacity.as_ref()?;
+    let slots = cap::search_slots(data, search, &key.model, key.connections, work);
+    let points = cap::rates(&slots, search, &search.targets_under(work));
+    let state = cap::state(data, &key.model, key.connections, work);
     let measured = data
         .cells
         .iter()
@@ -45,48 +39,66 @@ fn bracket(side: &Side, key: &Key) -> Option<Bracket> {
                 && c.status == Status::Ok
         })
         .count();
-    let (held, missed) = cap::decided(data, &key.model, key.connections, work);
-    let end = match cap::state(data, &key.model, key.connections, work) {
-        State::Ended(e) => cap::end_text(&e),
-        State::Failed(why) => format!("failed: {why}"),
-        State::Measure(r) => format!("stopped by the budget, next rate {}/s", format_count(r)),
-    };
+    let end = cap::end_of(&state, &points);
+    let (held, missed) = end.as_ref().map_or((None, None), cap::bracket_of);
     Some(Bracket {
         held,
         missed,
         slots: slots.len(),
         measured,
-        end,
+        end: match (&state, &end) {
+            (State::Failed(why), _) => format!("failed: {why}"),
+            (_, Some(e)) => cap::end_text(e),
+            (_, None) => "not searched".into(),
+        },
     })
 }
 
-/// The two sides' searches of `key`, compared against `margin`;
-/// `gate`: `--fail-if-slower`'s share.
-pub fn cell(base: &Side, new: &Side, key: &Key, margin: f64, gate: Option<f64>) -> Capacity {
-    let empty = || Bracket {
-        held: None,
-        missed: None,
-        slots: 0,
-        measured: 0,
-        end: "not searched".into(),
+/// Each matched cell of two capacity searches, compared against
+/// `margin`; `gate`: `--fail-if-slower`'s share. Each side is split by
+/// work profile once.
+pub fn cells(
+    base: &Side,
+    new: &Side,
+    matched: &[Key],
+    margin: f64,
+    gate: Option<f64>,
+) -> Vec<Capacity> {
+    let (bp, np) = (parts(&base.data), parts(&new.data));
+    let of = |all: &[Part<'_>], key: &Key| -> Bracket {
+        all.iter()
+            .find(|p| p.work.filter(|w| !w.is_none()).map(ToString::to_string) == key.work)
+            .and_then(|p| bracket(&p.data, p.work.filter(|w| !w.is_none()), key))
+            .unwrap_or_else(|| Bracket {
+                held: None,
+                missed: None,
+                slots: 0,
+                measured: 0,
+                end: "not searched".into(),
+            })
     };
-    let b = bracket(base, key).unwrap_or_else(empty);
-    let n = bracket(new, key).unwrap_or_else(empty);
-    let (low, high) = range(&b, &n);
-    let verdict = verdict(&b, &n, low, high, margin);
-    let gate_failed = verdict != Verdict::Untested
-        && gate.is_some_and(|share| high.is_some_and(|h| h < 1.0 - share));
-    Capacity {
-        work: key.work.clone(),
-        model: key.model.clone(),
-        connections: key.connections,
-        base: b,
-        new: n,
-        low,
-        high,
-        verdict,
-        gate_failed,
-    }
+    matched
+        .iter()
+        .map(|key| {
+            let (b, n) = (of(&bp, key), of(&np, key));
+            let (low, high) = range(&b, &n);
+            let verdict = verdict(&b, &n, low, high, margin);
+            // Lower by more than the share, as a cell's gate reads it.
+            let gate_failed = verdict != Verdict::Untested
+                && gate.is_some_and(|share| high.is_some_and(|h| h < 1.0 / (1.0 + share)));
+            Capacity {
+                work: key.work.clone(),
+                model: key.model.clone(),
+                connections: key.connections,
+                base: b,
+                new: n,
+                low,
+                high,
+                verdict,
+                gate_failed,
+            }
+        })
+        .collect()
 }
 
 /// NEW's capacity over BASE's: at least NEW held / BASE missed, at most
@@ -111,7 +123,8 @@ fn verdict(b: &Bracket, n: &Bracket, low: Option<f64>, high: Option<f64>, margin
     }
 }
 
-/// `1.19× to 2.00×`, `at least 1.19×`, `at most 0.84×`, `–`.
+/// `1.19× to 2.00×`, `at least 1.19×`, `at most 0.84×`, `–` (both ends
+/// open).
 pub fn range_text(c: &Capacity) -> String {
     let t = |x: f64| format!("{}×", crate::analysis::summary::times(x));
     match (c.low, c.high) {
@@ -169,7 +182,7 @@ mod tests {
         // Both brackets within 5 % of each other: equivalent.
         let (v, ..) = call(b(Some(200e3), Some(203e3)), b(Some(199e3), Some(202e3)));
         assert_eq!(v, Verdict::Equivalent);
-        // NEW missed at a rate only just above what BASE held: within the
+        // NEW missed at a rate just below what BASE held: within the
         // margin, so not lower.
         let (v, ..) = call(b(Some(100e3), None), b(Some(50e3), Some(98e3)));
         assert_eq!(v, Verdict::Inconclusive);

@@ -160,10 +160,13 @@ pub fn compare(settings: &Settings, base: &Side, new: &Side) -> Result<Compariso
             .collect()
     };
     let capacity: Vec<report::Capacity> = if searches {
-        matched
-            .iter()
-            .map(|k| capacity::cell(base, new, k, settings.margin, settings.fail_if_slower))
-            .collect()
+        capacity::cells(
+            base,
+            new,
+            &matched,
+            settings.margin,
+            settings.fail_if_slower,
+        )
     } else {
         Vec::new()
     };
@@ -182,7 +185,9 @@ pub fn compare(settings: &Settings, base: &Side, new: &Side) -> Result<Compariso
             matched.len()
         )));
     }
-    let higher = bp.primary.higher_is_better();
+    // A search's plan ranks by latency, but its comparison by the rate
+    // held: higher is better.
+    let higher = searches || bp.primary.higher_is_better();
     let (worse, better) = if searches {
         ("lower", "higher")
     } else {
@@ -219,9 +224,14 @@ pub fn compare(settings: &Settings, base: &Side, new: &Side) -> Result<Compariso
         "a single run on a side"
     };
     let summary = summary(&rows, settings, (worse, better), untested);
-    let gate = settings
-        .fail_if_slower
-        .map(|share| gate(&rows, share, worse, untested));
+    let gate = settings.fail_if_slower.map(|share| {
+        let how = if searches {
+            "tested by their decided rates"
+        } else {
+            "tested at 95 % each"
+        };
+        gate(&rows, share, worse, (how, untested))
+    });
     let mut warnings = Vec::new();
     for (name, side) in [("BASE", base), ("NEW", new)] {
         for w in &side.warnings {
@@ -428,7 +438,7 @@ fn drift(cells: &[report::Cell], s: &Settings, higher: bool) -> Option<String> {
 
 /// `--fail-if-slower`: the cells worse by more than `share` with 95 %
 /// confidence (a capacity search: by its decided rates).
-fn gate(rows: &[Row], share: f64, worse: &str, untested_why: &str) -> Gate {
+fn gate(rows: &[Row], share: f64, worse: &str, (how, untested_why): (&str, &str)) -> Gate {
     let failed: Vec<String> = rows
         .iter()
         .filter(|c| c.gate_failed)
@@ -448,12 +458,12 @@ fn gate(rows: &[Row], share: f64, worse: &str, untested_why: &str) -> Gate {
     let line = if failed.is_empty() {
         format!(
             "--fail-if-slower {pct} %: passed, no cell {worse} by more than {pct} % \
-             ({tested} cells tested at 95 % each{not_gated})"
+             ({tested} cells {how}{not_gated})"
         )
     } else {
         format!(
             "--fail-if-slower {pct} %: FAILED, {} {worse} by more than {pct} % ({tested} \
-             cells tested at 95 % each{not_gated}): {}",
+             cells {how}{not_gated}): {}",
             if failed.len() == 1 {
                 "1 cell".to_string()
             } else {

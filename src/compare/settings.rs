@@ -67,9 +67,12 @@ pub fn differences(
             for k in NOT_SETTINGS {
                 m.remove(*k);
             }
-            // A search's handlers follow from its models, named already.
+            // A search's handlers follow from its models, named already;
+            // the host's stalls and round trip are measurements.
             if let Some(Value::Object(c)) = m.get_mut("capacity") {
-                c.remove("handlers");
+                for k in ["handlers", "stalls", "round_trip"] {
+                    c.remove(k);
+                }
             }
         }
     }

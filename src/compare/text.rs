@@ -2,8 +2,9 @@
 //! Markdown, from the same lines and tables (so they never disagree), which
 //! the page ([`crate::report::compare`]) reuses. First the summary line,
 //! then what differs and what one side has alone, then per work profile
-//! the figure that ranks, the costs beside it, and memory per connection;
-//! the drift warning and the gate last.
+//! the figure that ranks, the costs beside it, and memory per connection
+//! (or, for two capacity searches, each cell's decided rates); the drift
+//! warning and the gate last.
 
 use std::fmt::Write as _;
 
@@ -353,7 +354,10 @@ pub fn capacity_tables(c: &Comparison) -> Vec<(Option<String>, Table)> {
             Verdict::Slower => "lower".to_string(),
             Verdict::Faster => "higher".into(),
             Verdict::Equivalent => "equivalent".into(),
-            Verdict::Inconclusive => "inconclusive: the ranges overlap".into(),
+            Verdict::Inconclusive if cell.low.is_none() && cell.high.is_none() => {
+                "inconclusive: neither side decided an end that bounds the other".into()
+            }
+            Verdict::Inconclusive => "inconclusive: the range crosses the margin".into(),
             Verdict::Untested => "untested (no rate decided on a side)".into(),
         };
         if cell.gate_failed {

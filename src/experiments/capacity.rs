@@ -31,13 +31,7 @@ pub struct Searched {
 impl Searched {
     /// The decided bracket, when there is one: (held, missed).
     pub fn bracket(&self) -> (Option<f64>, Option<f64>) {
-        match &self.state {
-            State::Ended(e) => cap::bracket_of(e),
-            State::Measure(_) => {
-                cap::bracket_of(&cap::inconclusive(&self.points, cap::Stuck::Budget))
-            }
-            State::Failed(_) => (None, None),
-        }
+        cap::end_of(&self.state, &self.points).map_or((None, None), |e| cap::bracket_of(&e))
     }
 }
 
@@ -261,7 +255,74 @@ fn capacity_table(
         search.most_per_rate.saturating_sub(search.confirm) + 1,
         crate::analysis::summary::margin_text(data.plan.margin),
     ));
+    t.notes.extend(floor_notes(search, work, all));
     t
+}
+
+/// What the host itself puts past each target: its stalls watched idle
+/// before the search (an estimate: idle CPUs, without the load's own
+/// wake-ups), and the share past it at each model's lowest rate, where
+/// no queue forms (a model that missed even there left out); flagged when
+/// its median is half of what the target allows or more (rates near it
+/// then stay undecided on any server).
+fn floor_notes(search: &Search, work: Option<&Profile>, all: &[Searched]) -> Vec<String> {
+    use crate::present::units::sig3;
+    let mut out: Vec<String> = Vec::new();
+    let loud = search.floor_lines(work);
+    for (j, tg) in search.slo.targets.iter().enumerate() {
+        let allowed = 1.0 - tg.quantile();
+        let name = format!("{} ≤ {}", tg.label(), seconds(tg.seconds_under(work)));
+        if let Some((share, n, _)) = search.floor(j, work).filter(|_| loud.is_empty()) {
+            out.push(if n == 0 {
+                format!("The host's own stalls, watched idle before the search: no wake-up past the slack of {name}.")
+            } else {
+                format!(
+                    "The host's own stalls, watched idle before the search: {} wake-ups past the slack of {name}, an estimated {} % of echoes on any server (of the {} % it allows).",
+                    format_count(n as f64),
+                    sig3(share * 100.0),
+                    sig3(allowed * 100.0)
+                )
+            });
+        }
+        // A model whose lowest rate already missed is its own limit there,
+        // not the host.
+        let mut lowest: Vec<f64> = all
+            .iter()
+            .filter_map(|s| s.points.first())
+            .filter(|p| !matches!(p.call, cap::Call::Misses(_)))
+            .filter_map(|p| p.above.get(j).map(|f| f.value))
+            .collect();
+        if lowest.is_empty() {
+            continue;
+        }
+        lowest.sort_by(f64::total_cmp);
+        let mid = crate::stats::quantile(&lowest, 0.5);
+        let top = lowest[lowest.len() - 1];
+        if top == 0.0 {
+            out.push(format!(
+                "At each model's lowest rate, no echo passed {name}."
+            ));
+            continue;
+        }
+        let range = format!(
+            "{}–{} % (median {} %)",
+            sig3(lowest[0] * 100.0),
+            sig3(top * 100.0),
+            sig3(mid * 100.0)
+        );
+        if mid >= allowed / 2.0 {
+            out.push(format!(
+                "⚠ At each model's lowest rate, where no queue forms, {range} of echoes already passed {name}, against the {} % it allows: the host's own floor sits near the target, and rates near it stay undecided (near) on any server; a looser target, or a quieter host, decides.",
+                sig3(allowed * 100.0)
+            ));
+        } else {
+            out.push(format!(
+                "At each model's lowest rate, {range} of echoes passed {name}."
+            ));
+        }
+    }
+    out.extend(loud.into_iter().map(|l| format!("⚠ {l}")));
+    out
 }
 
 /// The cost phase at `n`: every model that held a rate, at the least of

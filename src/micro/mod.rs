@@ -2,7 +2,7 @@
 //! what a thread or a process costs to create and to keep ([`spawn`]), what
 //! one call of select, poll or epoll_wait costs as the set grows
 //! ([`dispatch`]), and how fast a listener accepts ([`accept`]), and the machine's unloaded
-//! round trip ([`round_trip`]). Each prints
+//! round trip ([`round_trip`]) and its own stalls ([`stalls`]). Each prints
 //! tables and can write its results as JSON.
 
 pub mod accept;
@@ -11,6 +11,7 @@ pub mod parked;
 pub mod readiness;
 pub mod round_trip;
 pub mod spawn;
+pub mod stalls;
 
 use crate::export::table::Table;
 

@@ -266,6 +266,14 @@ fn capacity_of(
     if plan.agents.is_none() && plan.bind.is_none() {
         let trips = crate::micro::round_trip::measure(&plan.server_cpus, &plan.client_cpus)
             .map_err(|e| format!("--slo: measuring this machine's round trip: {e}"))?;
+        // And no server answers past the host's own stalls.
+        search.stalls = crate::micro::stalls::measure(
+            &plan.server_cpus,
+            &plan.client_cpus,
+            crate::micro::stalls::SECONDS,
+        )
+        .map_err(|e| format!("--slo: watching this machine's stalls: {e}"))?;
+        search.round_trip = Some(crate::micro::round_trip::quantile(&trips, 0.5));
         for t in &search.slo.targets {
             let rtt = crate::micro::round_trip::quantile(&trips, t.quantile());
             for w in matrix::profiles(&plan.work) {

@@ -192,6 +192,15 @@ pub struct Search {
     /// Per model and profile, what its handlers can do.
     #[serde(default)]
     pub handlers: Vec<Handlers>,
+    /// The host's own stalls, watched idle on the run's CPUs before the
+    /// search ([`crate::micro::stalls`]); empty where not watched (agents
+    /// on other hosts, or a plan older than the watch).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stalls: Vec<crate::micro::stalls::Watch>,
+    /// The machine's unloaded round trip's median, seconds, measured with
+    /// the stalls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_trip: Option<f64>,
 }
 
 impl Search {
@@ -212,7 +221,62 @@ impl Search {
             budget_seconds,
             cost_rounds: 3,
             handlers: Vec::new(),
+            stalls: Vec::new(),
+            round_trip: None,
         }
+    }
+
+    /// Where target `j` under `work` meets the host's own stalls: the
+    /// share of echoes they alone would hold past it (the time the watched
+    /// CPUs spent stalled beyond the target's slack over the unloaded
+    /// round trip and the work), with how many wake-ups were that late and
+    /// the latest; `None` where the stalls were not watched.
+    pub fn floor(&self, j: usize, work: Option<&Profile>) -> Option<(f64, usize, f64)> {
+        use crate::micro::stalls::{past, share_past};
+        let rtt = self.round_trip?;
+        if self.stalls.is_empty() {
+            return None;
+        }
+        let slack =
+            self.slo.targets.get(j)?.seconds_under(work) - rtt - work.map_or(0.0, work_seconds);
+        let (n, most) = past(&self.stalls, slack);
+        Some((share_past(&self.stalls, slack), n, most))
+    }
+
+    /// One line per target whose allowed share the host's own stalls
+    /// reach a quarter of: rates there may stay at the target within
+    /// noise, whatever the model.
+    pub fn floor_lines(&self, work: Option<&Profile>) -> Vec<String> {
+        use crate::present::units::{format_count, seconds, sig3};
+        let watched: f64 = self.stalls.iter().map(|w| w.seconds).fold(0.0, f64::max);
+        let cpus: Vec<String> = self
+            .stalls
+            .iter()
+            .map(|w| w.cpu.map_or("unpinned".into(), |c| c.to_string()))
+            .collect();
+        let cpus = crate::present::words::and_list(&cpus);
+        self.slo
+            .targets
+            .iter()
+            .enumerate()
+            .filter_map(|(j, t)| {
+                let (share, n, most) = self.floor(j, work)?;
+                let allowed = 1.0 - t.quantile();
+                (share >= allowed / 4.0).then(|| {
+                    format!(
+                        "{} ≤ {}: this host's own stalls, watched idle for {} on CPUs {}, woke {} times past the target's slack (up to {} late): an estimated {} % of echoes past it on any server, against the {} % it allows: rates near it may stay undecided; a looser target, or a quieter host, decides",
+                        t.label(),
+                        seconds(t.seconds_under(work)),
+                        seconds(watched),
+                        cpus,
+                        format_count(n as f64),
+                        seconds(most),
+                        sig3(share * 100.0),
+                        sig3(allowed * 100.0)
+                    )
+                })
+            })
+            .collect()
     }
 
     /// The measured seconds of a slot at `rate`.
@@ -323,6 +387,34 @@ fn duration_text(s: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_hosts_floor_counts_the_stalls_past_the_slack() {
+        use crate::micro::stalls::Watch;
+        let slo: Slo = "p99=2ms".parse().unwrap();
+        let mut s = Search::new(slo, 60.0);
+        assert_eq!(s.floor(0, None), None, "not watched");
+        s.round_trip = Some(100e-6);
+        // 2 s watched on one CPU; slack 1.9 ms: a 6 ms stall holds 4.1 ms,
+        // a 1 ms one nothing: 0.205 % of the time.
+        s.stalls = vec![Watch {
+            cpu: Some(0),
+            role: crate::micro::stalls::Role::Both,
+            seconds: 2.0,
+            late: vec![6e-3, 1e-3],
+        }];
+        let (share, n, most) = s.floor(0, None).unwrap();
+        assert!((share - 4.1e-3 / 2.0).abs() < 1e-12, "{share}");
+        assert_eq!((n, most), (1, 6e-3));
+        // Below a quarter of the 1 % allowed: not said; past it, said.
+        assert_eq!(s.floor_lines(None).len(), 0);
+        s.stalls[0].late = vec![12e-3, 9e-3];
+        let lines = s.floor_lines(None);
+        assert!(
+            lines.len() == 1 && lines[0].starts_with("p99 ≤ 2 ms: this host's own stalls"),
+            "{lines:?}"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -636,6 +636,19 @@ fn method_line(p: &crate::results::matrix::RunPlan) -> String {
             l.most
         );
     }
+    if let Some(c) = &p.capacity {
+        let mut lines: Vec<String> = Vec::new();
+        for w in crate::results::matrix::profiles(&p.work) {
+            for l in c.floor_lines(w.as_ref()) {
+                if !lines.contains(&l) {
+                    lines.push(l);
+                }
+            }
+        }
+        for l in lines {
+            s += &format!("  ⚠ {l}\n");
+        }
+    }
     for why in p.models.iter().filter_map(|m| resident::frozen(p, m)) {
         s += &format!("  {why}\n");
     }

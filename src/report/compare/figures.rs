@@ -124,6 +124,7 @@ fn paired_lines<T: Named>(
     cells: &[&T],
     skip: Option<&str>,
     points: impl Fn(&T, bool) -> Vec<Point>,
+    missing: &str,
 ) -> (Vec<Line>, Vec<Entry>) {
     let mut lines = Vec::new();
     let mut legend = Vec::new();
@@ -152,7 +153,7 @@ fn paired_lines<T: Named>(
                 text: if has_data {
                     format!("{model} ({side})")
                 } else {
-                    format!("{model} ({side}): not measured")
+                    format!("{model} ({side}): {missing}")
                 },
                 has_data,
             });
@@ -171,12 +172,18 @@ pub fn before_after(c: &Comparison, work: Option<&str>, cells: &[&Cell]) -> Char
     // The reference's own cells stay as measured: another unit, so not in
     // a chart of ratios to it.
     let skip = c.reference.as_deref();
-    let (lines, legend) = paired_lines(c, cells, skip, |k, new| {
-        let r = if new { &k.primary.new } else { &k.primary.base };
-        point(k.connections as f64, r.median, r.min, r.max)
-            .into_iter()
-            .collect()
-    });
+    let (lines, legend) = paired_lines(
+        c,
+        cells,
+        skip,
+        |k, new| {
+            let r = if new { &k.primary.new } else { &k.primary.base };
+            point(k.connections as f64, r.median, r.min, r.max)
+                .into_iter()
+                .collect()
+        },
+        "not measured",
+    );
     if lines.is_empty() {
         return Chart::Skipped {
             title,
@@ -237,13 +244,19 @@ pub fn capacity(c: &Comparison, work: Option<&str>, cells: &[&Capacity]) -> Char
         c.primary.label,
         under(work)
     );
-    let (lines, legend) = paired_lines(c, cells, None, |k, new| {
-        let b = if new { &k.new } else { &k.base };
-        let held = b.held;
-        point(k.connections as f64, held, held, b.missed.or(held))
-            .into_iter()
-            .collect()
-    });
+    let (lines, legend) = paired_lines(
+        c,
+        cells,
+        None,
+        |k, new| {
+            let b = if new { &k.new } else { &k.base };
+            let held = b.held;
+            point(k.connections as f64, held, held, b.missed.or(held))
+                .into_iter()
+                .collect()
+        },
+        "held no rate, decided",
+    );
     if lines.is_empty() {
         return Chart::Skipped {
             title,
