@@ -193,6 +193,16 @@ pub fn times(x: f64) -> String {
     }
 }
 
+/// `0.91`, `0.0685`: [`times`], or three significant digits below 0.1
+/// (where two decimals would read 0.00).
+pub fn small_times(x: f64) -> String {
+    if x.abs() < 0.1 {
+        sig3(x)
+    } else {
+        times(x)
+    }
+}
+
 /// The words for "worse" and "better" under a figure.
 pub(crate) fn words(higher_is_better: bool) -> (&'static str, &'static str) {
     if higher_is_better {

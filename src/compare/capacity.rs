@@ -126,7 +126,7 @@ fn verdict(b: &Bracket, n: &Bracket, low: Option<f64>, high: Option<f64>, margin
 /// `1.19× to 2.00×`, `at least 1.19×`, `at most 0.84×`, `–` (both ends
 /// open).
 pub fn range_text(c: &Capacity) -> String {
-    let t = |x: f64| format!("{}×", crate::analysis::summary::times(x));
+    let t = |x: f64| format!("{}×", crate::analysis::summary::small_times(x));
     match (c.low, c.high) {
         (Some(lo), Some(hi)) => format!("{} to {}", t(lo), t(hi)),
         (Some(lo), None) => format!("at least {}", t(lo)),

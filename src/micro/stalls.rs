@@ -24,7 +24,9 @@ const KEPT: f64 = 250e-6;
 pub struct Watch {
     /// The CPU watched (`None`: unpinned).
     pub cpu: Option<usize>,
-    /// Whose CPU it is: the server's, the client's, or both's.
+    /// Whose CPU it is: the server's, the client's, or both's (not
+    /// written for both, read as both when absent).
+    #[serde(default, skip_serializing_if = "Role::is_both")]
     pub role: Role,
     pub seconds: f64,
     /// How late each wake-up later than 250 µs was, seconds.
@@ -32,12 +34,19 @@ pub struct Watch {
 }
 
 /// Whose CPU a watch watched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     Server,
     Client,
+    #[default]
     Both,
+}
+
+impl Role {
+    fn is_both(&self) -> bool {
+        *self == Role::Both
+    }
 }
 
 /// Watches each of the server's and the client's CPUs (a side with none:
