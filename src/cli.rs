@@ -441,7 +441,7 @@ pub struct RunArgs {
     /// the highest that holds every target, e.g. p99=1ms,
     /// p50=200us,p99=2ms; `+work` counts from the work's own time
     /// (p99=1ms+work is 2 ms under block:1ms) [the capacity preset:
-    /// p99=2ms+work].
+    /// p99=5ms+work, within its budget].
     #[arg(long, value_name = "TARGETS", group = "matrix")]
     pub slo: Option<String>,
     /// Times a run disturbed from outside (CPU used by other processes, or

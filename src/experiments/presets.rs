@@ -259,16 +259,19 @@ pub fn all() -> Vec<Preset> {
         },
         Preset {
             // 12 models × 2 counts × 2 profiles, each search about 20
-            // slots: 14 minutes here, within the 15 the issue allows
+            // slots: 12 minutes here, within the 15 the issue allows
             // (docs/results/2026-11-28-capacity.md).
-            // 2 ms beyond the work: a 1 ms block's own p99 here, unloaded,
-            // is 1.5 to 2.4 ms (the sleep wakes late), so 1 ms beyond it
-            // sits at the noise floor and decides nothing.
-            slo: Some(("p99=2ms+work", 840.0)),
+            // 5 ms beyond the work: a 1 ms block's own p99 here, unloaded,
+            // is 1.5 to 2.4 ms (the sleep wakes late), and this host's own
+            // stalls put 0.5 to 1.7 % of echoes past 2 ms at any rate on
+            // some hours (the run says so: `micro::stalls`), where p99
+            // ≤ 2 ms decided almost nothing; past 5 ms they put almost
+            // none.
+            slo: Some(("p99=5ms+work", 840.0)),
             work: &["none", "block:1ms"],
             ..study(
                 "capacity",
-                "capacity at a latency target (ZygOS, Shenango): every model at 100 and 1,000 connections under no work and block:1ms, the highest Poisson-offered rate that holds p99 within 2 ms beyond the work, its knee, and the queueing bound of its handlers beside it",
+                "capacity at a latency target (ZygOS, Shenango): every model at 100 and 1,000 connections under no work and block:1ms, the highest Poisson-offered rate that holds its p99 target (5 ms beyond the work, or --slo), its knee, and the queueing bound of its handlers beside it",
                 &[],
                 &[100, 1000],
                 1,

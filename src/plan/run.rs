@@ -187,10 +187,12 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         refused,
         cells,
     };
+    // Targets of the user's own keep the preset's budget, if it has one.
+    let preset_budget = preset.slo.map(|(_, b)| b);
     let slo = args
         .slo
         .as_deref()
-        .map(|t| (t.to_string(), None))
+        .map(|t| (t.to_string(), preset_budget))
         .or(preset.slo.map(|(t, b)| (t.to_string(), Some(b))));
     let mut plan = plan;
     if let Some((text, preset_budget)) = slo {
