@@ -277,8 +277,12 @@ fn floor_notes(search: &Search, work: Option<&Profile>, all: &[Searched]) -> Vec
                 format!("The host's own stalls, watched idle before the search: no wake-up past the slack of {name}.")
             } else {
                 format!(
-                    "The host's own stalls, watched idle before the search: {} wake-ups past the slack of {name}, an estimated {} % of echoes on any server (of the {} % it allows).",
-                    format_count(n as f64),
+                    "The host's own stalls, watched idle before the search: {} past the slack of {name}, an estimated {} % of echoes on any server (of the {} % it allows).",
+                    if n == 1 {
+                        "1 wake-up".to_string()
+                    } else {
+                        format!("{} wake-ups", format_count(n as f64))
+                    },
                     sig3(share * 100.0),
                     sig3(allowed * 100.0)
                 )

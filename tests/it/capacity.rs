@@ -361,7 +361,6 @@ fn a_foreign_server_gets_its_curve_and_no_bound() -> Result<(), Failed> {
 /// both agents started, every slot ok with its rate and all 10
 /// connections, the search's rates on the curve and no bound.
 fn a_running_target_is_searched_from_agents() -> Result<(), Failed> {
-    use std::io::{BufRead, BufReader};
     use std::os::unix::fs::PermissionsExt;
     let out = scratch("capacity-target-agents")?;
     let launch = out.join("launch.sh");
@@ -374,16 +373,8 @@ fn a_running_target_is_searched_from_agents() -> Result<(), Failed> {
         ),
     )?;
     std::fs::set_permissions(&launch, std::fs::Permissions::from_mode(0o755))?;
-    let mut server = Command::new("python3")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/asyncio_echo.py"))
-        .arg("0")
-        .stdout(std::process::Stdio::piped())
-        .spawn()?;
-    let mut ready = String::new();
-    if let Some(o) = server.stdout.take() {
-        BufReader::new(o).read_line(&mut ready)?;
-    }
-    let target = format!("mine={}", ready.trim().strip_prefix("READY ").unwrap_or(""));
+    let (mut server, addr) = crate::support::asyncio_peer()?;
+    let target = format!("mine={addr}");
     let template = format!("{} {{i}} {{cmd}}", launch.display());
     let run = run_ok(
         &out,

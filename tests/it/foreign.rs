@@ -238,23 +238,9 @@ fn every_peer_runs_or_says_what_to_install() -> Result<(), Failed> {
 }
 
 fn a_running_target_is_driven_and_not_observed() -> Result<(), Failed> {
-    use std::io::{BufRead, BufReader};
     let dir = scratch("foreign-target")?;
     // The peer, started by the test as a user would start their server.
-    let mut server = Command::new("python3")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/asyncio_echo.py"))
-        .arg("0")
-        .stdout(std::process::Stdio::piped())
-        .spawn()?;
-    let mut ready = String::new();
-    if let Some(out) = server.stdout.take() {
-        BufReader::new(out).read_line(&mut ready)?;
-    }
-    let addr = ready
-        .trim()
-        .strip_prefix("READY ")
-        .unwrap_or("")
-        .to_string();
+    let (mut server, addr) = crate::support::asyncio_peer()?;
     let target = format!("mine={addr}");
     let cells = run(
         &dir,

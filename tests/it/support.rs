@@ -200,6 +200,28 @@ impl Pipes {
 }
 
 /// A fresh, empty directory for one test.
+/// The asyncio peer (`peers/asyncio_echo.py`) on a free port, started as
+/// a user starts their own server: the child and the address it said it
+/// listens on (its `READY` line).
+pub fn asyncio_peer() -> Result<(Child, String), Failed> {
+    use std::io::{BufRead, BufReader};
+    let mut server = Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/asyncio_echo.py"))
+        .arg("0")
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let mut ready = String::new();
+    if let Some(out) = server.stdout.take() {
+        BufReader::new(out).read_line(&mut ready)?;
+    }
+    let addr = ready
+        .trim()
+        .strip_prefix("READY ")
+        .unwrap_or("")
+        .to_string();
+    Ok((server, addr))
+}
+
 pub fn scratch(name: &str) -> Result<PathBuf, Failed> {
     let dir = std::env::temp_dir().join(format!("c10k-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
