@@ -216,12 +216,21 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// `c10k models`.
+#[derive(Debug, Args)]
+pub struct ModelsArgs {
+    /// List each model's knobs instead: the `serve` flags worth tuning,
+    /// their ranges and defaults.
+    #[arg(long)]
+    pub knobs: bool,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a TCP echo server (RFC 862) in one concurrency model.
     Serve(ServeArgs),
     /// List the concurrency models and how each waits.
-    Models,
+    Models(ModelsArgs),
     /// Drive a TCP echo server with many connections and measure it.
     #[command(after_help = EXIT_CODES)]
     Load(Box<LoadArgs>),

@@ -68,7 +68,11 @@ fn main() -> ExitCode {
         }
         Command::Conform(args) => conform(&args),
         Command::Agent => agent(),
-        Command::Models => {
+        Command::Models(args) if args.knobs => {
+            print!("{}", server::knobs::table().to_text());
+            ExitCode::SUCCESS
+        }
+        Command::Models(_) => {
             for m in server::MODELS {
                 println!("{:<14} {}", m.name(), m.about());
             }

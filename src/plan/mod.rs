@@ -298,6 +298,37 @@ pub(crate) use crate::present::units::parse_duration;
 mod tests {
     use super::parse_size;
 
+    /// Every knob of every model (`server::knobs`) makes a valid plan of
+    /// `c10k serve --model MODEL FLAG VALUE` at both ends of its range and
+    /// at every choice: the registry names only what the server takes.
+    #[test]
+    fn every_knob_is_a_serve_flag_over_its_whole_range() {
+        use crate::server::knobs::{of, Values};
+        let mut seen = 0;
+        for m in crate::server::MODELS {
+            for k in of(*m) {
+                let values: Vec<Vec<String>> = match k.values {
+                    Values::Count { least, most } | Values::Bytes { least, most } => {
+                        vec![vec![least.to_string()], vec![most.to_string()]]
+                    }
+                    Values::Micros { least, most } => {
+                        vec![vec![format!("{least}us")], vec![format!("{most}us")]]
+                    }
+                    Values::Switch => vec![vec![]],
+                    Values::Choice(words) => words.iter().map(|w| vec![w.to_string()]).collect(),
+                };
+                for v in values {
+                    let mut args = vec!["--model", m.name(), k.flag];
+                    args.extend(v.iter().map(String::as_str));
+                    // The plan refuses what the server would not take.
+                    let _ = serve(&args);
+                    seen += 1;
+                }
+            }
+        }
+        assert!(seen >= 20, "only {seen} knob values");
+    }
+
     /// The plan `c10k serve ARGS` makes.
     fn serve(args: &[&str]) -> super::ServePlan {
         use clap::{Args, FromArgMatches};

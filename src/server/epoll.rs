@@ -36,6 +36,9 @@ impl Model for Epoll {
     fn readiness(&self) -> bool {
         true
     }
+    fn knobs(&self) -> &'static [super::knobs::Knob] {
+        &[super::knobs::EDGE]
+    }
     fn name(&self) -> &'static str {
         "epoll"
     }

@@ -35,6 +35,19 @@ impl Model for EpollWorkers {
     fn readiness(&self) -> bool {
         true
     }
+    fn knobs(&self) -> &'static [super::knobs::Knob] {
+        use super::knobs::{Knob, Values, EDGE, LOOPS};
+        &[
+            LOOPS,
+            Knob {
+                flag: "--accept",
+                what: "how the loops share the listener",
+                values: Values::Choice(&["acceptor", "shared", "exclusive", "reuseport"]),
+                default: "reuseport",
+            },
+            EDGE,
+        ]
+    }
     fn name(&self) -> &'static str {
         "epoll-workers"
     }

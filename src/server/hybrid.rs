@@ -61,6 +61,9 @@ impl Model for Hybrid {
     fn readiness(&self) -> bool {
         true
     }
+    fn knobs(&self) -> &'static [super::knobs::Knob] {
+        &[super::knobs::POOL]
+    }
     fn name(&self) -> &'static str {
         "hybrid"
     }

@@ -11,6 +11,7 @@
 
 pub mod accept;
 pub mod conn;
+pub mod knobs;
 pub mod pace;
 pub mod reactor;
 pub mod run;
@@ -191,6 +192,11 @@ pub trait Model: Sync {
     /// (`--global-queue-interval`).
     fn has_global_queue(&self) -> bool {
         false
+    }
+    /// The settings worth tuning in this model, with their ranges
+    /// ([`knobs`]; `--interval` is added for every readiness loop).
+    fn knobs(&self) -> &'static [knobs::Knob] {
+        &[]
     }
     /// Whether the model opens more listeners on the same port.
     fn needs_reuseport(&self, _config: &Config) -> bool {

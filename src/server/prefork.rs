@@ -46,6 +46,18 @@ use crate::sys::process::Forked;
 pub(crate) struct Prefork;
 
 impl Model for Prefork {
+    fn knobs(&self) -> &'static [super::knobs::Knob] {
+        use super::knobs::{Knob, Values};
+        &[Knob {
+            flag: "--workers",
+            what: "processes in the pool, one connection each",
+            values: Values::Count {
+                least: 1,
+                most: 4096,
+            },
+            default: "64",
+        }]
+    }
     fn name(&self) -> &'static str {
         "prefork"
     }

@@ -24,6 +24,18 @@ use crate::sys::rlimit;
 pub(crate) struct Threads;
 
 impl Model for Threads {
+    fn knobs(&self) -> &'static [super::knobs::Knob] {
+        use super::knobs::{Knob, Values};
+        &[Knob {
+            flag: "--stack-size",
+            what: "each connection thread's stack",
+            values: Values::Bytes {
+                least: 16 * 1024,
+                most: 8 * 1024 * 1024,
+            },
+            default: "the platform's (8 MiB)",
+        }]
+    }
     fn name(&self) -> &'static str {
         "threads"
     }

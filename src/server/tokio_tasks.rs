@@ -53,6 +53,24 @@ use crate::sys::signals::Shutdown;
 pub(crate) struct Tokio;
 
 impl Model for Tokio {
+    fn knobs(&self) -> &'static [super::knobs::Knob] {
+        use super::knobs::{Knob, Values, LOOPS};
+        &[
+            Knob {
+                what: "runtime worker threads",
+                ..LOOPS
+            },
+            Knob {
+                flag: "--global-queue-interval",
+                what: "tasks a worker runs between looks at the global queue",
+                values: Values::Count {
+                    least: 1,
+                    most: 255,
+                },
+                default: "tokio's own",
+            },
+        ]
+    }
     fn name(&self) -> &'static str {
         "tokio"
     }

@@ -92,6 +92,12 @@ use crate::sys::uring::{self, Completion, OpId, Ring, Sizes};
 pub(crate) struct Uring;
 
 impl Model for Uring {
+    fn knobs(&self) -> &'static [super::knobs::Knob] {
+        &[super::knobs::Knob {
+            what: "rings, one thread each",
+            ..super::knobs::LOOPS
+        }]
+    }
     fn name(&self) -> &'static str {
         "uring"
     }

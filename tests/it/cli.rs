@@ -11,6 +11,7 @@ tests![
     unknown_model_is_one_line_exit_2,
     bad_sizes_are_refused,
     models_lists_every_model,
+    models_knobs_lists_each_models_knobs,
     help_shows_placeholders_in_braces,
     typos_get_a_suggestion,
     completions_name_the_subcommands,
@@ -60,6 +61,33 @@ fn models_lists_every_model() -> Result<(), Failed> {
         {
             return Err(format!("`c10k models` does not list {name}").into());
         }
+    }
+    Ok(())
+}
+
+/// `c10k models --knobs`: every model has a row, hybrid's pool and
+/// epoll-workers' accept modes among them, and fork says it has none.
+fn models_knobs_lists_each_models_knobs() -> Result<(), Failed> {
+    let out = Command::new(bin()).args(["models", "--knobs"]).output()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = |model: &str, flag: &str| {
+        text.lines().any(|l| {
+            let mut w = l.split_whitespace();
+            w.next() == Some(model) && w.next() == Some(flag)
+        })
+    };
+    let every = c10k::server::names().iter().all(|m| {
+        text.lines()
+            .any(|l| l.split_whitespace().next() == Some(*m))
+    });
+    if !out.status.success()
+        || !every
+        || !row("hybrid", "--workers")
+        || !row("epoll-workers", "--accept")
+        || !row("threads", "--stack-size")
+        || !row("fork", "–")
+    {
+        return Err(format!("`c10k models --knobs`:\n{text}").into());
     }
     Ok(())
 }
