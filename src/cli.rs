@@ -453,6 +453,33 @@ pub struct RunArgs {
     /// p99=5ms+work, within its budget].
     #[arg(long, value_name = "TARGETS", group = "matrix")]
     pub slo: Option<String>,
+    /// Each model at its best: before the matrix, search every c10k
+    /// model's knobs (`c10k models --knobs`) at each count and work
+    /// profile for its highest throughput, pools starting from Little's
+    /// law (threads ≥ rate × the time a request holds one), in paired
+    /// rounds beside its defaults, within this budget; the matrix then runs
+    /// each with what its search kept, named beside it ("hybrid (pool
+    /// 128)"), and the report shows the defaults' figure beside the tuned
+    /// one [default: auto, three times what the first step of every
+    /// search takes, said before it starts].
+    #[arg(
+        long,
+        value_name = "BUDGET",
+        num_args = 0..=1,
+        default_missing_value = "auto",
+        group = "matrix"
+    )]
+    pub tune: Option<String>,
+    /// With --tune: search only this knob of MODEL (the others keep their
+    /// defaults), within a range of your own for a count, e.g.
+    /// hybrid:--workers=8..512 or epoll:--edge; repeat for more.
+    #[arg(
+        long,
+        value_name = "MODEL:FLAG[=LEAST..MOST]",
+        requires = "tune",
+        group = "matrix"
+    )]
+    pub tune_knob: Vec<String>,
     /// Times a run disturbed from outside (CPU used by other processes, or
     /// steal) is run again before it is kept and marked [default: 2].
     #[arg(long, value_name = "N", group = "matrix")]
@@ -812,6 +839,11 @@ pub struct ServeArgs {
     /// polls]. 1 is fair to every connection, and costs throughput.
     #[arg(long, value_name = "N")]
     pub global_queue_interval: Option<u32>,
+    /// tokio: most threads in the blocking pool that runs spawn_blocking
+    /// calls (block work) [default: tokio's 512]; a block call past them
+    /// waits for one to free.
+    #[arg(long, value_name = "N")]
+    pub blocking_threads: Option<usize>,
     /// Set the soft open-files limit before serving (to study EMFILE).
     #[arg(long)]
     pub nofile: Option<u64>,

@@ -115,6 +115,15 @@ pub fn bound(
             format!("{who} / {} each", seconds(hold)),
         );
     }
+    // A block handed to a pool that grows to a cap (tokio's 512): the
+    // pool's threads over the block.
+    if let (false, Some(b), true) = (capacity.block_holds, capacity.blockers, block > 0.0) {
+        let b = b.min(connections.max(1) * depth.max(1));
+        consider(
+            b as f64 / block,
+            format!("{b} blocking threads / {} each", seconds(block)),
+        );
+    }
     if cpu > 0.0 {
         let cores = handlers.min(capacity.cores.max(1));
         consider(
@@ -276,6 +285,7 @@ mod tests {
                     cores: 2,
                     block_holds: true,
                     wait_holds: false,
+                    blockers: None,
                 },
                 bound: Some(Bound {
                     per_second: 1000.0,
@@ -293,6 +303,7 @@ mod tests {
             cores: 2,
             block_holds: true,
             wait_holds: false,
+            blockers: None,
         };
         let per_conn = Capacity {
             handlers: None,
@@ -316,6 +327,18 @@ mod tests {
         assert!((bound(&cpu, &two, 100, 1).unwrap().per_second - 20_000.0).abs() < 1e-3);
         assert!((bound(&cpu, &loop1, 100, 1).unwrap().per_second - 10_000.0).abs() < 1e-3);
         assert!(bound(&Profile::default(), &loop1, 10, 1).is_none());
+        // tokio hands a block to its pool: 512 threads cap it, not the
+        // connections.
+        let tokio = Capacity {
+            block_holds: false,
+            blockers: Some(512),
+            ..two
+        };
+        let b = bound(&block, &tokio, 1000, 1).unwrap();
+        assert!((b.per_second - 512_000.0).abs() < 1e-3, "{b:?}");
+        assert_eq!(b.why, "512 blocking threads / 1 ms each");
+        let b = bound(&block, &tokio, 100, 1).unwrap();
+        assert!((b.per_second - 100_000.0).abs() < 1e-3, "{b:?}");
     }
 
     #[test]

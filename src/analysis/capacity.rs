@@ -664,6 +664,26 @@ pub fn bound(
             ),
         )
     };
+    // A block handed to a pool with a cap (tokio's 512): when the pool is
+    // the tighter, its threads are the servers and the block their time.
+    let block = part(Kind::Block);
+    let (queue, why) = match (capacity.block_holds, capacity.blockers) {
+        (false, Some(b)) if block > 0.0 && (b.min(n.max(1)) as f64 / block) < queue.capacity() => {
+            let b = b.min(n.max(1));
+            (
+                Queue {
+                    handlers: b,
+                    service: block,
+                    cv2: 0.0,
+                },
+                format!(
+                    "{b} blocking threads / {} each",
+                    crate::present::units::seconds(block)
+                ),
+            )
+        }
+        _ => (queue, why),
+    };
     let unloaded: Vec<f64> = lowest.at.clone();
     let mut b = Bound {
         queue,
@@ -1049,6 +1069,7 @@ mod tests {
             handlers: Some(1),
             cores: 2,
             block_holds: true,
+            blockers: None,
             wait_holds: false,
         };
         let b = bound(

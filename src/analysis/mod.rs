@@ -11,4 +11,6 @@ pub mod disturbed;
 pub mod memory;
 pub mod settled;
 pub mod summary;
+pub mod tune;
+pub mod tuned;
 pub mod verdict;

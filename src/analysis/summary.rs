@@ -560,7 +560,7 @@ pub fn ranking(data: &RunData) -> Vec<Table> {
             let s = row.summary;
             let mut cells = vec![
                 rank_text(row),
-                row.model.clone(),
+                data.plan.shown(&row.model, n),
                 fmt(s.median),
                 fmt(s.stdev),
                 format!("{} … {}", fmt(s.min), fmt(s.max)),

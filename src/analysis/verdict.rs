@@ -464,7 +464,7 @@ pub fn tables(data: &RunData) -> Vec<Table> {
             };
             body.push(vec![
                 summary::rank_text(row),
-                row.model.clone(),
+                data.plan.shown(&row.model, n),
                 primary(row.summary.median),
                 summary::versus_text(p.higher_is_better(), row, i == 0),
                 p99[i].map(|v| p99_scale.format(v)).unwrap_or_else(dash),

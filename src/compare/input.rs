@@ -376,6 +376,8 @@ fn run_of_loads(path: &Path, reports: Vec<Report>) -> RunData {
     let environment = first.environment.clone();
     let plan = RunPlan {
         capacity: None,
+        tune: None,
+        tuned: Vec::new(),
         version: RESULTS_VERSION,
         experiment: "load".into(),
         title: format!("c10k load {}", first.target),

@@ -21,6 +21,7 @@ pub mod herd;
 pub mod load;
 pub mod micro;
 pub mod run;
+pub mod tune;
 
 use std::net::SocketAddr;
 
@@ -112,6 +113,15 @@ impl ServePlan {
                 model.name()
             ));
         }
+        if a.blocking_threads == Some(0) {
+            return Err("--blocking-threads 0: the blocking pool needs at least 1 thread".into());
+        }
+        if a.blocking_threads.is_some() && !model.offloads_blocking() {
+            return Err(format!(
+                "--blocking-threads: {} has no blocking pool; it is tokio's",
+                model.name()
+            ));
+        }
         let work = work_flags(model, a, buffer)?;
         Ok(ServePlan {
             model,
@@ -133,6 +143,7 @@ impl ServePlan {
                 }),
                 work,
                 global_queue_interval: a.global_queue_interval,
+                blocking_threads: a.blocking_threads,
             },
             setup: Setup {
                 nofile: a.nofile,

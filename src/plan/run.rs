@@ -76,6 +76,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         || args.slot.is_some()
         || args.slot_warmup.is_some()
         || args.budget.is_some()
+        || args.tune.is_some()
         || args.workload.is_some()
         || args.messages.is_some()
         || args.duration.is_some()
@@ -153,6 +154,8 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     };
     let plan = RunPlan {
         capacity: None,
+        tune: None,
+        tuned: Vec::new(),
         version: RESULTS_VERSION,
         experiment,
         title,
@@ -197,6 +200,9 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     let mut plan = plan;
     if let Some((text, preset_budget)) = slo {
         capacity_of(&mut plan, args, &text, budget.or(preset_budget))?;
+    }
+    if let Some(text) = &args.tune {
+        super::tune::tune_of(&mut plan, text, &args.tune_knob)?;
     }
     // Its errors name the plan's field, `work`: here, the flag.
     plan.check_work().map_err(|e| format!("--{e}"))?;

@@ -61,9 +61,11 @@ impl RunTables {
                 summary,
             };
         }
+        let mut study: Vec<Table> = crate::analysis::tuned::table(data).into_iter().collect();
+        study.extend(crate::experiments::tables(data));
         RunTables {
             verdict: crate::analysis::verdict::tables(data),
-            study: crate::experiments::tables(data),
+            study,
             ranking: crate::analysis::summary::ranking(data),
             memory: crate::analysis::memory::table(data),
             summary: super::summary::summary_table(data),

@@ -48,6 +48,7 @@ pub fn parts(data: &RunData) -> Vec<Part<'_>> {
             let mut plan = data.plan.clone();
             plan.work = vec![name.clone()];
             plan.cells.retain(mine);
+            plan.tuned.retain(|t| t.work == work);
             let keep = |v: &[super::cell::CellResult]| {
                 v.iter().filter(|c| mine(&c.cell)).cloned().collect()
             };

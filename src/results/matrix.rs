@@ -535,6 +535,13 @@ pub struct RunPlan {
     /// goes ([`crate::runner::capacity`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<super::slo::Search>,
+    /// `--tune`: before the matrix, every c10k model's knobs searched at
+    /// each count and profile ([`crate::runner::tune`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tune: Option<super::tune::Tune>,
+    /// What each search kept: the matrix runs each model with it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tuned: Vec<super::tune::Tuned>,
     /// `--runs auto` over slots: rounds added look by look; `runs` is
     /// then the rounds of the first look.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -633,6 +640,27 @@ pub fn resolve<'a>(
 }
 
 impl RunPlan {
+    /// What `--tune` kept for `model` at `n` connections under `work`.
+    pub fn tuned_at(
+        &self,
+        model: &str,
+        n: usize,
+        work: Option<&Profile>,
+    ) -> Option<&super::tune::Tuned> {
+        self.tuned
+            .iter()
+            .find(|t| t.model == model && t.connections == n && t.work.as_ref() == work)
+    }
+
+    /// `model` as the tables of one work profile name it at `n`: with
+    /// the settings `--tune` kept, `hybrid (pool 128)`.
+    pub fn shown(&self, model: &str, n: usize) -> String {
+        self.tuned
+            .iter()
+            .find(|t| t.model == model && t.connections == n)
+            .map_or_else(|| model.to_string(), super::tune::Tuned::shown)
+    }
+
     /// The c10k model a cell's `name` runs and its variant's flags.
     pub(crate) fn model(
         &self,
@@ -772,6 +800,8 @@ impl RunPlan {
         let models: Vec<String> = models.iter().map(|m| m.to_string()).collect();
         RunPlan {
             capacity: None,
+            tune: None,
+            tuned: Vec::new(),
             version: RESULTS_VERSION,
             experiment: "custom".into(),
             title: "t".into(),

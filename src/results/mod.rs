@@ -4,7 +4,8 @@
 //! resumed ([`dir`]), its lock ([`lock`]), which plan a record belongs to
 //! ([`identity`]), and the records arranged by work profile ([`axis`]) and
 //! for charts ([`series`]), and the latency target a capacity run
-//! searches against ([`slo`]). Nothing here measures or runs anything.
+//! searches against ([`slo`]), and the settings `--tune` kept ([`tune`]).
+//! Nothing here measures or runs anything.
 
 pub mod axis;
 pub mod cell;
@@ -14,3 +15,4 @@ pub mod lock;
 pub mod matrix;
 pub mod series;
 pub mod slo;
+pub mod tune;

@@ -493,15 +493,10 @@ fn server_args(
     if let Some(ip) = plan.bind {
         a.extend(["--bind".into(), ip.to_string()]);
     }
-    let workers = if model.worker_per_connection() {
-        // A blocked worker per connection, as the model is meant to run.
-        connections + 8
-    } else if plan.server_cpus.is_empty() {
-        crate::sys::affinity::cpus_available()
-    } else {
-        plan.server_cpus.len()
-    };
-    a.extend(["--workers".into(), workers.to_string()]);
+    a.extend([
+        "--workers".into(),
+        default_workers(plan, model, connections).to_string(),
+    ]);
     if let Some(h) = hard {
         a.extend(["--nofile".into(), h.to_string()]);
     }
@@ -522,11 +517,39 @@ fn server_args(
             plan.workload.message_size().to_string(),
         ]);
     }
-    // Last, so a variant's flag wins over a default above, and a user's
-    // over both.
+    // Last, so a variant's flag wins over a default above, what `--tune`
+    // kept over both, and a user's over all.
     a.extend(variant_args.iter().cloned());
+    if let Some(t) = plan.tuned_at(&spec.model, connections, spec.work.as_ref()) {
+        a.extend(t.args.iter().cloned());
+    }
     a.extend(plan.server_args.iter().cloned());
     a
+}
+
+/// The `--workers` a run gives `model` at `connections`: a worker per
+/// connection (and 8 spare) for a model that blocks one per connection,
+/// else one per CPU the server may use.
+pub(crate) fn default_workers(
+    plan: &RunPlan,
+    model: &dyn crate::server::Model,
+    connections: usize,
+) -> usize {
+    if model.worker_per_connection() {
+        // A blocked worker per connection, as the model is meant to run.
+        connections + 8
+    } else {
+        server_cores(plan)
+    }
+}
+
+/// The CPUs the run's servers may use.
+pub(crate) fn server_cores(plan: &RunPlan) -> usize {
+    if plan.server_cpus.is_empty() {
+        crate::sys::affinity::cpus_available()
+    } else {
+        plan.server_cpus.len()
+    }
 }
 
 /// The client's plan for a cell against `target`, checked as any plan

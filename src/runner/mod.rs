@@ -20,6 +20,7 @@ pub mod execute;
 pub mod preflight;
 pub mod progress;
 pub mod resident;
+pub mod tune;
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -121,6 +122,16 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
     if auto::extend(&mut data.plan, &data.cells) > 0 {
         results::save_plan(&data.dir, &data.plan)?;
     }
+    let interrupted = crate::sys::signals::interrupt_flag()
+        .context("installing the Ctrl-C and SIGTERM handlers")?;
+    // `--tune`: every search the plan has not recorded runs first, so
+    // every cell runs with what its model's search kept.
+    if !tune::run(data)? {
+        return Ok(Finish::Interrupted {
+            left: data.remaining().len(),
+            abandoned: None,
+        });
+    }
     let clock = Clock::of(&data.cells);
     let mut progress = progress::Progress::new(
         data.plan.cells.len(),
@@ -157,8 +168,6 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
         progress.set_total(data.plan.cells.len());
     }
     let mut todo: std::collections::VecDeque<_> = data.remaining().into();
-    let interrupted = crate::sys::signals::interrupt_flag()
-        .context("installing the Ctrl-C and SIGTERM handlers")?;
     let runs = data.plan.runs_text();
     let mut abandoned = None;
     while let Some(spec) = todo.pop_front() {

@@ -159,9 +159,20 @@ pub(crate) fn run(
             plan: Some(crate::results::identity::settings(plan)),
             ..CellResult::new(spec.clone(), Status::Failed)
         };
-        let state = states
-            .remove(&spec.model)
-            .unwrap_or_else(|| State::Out(Status::Failed, "never started".into()));
+        // A server first named by a later round (a tuning search's next
+        // setting) starts now, and stays up as the others.
+        let state = match states.remove(&spec.model) {
+            Some(s) => s,
+            None => match up(plan, spec, hard) {
+                Ok(r) => State::Up(Box::new(r)),
+                Err(Trouble::Interrupted) => {
+                    stop_all(states);
+                    return Ok(Ended::Interrupted(None));
+                }
+                Err(Trouble::Skipped(why)) => State::Out(Status::Skipped, why),
+                Err(Trouble::Failed(why)) => State::Out(Status::Failed, why),
+            },
+        };
         let next = match state {
             State::Out(status, why) => {
                 result.status = status;

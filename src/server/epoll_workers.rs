@@ -44,6 +44,8 @@ impl Model for EpollWorkers {
                 what: "how the loops share the listener",
                 values: Values::Choice(&["acceptor", "shared", "exclusive", "reuseport"]),
                 default: "reuseport",
+                short: "accept",
+                unsearched: None,
             },
             EDGE,
         ]

@@ -34,6 +34,11 @@ pub struct Knob {
     /// The model's default, as the flag would take it (`CPUs`: one per
     /// CPU the server may use).
     pub default: &'static str,
+    /// A word or two naming it beside a value, as a tuned model is shown:
+    /// `pool` in "hybrid (pool 128)".
+    pub short: &'static str,
+    /// Why `c10k run --tune` leaves it at its default, where it does.
+    pub unsearched: Option<&'static str>,
 }
 
 /// The pool of `--workers` threads, sized for blocking work.
@@ -45,14 +50,23 @@ pub const POOL: Knob = Knob {
         most: 4096,
     },
     default: "CPUs",
+    short: "pool",
+    unsearched: None,
 };
 
-/// One event loop per `--workers`, each on its own thread.
+/// One event loop per `--workers`, each on its own thread: past the CPUs
+/// they help only where a handler blocks its loop (a loop per connection
+/// at most).
 pub const LOOPS: Knob = Knob {
     flag: "--workers",
     what: "event loops, one thread each",
-    values: Values::Count { least: 1, most: 64 },
+    values: Values::Count {
+        least: 1,
+        most: 1024,
+    },
     default: "CPUs",
+    short: "loops",
+    unsearched: None,
 };
 
 /// Edge- rather than level-triggered epoll.
@@ -61,6 +75,8 @@ pub const EDGE: Knob = Knob {
     what: "edge-triggered epoll (else level)",
     values: Values::Switch,
     default: "off",
+    short: "edge",
+    unsearched: None,
 };
 
 /// Every readiness loop's least time between two waits.
@@ -72,6 +88,8 @@ pub const INTERVAL: Knob = Knob {
         most: 10_000,
     },
     default: "0",
+    short: "interval",
+    unsearched: None,
 };
 
 /// Every knob of `model`: its own, then `--interval` for a readiness
@@ -122,7 +140,7 @@ pub fn values_text(v: &Values) -> String {
 pub fn table() -> crate::export::table::Table {
     let mut t = crate::export::table::Table::new(
         "The knobs of each model: what a practitioner would tune",
-        &["model", "flag", "sets", "values", "default"],
+        &["model", "flag", "sets", "values", "default", "--tune"],
     );
     for m in super::MODELS {
         let knobs = of(*m);
@@ -131,6 +149,7 @@ pub fn table() -> crate::export::table::Table {
                 m.name().into(),
                 "–".into(),
                 "none: one task per connection, nothing to size".into(),
+                String::new(),
                 String::new(),
                 String::new(),
             ]);
@@ -142,12 +161,21 @@ pub fn table() -> crate::export::table::Table {
                 k.what.into(),
                 values_text(&k.values),
                 k.default.into(),
+                k.unsearched.map_or_else(
+                    || "searched".to_string(),
+                    |why| format!("left alone: {why}"),
+                ),
             ]);
         }
     }
     t.notes.push(
         "Each flag goes to `c10k serve --model MODEL` (or a run's `--variant 'NAME=MODEL FLAG \
          VALUE'`); CPUs: one per CPU the server may use."
+            .into(),
+    );
+    t.notes.push(
+        "`c10k run --tune` searches each knob marked searched, one after another, pools from \
+         Little's law; `--tune-knob MODEL:FLAG[=LEAST..MOST]` narrows it."
             .into(),
     );
     t

@@ -87,7 +87,13 @@ pub struct Config {
     /// `--global-queue-interval` (tokio): tasks a worker runs between two
     /// looks at the global queue; `None`: tokio's own tuning.
     pub global_queue_interval: Option<u32>,
+    /// `--blocking-threads` (tokio): the most threads of the blocking pool;
+    /// `None`: tokio's [`TOKIO_BLOCKING_THREADS`].
+    pub blocking_threads: Option<usize>,
 }
+
+/// tokio's own cap on its blocking pool (`Builder::max_blocking_threads`).
+pub const TOKIO_BLOCKING_THREADS: usize = 512;
 
 /// What a model gets to run with.
 pub struct Context<'a> {

@@ -56,6 +56,8 @@ impl Model for Prefork {
                 most: 4096,
             },
             default: "64",
+            short: "processes",
+            unsearched: None,
         }]
     }
     fn name(&self) -> &'static str {

@@ -34,6 +34,10 @@ impl Model for Threads {
                 most: 8 * 1024 * 1024,
             },
             default: "the platform's (8 MiB)",
+            short: "stack",
+            unsearched: Some(
+                "it sets memory, not speed: an untouched stack costs only the pages a thread uses",
+            ),
         }]
     }
     fn name(&self) -> &'static str {

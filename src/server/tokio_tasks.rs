@@ -58,7 +58,19 @@ impl Model for Tokio {
         &[
             Knob {
                 what: "runtime worker threads",
+                short: "workers",
                 ..LOOPS
+            },
+            Knob {
+                flag: "--blocking-threads",
+                what: "most threads of the spawn_blocking pool",
+                values: Values::Count {
+                    least: 1,
+                    most: 4096,
+                },
+                default: "512 (tokio's)",
+                short: "blocking",
+                unsearched: None,
             },
             Knob {
                 flag: "--global-queue-interval",
@@ -68,6 +80,10 @@ impl Model for Tokio {
                     most: 255,
                 },
                 default: "tokio's own",
+                short: "global queue every",
+                unsearched: Some(
+                    "it trades throughput for fairness (the tail); a throughput search would only undo it",
+                ),
             },
         ]
     }
@@ -109,6 +125,9 @@ impl Model for Tokio {
             .enable_time();
         if let Some(n) = ctx.config.global_queue_interval {
             builder.global_queue_interval(n);
+        }
+        if let Some(n) = ctx.config.blocking_threads {
+            builder.max_blocking_threads(n);
         }
         let runtime = builder.build().context("starting the tokio runtime")?;
         let result = runtime.block_on(accept_loop(listener, ctx));

@@ -95,6 +95,14 @@ impl Model for Uring {
     fn knobs(&self) -> &'static [super::knobs::Knob] {
         &[super::knobs::Knob {
             what: "rings, one thread each",
+            short: "rings",
+            // Each ring maps its own queues and buffer ring (256 buffers
+            // of --buffer bytes): 1 MiB a ring at 4 KiB, so 256 rings
+            // are a quarter GiB before a connection arrives.
+            values: super::knobs::Values::Count {
+                least: 1,
+                most: 256,
+            },
             ..super::knobs::LOOPS
         }]
     }

@@ -296,6 +296,11 @@ pub struct Capacity {
     pub block_holds: bool,
     /// A `wait` holds its handler (the blocking models sleep in it).
     pub wait_holds: bool,
+    /// Where a `block` is handed to a pool: the most threads it grows to
+    /// (tokio's 512, or `--blocking-threads`); absent in records written
+    /// before it was reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blockers: Option<usize>,
 }
 
 impl Capacity {
@@ -306,6 +311,11 @@ impl Capacity {
             cores,
             block_holds: !config.work.offload_block,
             wait_holds: model.sleeps_through_waits(),
+            blockers: config.work.offload_block.then(|| {
+                config
+                    .blocking_threads
+                    .unwrap_or(super::TOKIO_BLOCKING_THREADS)
+            }),
         }
     }
 }

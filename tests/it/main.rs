@@ -47,6 +47,7 @@ mod schema;
 mod sshd;
 mod stopping_servers;
 mod support;
+mod tune;
 mod work;
 
 use libtest_mimic::{Arguments, Trial};
@@ -78,6 +79,7 @@ const GROUPS: &[fn() -> Vec<Trial>] = &[
     schema::trials,
     sshd::trials,
     stopping_servers::trials,
+    tune::trials,
     work::trials,
 ];
 

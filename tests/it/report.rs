@@ -227,6 +227,8 @@ fn plan(
     let models: Vec<String> = models.iter().map(|m| m.to_string()).collect();
     RunPlan {
         capacity: None,
+        tune: None,
+        tuned: Vec::new(),
         version: matrix::RESULTS_VERSION,
         experiment: experiment.into(),
         title: format!("synthetic {experiment} run <for tests> & checks"),

@@ -1,0 +1,79 @@
+//! What `c10k run --tune` kept, as a table for one work profile: each
+//! model at each count with the settings it ran with, its defaults, the
+//! two figures from the search's paired rounds and their ratio, and why
+//! the search kept what it kept. Reads the plan only.
+
+use crate::export::table::Table;
+use crate::present::units::{format_count, sig3};
+use crate::results::dir::RunData;
+
+/// The tuning table, or `None` for a run without `--tune`.
+pub fn table(data: &RunData) -> Option<Table> {
+    let tune = data.plan.tune.as_ref()?;
+    let p = data.plan.primary;
+    let mut t = Table::new(
+        format!(
+            "Each model at its best (--tune): the settings each ran with, beside its defaults ({})",
+            p.label()
+        ),
+        &[
+            "model",
+            "connections",
+            "ran with",
+            "defaults",
+            "defaults' figure",
+            "best's figure",
+            "best / defaults",
+            "tried",
+            "why",
+        ],
+    );
+    let dash = || "–".to_string();
+    let mut rows: Vec<&crate::results::tune::Tuned> = data.plan.tuned.iter().collect();
+    rows.sort_by_key(|r| {
+        (
+            r.connections,
+            data.plan.models.iter().position(|m| *m == r.model),
+        )
+    });
+    for r in rows {
+        t.rows.push(vec![
+            r.model.clone(),
+            format_count(r.connections as f64),
+            r.kept.clone(),
+            if r.defaults.is_empty() {
+                dash()
+            } else {
+                r.defaults.clone()
+            },
+            r.default_figure.map_or_else(dash, |v| p.format(v)),
+            r.best_figure.map_or_else(dash, |v| p.format(v)),
+            match (r.ratio, r.interval) {
+                (Some(x), Some((lo, hi))) => {
+                    format!("{}× [{}, {}]", sig3(x), sig3(lo), sig3(hi))
+                }
+                (Some(x), None) => format!("{}×", sig3(x)),
+                _ => dash(),
+            },
+            r.tried.len().to_string(),
+            match &r.stopped {
+                Some(s) => format!("{} (stopped by {s})", r.why),
+                None => r.why.clone(),
+            },
+        ]);
+    }
+    if t.rows.is_empty() {
+        return None;
+    }
+    t.notes.push(format!(
+        "Each search measured a model's settings as resident servers side by side, {} rounds a step in a shuffled order with its defaults in every round; a knob moved to a neighbouring value only when it beat the current one by more than the {} margin, and the settings found were kept only when the paired test (95 %) showed them faster than the defaults. A pool started from Little's law (threads ≥ the rate the loop can offer × the time a request holds one). The figures here are the search's own slots; every other table measured the model with the settings it ran with.",
+        tune.rounds,
+        crate::analysis::summary::margin_text(data.plan.margin),
+    ));
+    t.notes.push(format!(
+        "The searches took {} of a {} budget; every slot is in tune.jsonl beside the results.",
+        crate::present::units::seconds(data.plan.tuned.iter().map(|r| r.seconds).sum()),
+        crate::present::units::seconds(tune.budget_seconds)
+    ));
+    Some(t)
+}

@@ -1,0 +1,537 @@
+//! `c10k run --tune`: before the matrix, each c10k model's knobs
+//! ([`crate::server::knobs`]) are searched at every count and work
+//! profile ([`crate::analysis::tune`] decides what to measure next), and
+//! what each search keeps goes into the plan (`plan.json`), so the matrix
+//! runs every model with it and a resumed run does not search again.
+//!
+//! A search runs its settings as resident servers of their own
+//! ([`super::resident`]), each a variant of the model, its step's
+//! settings measured once in every round in a shuffled order with the
+//! run's defaults among them, so two settings are compared within
+//! seconds. Every slot is kept in `tune.jsonl` beside the results. The
+//! budget (`--tune 10m`) is shared among the searches still to run; a
+//! search stops adding steps when the next would pass its share, and
+//! decides on what it has. Cost: the slots themselves, and a server per
+//! setting tried, up until the search ends.
+
+use std::cell::RefCell;
+use std::io::Write as _;
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::Context as _;
+
+use super::execute::{default_workers, server_cores};
+use super::resident;
+use crate::analysis::tune::{self as search, Holds, Ladder, Method, Setting, Step, Why};
+use crate::present::units::{format_count, seconds};
+use crate::results::cell::{CellResult, Status};
+use crate::results::dir::{self as results, RunData};
+use crate::results::matrix::{profiles, round_order, CellSpec, RunPlan, Variant};
+use crate::results::tune::{Chosen, Tried, Tuned};
+use crate::server::knobs::{self, Knob, Values};
+use crate::server::work::{Kind, Profile};
+
+/// One search: a c10k model at a count under a profile, and the ladders
+/// of the knobs it searches (none: nothing to search, and why).
+#[derive(Debug, Clone)]
+pub(crate) struct Job {
+    pub model: String,
+    pub connections: usize,
+    pub work: Option<Profile>,
+    pub ladders: Vec<Ladder>,
+    /// Why nothing is searched, where nothing is.
+    pub nothing: Option<String>,
+}
+
+/// The searches of `plan` not yet recorded in it, in the matrix's order:
+/// every c10k model at every count and profile (a server of another's,
+/// or a running target, has knobs of its own c10k does not know).
+pub(crate) fn jobs(plan: &RunPlan) -> Vec<Job> {
+    let mut out = Vec::new();
+    for &n in &plan.connections {
+        for w in profiles(&plan.work) {
+            for m in &plan.models {
+                if plan.tuned_at(m, n, w.as_ref()).is_some() {
+                    continue;
+                }
+                let Some((model, variant_args)) = plan.model(m) else {
+                    continue;
+                };
+                if plan.refused.iter().any(|r| r.model == *m && n >= r.from) {
+                    continue;
+                }
+                let mut ladders = Vec::new();
+                let mut fixed = Vec::new();
+                let chosen: Vec<&Chosen> = plan
+                    .tune
+                    .iter()
+                    .flat_map(|t| &t.knobs)
+                    .filter(|c| c.model == *m)
+                    .collect();
+                for mut k in knobs::of(model) {
+                    // Knobs chosen for this model are its only ones.
+                    if !chosen.is_empty() {
+                        let Some(c) = chosen.iter().find(|c| c.flag == k.flag) else {
+                            continue;
+                        };
+                        if let Some((least, most)) = c.range {
+                            k.values = Values::Count { least, most };
+                        }
+                    }
+                    let given = |args: &[String]| {
+                        args.iter()
+                            .any(|a| a == k.flag || a.starts_with(&format!("{}=", k.flag)))
+                    };
+                    if given(variant_args) || given(&plan.server_args) {
+                        fixed.push(k.flag);
+                        continue;
+                    }
+                    let default = run_default(plan, model, &k, n);
+                    let guess = holds(&k).and_then(|h| guess(plan, model, h, n, w.as_ref()));
+                    if let Some(mut l) = Ladder::of(&k, &default, guess) {
+                        if model.worker_per_connection() && k.flag == "--workers" {
+                            // One process per connection at a time: fewer
+                            // than the connections leaves some unserved.
+                            keep_from(&mut l, n as u64);
+                        }
+                        ladders.push(l);
+                    }
+                }
+                let nothing = ladders.is_empty().then(|| {
+                    if !fixed.is_empty() {
+                        format!("its knobs are fixed by the run ({})", fixed.join(", "))
+                    } else if knobs::of(model).is_empty() {
+                        "no knob: one task per connection, nothing to size".to_string()
+                    } else {
+                        "no knob a throughput search moves".to_string()
+                    }
+                });
+                out.push(Job {
+                    model: m.clone(),
+                    connections: n,
+                    work: w.clone(),
+                    ladders,
+                    nothing,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Drops the values of a count ladder below `least` (its default stays).
+fn keep_from(l: &mut Ladder, least: u64) {
+    let default = l.values[l.default].clone();
+    let start = l.values[l.start].clone();
+    l.values
+        .retain(|v| *v == default || v.parse::<u64>().is_ok_and(|x| x >= least));
+    l.default = l.values.iter().position(|v| *v == default).unwrap_or(0);
+    l.start = l
+        .values
+        .iter()
+        .position(|v| *v == start)
+        .unwrap_or(l.default);
+}
+
+/// The value `knob` has in the run when nothing sets it, as its flag
+/// takes it.
+fn run_default(plan: &RunPlan, model: &dyn crate::server::Model, k: &Knob, n: usize) -> String {
+    match (k.flag, k.values) {
+        ("--workers", _) => default_workers(plan, model, n).to_string(),
+        ("--blocking-threads", _) => crate::server::TOKIO_BLOCKING_THREADS.to_string(),
+        (_, Values::Switch) => "off".into(),
+        _ => k.default.to_string(),
+    }
+}
+
+/// What holds one of the threads a knob counts, for a knob that sizes a
+/// pool.
+fn holds(k: &Knob) -> Option<Holds> {
+    match k.flag {
+        "--workers" => Some(Holds::Handler),
+        "--blocking-threads" => Some(Holds::Block),
+        _ => None,
+    }
+}
+
+/// The starting size of a pool of `model` at `n` connections under
+/// `work`: Little's law ([`search::little`]).
+fn guess(
+    plan: &RunPlan,
+    model: &dyn crate::server::Model,
+    h: Holds,
+    n: usize,
+    work: Option<&Profile>,
+) -> Option<u64> {
+    let part = |k: Kind| work.map_or(0.0, |w| w.mean(k).as_secs_f64());
+    let (cpu, block, wait) = (part(Kind::Cpu), part(Kind::Block), part(Kind::Wait));
+    let hold = match h {
+        Holds::Block => block,
+        Holds::Handler => {
+            cpu + if model.offloads_blocking() {
+                0.0
+            } else {
+                block
+            } + if model.sleeps_through_waits() {
+                wait
+            } else {
+                0.0
+            }
+        }
+    };
+    let offered = plan.workload.rate.map(|r| r.total(n));
+    search::little(
+        n * plan.workload.depth.max(1),
+        offered,
+        cpu + block + wait,
+        hold,
+        cpu,
+        server_cores(plan),
+    )
+}
+
+/// How a search is run, from the plan.
+fn method(plan: &RunPlan) -> Option<Method> {
+    let t = plan.tune.as_ref()?;
+    Some(Method {
+        rounds: t.rounds,
+        most_steps: t.most_steps,
+        rule: plan.rule(),
+    })
+}
+
+/// How many settings the first step of `job` measures.
+pub(crate) fn first_settings(plan: &RunPlan, job: &Job) -> usize {
+    match method(plan).map(|m| search::next(&job.ladders, &m, &Default::default())) {
+        Some(Step::Measure(s)) if !job.ladders.is_empty() => s.len(),
+        _ => 0,
+    }
+}
+
+/// The least time one step of `job` takes: every setting of its first
+/// step in each of its rounds, a slot each.
+pub(crate) fn first_step_seconds(plan: &RunPlan, job: &Job) -> f64 {
+    let (Some(m), Some(slots)) = (method(plan), plan.slots) else {
+        return 0.0;
+    };
+    let slot = slots.for_block(job.connections, job.work.as_ref()).seconds;
+    (first_settings(plan, job) * m.rounds) as f64 * slot
+}
+
+/// Runs every search of `data`'s plan not yet recorded, each recorded in
+/// the plan as it ends; `false` when Ctrl-C stopped it.
+pub(crate) fn run(data: &mut RunData) -> anyhow::Result<bool> {
+    let Some(tune) = data.plan.tune.clone() else {
+        return Ok(true);
+    };
+    let todo = jobs(&data.plan);
+    if todo.is_empty() {
+        return Ok(true);
+    }
+    let spent_before: f64 = data.plan.tuned.iter().map(|t| t.seconds).sum();
+    let started = Instant::now();
+    eprintln!(
+        "tuning: {} searches within {} (each model's knobs at each count and profile; c10k models --knobs lists them)",
+        todo.len(),
+        seconds((tune.budget_seconds - spent_before).max(0.0))
+    );
+    for (i, job) in todo.iter().enumerate() {
+        if crate::sys::signals::interrupted() {
+            return Ok(false);
+        }
+        let left = tune.budget_seconds - spent_before - started.elapsed().as_secs_f64();
+        let share = left.max(0.0) / (todo.len() - i) as f64;
+        let Some(tuned) = one(&data.plan, &data.dir, job, share)? else {
+            return Ok(false);
+        };
+        eprintln!("tuned {}", line(&tuned));
+        data.plan.tuned.push(tuned);
+        results::save_plan(&data.dir, &data.plan)?;
+    }
+    Ok(true)
+}
+
+/// One search's outcome in a line: `hybrid at 100 under block:1ms: pool
+/// 128, 43.8× the defaults (pool 2) [40.1, 47.9]`.
+pub(crate) fn line(t: &Tuned) -> String {
+    let work = t
+        .work
+        .as_ref()
+        .map_or_else(String::new, |w| format!(" under {w}"));
+    format!(
+        "{} at {}{work}: {}",
+        t.model,
+        format_count(t.connections as f64),
+        t.why
+    )
+}
+
+/// The name a setting's server runs under in the search: the model's,
+/// with the flags the setting adds.
+fn name_of(job: &Job, setting: &Setting) -> String {
+    let args = search::args_of(&job.ladders, setting);
+    if args.is_empty() {
+        job.model.clone()
+    } else {
+        format!("{} {}", job.model, args.join(" "))
+    }
+}
+
+/// Every setting of `ladders`, each knob at each of its values.
+fn every_setting(ladders: &[Ladder]) -> Vec<Setting> {
+    let mut all: Vec<Setting> = vec![Vec::new()];
+    for l in ladders {
+        all = all
+            .into_iter()
+            .flat_map(|s| {
+                (0..l.values.len()).map(move |i| {
+                    let mut s = s.clone();
+                    s.push(i);
+                    s
+                })
+            })
+            .collect();
+    }
+    all
+}
+
+/// Searches `job` within `share` seconds; `None` when Ctrl-C stopped it.
+fn one(plan: &RunPlan, dir: &Path, job: &Job, share: f64) -> anyhow::Result<Option<Tuned>> {
+    let t0 = Instant::now();
+    let method = method(plan).context("a plan without --tune")?;
+    let mut tuned = Tuned {
+        model: job.model.clone(),
+        connections: job.connections,
+        work: job.work.clone(),
+        args: Vec::new(),
+        kept: "defaults".into(),
+        defaults: search::defaults_label(&job.ladders),
+        best: "defaults".into(),
+        why: String::new(),
+        default_figure: None,
+        best_figure: None,
+        ratio: None,
+        interval: None,
+        tried: Vec::new(),
+        stopped: None,
+        seconds: 0.0,
+    };
+    if let Some(why) = &job.nothing {
+        tuned.why = format!("defaults: {why}");
+        return Ok(Some(tuned));
+    }
+    let (model, variant_args) = plan.model(&job.model).context("a model the plan names")?;
+    // Each setting a variant of the model's, named for its flags.
+    let mut sub = plan.clone();
+    sub.tuned.clear();
+    sub.cells.clear();
+    sub.models.clear();
+    for s in every_setting(&job.ladders) {
+        let name = name_of(job, &s);
+        let mut args = variant_args.to_vec();
+        args.extend(search::args_of(&job.ladders, &s));
+        sub.variants.retain(|v| v.name != name);
+        sub.variants.push(Variant {
+            name: name.clone(),
+            model: model.name().into(),
+            args,
+        });
+        sub.models.push(name);
+    }
+    let settings = every_setting(&job.ladders);
+    let setting_of = |name: &str| settings.iter().find(|s| name_of(job, s) == name).cloned();
+    let state = RefCell::new(State::default());
+    let cells_of = |step: &[Setting], state: &mut State| -> Vec<CellSpec> {
+        let names: Vec<String> = step.iter().map(|s| name_of(job, s)).collect();
+        let mut cells = Vec::new();
+        for _ in 0..method.rounds {
+            state.round += 1;
+            for name in round_order(&names, state.round) {
+                cells.push(CellSpec {
+                    id: CellSpec::id_of(name, job.work.as_ref(), job.connections, state.round),
+                    index: cells.len(),
+                    model: name.clone(),
+                    work: job.work.clone(),
+                    connections: job.connections,
+                    run: state.round,
+                    offered: None,
+                });
+            }
+        }
+        for s in step {
+            if !state.order.contains(s) {
+                state.order.push(s.clone());
+                state.new_servers += 1;
+            }
+        }
+        cells
+    };
+    let first = match search::next(&job.ladders, &method, &state.borrow().history) {
+        Step::Measure(s) => s,
+        Step::Done(_) => Vec::new(),
+    };
+    let first_cells = cells_of(&first, &mut state.borrow_mut());
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(TUNE_LOG))
+        .with_context(|| format!("opening {}", dir.join(TUNE_LOG).display()))?;
+    let deadline = share;
+    let ended = resident::run(
+        &sub,
+        &first_cells,
+        &mut |_| {},
+        &mut |result: CellResult| {
+            let mut st = state.borrow_mut();
+            let figure = (result.status == Status::Ok)
+                .then(|| result.metrics().primary(plan.primary))
+                .flatten();
+            if let Some(s) = setting_of(&result.cell.model) {
+                st.history
+                    .entry(s)
+                    .or_default()
+                    .push((result.cell.run, figure));
+            }
+            st.slots += 1;
+            st.slot_seconds += result.wall_seconds;
+            serde_json::to_writer(&mut log, &result)?;
+            log.write_all(b"\n")?;
+            Ok(())
+        },
+        &mut || {
+            let mut st = state.borrow_mut();
+            if crate::sys::signals::interrupted() {
+                return Ok(Vec::new());
+            }
+            let step = match search::next(&job.ladders, &method, &st.history) {
+                Step::Measure(s) => s,
+                Step::Done(_) => return Ok(Vec::new()),
+            };
+            let per_slot = st.slot_seconds / st.slots.max(1) as f64;
+            // A server started and connected costs about a slot or two
+            // more; the first step's time beyond its slots says how much.
+            let per_server = ((t0.elapsed().as_secs_f64() - st.slot_seconds)
+                / st.new_servers.max(1) as f64)
+                .max(0.0);
+            let fresh = step.iter().filter(|s| !st.order.contains(s)).count();
+            let need = (step.len() * method.rounds) as f64 * per_slot + fresh as f64 * per_server;
+            if t0.elapsed().as_secs_f64() + need > deadline {
+                st.stopped = Some(format!(
+                    "the budget: its next step would take about {}, past its share of {}",
+                    seconds(need),
+                    seconds(deadline)
+                ));
+                return Ok(Vec::new());
+            }
+            Ok(cells_of(&step, &mut st))
+        },
+    )?;
+    if let resident::Ended::Interrupted(_) = ended {
+        return Ok(None);
+    }
+    if crate::sys::signals::interrupted() {
+        return Ok(None);
+    }
+    let st = state.into_inner();
+    let found = match search::next(&job.ladders, &method, &st.history) {
+        Step::Done(f) => f,
+        Step::Measure(_) => search::so_far(&job.ladders, &method, &st.history),
+    };
+    let defaults: Setting = job.ladders.iter().map(|l| l.default).collect();
+    tuned.args = search::args_of(&job.ladders, &found.setting);
+    tuned.kept = search::label_of(&job.ladders, &found.setting);
+    tuned.best = search::label_of(&job.ladders, &found.best);
+    tuned.default_figure = search::median(&st.history, &defaults);
+    tuned.best_figure = search::median(&st.history, &found.best);
+    if let Some(c) = found.versus_default {
+        tuned.ratio = Some(c.ratio);
+        tuned.interval = c.interval;
+    }
+    tuned.tried = st
+        .order
+        .iter()
+        .map(|s| {
+            let slots = st.history.get(s).map_or(0, Vec::len);
+            let failed = st
+                .history
+                .get(s)
+                .map_or(0, |v| v.iter().filter(|x| x.1.is_none()).count());
+            Tried {
+                setting: search::label_of(&job.ladders, s),
+                args: search::args_of(&job.ladders, s),
+                median: search::median(&st.history, s),
+                slots,
+                failed,
+            }
+        })
+        .collect();
+    tuned.why = why(&tuned, found.why, plan);
+    tuned.stopped = st.stopped;
+    tuned.seconds = t0.elapsed().as_secs_f64();
+    Ok(Some(tuned))
+}
+
+/// The file beside `results.jsonl` that keeps every slot of the searches.
+pub const TUNE_LOG: &str = "tune.jsonl";
+
+/// A search's state through its slots.
+#[derive(Default)]
+struct State {
+    history: search::History,
+    /// Settings in the order first measured.
+    order: Vec<Setting>,
+    round: usize,
+    slots: usize,
+    slot_seconds: f64,
+    new_servers: usize,
+    stopped: Option<String>,
+}
+
+/// Why the search kept what it kept, in a line.
+fn why(t: &Tuned, why: Why, plan: &RunPlan) -> String {
+    let figure = |v: Option<f64>| v.map_or_else(|| "–".into(), |v| plan.primary.format(v));
+    let against = match (t.ratio, t.interval) {
+        (Some(r), Some((lo, hi))) => format!(
+            "{}× the defaults ({}) [{}, {}]",
+            crate::present::units::sig3(r),
+            t.defaults,
+            crate::present::units::sig3(lo),
+            crate::present::units::sig3(hi)
+        ),
+        (Some(r), None) => format!(
+            "{}× the defaults ({}), untested",
+            crate::present::units::sig3(r),
+            t.defaults
+        ),
+        _ => format!("against the defaults ({})", t.defaults),
+    };
+    match why {
+        Why::Faster => format!(
+            "{}: {} against {}, {against}",
+            t.kept,
+            figure(t.best_figure),
+            figure(t.default_figure)
+        ),
+        Why::DefaultBest => format!(
+            "defaults ({}): they measured best ({} settings tried)",
+            t.defaults,
+            t.tried.len()
+        ),
+        Why::NothingBetter => format!(
+            "defaults ({}): nothing measured better; the best, {}, was {against}",
+            t.defaults, t.best
+        ),
+        Why::DefaultsFailed if t.changed() => format!(
+            "{}: the defaults ({}) failed every slot, {} held {}",
+            t.kept,
+            t.defaults,
+            t.kept,
+            figure(t.best_figure)
+        ),
+        Why::DefaultsFailed => format!(
+            "defaults ({}): no setting held a figure in any slot",
+            t.defaults
+        ),
+    }
+}
