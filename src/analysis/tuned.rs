@@ -7,15 +7,20 @@ use crate::export::table::Table;
 use crate::present::units::{format_count, sig3};
 use crate::results::dir::RunData;
 
-/// The tuning table, or `None` for a run without `--tune`.
+/// The tuning table: what `--tune` kept, or the pools a preset sized
+/// ([`crate::runner::tune::sized`]); `None` when neither.
 pub fn table(data: &RunData) -> Option<Table> {
-    let tune = data.plan.tune.as_ref()?;
+    let tune = data.plan.tune.as_ref();
     let p = data.plan.primary;
     let mut t = Table::new(
-        format!(
-            "Each model at its best (--tune): the settings each ran with, beside its defaults ({})",
-            p.label()
-        ),
+        if tune.is_some() {
+            format!(
+                "Each model at its best (--tune): the settings each ran with, beside its defaults ({})",
+                p.label()
+            )
+        } else {
+            "Pools sized for the work: the settings each model ran with (c10k run --tune searches them)".to_string()
+        },
         &[
             "model",
             "connections",
@@ -25,9 +30,29 @@ pub fn table(data: &RunData) -> Option<Table> {
             "best's figure",
             "best / defaults",
             "tried",
+            "threads, processes",
             "why",
         ],
     );
+    // What the model costs as it ran: the threads and processes of its
+    // server holding its connections, in the matrix's cells.
+    let tasks = |model: &str, n: usize| -> Option<String> {
+        let mut v: Vec<(u64, u64)> = data
+            .cells
+            .iter()
+            .filter(|c| c.cell.model == model && c.cell.connections == n)
+            .filter_map(|c| c.server.as_ref())
+            .map(|s| (s.loaded.threads, s.loaded.processes))
+            .filter(|(t, _)| *t > 0)
+            .collect();
+        v.sort_unstable();
+        let (t, p) = *v.get(v.len() / 2)?;
+        Some(format!(
+            "{}, {}",
+            format_count(t as f64),
+            format_count(p as f64)
+        ))
+    };
     let dash = || "–".to_string();
     let mut rows: Vec<&crate::results::tune::Tuned> = data.plan.tuned.iter().collect();
     rows.sort_by_key(|r| {
@@ -56,6 +81,7 @@ pub fn table(data: &RunData) -> Option<Table> {
                 _ => dash(),
             },
             r.tried.len().to_string(),
+            tasks(&r.model, r.connections).unwrap_or_else(dash),
             match &r.stopped {
                 Some(s) => format!("{} (stopped by {s})", r.why),
                 None => r.why.clone(),
@@ -65,6 +91,18 @@ pub fn table(data: &RunData) -> Option<Table> {
     if t.rows.is_empty() {
         return None;
     }
+    let Some(tune) = tune else {
+        // Nothing was searched: no figures of the defaults to show.
+        let keep = [0, 1, 2, 3, 8, 9];
+        let only = |row: &[String]| keep.iter().map(|i| row[*i].clone()).collect();
+        t.header = only(&t.header);
+        t.rows = t.rows.iter().map(|r| only(r)).collect();
+        t.notes.push(
+            "A pool one thread per CPU caps a handler that blocks at CPUs / block; each pool here was sized by Little's law for the work, as a practitioner would size it, and not searched: the defaults' figure was not measured."
+                .into(),
+        );
+        return Some(t);
+    };
     t.notes.push(format!(
         "Each search measured a model's settings as resident servers side by side, {} rounds a step in a shuffled order with its defaults in every round; a knob moved to a neighbouring value only when it beat the current one by more than the {} margin, and the settings found were kept only when the paired test (95 %) showed them faster than the defaults. A pool started from Little's law (threads ≥ the rate the loop can offer × the time a request holds one). The figures here are the search's own slots; every other table measured the model with the settings it ran with.",
         tune.rounds,

@@ -120,6 +120,49 @@ pub(crate) fn jobs(plan: &RunPlan) -> Vec<Job> {
     out
 }
 
+/// The pools of `plan`'s models sized for their work without a search:
+/// each knob that sizes a pool set to Little's law's threads where that
+/// is more than the run's default (one per CPU), recorded as a search
+/// would record what it kept, so the cells run with it and the tables
+/// name it. The handlers preset runs so unless `--tune` searches.
+pub(crate) fn sized(plan: &RunPlan) -> Vec<Tuned> {
+    let mut out = Vec::new();
+    for job in jobs(plan) {
+        let mut setting: Setting = job.ladders.iter().map(|l| l.default).collect();
+        for (i, l) in job.ladders.iter().enumerate() {
+            let more = |i: usize| l.values[i].parse::<u64>().unwrap_or(0);
+            if holds(&l.knob).is_some() && more(l.start) > more(l.default) {
+                setting[i] = l.start;
+            }
+        }
+        let args = search::args_of(&job.ladders, &setting);
+        if args.is_empty() {
+            continue;
+        }
+        let kept = search::label_of(&job.ladders, &setting);
+        out.push(Tuned {
+            model: job.model.clone(),
+            connections: job.connections,
+            work: job.work.clone(),
+            args,
+            kept: kept.clone(),
+            defaults: search::defaults_label(&job.ladders),
+            best: kept.clone(),
+            why: format!(
+                "{kept}: sized by Little's law (threads ≥ the rate the loop can offer × the time a request holds one), not searched"
+            ),
+            default_figure: None,
+            best_figure: None,
+            ratio: None,
+            interval: None,
+            tried: Vec::new(),
+            stopped: None,
+            seconds: 0.0,
+        });
+    }
+    out
+}
+
 /// Drops the values of a count ladder below `least` (its default stays).
 fn keep_from(l: &mut Ladder, least: u64) {
     let default = l.values[l.default].clone();
