@@ -844,6 +844,15 @@ pub struct ServeArgs {
     /// waits for one to free.
     #[arg(long, value_name = "N")]
     pub blocking_threads: Option<usize>,
+    /// uring: submission queue entries of each ring, a power of two from 8
+    /// to 4,096 (its completion queue 16 times as many, at least 8,192)
+    /// [default: 512].
+    #[arg(long, value_name = "N")]
+    pub ring_entries: Option<u32>,
+    /// uring: provided buffers in each ring's buffer ring, a power of two
+    /// from 16 to 32,768, each of --buffer bytes [default: 256].
+    #[arg(long, value_name = "N")]
+    pub ring_buffers: Option<u16>,
     /// Set the soft open-files limit before serving (to study EMFILE).
     #[arg(long)]
     pub nofile: Option<u64>,

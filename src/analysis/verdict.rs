@@ -422,6 +422,7 @@ pub fn tables(data: &RunData) -> Vec<Table> {
             "idle CPU".to_string(),
             "of bound".to_string(),
             "limited by".to_string(),
+            "at its defaults".to_string(),
         ];
         let cells: Vec<Vec<&CellResult>> = rows.iter().map(|r| cells_of(&r.model)).collect();
         // Each column in one unit.
@@ -475,6 +476,7 @@ pub fn tables(data: &RunData) -> Vec<Table> {
                     .map(|s| super::bound::of_bound_text(&s))
                     .unwrap_or_else(dash),
                 limit_note(&cells[i]).unwrap_or_else(dash),
+                at_defaults(data, &row.model, n).unwrap_or_else(dash),
             ]);
         }
         // Leave out the cost columns (from the fifth) no row has, and
@@ -498,6 +500,23 @@ pub fn tables(data: &RunData) -> Vec<Table> {
         last.notes.extend(notes(data));
     }
     out
+}
+
+/// A model `--tune` moved off its defaults at `n`: its defaults' figure
+/// in the search's rounds, and what the settings kept gave beside it
+/// (`1,820 (tuned 44.1×)`).
+fn at_defaults(data: &RunData, model: &str, n: usize) -> Option<String> {
+    let t = data
+        .plan
+        .tuned
+        .iter()
+        .find(|t| t.model == model && t.connections == n)
+        .filter(|t| t.changed())?;
+    let figure = data.plan.primary.format(t.default_figure?);
+    Some(match t.ratio {
+        Some(r) => format!("{figure} (tuned {}×)", sig3(r)),
+        None => figure,
+    })
 }
 
 /// The cells of `row` whose column is kept.
@@ -576,6 +595,14 @@ fn notes(data: &RunData) -> Vec<String> {
     }
     notes.extend(super::settled::unsettled_note(&data.plan, &data.cells));
     notes.extend(queue_note(data));
+    if data.plan.tune.is_some() {
+        notes.push(
+            "Each model ran with what its --tune search kept, named beside it; at its defaults: \
+             its figure with the run's defaults in the search's paired rounds, and what the \
+             settings kept gave over them there (the tuning table has every search)."
+                .to_string(),
+        );
+    }
     notes
 }
 

@@ -122,6 +122,18 @@ impl ServePlan {
                 model.name()
             ));
         }
+        ring_flag(
+            model,
+            "--ring-entries",
+            a.ring_entries.map(u64::from),
+            (8, 4096),
+        )?;
+        ring_flag(
+            model,
+            "--ring-buffers",
+            a.ring_buffers.map(u64::from),
+            (16, 32_768),
+        )?;
         let work = work_flags(model, a, buffer)?;
         Ok(ServePlan {
             model,
@@ -144,6 +156,8 @@ impl ServePlan {
                 work,
                 global_queue_interval: a.global_queue_interval,
                 blocking_threads: a.blocking_threads,
+                ring_entries: a.ring_entries,
+                ring_buffers: a.ring_buffers,
             },
             setup: Setup {
                 nofile: a.nofile,
@@ -152,6 +166,31 @@ impl ServePlan {
             },
         })
     }
+}
+
+/// A ring size (`--ring-entries`, `--ring-buffers`): only for a model
+/// that declares the knob, a power of two within `range`.
+fn ring_flag(
+    model: &dyn Model,
+    flag: &str,
+    value: Option<u64>,
+    (least, most): (u64, u64),
+) -> Result<(), String> {
+    let Some(v) = value else {
+        return Ok(());
+    };
+    if !model.knobs().iter().any(|k| k.flag == flag) {
+        return Err(format!(
+            "{flag}: {} has no io_uring ring; it is uring's",
+            model.name()
+        ));
+    }
+    if !v.is_power_of_two() || !(least..=most).contains(&v) {
+        return Err(format!(
+            "{flag} {v}: must be a power of two from {least} to {most}"
+        ));
+    }
+    Ok(())
 }
 
 /// `--work`, `--message-size` and `--block-inline`, checked together: a
@@ -342,13 +381,60 @@ mod tests {
 
     /// The plan `c10k serve ARGS` makes.
     fn serve(args: &[&str]) -> super::ServePlan {
+        try_serve(args).expect("a plan")
+    }
+
+    /// The plan `c10k serve ARGS` makes, or its one-line refusal.
+    fn try_serve(args: &[&str]) -> Result<super::ServePlan, String> {
         use clap::{Args, FromArgMatches};
         let m =
             crate::cli::ServeArgs::augment_args(clap::Command::new("serve").no_binary_name(true))
                 .try_get_matches_from(args)
                 .expect("flags");
         let a = crate::cli::ServeArgs::from_arg_matches(&m).expect("flags");
-        super::ServePlan::from_args(&a).expect("a plan")
+        super::ServePlan::from_args(&a)
+    }
+
+    #[test]
+    fn pool_and_ring_sizes_go_only_to_the_models_that_have_them() {
+        let refused = |args: &[&str], words: &str| {
+            let e = try_serve(args).err().unwrap_or_default();
+            assert!(e.contains(words), "{args:?}: {e:?}");
+        };
+        refused(
+            &["--model", "epoll", "--ring-entries", "8"],
+            "epoll has no io_uring ring",
+        );
+        refused(
+            &["--model", "uring", "--ring-entries", "100"],
+            "power of two from 8 to 4096",
+        );
+        refused(
+            &["--model", "uring", "--ring-buffers", "8"],
+            "power of two from 16",
+        );
+        refused(
+            &["--model", "threads", "--blocking-threads", "8"],
+            "threads has no blocking pool",
+        );
+        refused(
+            &["--model", "tokio", "--blocking-threads", "0"],
+            "at least 1 thread",
+        );
+        let p = serve(&["--model", "tokio", "--blocking-threads", "1000"]);
+        assert_eq!(p.config.blocking_threads, Some(1000));
+        let p = serve(&[
+            "--model",
+            "uring",
+            "--ring-entries",
+            "64",
+            "--ring-buffers",
+            "1024",
+        ]);
+        assert_eq!(
+            (p.config.ring_entries, p.config.ring_buffers),
+            (Some(64), Some(1024))
+        );
     }
 
     #[test]

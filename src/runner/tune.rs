@@ -9,9 +9,9 @@
 //! settings measured once in every round in a shuffled order with the
 //! run's defaults among them, so two settings are compared within
 //! seconds. Every slot is kept in `tune.jsonl` beside the results. The
-//! budget (`--tune 10m`) is shared among the searches still to run; a
-//! search stops adding steps when the next would pass its share, and
-//! decides on what it has. Cost: the slots themselves, and a server per
+//! budget (`--tune 10m`) is shared among the searches still to run, each
+//! in proportion to what its first step takes; a search stops adding
+//! steps when the next would pass its share, and decides on what it has. Cost: the slots themselves, and a server per
 //! setting tried, up until the search ends.
 
 use std::cell::RefCell;
@@ -279,12 +279,24 @@ pub(crate) fn run(data: &mut RunData) -> anyhow::Result<bool> {
         todo.len(),
         seconds((tune.budget_seconds - spent_before).max(0.0))
     );
+    // Each search's share of what is left is its first step's share of
+    // the first steps still to run: a search at 1,000 connections under a
+    // 1 ms block, whose slots are 1.35 s, gets more than one at 100.
+    let costs: Vec<f64> = todo
+        .iter()
+        .map(|j| first_step_seconds(&data.plan, j))
+        .collect();
     for (i, job) in todo.iter().enumerate() {
         if crate::sys::signals::interrupted() {
             return Ok(false);
         }
         let left = tune.budget_seconds - spent_before - started.elapsed().as_secs_f64();
-        let share = left.max(0.0) / (todo.len() - i) as f64;
+        let still: f64 = costs[i..].iter().sum();
+        let share = if still > 0.0 {
+            left.max(0.0) * costs[i] / still
+        } else {
+            0.0
+        };
         let Some(tuned) = one(&data.plan, &data.dir, job, share)? else {
             return Ok(false);
         };
@@ -425,7 +437,10 @@ fn one(plan: &RunPlan, dir: &Path, job: &Job, share: f64) -> anyhow::Result<Opti
         &sub,
         &first_cells,
         &mut |_| {},
-        &mut |result: CellResult| {
+        &mut |mut result: CellResult| {
+            // The search's own plan (a variant per setting) is no plan of
+            // the run's: the slot is kept without it.
+            result.plan = None;
             let mut st = state.borrow_mut();
             let figure = (result.status == Status::Ok)
                 .then(|| result.metrics().primary(plan.primary))
@@ -576,5 +591,76 @@ fn why(t: &Tuned, why: Why, plan: &RunPlan) -> String {
             "defaults ({}): no setting held a figure in any slot",
             t.defaults
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(models: &[&str], n: usize, work: &str) -> RunPlan {
+        let mut p = RunPlan::example(models, &[n], 1);
+        p.work = vec![Profile::parse(work).unwrap()];
+        p.server_cpus = vec![0, 1];
+        p
+    }
+
+    fn args_at<'a>(t: &'a [Tuned], model: &str) -> Option<&'a [String]> {
+        t.iter().find(|t| t.model == model).map(|t| &t.args[..])
+    }
+
+    #[test]
+    fn pools_are_sized_by_littles_law_for_blocking_work_only() {
+        let models = [
+            "hybrid",
+            "epoll-workers",
+            "uring",
+            "tokio",
+            "threads",
+            "epoll",
+            "prefork",
+        ];
+        let t = sized(&plan(&models, 100, "block:1ms"));
+        assert_eq!(
+            args_at(&t, "hybrid"),
+            Some(&["--workers".to_string(), "100".into()][..])
+        );
+        assert_eq!(
+            args_at(&t, "epoll-workers").map(|a| a[1].as_str()),
+            Some("100")
+        );
+        assert_eq!(args_at(&t, "uring").map(|a| a[1].as_str()), Some("100"));
+        // tokio hands blocks to its pool, whose 512 threads hold 100
+        // blocks; one task per connection and a process per connection
+        // already hold them; a single loop has nothing to size.
+        for m in ["tokio", "threads", "epoll", "prefork"] {
+            assert_eq!(args_at(&t, m), None, "{m}: {t:?}");
+        }
+        assert_eq!(
+            t.iter().find(|t| t.model == "hybrid").map(Tuned::shown),
+            Some("hybrid (pool 100)".into())
+        );
+        // 1,000 blocking calls at once pass tokio's 512; uring's rings
+        // stop at their range's end.
+        let t = sized(&plan(&models, 1000, "block:1ms"));
+        assert_eq!(
+            args_at(&t, "tokio"),
+            Some(&["--blocking-threads".to_string(), "1000".into()][..])
+        );
+        assert_eq!(args_at(&t, "uring").map(|a| a[1].as_str()), Some("256"));
+        // CPU work needs a thread per CPU, the default: nothing sized.
+        assert!(sized(&plan(&models, 1000, "cpu:100us")).is_empty());
+    }
+
+    #[test]
+    fn a_knob_fixed_by_the_run_is_not_searched() {
+        let mut p = plan(&["hybrid", "fork"], 16, "block:1ms");
+        p.server_args = vec!["--workers".into(), "4".into()];
+        let jobs = jobs(&p);
+        let h = jobs.iter().find(|j| j.model == "hybrid").unwrap();
+        assert!(h.ladders.iter().all(|l| l.knob.flag != "--workers"));
+        assert!(h.ladders.iter().any(|l| l.knob.flag == "--interval"));
+        let f = jobs.iter().find(|j| j.model == "fork").unwrap();
+        assert!(f.ladders.is_empty() && f.nothing.is_some());
     }
 }

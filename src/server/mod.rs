@@ -90,6 +90,10 @@ pub struct Config {
     /// `--blocking-threads` (tokio): the most threads of the blocking pool;
     /// `None`: tokio's [`TOKIO_BLOCKING_THREADS`].
     pub blocking_threads: Option<usize>,
+    /// `--ring-entries` (uring): submission queue entries per ring.
+    pub ring_entries: Option<u32>,
+    /// `--ring-buffers` (uring): provided buffers per ring.
+    pub ring_buffers: Option<u16>,
 }
 
 /// tokio's own cap on its blocking pool (`Builder::max_blocking_threads`).

@@ -93,18 +93,42 @@ pub(crate) struct Uring;
 
 impl Model for Uring {
     fn knobs(&self) -> &'static [super::knobs::Knob] {
-        &[super::knobs::Knob {
-            what: "rings, one thread each",
-            short: "rings",
-            // Each ring maps its own queues and buffer ring (256 buffers
-            // of --buffer bytes): 1 MiB a ring at 4 KiB, so 256 rings
-            // are a quarter GiB before a connection arrives.
-            values: super::knobs::Values::Count {
-                least: 1,
-                most: 256,
+        &[
+            super::knobs::Knob {
+                what: "rings, one thread each",
+                short: "rings",
+                // Each ring maps its own queues and buffer ring (256 buffers
+                // of --buffer bytes): 1 MiB a ring at 4 KiB, so 256 rings
+                // are a quarter GiB before a connection arrives.
+                values: super::knobs::Values::Count {
+                    least: 1,
+                    most: 256,
+                },
+                ..super::knobs::LOOPS
             },
-            ..super::knobs::LOOPS
-        }]
+            super::knobs::Knob {
+                flag: "--ring-entries",
+                what: "submission queue entries of each ring",
+                values: super::knobs::Values::Count {
+                    least: 8,
+                    most: 4096,
+                },
+                default: "512",
+                short: "entries",
+                unsearched: None,
+            },
+            super::knobs::Knob {
+                flag: "--ring-buffers",
+                what: "provided buffers in each ring's buffer ring",
+                values: super::knobs::Values::Count {
+                    least: 16,
+                    most: 32_768,
+                },
+                default: "256",
+                short: "buffers",
+                unsearched: None,
+            },
+        ]
     }
     fn name(&self) -> &'static str {
         "uring"
@@ -130,6 +154,19 @@ impl Model for Uring {
             Variant {
                 label: "workers",
                 flags: &["--workers", "2"],
+            },
+            // The smallest rings --tune may try: a full submission queue
+            // waits in the backlog, a drained buffer ring stops receives.
+            Variant {
+                label: "small-rings",
+                flags: &[
+                    "--workers",
+                    "1",
+                    "--ring-entries",
+                    "8",
+                    "--ring-buffers",
+                    "16",
+                ],
             },
         ]
     }
@@ -338,10 +375,11 @@ impl<'a> Worker<'a> {
         ctx: &'a Context<'a>,
         abort: &'a OwnedFd,
     ) -> anyhow::Result<Self> {
+        let sq = ctx.config.ring_entries.unwrap_or(SQ);
         let ring = Ring::new(Sizes {
-            sq: SQ,
-            cq: CQ,
-            bufs: POOL_BUFS,
+            sq,
+            cq: (sq * 16).max(CQ),
+            bufs: ctx.config.ring_buffers.unwrap_or(POOL_BUFS),
             buf_size: ctx.config.buffer.clamp(1, MAX_BUF) as u32,
         })
         .context("setting up io_uring")?;
