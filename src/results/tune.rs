@@ -80,6 +80,33 @@ pub struct Tuned {
 }
 
 impl Tuned {
+    /// `model` at `connections` under `work` kept at the run's
+    /// `defaults` (in words), nothing measured yet.
+    pub fn at_defaults(
+        model: &str,
+        connections: usize,
+        work: Option<&Profile>,
+        defaults: String,
+    ) -> Tuned {
+        Tuned {
+            model: model.to_string(),
+            connections,
+            work: work.cloned(),
+            args: Vec::new(),
+            kept: "defaults".into(),
+            defaults,
+            best: "defaults".into(),
+            why: String::new(),
+            default_figure: None,
+            best_figure: None,
+            ratio: None,
+            interval: None,
+            tried: Vec::new(),
+            stopped: None,
+            seconds: 0.0,
+        }
+    }
+
     /// Whether the matrix runs the model with settings of the search's.
     pub fn changed(&self) -> bool {
         !self.args.is_empty()

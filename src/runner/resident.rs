@@ -119,14 +119,9 @@ pub(crate) fn run(
             stop_all(states);
             return Ok(Ended::Interrupted(None));
         }
-        let state = match up(plan, spec, hard) {
-            Ok(r) => State::Up(Box::new(r)),
-            Err(Trouble::Interrupted) => {
-                stop_all(states);
-                return Ok(Ended::Interrupted(None));
-            }
-            Err(Trouble::Skipped(why)) => State::Out(Status::Skipped, why),
-            Err(Trouble::Failed(why)) => State::Out(Status::Failed, why),
+        let Some(state) = start(plan, spec, hard) else {
+            stop_all(states);
+            return Ok(Ended::Interrupted(None));
         };
         states.insert(spec.model.clone(), state);
     }
@@ -163,14 +158,12 @@ pub(crate) fn run(
         // setting) starts now, and stays up as the others.
         let state = match states.remove(&spec.model) {
             Some(s) => s,
-            None => match up(plan, spec, hard) {
-                Ok(r) => State::Up(Box::new(r)),
-                Err(Trouble::Interrupted) => {
+            None => match start(plan, spec, hard) {
+                Some(s) => s,
+                None => {
                     stop_all(states);
                     return Ok(Ended::Interrupted(None));
                 }
-                Err(Trouble::Skipped(why)) => State::Out(Status::Skipped, why),
-                Err(Trouble::Failed(why)) => State::Out(Status::Failed, why),
             },
         };
         let next = match state {
@@ -248,6 +241,17 @@ pub(crate) fn run(
     }
     stop_all(states);
     Ok(Ended::Done)
+}
+
+/// The state of `spec`'s model once started ([`up`]): up, or out with
+/// why; `None` when Ctrl-C stopped the start.
+fn start(plan: &RunPlan, spec: &CellSpec, hard: Option<u64>) -> Option<State> {
+    Some(match up(plan, spec, hard) {
+        Ok(r) => State::Up(Box::new(r)),
+        Err(Trouble::Interrupted) => return None,
+        Err(Trouble::Skipped(why)) => State::Out(Status::Skipped, why),
+        Err(Trouble::Failed(why)) => State::Out(Status::Failed, why),
+    })
 }
 
 /// What a broken client session's reason starts with.

@@ -141,23 +141,18 @@ pub(crate) fn sized(plan: &RunPlan) -> Vec<Tuned> {
         }
         let kept = search::label_of(&job.ladders, &setting);
         out.push(Tuned {
-            model: job.model.clone(),
-            connections: job.connections,
-            work: job.work.clone(),
             args,
             kept: kept.clone(),
-            defaults: search::defaults_label(&job.ladders),
             best: kept.clone(),
             why: format!(
                 "{kept}: sized by Little's law (threads ≥ the rate the loop can offer × the time a request holds one), not searched"
             ),
-            default_figure: None,
-            best_figure: None,
-            ratio: None,
-            interval: None,
-            tried: Vec::new(),
-            stopped: None,
-            seconds: 0.0,
+            ..Tuned::at_defaults(
+                &job.model,
+                job.connections,
+                job.work.as_ref(),
+                search::defaults_label(&job.ladders),
+            )
         });
     }
     out
@@ -355,23 +350,12 @@ fn every_setting(ladders: &[Ladder]) -> Vec<Setting> {
 fn one(plan: &RunPlan, dir: &Path, job: &Job, share: f64) -> anyhow::Result<Option<Tuned>> {
     let t0 = Instant::now();
     let method = method(plan).context("a plan without --tune")?;
-    let mut tuned = Tuned {
-        model: job.model.clone(),
-        connections: job.connections,
-        work: job.work.clone(),
-        args: Vec::new(),
-        kept: "defaults".into(),
-        defaults: search::defaults_label(&job.ladders),
-        best: "defaults".into(),
-        why: String::new(),
-        default_figure: None,
-        best_figure: None,
-        ratio: None,
-        interval: None,
-        tried: Vec::new(),
-        stopped: None,
-        seconds: 0.0,
-    };
+    let mut tuned = Tuned::at_defaults(
+        &job.model,
+        job.connections,
+        job.work.as_ref(),
+        search::defaults_label(&job.ladders),
+    );
     if let Some(why) = &job.nothing {
         tuned.why = format!("defaults: {why}");
         return Ok(Some(tuned));
