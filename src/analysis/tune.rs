@@ -4,8 +4,8 @@
 //! search reads the same. Knobs are searched one after another, each from
 //! its starting value (Little's law for a pool: threads ≥ rate × the time
 //! a request holds one, [`little`]) by hill-climbing its ladder of values,
-//! a step at a time, to a neighbour that beats the current value by more
-//! than the margin in the rounds they shared; the run's defaults are
+//! a step at a time, to a neighbour faster than the current value in
+//! every round they shared and by more than the margin at the median; the run's defaults are
 //! measured in every round, and the settings found are kept only when
 //! they beat the defaults by the paired test ([`crate::stats::compare`]),
 //! else the defaults stay and the search says so. Cost: a few medians per
@@ -276,7 +276,15 @@ fn measured(history: &History, s: &Setting) -> usize {
 /// measured in (a failed slot of `a` counts as nothing); `None` with no
 /// such round.
 fn paired_ratio(history: &History, a: &Setting, b: &Setting) -> Option<f64> {
-    let (ha, hb) = (history.get(a)?, history.get(b)?);
+    let ratios = ratios(history, a, b);
+    (!ratios.is_empty()).then(|| crate::stats::quantile(&ratios, 0.5))
+}
+
+/// `a`'s figure over `b`'s in each round both were measured in, sorted.
+fn ratios(history: &History, a: &Setting, b: &Setting) -> Vec<f64> {
+    let (Some(ha), Some(hb)) = (history.get(a), history.get(b)) else {
+        return Vec::new();
+    };
     let mut ratios: Vec<f64> = ha
         .iter()
         .filter_map(|(r, x)| {
@@ -284,11 +292,20 @@ fn paired_ratio(history: &History, a: &Setting, b: &Setting) -> Option<f64> {
             Some(x.unwrap_or(0.0) / y)
         })
         .collect();
-    if ratios.is_empty() {
-        return None;
-    }
     ratios.sort_by(f64::total_cmp);
-    Some(crate::stats::quantile(&ratios, 0.5))
+    ratios
+}
+
+/// Whether `a` moves the search off `b`: faster in every round they
+/// shared, and by more than `margin` at the median. Three rounds of noise
+/// alone put a neighbour 5 % ahead at the median now and then (a pool on
+/// a plateau then wanders along it); ahead in every round as well, it
+/// rarely is.
+fn moves(history: &History, a: &Setting, b: &Setting, margin: f64) -> Option<f64> {
+    let r = ratios(history, a, b);
+    let least = *r.first()?;
+    let median = crate::stats::quantile(&r, 0.5);
+    (least > 1.0 && median > 1.0 + margin).then_some(median)
 }
 
 /// The next step of the search over `ladders`, given `history`.
@@ -326,8 +343,7 @@ pub(crate) fn next(ladders: &[Ladder], method: &Method, history: &History) -> St
                 .cloned()
                 .unwrap_or_else(|| at(ladder.default));
             // Only a value that beats the default by the margin moves it.
-            let beats = paired_ratio(history, &best, &at(ladder.default))
-                .is_some_and(|r| r > 1.0 + method.rule.margin);
+            let beats = moves(history, &best, &at(ladder.default), method.rule.margin).is_some();
             base = if beats { best } else { at(ladder.default) };
             continue;
         }
@@ -359,8 +375,9 @@ pub(crate) fn next(ladders: &[Ladder], method: &Method, history: &History) -> St
             }
             let better = neighbours(current)
                 .into_iter()
-                .filter_map(|j| paired_ratio(history, &at(j), &at(current)).map(|r| (j, r)))
-                .filter(|(_, r)| *r > 1.0 + method.rule.margin)
+                .filter_map(|j| {
+                    moves(history, &at(j), &at(current), method.rule.margin).map(|r| (j, r))
+                })
                 .max_by(|a, b| a.1.total_cmp(&b.1));
             match better {
                 Some((j, _)) => current = j,

@@ -104,7 +104,7 @@ pub fn table(data: &RunData) -> Option<Table> {
         return Some(t);
     };
     t.notes.push(format!(
-        "Each search measured a model's settings as resident servers side by side, {} rounds a step in a shuffled order with its defaults in every round; a knob moved to a neighbouring value only when it beat the current one by more than the {} margin, and the settings found were kept only when the paired test (95 %) showed them faster than the defaults. A pool started from Little's law (threads ≥ the rate the loop can offer × the time a request holds one). The figures here are the search's own slots; every other table measured the model with the settings it ran with.",
+        "Each search measured a model's settings as resident servers side by side, {} rounds a step in a shuffled order with its defaults in every round; a knob moved to a neighbouring value only when it was faster than the current one in every round they shared and by more than the {} margin at the median, and the settings found were kept only when the paired test (95 %) showed them faster than the defaults. A pool started from Little's law (threads ≥ the rate the loop can offer × the time a request holds one). The figures here are the search's own slots; every other table measured the model with the settings it ran with.",
         tune.rounds,
         crate::analysis::summary::margin_text(data.plan.margin),
     ));
