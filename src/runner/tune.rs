@@ -366,20 +366,23 @@ fn one(plan: &RunPlan, dir: &Path, job: &Job, share: f64) -> anyhow::Result<Opti
     sub.tuned.clear();
     sub.cells.clear();
     sub.models.clear();
-    for s in every_setting(&job.ladders) {
-        let name = name_of(job, &s);
+    // Every setting by the name its server runs under, once.
+    let settings: std::collections::BTreeMap<String, Setting> = every_setting(&job.ladders)
+        .into_iter()
+        .map(|s| (name_of(job, &s), s))
+        .collect();
+    sub.variants.retain(|v| !settings.contains_key(&v.name));
+    for (name, s) in &settings {
         let mut args = variant_args.to_vec();
-        args.extend(search::args_of(&job.ladders, &s));
-        sub.variants.retain(|v| v.name != name);
+        args.extend(search::args_of(&job.ladders, s));
         sub.variants.push(Variant {
             name: name.clone(),
             model: model.name().into(),
             args,
         });
-        sub.models.push(name);
+        sub.models.push(name.clone());
     }
-    let settings = every_setting(&job.ladders);
-    let setting_of = |name: &str| settings.iter().find(|s| name_of(job, s) == name).cloned();
+    let setting_of = |name: &str| settings.get(name).cloned();
     let state = RefCell::new(State::default());
     let cells_of = |step: &[Setting], state: &mut State| -> Vec<CellSpec> {
         let names: Vec<String> = step.iter().map(|s| name_of(job, s)).collect();
