@@ -11,7 +11,7 @@ use crate::results::dir::RunData;
 /// ([`crate::runner::tune::sized`]); `None` when neither.
 pub fn table(data: &RunData) -> Option<Table> {
     let tune = data.plan.tune.as_ref();
-    let p = data.plan.primary;
+    let p = data.plan.tune_primary();
     let mut t = Table::new(
         if tune.is_some() {
             format!(
@@ -54,14 +54,7 @@ pub fn table(data: &RunData) -> Option<Table> {
         ))
     };
     let dash = || "–".to_string();
-    let mut rows: Vec<&crate::results::tune::Tuned> = data.plan.tuned.iter().collect();
-    rows.sort_by_key(|r| {
-        (
-            r.connections,
-            data.plan.models.iter().position(|m| *m == r.model),
-        )
-    });
-    for r in rows {
+    for r in sorted(data) {
         t.rows.push(vec![
             r.model.clone(),
             format_count(r.connections as f64),
@@ -108,10 +101,46 @@ pub fn table(data: &RunData) -> Option<Table> {
         tune.rounds,
         crate::analysis::summary::margin_text(data.plan.margin),
     ));
+    if let Some(search) = &data.plan.capacity {
+        let rate =
+            |v: Option<f64>| v.map_or_else(|| "–".into(), |v| format!("{}/s", format_count(v)));
+        t.header
+            .insert(7, "at the target: held, missed (defaults')".into());
+        for (row, r) in t.rows.iter_mut().zip(sorted(data)) {
+            row.insert(
+                7,
+                r.at_target.as_ref().map_or_else(dash, |a| {
+                    format!(
+                        "{}, {} ({}, {})",
+                        rate(a.found_held),
+                        rate(a.found_missed),
+                        rate(a.defaults_held),
+                        rate(a.defaults_missed)
+                    )
+                }),
+            );
+        }
+        t.notes.push(format!(
+            "With --slo the climb ranks closed-loop throughput, and a setting it found is kept only when its own capacity search, beside one of the defaults in the same shuffled rounds, held a rate at {} the defaults missed; the capacity table measured each model again with what it kept.",
+            search.slo.describe()
+        ));
+    }
     t.notes.push(format!(
         "The searches took {} of a {} budget; every slot is in tune.jsonl beside the results.",
         crate::present::units::seconds(data.plan.tuned.iter().map(|r| r.seconds).sum()),
         crate::present::units::seconds(tune.budget_seconds)
     ));
     Some(t)
+}
+
+/// What the plan's searches kept, by count and then the plan's order.
+fn sorted(data: &RunData) -> Vec<&crate::results::tune::Tuned> {
+    let mut rows: Vec<&crate::results::tune::Tuned> = data.plan.tuned.iter().collect();
+    rows.sort_by_key(|r| {
+        (
+            r.connections,
+            data.plan.models.iter().position(|m| *m == r.model),
+        )
+    });
+    rows
 }

@@ -19,6 +19,8 @@ use crate::stats::compare::{self, Outcome, Sample};
 /// One model's search at one count, read whole.
 pub struct Searched {
     pub model: String,
+    /// As the tables name it: with the settings `--tune` kept.
+    pub shown: String,
     pub state: State,
     pub points: Vec<RatePoint>,
     pub knee: Option<(f64, f64)>,
@@ -54,8 +56,14 @@ pub fn searched(data: &RunData, n: usize) -> Vec<Searched> {
             let slots = cap::slots_of(&data.cells, search, m, n, work.as_ref());
             let points = cap::rates(&slots, search, &targets);
             let state = state(data, m, n, work.as_ref());
+            // With the pool `--tune` kept or the preset sized.
+            let tuned = data
+                .plan
+                .tuned_at(m, n, work.as_ref())
+                .map_or(&[][..], |t| &t.args[..]);
             let bound = search
                 .handlers_of(m, work.as_ref())
+                .map(|c| c.with_flags(tuned))
                 .and_then(|c| cap::bound(&c, n, work.as_ref(), &points, search, &targets));
             let above = match (&state, &bound) {
                 (State::Ended(e), Some(b)) => cap::above_bound(e, b),
@@ -63,6 +71,7 @@ pub fn searched(data: &RunData, n: usize) -> Vec<Searched> {
             };
             Searched {
                 model: m.clone(),
+                shown: data.plan.shown(m, n),
                 knee: cap::knee(&points),
                 estimate: cap::estimate(&points, search, &targets),
                 state,
@@ -219,7 +228,7 @@ fn capacity_table(
             _ => "–".into(),
         };
         t.rows.push(vec![
-            s.model.clone(),
+            s.shown.clone(),
             rate(held),
             rate(missed),
             rate(s.estimate),
@@ -431,7 +440,7 @@ fn cost_table(data: &RunData, n: usize, all: &[Searched]) -> Option<(f64, Table)
                 }
             });
         t.rows.push(vec![
-            s.model.clone(),
+            s.shown.clone(),
             p99.map_or("–".into(), |v| seconds(v / 1e6)),
             busy.map_or("–".into(), |b| format!("{b:.3}")),
             med(cpu_per).map_or("–".into(), seconds),
@@ -488,7 +497,7 @@ fn curve_table(search: &Search, work: Option<&Profile>, n: usize, all: &[Searche
     for s in all {
         for p in &s.points {
             let mut row = vec![
-                s.model.clone(),
+                s.shown.clone(),
                 format!("{}/s", format_count(p.rate)),
                 if p.failed > 0 {
                     format!("{} ({} failed)", p.slots, p.failed)
@@ -557,7 +566,7 @@ pub fn glance(data: &RunData) -> Vec<String> {
             let never: Vec<&str> = all
                 .iter()
                 .filter(|s| matches!(s.state, State::Ended(End::NeverMet(_))))
-                .map(|s| s.model.as_str())
+                .map(|s| s.shown.as_str())
                 .collect();
             lines.push(if never.len() == all.len() && !all.is_empty() {
                 format!("{at}: no model met the target even at the least rate tried")
@@ -570,14 +579,14 @@ pub fn glance(data: &RunData) -> Vec<String> {
         let (h, m) = s.bracket();
         let mut line = format!(
             "{at}: {} carries the most ({})",
-            s.model,
+            s.shown,
             bracket_text(h, m)
         );
         let pick = |v: &Versus| {
             all.iter()
                 .zip(&calls)
                 .filter(|(_, c)| *c == v)
-                .map(|(s, _)| s.model.as_str())
+                .map(|(s, _)| s.shown.as_str())
                 .collect::<Vec<_>>()
         };
         let eq = pick(&Versus::Equivalent);
@@ -592,7 +601,7 @@ pub fn glance(data: &RunData) -> Vec<String> {
             .iter()
             .zip(&calls)
             .filter(|(_, c)| matches!(c, Versus::Inconclusive(_)))
-            .map(|(s, _)| s.model.as_str())
+            .map(|(s, _)| s.shown.as_str())
             .collect();
         if !undecided.is_empty() {
             line += &format!(
@@ -603,7 +612,7 @@ pub fn glance(data: &RunData) -> Vec<String> {
         let defects: Vec<&str> = all
             .iter()
             .filter(|s| s.above.is_some())
-            .map(|s| s.model.as_str())
+            .map(|s| s.shown.as_str())
             .collect();
         if !defects.is_empty() {
             line += &format!(

@@ -278,6 +278,9 @@ pub fn all() -> Vec<Preset> {
             // none.
             slo: Some(("p99=5ms+work", 840.0)),
             work: &["none", "block:1ms"],
+            // A pool one thread per CPU caps a 1 ms block at 2,000/s:
+            // sized for it, as a practitioner would (or `--tune`).
+            size_pools: true,
             ..study(
                 "capacity",
                 "capacity at a latency target (ZygOS, Shenango): every model at 100 and 1,000 connections under no work and block:1ms, the highest Poisson-offered rate that holds its p99 target (5 ms beyond the work, or --slo), its knee, and the queueing bound of its handlers beside it",

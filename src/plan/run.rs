@@ -203,7 +203,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     }
     if let Some(text) = &args.tune {
         super::tune::tune_of(&mut plan, text, &args.tune_knob)?;
-    } else if preset.size_pools && plan.capacity.is_none() && plan.bench.is_none() {
+    } else if preset.size_pools && plan.bench.is_none() {
         plan.tuned = crate::runner::tune::sized(&plan);
     }
     // Its errors name the plan's field, `work`: here, the flag.

@@ -1,6 +1,6 @@
 //! `c10k run --tune [BUDGET]` checked and added to a run plan: what the
 //! search can run on (resident slots of c10k models, a throughput to
-//! rank) and a budget that holds at least the first step of every search
+//! rank, a capacity at the target with `--slo`) and a budget that holds at least the first step of every search
 //! ([`crate::runner::tune`] runs them). Errors are one line saying what to
 //! change.
 
@@ -31,12 +31,6 @@ pub(crate) fn tune_of(plan: &mut RunPlan, text: &str, knobs: &[String]) -> Resul
             "--tune: the {} experiment runs a micro-benchmark, which has no server to tune",
             plan.experiment
         ));
-    }
-    if plan.capacity.is_some() {
-        return Err(
-            "--tune with --slo: the search ranks settings by throughput; capacity at a target is searched with each model's defaults (tune first, then give --variant the settings kept)"
-                .into(),
-        );
     }
     if plan.slots.is_none() {
         return Err(

@@ -55,7 +55,7 @@ impl RunTables {
             let summary = t.pop().unwrap_or_else(|| Table::new("", &[]));
             return RunTables {
                 verdict: t,
-                study: Vec::new(),
+                study: crate::analysis::tuned::table(data).into_iter().collect(),
                 ranking: Vec::new(),
                 memory: None,
                 summary,
@@ -140,8 +140,9 @@ fn outro_of(data: &RunData) -> String {
     let t = RunTables::of(data);
     let mut s = String::new();
     if data.plan.capacity.is_some() {
-        // The curves, then where the eye lands: capacity and cost.
-        for table in std::iter::once(&t.summary).chain(&t.verdict) {
+        // The settings each ran with, the curves, then where the eye
+        // lands: capacity and cost.
+        for table in t.study.iter().chain([&t.summary]).chain(&t.verdict) {
             s += "\n";
             s += &table.to_text();
         }

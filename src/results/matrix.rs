@@ -689,6 +689,17 @@ impl RunPlan {
             .unwrap_or(0)
     }
 
+    /// The figure `--tune`'s climb ranks settings by: the run's own, or
+    /// with `--slo` (whose slots rank latency at an offered rate) the
+    /// throughput of a closed loop, the capacity search deciding after.
+    pub fn tune_primary(&self) -> Primary {
+        if self.capacity.is_some() {
+            Primary::Throughput
+        } else {
+            self.primary
+        }
+    }
+
     /// What every comparison of the run is held to: its margin, at 95 %,
     /// or at the stricter level of its looks.
     pub(crate) fn rule(&self) -> crate::stats::compare::Rule {

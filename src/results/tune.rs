@@ -75,8 +75,57 @@ pub struct Tuned {
     /// The search stopped before it ended (the budget), said in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
+    /// With `--slo`: the setting found against the defaults at the
+    /// target, each by its own capacity search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_target: Option<AtTarget>,
     /// What the search took, in seconds.
     pub seconds: f64,
+}
+
+/// With `--slo`, the climb's setting against the run's defaults at the
+/// target: each one's capacity search ([`crate::analysis::capacity`]) in
+/// the same rounds, its highest rate held and lowest missed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AtTarget {
+    /// The targets, in words (`p99 ≤ 5 ms beyond the work`).
+    pub target: String,
+    /// The setting the climb found, in words.
+    pub found: String,
+    pub found_held: Option<f64>,
+    pub found_missed: Option<f64>,
+    pub defaults_held: Option<f64>,
+    pub defaults_missed: Option<f64>,
+    /// Slots the two searches took.
+    pub slots: usize,
+    /// The budget ended them before they decided, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+}
+
+/// How the climb's setting compared with the defaults at the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtTargetCall {
+    /// It held a rate the defaults missed.
+    Holds,
+    /// The defaults held a rate it missed.
+    Misses,
+    /// Neither held a rate the other missed.
+    Undecided,
+}
+
+impl AtTarget {
+    pub fn call(&self) -> AtTargetCall {
+        let beats =
+            |held: Option<f64>, missed: Option<f64>| held.zip(missed).is_some_and(|(h, m)| m <= h);
+        if beats(self.found_held, self.defaults_missed) {
+            AtTargetCall::Holds
+        } else if beats(self.defaults_held, self.found_missed) {
+            AtTargetCall::Misses
+        } else {
+            AtTargetCall::Undecided
+        }
+    }
 }
 
 impl Tuned {
@@ -103,6 +152,7 @@ impl Tuned {
             interval: None,
             tried: Vec::new(),
             stopped: None,
+            at_target: None,
             seconds: 0.0,
         }
     }

@@ -8,7 +8,10 @@
 //! ([`super::resident`]), each a variant of the model, its step's
 //! settings measured once in every round in a shuffled order with the
 //! run's defaults among them, so two settings are compared within
-//! seconds. Every slot is kept in `tune.jsonl` beside the results. The
+//! seconds. With `--slo`, the setting a climb found and the defaults
+//! then each get a capacity search at the target ([`super::capacity`]),
+//! and the setting is kept only when it held a rate the defaults missed.
+//! Every slot is kept in `tune.jsonl` beside the results. The
 //! budget (`--tune 10m`) is shared among the searches still to run, each
 //! in proportion to what its first step takes; a search stops adding
 //! steps when the next would pass its share, and decides on what it has. Cost: the slots themselves, and a server per
@@ -28,7 +31,7 @@ use crate::present::units::{format_count, seconds};
 use crate::results::cell::{CellResult, Status};
 use crate::results::dir::{self as results, RunData};
 use crate::results::matrix::{profiles, round_order, CellSpec, RunPlan, Variant};
-use crate::results::tune::{Chosen, Tried, Tuned};
+use crate::results::tune::{AtTarget, AtTargetCall, Chosen, Tried, Tuned};
 use crate::server::knobs::{self, Knob, Values};
 use crate::server::work::{Kind, Profile};
 
@@ -218,7 +221,13 @@ fn guess(
             }
         }
     };
-    let offered = plan.workload.rate.map(|r| r.total(n));
+    // A capacity search offers every rate up to what the model carries:
+    // its pool is sized for the closed loop's.
+    let offered = plan
+        .workload
+        .rate
+        .filter(|_| plan.capacity.is_none())
+        .map(|r| r.total(n));
     search::little(
         n * plan.workload.depth.max(1),
         offered,
@@ -248,13 +257,20 @@ pub(crate) fn first_settings(plan: &RunPlan, job: &Job) -> usize {
 }
 
 /// The least time one step of `job` takes: every setting of its first
-/// step in each of its rounds, a slot each.
+/// step in each of its rounds, a slot each (with `--slo`, the capacity
+/// searches' share beside it).
 pub(crate) fn first_step_seconds(plan: &RunPlan, job: &Job) -> f64 {
     let (Some(m), Some(slots)) = (method(plan), plan.slots) else {
         return 0.0;
     };
     let slot = slots.for_block(job.connections, job.work.as_ref()).seconds;
-    (first_settings(plan, job) * m.rounds) as f64 * slot
+    let climb = (first_settings(plan, job) * m.rounds) as f64 * slot;
+    // With `--slo`, as much again for the capacity searches at the target.
+    if plan.capacity.is_some() {
+        climb / CLIMB_SHARE
+    } else {
+        climb
+    }
 }
 
 /// Runs every search of `data`'s plan not yet recorded, each recorded in
@@ -363,6 +379,13 @@ fn one(plan: &RunPlan, dir: &Path, job: &Job, share: f64) -> anyhow::Result<Opti
     let (model, variant_args) = plan.model(&job.model).context("a model the plan names")?;
     // Each setting a variant of the model's, named for its flags.
     let mut sub = plan.clone();
+    if sub.capacity.take().is_some() {
+        // The climb ranks throughput in a closed loop; the capacity
+        // search at the target decides after ([`at_target`]).
+        sub.workload.rate = None;
+        sub.workload.arrivals = Default::default();
+        sub.primary = plan.tune_primary();
+    }
     sub.tuned.clear();
     sub.cells.clear();
     sub.models.clear();
@@ -414,12 +437,14 @@ fn one(plan: &RunPlan, dir: &Path, job: &Job, share: f64) -> anyhow::Result<Opti
         Step::Done(_) => Vec::new(),
     };
     let first_cells = cells_of(&first, &mut state.borrow_mut());
-    let mut log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join(TUNE_LOG))
-        .with_context(|| format!("opening {}", dir.join(TUNE_LOG).display()))?;
-    let deadline = share;
+    let mut log = open_log(dir)?;
+    // With `--slo`, the capacity searches at the target get what the
+    // climb leaves of the share, at least half of it.
+    let deadline = if plan.capacity.is_some() {
+        share * CLIMB_SHARE
+    } else {
+        share
+    };
     let ended = resident::run(
         &sub,
         &first_cells,
@@ -430,7 +455,7 @@ fn one(plan: &RunPlan, dir: &Path, job: &Job, share: f64) -> anyhow::Result<Opti
             result.plan = None;
             let mut st = state.borrow_mut();
             let figure = (result.status == Status::Ok)
-                .then(|| result.metrics().primary(plan.primary))
+                .then(|| result.metrics().primary(sub.primary))
                 .flatten();
             if let Some(s) = setting_of(&result.cell.model) {
                 st.history
@@ -513,8 +538,174 @@ fn one(plan: &RunPlan, dir: &Path, job: &Job, share: f64) -> anyhow::Result<Opti
         .collect();
     tuned.why = why(&tuned, found.why, plan);
     tuned.stopped = st.stopped;
+    if plan.capacity.is_some() && found.setting != defaults {
+        let names = [name_of(job, &defaults), name_of(job, &found.setting)];
+        eprintln!(
+            "  {} at {}: {} against its defaults at the target",
+            job.model,
+            format_count(job.connections as f64),
+            tuned.kept
+        );
+        let Some(mut at) = at_target(
+            &sub,
+            plan,
+            dir,
+            job,
+            &names,
+            share - t0.elapsed().as_secs_f64(),
+        )?
+        else {
+            return Ok(None);
+        };
+        at.found = tuned.kept.clone();
+        settle_at_target(&mut tuned, at);
+    }
     tuned.seconds = t0.elapsed().as_secs_f64();
     Ok(Some(tuned))
+}
+
+/// The share of a search's budget its climb may take with `--slo`; the
+/// capacity searches at the target get the rest.
+const CLIMB_SHARE: f64 = 0.5;
+
+/// With `--slo`: the capacity search ([`super::capacity`]) of each of
+/// `names` (the defaults and the setting the climb found, variants of
+/// `sub`'s) at the job's count and profile, side by side in shuffled
+/// rounds, with no cost phase, within `seconds`; `None` when Ctrl-C
+/// stopped it.
+fn at_target(
+    sub: &RunPlan,
+    plan: &RunPlan,
+    dir: &Path,
+    job: &Job,
+    names: &[String; 2],
+    seconds_left: f64,
+) -> anyhow::Result<Option<AtTarget>> {
+    let t0 = Instant::now();
+    let mut search = plan.capacity.clone().context("a plan without --slo")?;
+    search.cost_rounds = 0;
+    search.handlers.clear();
+    let mut cap = sub.clone();
+    cap.workload = plan.workload.clone();
+    cap.primary = plan.primary;
+    cap.models = names.to_vec();
+    let work: Vec<Profile> = job.work.iter().cloned().collect();
+    cap.cells = super::capacity::first_cells(&cap.models, &[job.connections], &work, &search);
+    let warmup = cap.slots.map_or(0.0, |s| s.warmup_seconds);
+    let target = search.slo.describe();
+    cap.capacity = Some(search.clone());
+    let first = cap.cells.clone();
+    let data = RefCell::new(RunData {
+        dir: dir.to_path_buf(),
+        plan: cap.clone(),
+        environment: serde_json::Value::Null,
+        cells: Vec::new(),
+        superseded: Vec::new(),
+    });
+    let mut log = open_log(dir)?;
+    let stopped = RefCell::new(None);
+    let n = job.connections;
+    let ended = resident::run(
+        &cap,
+        &first,
+        &mut |_| {},
+        &mut |mut result: CellResult| {
+            result.plan = None;
+            serde_json::to_writer(&mut log, &result)?;
+            log.write_all(b"\n")?;
+            data.borrow_mut().cells.push(result);
+            Ok(())
+        },
+        &mut || {
+            if crate::sys::signals::interrupted() {
+                return Ok(Vec::new());
+            }
+            let mut data = data.borrow_mut();
+            let cells = super::capacity::next_round(&data, n, job.work.as_ref(), false);
+            let need: f64 = cells
+                .iter()
+                .filter_map(|c| c.offered)
+                .map(|o| search.slot_seconds(o.rate as f64, false) + warmup + 0.1)
+                .sum();
+            if !cells.is_empty() && t0.elapsed().as_secs_f64() + need > seconds_left {
+                *stopped.borrow_mut() = Some(format!(
+                    "the budget: the next round would take about {}, past what the search had left ({})",
+                    seconds(need),
+                    seconds(seconds_left.max(0.0))
+                ));
+                return Ok(Vec::new());
+            }
+            super::auto::append(&mut data.plan, &cells);
+            Ok(cells)
+        },
+    )?;
+    if matches!(ended, resident::Ended::Interrupted(_)) || crate::sys::signals::interrupted() {
+        return Ok(None);
+    }
+    let data = data.into_inner();
+    let decided = |m: &str| crate::analysis::capacity::decided(&data, m, n, job.work.as_ref());
+    let (defaults_held, defaults_missed) = decided(&names[0]);
+    let (found_held, found_missed) = decided(&names[1]);
+    Ok(Some(AtTarget {
+        target,
+        found: String::new(),
+        found_held,
+        found_missed,
+        defaults_held,
+        defaults_missed,
+        slots: data.cells.len(),
+        stopped: stopped.into_inner(),
+    }))
+}
+
+/// Keeps the climb's setting in `tuned` only when `at` shows it held a
+/// rate at the target its defaults missed; else the defaults, and why.
+fn settle_at_target(tuned: &mut Tuned, at: AtTarget) {
+    let rate =
+        |v: Option<f64>| v.map_or_else(|| "none".to_string(), |v| format!("{}/s", format_count(v)));
+    let found = format!(
+        "{} held {} and missed {}",
+        at.found,
+        rate(at.found_held),
+        rate(at.found_missed)
+    );
+    let defaults = format!(
+        "the defaults ({}) held {} and missed {}",
+        tuned.defaults,
+        rate(at.defaults_held),
+        rate(at.defaults_missed)
+    );
+    match at.call() {
+        AtTargetCall::Holds => {
+            tuned.why = format!("{}; at {}, {found}, {defaults}", tuned.why, at.target);
+        }
+        call => {
+            tuned.why = format!(
+                "defaults ({}): {} was faster in a closed loop ({}), but at {} {found}, {defaults}: {}",
+                tuned.defaults,
+                at.found,
+                tuned.ratio.map_or_else(|| "–".into(), |r| format!("{}×", crate::present::units::sig3(r))),
+                at.target,
+                if call == AtTargetCall::Misses {
+                    "the defaults carry more at the target"
+                } else {
+                    "not shown to carry more at the target"
+                }
+            );
+            tuned.args.clear();
+            tuned.kept = "defaults".into();
+        }
+    }
+    tuned.at_target = Some(at);
+}
+
+/// `tune.jsonl` beside the results, to append slots to.
+fn open_log(dir: &Path) -> anyhow::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(TUNE_LOG))
+        .with_context(|| format!("opening {}", dir.join(TUNE_LOG).display()))
 }
 
 /// The file beside `results.jsonl` that keeps every slot of the searches.
@@ -535,7 +726,7 @@ struct State {
 
 /// Why the search kept what it kept, in a line.
 fn why(t: &Tuned, why: Why, plan: &RunPlan) -> String {
-    let figure = |v: Option<f64>| v.map_or_else(|| "–".into(), |v| plan.primary.format(v));
+    let figure = |v: Option<f64>| v.map_or_else(|| "–".into(), |v| plan.tune_primary().format(v));
     let against = match (t.ratio, t.interval) {
         (Some(r), Some((lo, hi))) => format!(
             "{}× the defaults ({}) [{}, {}]",

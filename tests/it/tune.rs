@@ -14,6 +14,7 @@ use crate::support::{lines, results_dir, run_c10k, scratch};
 
 tests![
     a_pool_is_sized_for_blocking_work_and_the_matrix_runs_with_it,
+    with_a_target_the_setting_kept_held_more_at_it,
     bad_tune_inputs_are_refused_in_one_line,
 ];
 
@@ -116,6 +117,79 @@ fn a_pool_is_sized_for_blocking_work_and_the_matrix_runs_with_it() -> Result<(),
     Ok(())
 }
 
+/// With `--slo`, the climb's setting is kept because its own capacity
+/// search held a rate at the target the defaults' missed, both recorded,
+/// and the capacity search of the run then measures the model with it.
+fn with_a_target_the_setting_kept_held_more_at_it() -> Result<(), Failed> {
+    let out = scratch("tune-slo")?;
+    let out_text = out.to_string_lossy().into_owned();
+    let r = run_c10k(&[
+        "run",
+        "--models",
+        "hybrid",
+        "-c",
+        "16",
+        "--work",
+        "block:1ms",
+        "--slo",
+        "p99=50ms",
+        "--budget",
+        "2m",
+        "--tune",
+        "2m",
+        "--out",
+        &out_text,
+    ])?;
+    if r.code != Some(0) {
+        return Err(format!("exit {:?}: {}", r.code, r.stderr).into());
+    }
+    let dir = results_dir(&out)?;
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("plan.json"))?)?;
+    let h = plan["tuned"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["model"] == "hybrid"))
+        .ok_or("plan.json has no search of hybrid")?;
+    let at = &h["at_target"];
+    let held = at["found_held"]
+        .as_f64()
+        .ok_or(format!("no held rate: {h}"))?;
+    let missed = at["defaults_missed"]
+        .as_f64()
+        .ok_or(format!("the defaults missed no rate: {h}"))?;
+    // 1 ms blocks on one thread per server CPU miss past 1,000/s a CPU.
+    if held < missed || !h["kept"].as_str().unwrap_or("").starts_with("pool ") {
+        return Err(format!("hybrid's search at the target: {h}").into());
+    }
+    // Both searches' slots offered a rate, kept beside the climb's.
+    let log = std::fs::read_to_string(dir.join("tune.jsonl"))?;
+    let offered = log
+        .lines()
+        .map(serde_json::from_str::<serde_json::Value>)
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .filter(|s| s["offered"]["rate"].as_u64().is_some())
+        .count();
+    if offered < 4 || at["slots"].as_u64() != Some(offered as u64) {
+        return Err(format!("{offered} slots at a rate in tune.jsonl: {at}").into());
+    }
+    // The capacity table names the model with its setting, and the
+    // tuning table shows both capacities.
+    let shown = format!("hybrid ({})", h["kept"].as_str().unwrap_or(""));
+    let md = std::fs::read_to_string(dir.join("results.md"))?;
+    for want in [shown.as_str(), "at the target: held, missed"] {
+        if !r.stdout.contains(want) || !md.contains(want) {
+            return Err(format!(
+                "no {want:?} on the terminal or in results.md:\n{}",
+                r.stdout
+            )
+            .into());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
+
 fn bad_tune_inputs_are_refused_in_one_line() -> Result<(), Failed> {
     let base = [
         "run",
@@ -135,7 +209,10 @@ fn bad_tune_inputs_are_refused_in_one_line() -> Result<(), Failed> {
             &["--tune", "1ms"],
             &["too small for one step", "give at least"],
         ),
-        (&["--tune", "--slo", "p99=5ms"], &["--tune with --slo"]),
+        (
+            &["--tune", "1ms", "--slo", "p99=50ms"],
+            &["too small for one step", "give at least"],
+        ),
         (&["--tune", "--sequential"], &["resident slots"]),
         (
             &["--tune", "--tune-knob", "epoll:--workers"],
