@@ -1,5 +1,5 @@
 //! The plainest tokio echo server: the floor `c10k serve --model tokio` is
-//! measured against (`bench/floor.py`).
+//! measured against (`bench/grid.py --models tokio`).
 //!
 //! A task per connection on tokio's multi-thread runtime, reading into a
 //! buffer and writing it all back until the peer closes: what tokio's own

@@ -104,24 +104,30 @@ pub fn table(data: &RunData) -> Option<Table> {
     if let Some(search) = &data.plan.capacity {
         let rate =
             |v: Option<f64>| v.map_or_else(|| "–".into(), |v| format!("{}/s", format_count(v)));
-        t.header
-            .insert(7, "at the target: held, missed (defaults')".into());
+        t.header.insert(
+            7,
+            "at the target: held, missed (defaults at that rate)".into(),
+        );
         for (row, r) in t.rows.iter_mut().zip(sorted(data)) {
             row.insert(
                 7,
                 r.at_target.as_ref().map_or_else(dash, |a| {
+                    let defaults = match (a.defaults_held, a.defaults_missed) {
+                        (_, Some(_)) => "missed it",
+                        (Some(_), _) => "held it",
+                        _ if a.found_held.is_some() => "undecided",
+                        _ => "not measured",
+                    };
                     format!(
-                        "{}, {} ({}, {})",
+                        "{}, {} (defaults {defaults})",
                         rate(a.found_held),
                         rate(a.found_missed),
-                        rate(a.defaults_held),
-                        rate(a.defaults_missed)
                     )
                 }),
             );
         }
         t.notes.push(format!(
-            "With --slo the climb ranks closed-loop throughput, and a setting it found is kept only when its own capacity search, beside one of the defaults in the same shuffled rounds, held a rate at {} the defaults missed; the capacity table measured each model again with what it kept.",
+            "With --slo the climb ranks closed-loop throughput, and a setting it found is kept only when its own capacity search held a rate at {} that the defaults, measured at that rate until it was decided, missed; the capacity table measured each model again with what it kept.",
             search.slo.describe()
         ));
     }

@@ -8,9 +8,10 @@
 //! ([`super::resident`]), each a variant of the model, its step's
 //! settings measured once in every round in a shuffled order with the
 //! run's defaults among them, so two settings are compared within
-//! seconds. With `--slo`, the setting a climb found and the defaults
-//! then each get a capacity search at the target ([`super::capacity`]),
-//! and the setting is kept only when it held a rate the defaults missed.
+//! seconds. With `--slo`, the setting a climb found then gets a capacity
+//! search at the target ([`super::capacity`]), the defaults are measured
+//! at the highest rate it held, and the setting is kept only when the
+//! defaults missed that rate.
 //! Every slot is kept in `tune.jsonl` beside the results. The
 //! budget (`--tune 10m`) is shared among the searches still to run, each
 //! in proportion to what its first step takes; a search stops adding
@@ -265,12 +266,21 @@ pub(crate) fn first_step_seconds(plan: &RunPlan, job: &Job) -> f64 {
     };
     let slot = slots.for_block(job.connections, job.work.as_ref()).seconds;
     let climb = (first_settings(plan, job) * m.rounds) as f64 * slot;
-    // With `--slo`, as much again for the capacity searches at the target.
-    if plan.capacity.is_some() {
-        climb / CLIMB_SHARE
-    } else {
-        climb
+    climb + check_seconds(plan, job)
+}
+
+/// With `--slo`, what the check at the target takes ([`at_target`]):
+/// [`CHECK_SLOTS`] slots at the search's first rate; 0 without, or for a
+/// job with nothing to search.
+fn check_seconds(plan: &RunPlan, job: &Job) -> f64 {
+    let (Some(search), Some(slots)) = (&plan.capacity, plan.slots) else {
+        return 0.0;
+    };
+    if job.ladders.is_empty() {
+        return 0.0;
     }
+    let slot = search.slot_seconds(search.start_rate, false) + slots.warmup_seconds + 0.1;
+    CHECK_SLOTS as f64 * slot
 }
 
 /// Runs every search of `data`'s plan not yet recorded, each recorded in
@@ -439,12 +449,9 @@ fn one(plan: &RunPlan, dir: &Path, job: &Job, share: f64) -> anyhow::Result<Opti
     let first_cells = cells_of(&first, &mut state.borrow_mut());
     let mut log = open_log(dir)?;
     // With `--slo`, the capacity searches at the target get what the
-    // climb leaves of the share, at least half of it.
-    let deadline = if plan.capacity.is_some() {
-        share * CLIMB_SHARE
-    } else {
-        share
-    };
+    // climb leaves of the share, at least what they take; the climb at
+    // least a quarter of it.
+    let deadline = (share - check_seconds(plan, job)).max(share * 0.25);
     let ended = resident::run(
         &sub,
         &first_cells,
@@ -564,15 +571,20 @@ fn one(plan: &RunPlan, dir: &Path, job: &Job, share: f64) -> anyhow::Result<Opti
     Ok(Some(tuned))
 }
 
-/// The share of a search's budget its climb may take with `--slo`; the
-/// capacity searches at the target get the rest.
-const CLIMB_SHARE: f64 = 0.5;
+/// Slots the check at the target takes, for its share of the budget: the
+/// capacity search of the setting found (the capacity preset's took about
+/// 20 here, docs/results/2026-11-28-capacity.md), and the defaults at
+/// the rate it held (one to six).
+const CHECK_SLOTS: usize = 26;
 
-/// With `--slo`: the capacity search ([`super::capacity`]) of each of
-/// `names` (the defaults and the setting the climb found, variants of
-/// `sub`'s) at the job's count and profile, side by side in shuffled
-/// rounds, with no cost phase, within `seconds`; `None` when Ctrl-C
-/// stopped it.
+/// With `--slo`: the capacity search ([`super::capacity`]) of the
+/// setting the climb found (`names[1]`, a variant of `sub`'s) at the
+/// job's count and profile, with no cost phase; then its defaults
+/// (`names[0]`) at the highest rate it held, slot after slot until that
+/// rate is decided for them (a pool a tenth the size misses it in one
+/// slot, saturated; a second whole search of the defaults near their own
+/// target spends its slots on rates the verdict does not need). Within
+/// `seconds_left`; `None` when Ctrl-C stopped it.
 fn at_target(
     sub: &RunPlan,
     plan: &RunPlan,
@@ -581,81 +593,159 @@ fn at_target(
     names: &[String; 2],
     seconds_left: f64,
 ) -> anyhow::Result<Option<AtTarget>> {
+    use crate::analysis::capacity::{self as cap, Call};
     let t0 = Instant::now();
     let mut search = plan.capacity.clone().context("a plan without --slo")?;
     search.cost_rounds = 0;
     search.handlers.clear();
-    let mut cap = sub.clone();
-    cap.workload = plan.workload.clone();
-    cap.primary = plan.primary;
-    cap.models = names.to_vec();
-    let work: Vec<Profile> = job.work.iter().cloned().collect();
-    cap.cells = super::capacity::first_cells(&cap.models, &[job.connections], &work, &search);
-    let warmup = cap.slots.map_or(0.0, |s| s.warmup_seconds);
-    let target = search.slo.describe();
-    cap.capacity = Some(search.clone());
-    let first = cap.cells.clone();
-    let data = RefCell::new(RunData {
+    let (n, work) = (job.connections, job.work.as_ref());
+    let mut p = sub.clone();
+    p.workload = plan.workload.clone();
+    p.primary = plan.primary;
+    p.models = vec![names[1].clone()];
+    let profiles: Vec<Profile> = job.work.iter().cloned().collect();
+    p.cells = super::capacity::first_cells(&p.models, &[n], &profiles, &search);
+    p.capacity = Some(search.clone());
+    let mut data = RunData {
         dir: dir.to_path_buf(),
-        plan: cap.clone(),
+        plan: p,
         environment: serde_json::Value::Null,
         cells: Vec::new(),
         superseded: Vec::new(),
-    });
-    let mut log = open_log(dir)?;
-    let stopped = RefCell::new(None);
-    let n = job.connections;
-    let ended = resident::run(
-        &cap,
-        &first,
-        &mut |_| {},
-        &mut |mut result: CellResult| {
-            result.plan = None;
-            serde_json::to_writer(&mut log, &result)?;
-            log.write_all(b"\n")?;
-            data.borrow_mut().cells.push(result);
-            Ok(())
-        },
-        &mut || {
-            if crate::sys::signals::interrupted() {
-                return Ok(Vec::new());
-            }
-            let mut data = data.borrow_mut();
-            let cells = super::capacity::next_round(&data, n, job.work.as_ref(), false);
-            let need: f64 = cells
-                .iter()
-                .filter_map(|c| c.offered)
-                .map(|o| search.slot_seconds(o.rate as f64, false) + warmup + 0.1)
-                .sum();
-            if !cells.is_empty() && t0.elapsed().as_secs_f64() + need > seconds_left {
-                *stopped.borrow_mut() = Some(format!(
-                    "the budget: the next round would take about {}, past what the search had left ({})",
-                    seconds(need),
-                    seconds(seconds_left.max(0.0))
-                ));
-                return Ok(Vec::new());
-            }
-            super::auto::append(&mut data.plan, &cells);
-            Ok(cells)
-        },
-    )?;
-    if matches!(ended, resident::Ended::Interrupted(_)) || crate::sys::signals::interrupted() {
+    };
+    let mut slots = Slots {
+        log: open_log(dir)?,
+        t0,
+        seconds_left,
+        stopped: None,
+    };
+    let first = data.plan.cells.clone();
+    let next = &mut |d: &RunData| super::capacity::next_round(d, n, work, false);
+    if !slots.run(&mut data, &first, next)? {
         return Ok(None);
     }
-    let data = data.into_inner();
-    let decided = |m: &str| crate::analysis::capacity::decided(&data, m, n, job.work.as_ref());
-    let (defaults_held, defaults_missed) = decided(&names[0]);
-    let (found_held, found_missed) = decided(&names[1]);
+    let (found_held, found_missed) = cap::decided(&data, &names[1], n, work);
+    let (mut defaults_held, mut defaults_missed) = (None, None);
+    if let (Some(h), None) = (found_held, &slots.stopped) {
+        let targets = search.targets_under(work);
+        let at_h = |d: &RunData| {
+            let here = cap::slots_of(&d.cells, &search, &names[0], n, work);
+            cap::rates(&here, &search, &targets)
+                .into_iter()
+                .find(|p| p.rate == h.round())
+        };
+        let next = &mut |d: &RunData| -> Vec<CellSpec> {
+            let point = at_h(d);
+            if point
+                .as_ref()
+                .is_some_and(|p| p.decided || p.slots >= search.most_per_rate)
+            {
+                return Vec::new();
+            }
+            let run = point.map_or(0, |p| p.slots) + 1;
+            vec![CellSpec {
+                id: CellSpec::id_of(&names[0], work, n, run),
+                index: 0,
+                model: names[0].clone(),
+                work: job.work.clone(),
+                connections: n,
+                run,
+                offered: Some(crate::results::matrix::Offered {
+                    rate: h.round() as u64,
+                    cost_round: None,
+                }),
+            }]
+        };
+        data.plan.models.push(names[0].clone());
+        let first = next(&data);
+        super::auto::append(&mut data.plan, &first);
+        if !slots.run(&mut data, &first, next)? {
+            return Ok(None);
+        }
+        match at_h(&data) {
+            Some(p) if p.decided && matches!(p.call, Call::Misses(_)) => defaults_missed = Some(h),
+            Some(p) if p.decided && p.call == Call::Holds => defaults_held = Some(h),
+            _ => {}
+        }
+    }
     Ok(Some(AtTarget {
-        target,
+        target: search.slo.describe(),
         found: String::new(),
         found_held,
         found_missed,
         defaults_held,
         defaults_missed,
         slots: data.cells.len(),
-        stopped: stopped.into_inner(),
+        stopped: slots.stopped,
     }))
+}
+
+/// The slots of [`at_target`]: each kept in `tune.jsonl`, none begun
+/// past the search's time.
+struct Slots {
+    log: std::fs::File,
+    t0: Instant,
+    seconds_left: f64,
+    stopped: Option<String>,
+}
+
+impl Slots {
+    /// Runs `first` in resident slots, then what `next` asks of the slots
+    /// so far, each round added to `data`'s plan, until it asks nothing
+    /// or the next round would pass the time left; `false` when Ctrl-C
+    /// stopped it.
+    fn run(
+        &mut self,
+        data: &mut RunData,
+        first: &[CellSpec],
+        next: &mut dyn FnMut(&RunData) -> Vec<CellSpec>,
+    ) -> anyhow::Result<bool> {
+        let plan = data.plan.clone();
+        let Some(search) = plan.capacity.as_ref() else {
+            return Ok(true);
+        };
+        let warmup = plan.slots.map_or(0.0, |s| s.warmup_seconds);
+        let shared = RefCell::new((data, self));
+        let ended = resident::run(
+            &plan,
+            first,
+            &mut |_| {},
+            &mut |mut result: CellResult| {
+                let mut guard = shared.borrow_mut();
+                let (data, me) = &mut *guard;
+                result.plan = None;
+                serde_json::to_writer(&mut me.log, &result)?;
+                me.log.write_all(b"\n")?;
+                data.cells.push(result);
+                Ok(())
+            },
+            &mut || {
+                if crate::sys::signals::interrupted() {
+                    return Ok(Vec::new());
+                }
+                let mut guard = shared.borrow_mut();
+                let (data, me) = &mut *guard;
+                let cells = next(data);
+                let need: f64 = cells
+                    .iter()
+                    .filter_map(|c| c.offered)
+                    .map(|o| search.slot_seconds(o.rate as f64, false) + warmup + 0.1)
+                    .sum();
+                if !cells.is_empty() && me.t0.elapsed().as_secs_f64() + need > me.seconds_left {
+                    me.stopped = Some(format!(
+                        "the budget: the next round would take about {}, past what the search had left ({})",
+                        seconds(need),
+                        seconds(me.seconds_left.max(0.0))
+                    ));
+                    return Ok(Vec::new());
+                }
+                super::auto::append(&mut data.plan, &cells);
+                Ok(cells)
+            },
+        )?;
+        Ok(!(matches!(ended, resident::Ended::Interrupted(_))
+            || crate::sys::signals::interrupted()))
+    }
 }
 
 /// Keeps the climb's setting in `tuned` only when `at` shows it held a
@@ -686,10 +776,13 @@ fn settle_at_target(tuned: &mut Tuned, at: AtTarget) {
                 at.found,
                 tuned.ratio.map_or_else(|| "–".into(), |r| format!("{}×", crate::present::units::sig3(r))),
                 at.target,
-                if call == AtTargetCall::Misses {
-                    "the defaults carry more at the target"
-                } else {
-                    "not shown to carry more at the target"
+                match (call, &at.stopped) {
+                    (AtTargetCall::Misses, _) => "the defaults carry more at the target".to_string(),
+                    (_, Some(s)) => format!(
+                        "not shown to carry more at the target before {s} ({} slots)",
+                        at.slots
+                    ),
+                    _ => "not shown to carry more at the target".to_string(),
                 }
             );
             tuned.args.clear();

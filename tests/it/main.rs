@@ -48,6 +48,7 @@ mod sshd;
 mod stopping_servers;
 mod support;
 mod tune;
+mod twins;
 mod work;
 
 use libtest_mimic::{Arguments, Trial};
@@ -80,6 +81,7 @@ const GROUPS: &[fn() -> Vec<Trial>] = &[
     sshd::trials,
     stopping_servers::trials,
     tune::trials,
+    twins::trials,
     work::trials,
 ];
 

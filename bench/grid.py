@@ -1,0 +1,289 @@
+#!/usr/bin/env python3
+"""c10k side by side with the plainest C program of each model (bench/c/), in paired rounds.
+
+  bench/grid.py BIN [ROUNDS] [N:D ...]                      the client grid (default)
+  bench/grid.py BIN [ROUNDS] [N:D ...] --models M1,M2,...   the server grid, one model at a time
+  --tails       a p50 or p99 that is behind counts as behind (their rows print in any case)
+
+BIN is c10k (target/release/c10k). ROUNDS defaults to 5, the points to 100:1 100:16 1000:1.
+
+Client grid: at each point (N connections, D messages in flight on each), every round runs the C pair
+(epsrv + epcli), c10k's epoll server with the C client, the C server with `c10k load`, and c10k with itself.
+Server grid: every round runs the C client (epcli) against the C twin of model M and against
+`c10k serve --model M --cpus 0`:
+  threads, fork, select, poll   refsrv.c      a thread or process per connection, a select or poll loop
+  epoll                         epsrv.c lt    one level-triggered epoll loop
+  uring                         ursrv.c 1     io_uring, SINGLE_ISSUER|DEFER_TASKRUN (needs liburing-dev)
+  hybrid                        hybrid.c 1    a poll loop handing ready sockets to a pthread pool of 1 (c10k's
+                                              default on one CPU: a pool thread per server CPU)
+  epoll-workers                 epwork.c 1    an epoll per thread, each its own SO_REUSEPORT listener (1 on one CPU)
+  tokio                         examples/tokio_echo.rs under taskset -c 0 (one worker, as --cpus 0 gives c10k's)
+A model without a twin, or whose twin cannot be built here, is skipped with the reason, never given a number.
+
+Server on CPU 0, client on CPU 1, 64 B messages, 1 s warm-up, 4 s measured (GRID_WARMUP and GRID_MEASURE
+change them, in seconds); the order inside each round is
+shuffled (seed printed; GRID_SEED=N repeats it), so neither side always runs first or last.
+
+Each round gives a ratio to the C reference of the same round, so the drift of this machine between rounds
+cancels. Beside each throughput row, a p50 and a p99 row: the client's round trip against the reference's
+(lower is better: behind when the interval lies above 1). A row prints the geometric mean of those ratios
+with its 95 % interval (Student t over log ratios), the client CPU per message beside the rate where the
+client differs, and a verdict: ahead (the interval lies on the better side of 1), level (it holds 1),
+behind. Exit 0 when nothing is behind. Traffic goes to 127.0.0.1 only; every server it starts is stopped,
+and every C server exits by itself after 60 s.
+"""
+import json, math, os, random, re, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
+
+HERE = os.path.join(os.path.dirname(os.path.realpath(__file__)), "c")
+args = sys.argv[1:]
+models = None
+tails = "--tails" in args
+args = [a for a in args if a != "--tails"]
+if "--models" in args:
+    i = args.index("--models")
+    if i + 1 >= len(args):
+        sys.exit("--models needs a list, e.g. --models hybrid,epoll-workers")
+    models = args[i + 1].split(",")
+    del args[i:i + 2]
+if not args:
+    print(__doc__)
+    sys.exit(2)
+BIN = os.path.abspath(args[0])
+if not os.access(BIN, os.X_OK):
+    sys.exit(f"{BIN}: not an executable (cargo build --release first)")
+ROUNDS = int(args[1]) if len(args) > 1 and args[1].isdigit() else 5
+GRID = [tuple(map(int, a.split(":"))) for a in args[1:] if ":" in a] or [(100, 1), (100, 16), (1000, 1)]
+SEED = int(os.environ.get("GRID_SEED", time.time_ns() % 100000))
+# The warm-up and measured seconds of every side (a quick check of the script: GRID_MEASURE=0.5).
+WARMUP = float(os.environ.get("GRID_WARMUP", "1"))
+MEASURE = float(os.environ.get("GRID_MEASURE", "4"))
+# cargo puts the example beside the binary: target/release/examples/tokio_echo
+TOKIO_ECHO = os.path.join(os.path.dirname(BIN), "examples", "tokio_echo")
+
+
+def _stop_on_signal(signum, _frame):
+    raise SystemExit(128 + signum)  # unwinds through cell()'s finally, which stops the server it started
+
+
+signal.signal(signal.SIGTERM, _stop_on_signal)
+rng = random.Random(SEED)
+tmp = tempfile.mkdtemp()
+
+
+def build(prog, *libs):
+    """The program built into the temporary directory, or None and why."""
+    out = os.path.join(tmp, prog)
+    r = subprocess.run(["gcc", "-O2", "-o", out, os.path.join(HERE, prog + ".c"), *libs],
+                       capture_output=True, text=True)
+    if r.returncode == 0:
+        return out, None
+    last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "?"
+    return None, f"building bench/c/{prog}.c failed: {last}"
+
+
+(EPSRV, _), (EPCLI, _), (REFSRV, _) = build("epsrv", "-lm"), build("epcli", "-lm"), build("refsrv", "-lpthread")
+if not (EPSRV and EPCLI and REFSRV):
+    sys.exit("the C reference programs did not build (gcc)")
+URSRV, URSRV_WHY = build("ursrv", "-luring")
+if not URSRV:
+    URSRV_WHY = "the C twin needs liburing-dev (apt-get install liburing-dev)"
+HYBRID, HYBRID_WHY = build("hybrid", "-lpthread")
+EPWORK, EPWORK_WHY = build("epwork", "-lpthread")
+
+
+def free_port():
+    """A free port below the ephemeral range, so no client's TIME_WAIT or source port can take it."""
+    lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+    for _ in range(200):
+        p = rng.randrange(10000, lo)
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", p))
+            return p
+        except OSError:
+            continue
+        finally:
+            s.close()
+    raise SystemExit("no free port below the ephemeral range")
+
+
+def wait_listening(port, proc, limit=5.0):
+    end = time.time() + limit
+    while time.time() < end and proc.poll() is None:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return True
+        except OSError:
+            time.sleep(0.02)
+    return False
+
+
+# Each model's C twin: the command that serves PORT on CPU 0 for at most 60 s, or (None, why).
+TWINS = {
+    "epoll": ([EPSRV, "{port}", "lt", "0", "0", "60"], None),
+    "uring": ([URSRV, "{port}", "0", "1", "60"], URSRV_WHY) if URSRV else (None, URSRV_WHY),
+    "hybrid": ([HYBRID, "{port}", "0", "1", "60"], None) if HYBRID else (None, HYBRID_WHY),
+    "epoll-workers": ([EPWORK, "{port}", "0", "1", "60"], None) if EPWORK else (None, EPWORK_WHY),
+    "tokio": (["taskset", "-c", "0", TOKIO_ECHO, "{port}"], None) if os.path.exists(TOKIO_ECHO) else
+             (None, f"{TOKIO_ECHO} is missing: cargo build --release --example tokio_echo"),
+}
+for m in ("threads", "fork", "select", "poll"):
+    TWINS[m] = ([REFSRV, m, "{port}", "0", "60"], None)
+
+
+def c_server(model):
+    def start():
+        port = free_port()
+        cmd = [a.replace("{port}", str(port)) for a in TWINS[model][0]]
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return p, (port if wait_listening(port, p) else None)
+    return start
+
+
+def c10k_server(model):
+    def start():
+        p = subprocess.Popen([BIN, "serve", "--model", model, "--cpus", "0"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
+        line = p.stdout.readline()
+        return p, (int(line.split()[1].rsplit(":", 1)[1]) if line.startswith("READY") else None)
+    return start
+
+
+def timed(cmd):
+    """Run cmd to its end; its stdout and the CPU seconds it used (wait4)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    out = p.stdout.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return out, ru.ru_utime + ru.ru_stime
+
+
+def c_client(port, n, d):
+    """(messages/s, client CPU s, p50 µs, p99 µs) from epcli, or None."""
+    out, cpu = timed([EPCLI, str(port), str(n), str(d), "64", str(WARMUP), str(MEASURE), "1"])
+    m = re.search(r"msgs_per_s=([\d.]+)", out)
+    q50 = re.search(r"lat_p50_us=([\d.]+)", out)
+    q99 = re.search(r"lat_p99_us=([\d.]+)", out)
+    if not m:
+        return None
+    return float(m.group(1)), cpu, float(q50.group(1)) if q50 else None, float(q99.group(1)) if q99 else None
+
+
+def c10k_client(port, n, d):
+    js = os.path.join(tmp, "load.json")
+    if os.path.exists(js):
+        os.unlink(js)
+    _, cpu = timed([BIN, "load", f"127.0.0.1:{port}", "-c", str(n), "--depth", str(d), "-m", "64", "-d", f"{MEASURE:g}s",
+                    "--warmup", f"{WARMUP:g}s", "--cpus", "1", "--json", js])
+    try:
+        doc = json.load(open(js))
+        lat = doc.get("latency_us") or {}
+        return doc["throughput"]["messages_per_second"], cpu, lat.get("p50"), lat.get("p99")
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def stop(p):
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def cell(server, client, n, d):
+    p, port = server()
+    try:
+        return client(port, n, d) if port else None
+    finally:
+        stop(p)
+
+
+def interval(ratios):
+    logs = [math.log(r) for r in ratios]
+    g = math.exp(statistics.mean(logs))
+    if len(logs) < 2:
+        return g, g, g
+    t = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23, 11: 2.20,
+         12: 2.18, 13: 2.16, 14: 2.14, 15: 2.13, 19: 2.09, 24: 2.06, 29: 2.05}
+    df = len(logs) - 1
+    tv = t.get(df) or next(v for k, v in sorted(t.items(), reverse=True) if k <= df)
+    h = tv * statistics.stdev(logs) / math.sqrt(len(logs))
+    return g, math.exp(statistics.mean(logs) - h), math.exp(statistics.mean(logs) + h)
+
+
+def verdict(lo, hi, lower_is_better=False):
+    if lower_is_better:
+        return "behind" if lo > 1 else "ahead" if hi < 1 else "level"
+    return "ahead" if lo > 1 else "behind" if hi < 1 else "level"
+
+
+if models:
+    unknown = [m for m in models if m not in TWINS and m != "prefork"]
+    if unknown:
+        sys.exit(f"--models: no C twin is known for {', '.join(unknown)} (known: {', '.join(sorted(TWINS))})")
+    plans = [(m, {"C " + m: (c_server(m), c_client), "c10k " + m: (c10k_server(m), c_client)}) for m in models]
+else:
+    plans = [("client", {"C pair": (c_server("epoll"), c_client), "c10k server": (c10k_server("epoll"), c_client),
+                         "C server + c10k load": (c_server("epoll"), c10k_client),
+                         "c10k pair": (c10k_server("epoll"), c10k_client)})]
+
+print(f"seed {SEED}, {ROUNDS} rounds per point, server CPU 0, client CPU 1, 64 B, {WARMUP:g} s warm-up, "
+      f"{MEASURE:g} s measured", flush=True)
+behind = []
+try:
+    for name, sides in plans:
+        if name == "prefork":
+            print("prefork: skipped (no C twin yet: a pre-forked pool's plainest C is not in bench/c)")
+            continue
+        if name in TWINS and TWINS[name][0] is None:
+            print(f"{name}: skipped ({TWINS[name][1]})")
+            continue
+        ref = next(iter(sides))
+        for n, d in GRID:
+            got = {k: [] for k in sides}
+            for _ in range(ROUNDS):
+                order = list(sides)
+                rng.shuffle(order)
+                for k in order:
+                    srv, cli = sides[k]
+                    got[k].append(cell(srv, cli, n, d))
+            base = statistics.median([g[0] for g in got[ref] if g] or [0])
+            print(f"{name} N={n} D={d}: {ref} {base:,.0f} msg/s", flush=True)
+            for k in sides:
+                if k == ref:
+                    continue
+                pairs = [(a[0] / b[0]) for a, b in zip(got[k], got[ref]) if a and b and a[0] > 0 and b[0] > 0]
+                if len(pairs) < 2:
+                    print(f"   {k:<22} no result in {ROUNDS - len(pairs)} of {ROUNDS} rounds")
+                    behind.append(f"{k} {n}:{d}")
+                    continue
+                g, lo, hi = interval(pairs)
+                # the client's CPU (wait4, warm-up included) over the messages of its run, where the client differs
+                span = WARMUP + MEASURE
+                cpu = [a[1] / (a[0] * span) * 1e6 for a in got[k] if a]
+                cpu_ref = [b[1] / (b[0] * span) * 1e6 for b in got[ref] if b]
+                cpus = (f"  client CPU/msg {statistics.median(cpu):.2f} µs (C client {statistics.median(cpu_ref):.2f})"
+                        if ("load" in k or "pair" in k) and cpu and cpu_ref else "")
+                v = verdict(lo, hi)
+                print(f"   {k:<22} {g:.2f}× [{lo:.2f}, {hi:.2f}] {v}{cpus}", flush=True)
+                if v == "behind":
+                    behind.append(f"{k} {n}:{d} {g:.2f}")
+                for q, col in (("p50", 2), ("p99", 3)):
+                    tp = [(a[col] / b[col]) for a, b in zip(got[k], got[ref]) if a and b and a[col] and b[col]]
+                    if len(tp) < 2:
+                        continue
+                    g2, lo2, hi2 = interval(tp)
+                    v2 = verdict(lo2, hi2, lower_is_better=True)
+                    mine = statistics.median([a[col] for a in got[k] if a and a[col]])
+                    theirs = statistics.median([b[col] for b in got[ref] if b and b[col]])
+                    print(f"   {'  ' + q:<22} {g2:.2f}× [{lo2:.2f}, {hi2:.2f}] {v2}  ({mine:,.0f} µs against "
+                          f"{theirs:,.0f})", flush=True)
+                    if tails and v2 == "behind":
+                        behind.append(f"{k} {q} {n}:{d} {g2:.2f}")
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+print("behind: " + (", ".join(behind) if behind else "none"))
+sys.exit(1 if behind else 0)

@@ -1,0 +1,84 @@
+//! `bench/grid.py` end to end: the C twins in `bench/c` build with the
+//! system compiler and serve, and the grid puts c10k's model beside each
+//! in paired rounds with its p50 and p99, at a tiny point (0.3 s measured:
+//! this checks the script and the twins, not their figures); a model
+//! without a twin is skipped with its reason, and one it does not know is
+//! refused in a line.
+
+use std::process::Command;
+
+use libtest_mimic::Failed;
+
+use crate::support::bin;
+
+tests![the_grid_puts_each_model_beside_its_c_twin];
+
+fn grid(args: &[&str]) -> Result<(Option<i32>, String, String), Failed> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/grid.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(bin())
+        .args(args)
+        .env("GRID_WARMUP", "0.2")
+        .env("GRID_MEASURE", "0.3")
+        .env("GRID_SEED", "7")
+        .output()
+        .map_err(|e| format!("python3 {script}: {e}"))?;
+    Ok((
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
+}
+
+fn the_grid_puts_each_model_beside_its_c_twin() -> Result<(), Failed> {
+    let (code, text, err) = grid(&["2", "20:1", "--models", "hybrid,epoll-workers,prefork"])?;
+    // 0: nothing behind; 1: something behind (a figure, not checked here).
+    if !matches!(code, Some(0 | 1)) {
+        return Err(format!("exit {code:?}: {text}{err}").into());
+    }
+    for m in ["hybrid", "epoll-workers"] {
+        let head = format!("{m} N=20 D=1: C {m} ");
+        let rate: f64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix(&head))
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|r| r.replace(',', "").parse().ok())
+            .ok_or_else(|| format!("no {head:?} row: {text}"))?;
+        if rate <= 0.0 {
+            return Err(format!("{m}'s twin echoed nothing: {text}").into());
+        }
+        let ours = format!("c10k {m}");
+        let row = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(&ours))
+            .ok_or_else(|| format!("no {ours} row: {text}"))?;
+        if !row.contains('×') || !["ahead", "level", "behind"].iter().any(|v| row.contains(v)) {
+            return Err(format!("{ours}: {row}").into());
+        }
+    }
+    for q in ["p50", "p99"] {
+        let rows = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with(q))
+            .count();
+        if rows != 2 {
+            return Err(format!("{rows} {q} rows, not 2: {text}").into());
+        }
+    }
+    if !text.contains("prefork: skipped (no C twin")
+        || !text
+            .trim_end()
+            .lines()
+            .last()
+            .is_some_and(|l| l.starts_with("behind: "))
+    {
+        return Err(format!("prefork or the last line: {text}").into());
+    }
+    // A model it has no twin for: one line, before anything runs.
+    let (code, text, err) = grid(&["2", "20:1", "--models", "nosuch"])?;
+    if code != Some(1) || !err.contains("no C twin is known for nosuch") || !text.is_empty() {
+        return Err(format!("nosuch: exit {code:?}: {text}{err}").into());
+    }
+    Ok(())
+}
