@@ -84,8 +84,10 @@ pub struct Tuned {
 }
 
 /// With `--slo`, the climb's setting against the run's defaults at the
-/// target: each one's capacity search ([`crate::analysis::capacity`]) in
-/// the same rounds, its highest rate held and lowest missed.
+/// target: its capacity search's highest rate held and lowest missed
+/// ([`crate::analysis::capacity`]), and the defaults at the rate it held:
+/// held there (`defaults_held`), missed (`defaults_missed`), or neither,
+/// undecided.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AtTarget {
     /// The targets, in words (`p99 ≤ 5 ms beyond the work`).
@@ -103,28 +105,13 @@ pub struct AtTarget {
     pub stopped: Option<String>,
 }
 
-/// How the climb's setting compared with the defaults at the target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AtTargetCall {
-    /// It held a rate the defaults missed.
-    Holds,
-    /// The defaults held a rate it missed.
-    Misses,
-    /// Neither held a rate the other missed.
-    Undecided,
-}
-
 impl AtTarget {
-    pub fn call(&self) -> AtTargetCall {
-        let beats =
-            |held: Option<f64>, missed: Option<f64>| held.zip(missed).is_some_and(|(h, m)| m <= h);
-        if beats(self.found_held, self.defaults_missed) {
-            AtTargetCall::Holds
-        } else if beats(self.defaults_held, self.found_missed) {
-            AtTargetCall::Misses
-        } else {
-            AtTargetCall::Undecided
-        }
+    /// Whether the setting found held a rate at the target the defaults
+    /// missed.
+    pub fn holds(&self) -> bool {
+        self.found_held
+            .zip(self.defaults_missed)
+            .is_some_and(|(h, m)| m <= h)
     }
 }
 

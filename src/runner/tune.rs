@@ -32,7 +32,7 @@ use crate::present::units::{format_count, seconds};
 use crate::results::cell::{CellResult, Status};
 use crate::results::dir::{self as results, RunData};
 use crate::results::matrix::{profiles, round_order, CellSpec, RunPlan, Variant};
-use crate::results::tune::{AtTarget, AtTargetCall, Chosen, Tried, Tuned};
+use crate::results::tune::{AtTarget, Chosen, Tried, Tuned};
 use crate::server::knobs::{self, Knob, Values};
 use crate::server::work::{Kind, Profile};
 
@@ -751,43 +751,42 @@ impl Slots {
 /// Keeps the climb's setting in `tuned` only when `at` shows it held a
 /// rate at the target its defaults missed; else the defaults, and why.
 fn settle_at_target(tuned: &mut Tuned, at: AtTarget) {
-    let rate =
-        |v: Option<f64>| v.map_or_else(|| "none".to_string(), |v| format!("{}/s", format_count(v)));
-    let found = format!(
-        "{} held {} and missed {}",
-        at.found,
-        rate(at.found_held),
-        rate(at.found_missed)
-    );
-    let defaults = format!(
-        "the defaults ({}) held {} and missed {}",
-        tuned.defaults,
-        rate(at.defaults_held),
-        rate(at.defaults_missed)
-    );
-    match at.call() {
-        AtTargetCall::Holds => {
-            tuned.why = format!("{}; at {}, {found}, {defaults}", tuned.why, at.target);
+    let rate = |v: f64| format!("{}/s", format_count(v));
+    let found = match (at.found_held, at.found_missed) {
+        (Some(h), Some(m)) => format!("{} held {} (missed {})", at.found, rate(h), rate(m)),
+        (Some(h), None) => format!("{} held {}", at.found, rate(h)),
+        (None, _) => format!("{} held no rate, decided", at.found),
+    };
+    let defaults = match (at.found_held, at.defaults_held, at.defaults_missed) {
+        (None, ..) => format!("the defaults ({}) were not measured", tuned.defaults),
+        (Some(h), _, Some(_)) => format!("the defaults ({}) missed {}", tuned.defaults, rate(h)),
+        (Some(h), Some(_), None) => {
+            format!("the defaults ({}) held {} too", tuned.defaults, rate(h))
         }
-        call => {
-            tuned.why = format!(
-                "defaults ({}): {} was faster in a closed loop ({}), but at {} {found}, {defaults}: {}",
-                tuned.defaults,
-                at.found,
-                tuned.ratio.map_or_else(|| "–".into(), |r| format!("{}×", crate::present::units::sig3(r))),
-                at.target,
-                match (call, &at.stopped) {
-                    (AtTargetCall::Misses, _) => "the defaults carry more at the target".to_string(),
-                    (_, Some(s)) => format!(
-                        "not shown to carry more at the target before {s} ({} slots)",
-                        at.slots
-                    ),
-                    _ => "not shown to carry more at the target".to_string(),
-                }
-            );
-            tuned.args.clear();
-            tuned.kept = "defaults".into();
-        }
+        (Some(h), None, None) => format!(
+            "the defaults ({}) were not decided at {}",
+            tuned.defaults,
+            rate(h)
+        ),
+    };
+    if at.holds() {
+        tuned.why = format!("{}; at {}, {found}, {defaults}", tuned.why, at.target);
+    } else {
+        tuned.why = format!(
+            "defaults ({}): {} was faster in a closed loop ({}), but at {} {found} and {defaults}: not shown to carry more at the target{}",
+            tuned.defaults,
+            at.found,
+            tuned.ratio.map_or_else(
+                || "–".into(),
+                |r| format!("{}×", crate::present::units::sig3(r))
+            ),
+            at.target,
+            at.stopped
+                .as_ref()
+                .map_or_else(String::new, |s| format!(" before {s} ({} slots)", at.slots)),
+        );
+        tuned.args.clear();
+        tuned.kept = "defaults".into();
     }
     tuned.at_target = Some(at);
 }
