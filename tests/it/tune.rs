@@ -36,12 +36,7 @@ fn a_pool_is_sized_for_blocking_work_and_the_matrix_runs_with_it() -> Result<(),
         "--out",
         &out_text,
     ])?;
-    if r.code != Some(0) {
-        return Err(format!("exit {:?}: {}", r.code, r.stderr).into());
-    }
-    let dir = results_dir(&out)?;
-    let plan: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("plan.json"))?)?;
+    let (dir, plan) = finished(&r, &out)?;
     let tuned = plan["tuned"].as_array().ok_or("plan.json has no tuned")?;
     let of = |m: &str| {
         tuned
@@ -140,12 +135,7 @@ fn with_a_target_the_setting_kept_held_more_at_it() -> Result<(), Failed> {
         "--out",
         &out_text,
     ])?;
-    if r.code != Some(0) {
-        return Err(format!("exit {:?}: {}", r.code, r.stderr).into());
-    }
-    let dir = results_dir(&out)?;
-    let plan: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("plan.json"))?)?;
+    let (dir, plan) = finished(&r, &out)?;
     let h = plan["tuned"]
         .as_array()
         .and_then(|t| t.iter().find(|t| t["model"] == "hybrid"))
@@ -188,6 +178,19 @@ fn with_a_target_the_setting_kept_held_more_at_it() -> Result<(), Failed> {
     }
     let _ = std::fs::remove_dir_all(&out);
     Ok(())
+}
+
+/// A run that exited 0: its results directory and its plan.json.
+fn finished(
+    r: &crate::support::Ran,
+    out: &std::path::Path,
+) -> Result<(std::path::PathBuf, serde_json::Value), Failed> {
+    if r.code != Some(0) {
+        return Err(format!("exit {:?}: {}", r.code, r.stderr).into());
+    }
+    let dir = results_dir(out)?;
+    let plan = serde_json::from_str(&std::fs::read_to_string(dir.join("plan.json"))?)?;
+    Ok((dir, plan))
 }
 
 fn bad_tune_inputs_are_refused_in_one_line() -> Result<(), Failed> {
