@@ -258,13 +258,34 @@ async fn serve_conn(stream: TcpStream, buffer: usize, stats: &'static Stats, wor
 }
 
 /// The std `Read`/`Write` face of a tokio socket that [`Conn`] needs:
-/// `try_read`/`try_write` never wait, and report `WouldBlock` (clearing
+/// reads and writes never wait, and report `WouldBlock` (clearing
 /// tokio's readiness) when the socket is not ready.
 struct Sock<'a>(&'a TcpStream);
 
 impl Read for Sock<'_> {
+    /// A read that fills less than `buf` has emptied the socket, so it
+    /// clears tokio's readiness as tokio's own `AsyncRead` does on epoll:
+    /// the reads to empty that follow it return `WouldBlock` without a
+    /// system call, until the driver sees new bytes. (With `try_read`
+    /// every echo paid a second `recvfrom` that found nothing: 3 system
+    /// calls a message against tokio's own echo loop's 2.)
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.0.try_read(buf)
+        let want = buf.len();
+        let mut short = None;
+        let got = self.0.try_io(Interest::READABLE, || {
+            let n = rustix::io::read(self.0, &mut *buf)?;
+            if n > 0 && n < want {
+                // Kept, and reported below: the error only clears the
+                // readiness.
+                short = Some(n);
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            Ok(n)
+        });
+        match (got, short) {
+            (_, Some(n)) => Ok(n),
+            (r, None) => r,
+        }
     }
 }
 
