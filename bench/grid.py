@@ -17,8 +17,11 @@ Server grid: every round runs the C client (epcli) against the C twin of model M
   hybrid                        hybrid.c 1    a poll loop handing ready sockets to a pthread pool of 1 (c10k's
                                               default on one CPU: a pool thread per server CPU)
   epoll-workers                 epwork.c 1    an epoll per thread, each its own SO_REUSEPORT listener (1 on one CPU)
+  prefork                       prefork.c     N+8 processes blocking in accept, one connection each at a time
+                                              (c10k's side gets --workers N+8, as `c10k run` sizes it)
   tokio                         examples/tokio_echo.rs under taskset -c 0 (one worker, as --cpus 0 gives c10k's)
-A model without a twin, or whose twin cannot be built here, is skipped with the reason, never given a number.
+A model whose twin cannot be built here is skipped with the reason, never given a number; one without a twin
+(busy, sigio) is refused.
 
 Server on CPU 0, client on CPU 1, 64 B messages, 1 s warm-up, 4 s measured (GRID_WARMUP and GRID_MEASURE
 change them, in seconds); the order inside each round is
@@ -88,6 +91,7 @@ URSRV, URSRV_WHY = build("ursrv", "-luring")
 if not URSRV:
     URSRV_WHY = "the C twin needs liburing-dev (apt-get install liburing-dev)"
 HYBRID, HYBRID_WHY = build("hybrid", "-lpthread")
+PREFORK, PREFORK_WHY = build("prefork")
 EPWORK, EPWORK_WHY = build("epwork", "-lpthread")
 
 
@@ -119,11 +123,14 @@ def wait_listening(port, proc, limit=5.0):
 
 
 # Each model's C twin: the command that serves PORT on CPU 0 for at most 60 s, or (None, why).
+# {workers}: a pool of processes that each serve one connection at a time gets one per connection and 8
+# spare, as `c10k run` sizes prefork; c10k's side gets the same --workers.
 TWINS = {
     "epoll": ([EPSRV, "{port}", "lt", "0", "0", "60"], None),
     "uring": ([URSRV, "{port}", "0", "1", "60"], URSRV_WHY) if URSRV else (None, URSRV_WHY),
     "hybrid": ([HYBRID, "{port}", "0", "1", "60"], None) if HYBRID else (None, HYBRID_WHY),
     "epoll-workers": ([EPWORK, "{port}", "0", "1", "60"], None) if EPWORK else (None, EPWORK_WHY),
+    "prefork": ([PREFORK, "{port}", "0", "{workers}", "60"], None) if PREFORK else (None, PREFORK_WHY),
     "tokio": (["taskset", "-c", "0", TOKIO_ECHO, "{port}"], None) if os.path.exists(TOKIO_ECHO) else
              (None, f"{TOKIO_ECHO} is missing: cargo build --release --example tokio_echo"),
 }
@@ -131,18 +138,23 @@ for m in ("threads", "fork", "select", "poll"):
     TWINS[m] = ([REFSRV, m, "{port}", "0", "60"], None)
 
 
+def workers(n):
+    return str(n + 8)
+
+
 def c_server(model):
-    def start():
+    def start(n):
         port = free_port()
-        cmd = [a.replace("{port}", str(port)) for a in TWINS[model][0]]
+        cmd = [a.replace("{port}", str(port)).replace("{workers}", workers(n)) for a in TWINS[model][0]]
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return p, (port if wait_listening(port, p) else None)
     return start
 
 
 def c10k_server(model):
-    def start():
-        p = subprocess.Popen([BIN, "serve", "--model", model, "--cpus", "0"], stdout=subprocess.PIPE,
+    def start(n):
+        pool = ["--workers", workers(n)] if model == "prefork" else []
+        p = subprocess.Popen([BIN, "serve", "--model", model, "--cpus", "0", *pool], stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, text=True)
         line = p.stdout.readline()
         return p, (int(line.split()[1].rsplit(":", 1)[1]) if line.startswith("READY") else None)
@@ -194,7 +206,7 @@ def stop(p):
 
 
 def cell(server, client, n, d):
-    p, port = server()
+    p, port = server(n)
     try:
         return client(port, n, d) if port else None
     finally:
@@ -221,7 +233,7 @@ def verdict(lo, hi, lower_is_better=False):
 
 
 if models:
-    unknown = [m for m in models if m not in TWINS and m != "prefork"]
+    unknown = [m for m in models if m not in TWINS]
     if unknown:
         sys.exit(f"--models: no C twin is known for {', '.join(unknown)} (known: {', '.join(sorted(TWINS))})")
     plans = [(m, {"C " + m: (c_server(m), c_client), "c10k " + m: (c10k_server(m), c_client)}) for m in models]
@@ -235,9 +247,6 @@ print(f"seed {SEED}, {ROUNDS} rounds per point, server CPU 0, client CPU 1, 64 B
 behind = []
 try:
     for name, sides in plans:
-        if name == "prefork":
-            print("prefork: skipped (no C twin yet: a pre-forked pool's plainest C is not in bench/c)")
-            continue
         if name in TWINS and TWINS[name][0] is None:
             print(f"{name}: skipped ({TWINS[name][1]})")
             continue

@@ -83,3 +83,14 @@ static __attribute__((unused)) int echo_once(int fd, char *buf) {
     return 1;
 }
 
+
+// The echo of the blocking models (refsrv's threads and fork, prefork): read and write back until the peer
+// is done, then close.
+static __attribute__((unused)) void echo_blocking(int fd) {
+    static __thread char buf[BS];
+    for (;;) {
+        ssize_t r = read(fd, buf, sizeof buf);
+        if (r <= 0 || writen(fd, buf, r)) break;
+    }
+    close(fd);
+}

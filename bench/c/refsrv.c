@@ -11,14 +11,6 @@
 #include <pthread.h>
 #include <sys/select.h>
 
-static void echo_blocking(int fd) {
-    static __thread char buf[BS];
-    for (;;) {
-        ssize_t r = read(fd, buf, sizeof buf);
-        if (r <= 0 || writen(fd, buf, r)) break;
-    }
-    close(fd);
-}
 static void *thread_main(void *p) { echo_blocking((int)(intptr_t)p); return NULL; }
 
 int main(int argc, char **argv) {
