@@ -324,7 +324,10 @@ fn a_foreign_server_gets_its_curve_and_no_bound() -> Result<(), Failed> {
             "-c",
             "10",
             "--slo",
-            "p99=5ms",
+            // Well above the machine's round trip: the tests beside this
+            // one load both CPUs, and 5 ms was once refused as below what
+            // the loaded machine allows (its p99 round trip read 5.06 ms).
+            "p99=50ms",
             "--budget",
             "60s",
             "--no-report",
