@@ -205,10 +205,34 @@ def stop(p):
             p.wait()
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def monitor_cpu():
+    """CPU seconds the host's DAMON threads (kdamond) have used so far, or None where there are none:
+    the monitor checks a page by visiting every process that maps it, so it costs more beside a server
+    whose many processes map many pages (the fork family)."""
+    total, found = 0, False
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                st = f.read()
+        except OSError:
+            continue
+        if st[st.index("(") + 1:st.rindex(")")].startswith("kdamond"):
+            fields = st[st.rindex(")") + 2:].split()
+            total, found = total + int(fields[11]) + int(fields[12]), True
+    return total / TICK if found else None
+
+
 def cell(server, client, n, d):
+    """The client's figures and the host monitor's CPU seconds over the cell (None: no monitor)."""
     p, port = server(n)
     try:
-        return client(port, n, d) if port else None
+        before = monitor_cpu()
+        got = client(port, n, d) if port else None
+        after = monitor_cpu()
+        return got, (after - before if before is not None and after is not None else None)
     finally:
         stop(p)
 
@@ -253,14 +277,21 @@ try:
         ref = next(iter(sides))
         for n, d in GRID:
             got = {k: [] for k in sides}
+            monitor = {k: [] for k in sides}
             for _ in range(ROUNDS):
                 order = list(sides)
                 rng.shuffle(order)
                 for k in order:
                     srv, cli = sides[k]
-                    got[k].append(cell(srv, cli, n, d))
+                    figures, mon = cell(srv, cli, n, d)
+                    got[k].append(figures)
+                    if mon is not None:
+                        monitor[k].append(mon)
             base = statistics.median([g[0] for g in got[ref] if g] or [0])
             print(f"{name} N={n} D={d}: {ref} {base:,.0f} msg/s", flush=True)
+            if all(monitor.values()):
+                print("   the host's DAMON (kdamond) CPU per cell, median: " +
+                      ", ".join(f"{k} {statistics.median(v):.2f} s" for k, v in monitor.items()), flush=True)
             for k in sides:
                 if k == ref:
                     continue

@@ -94,11 +94,14 @@ pub(crate) fn wait_for_listener(
         return Ok(None);
     }
     let open = gate.is_open();
-    let mut fds = vec![pollset::pollfd(ctx.shutdown.fd().as_raw_fd(), POLLIN)];
-    if open {
-        fds.push(pollset::pollfd(listener.as_raw_fd(), POLLIN));
-    }
-    match pollset::poll(&mut fds, gate.timeout()) {
+    // On the stack: the fork family's parent writes no heap between two
+    // forks (see `children`).
+    let mut fds = [
+        pollset::pollfd(ctx.shutdown.fd().as_raw_fd(), POLLIN),
+        pollset::pollfd(listener.as_raw_fd(), POLLIN),
+    ];
+    let watched = if open { 2 } else { 1 };
+    match pollset::poll(&mut fds[..watched], gate.timeout()) {
         Ok(_) => {}
         Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
         Err(e) => return Err(e),

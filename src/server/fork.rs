@@ -16,10 +16,13 @@
 //! a wait4. In return, connections are isolated: a crash takes down one.
 //! Where the host's DAMON watches physical memory, each child also costs
 //! the monitor: it checks a page by visiting every process that maps it,
-//! and every child maps all its parent's pages (this program's 6 MB image
-//! among them, where the plainest C fork server's is 17 KB), so its CPU
-//! grows with the children ([`crate::env::damon`]; `c10k run` warns from
-//! 5,000 connections).
+//! and every child maps its parent's pages, so its CPU grows with the
+//! children ([`crate::env::damon`]; `c10k run` warns from 5,000
+//! connections), for the plainest C fork server as for this one. What
+//! made this one pay more was the parent's memory written between two
+//! forks: each such page leaves a copy in every child, filed under the
+//! parent; the parent now writes no heap there and each child takes its
+//! own stack pages ([`super::children`]).
 //!
 //! Counting: the parent calls `opened` when it accepts (in `admit`). A child
 //! that finishes its connection calls `closed` itself, before its socket

@@ -16,13 +16,18 @@ pub enum Forked {
     Child,
 }
 
-/// Number of threads in this process, from /proc/self/status, read into a
-/// stack buffer: [`fork`] asks before every fork, and the fork models'
-/// parent should write no heap per child (see `server::children`).
+/// Number of threads in this process: field 20 of /proc/self/stat, read
+/// into a small stack buffer. [`fork`] asks before every fork, so the fork
+/// models' parent must write as little memory as it can between two forks:
+/// every page it writes then is a page each child keeps a copy of, and the
+/// host's DAMON checks each such copy by visiting every child (see
+/// `server::children`).
 pub(crate) fn thread_count() -> io::Result<usize> {
     use std::io::Read as _;
-    let mut buf = [0u8; 4096];
-    let mut file = std::fs::File::open("/proc/self/status")?;
+    // The line is pid, (comm: at most 16 bytes, any characters), then
+    // numbers: 50 fields of at most 20 digits fit in far less than this.
+    let mut buf = [0u8; 512];
+    let mut file = std::fs::File::open("/proc/self/stat")?;
     let mut len = 0;
     while len < buf.len() {
         match file.read(&mut buf[len..])? {
@@ -30,11 +35,15 @@ pub(crate) fn thread_count() -> io::Result<usize> {
             n => len += n,
         }
     }
-    std::str::from_utf8(&buf[..len])
-        .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Threads:")))
-        .and_then(|v| v.trim().parse().ok())
-        .ok_or_else(|| io::Error::other("no Threads: line in /proc/self/status"))
+    let line = &buf[..len];
+    // Fields after the command's closing parenthesis: state is field 3, so
+    // num_threads (field 20) is the 18th of them.
+    line.iter()
+        .rposition(|&b| b == b')')
+        .and_then(|i| std::str::from_utf8(&line[i + 1..]).ok())
+        .and_then(|rest| rest.split_ascii_whitespace().nth(17))
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| io::Error::other("no thread count in /proc/self/stat"))
 }
 
 /// The pids of this process's children, live or exited but not yet reaped,
@@ -274,6 +283,24 @@ pub(crate) fn tie_to_parent(cmd: &mut std::process::Command) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_thread_count_is_the_kernels() {
+        // The harness's threads come and go: count ours while it holds
+        // still, with a thread of our own parked on a channel.
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let parked = std::thread::spawn(move || rx.recv().ok());
+        let tasks = std::fs::read_dir("/proc/self/task").unwrap().count();
+        let counted = super::thread_count().unwrap();
+        drop(tx);
+        parked.join().unwrap();
+        // Another test's thread may start or end between the two reads.
+        assert!(counted >= 2, "{counted} threads, with ours parked");
+        assert!(
+            counted.abs_diff(tasks) <= 8,
+            "{counted} against {tasks} in /proc/self/task"
+        );
+    }
     use std::process::Command;
 
     use super::*;
