@@ -32,10 +32,12 @@ cancels. Beside each throughput row, a p50 and a p99 row: the client's round tri
 (lower is better: behind when the interval lies above 1). A row prints the geometric mean of those ratios
 with its 95 % interval (Student t over log ratios), the client CPU per message beside the rate where the
 client differs, and a verdict: ahead (the interval lies on the better side of 1), level (it holds 1),
-behind. Exit 0 when nothing is behind. Traffic goes to 127.0.0.1 only; every server it starts is stopped,
+behind. Where the host runs DAMON (kdamond threads), each point also prints the monitor's CPU seconds per cell
+for each side, median: it checks a page by visiting every process that maps it, so a server of many processes
+pays for it in its own figures (the fork family at thousands of connections). Exit 0 when nothing is behind. Traffic goes to 127.0.0.1 only; every server it starts is stopped,
 and every C server exits by itself after 60 s.
 """
-import json, math, os, random, re, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
+import json, math, os, random, re, select, shutil, signal, socket, statistics, subprocess, sys, tempfile, threading, time
 
 HERE = os.path.join(os.path.dirname(os.path.realpath(__file__)), "c")
 args = sys.argv[1:]
@@ -142,12 +144,35 @@ def workers(n):
     return str(n + 8)
 
 
+def said_ready(p, limit=10.0):
+    """Whether p printed its ready line (every twin prints one once its setup is done, prefork's after its
+    last fork) within limit seconds; what it prints after is read and dropped, so it never blocks on a pipe.
+    c10k's side is measured from its READY line, which it prints at the same point: measuring one side
+    from its first accepted connection instead measured prefork's C twin before its pool was formed, when
+    either side served 1,000 connections at up to twice the rate it had seconds later (not explained)."""
+    end = time.time() + limit
+    buf = b""
+    while time.time() < end and p.poll() is None:
+        ready, _, _ = select.select([p.stdout], [], [], 0.1)
+        if not ready:
+            continue
+        chunk = os.read(p.stdout.fileno(), 4096)
+        if not chunk:
+            return False
+        buf += chunk
+        if b"ready" in buf.lower():
+            threading.Thread(target=lambda: [None for _ in iter(lambda: os.read(p.stdout.fileno(), 4096), b"")],
+                             daemon=True).start()
+            return True
+    return False
+
+
 def c_server(model):
     def start(n):
         port = free_port()
         cmd = [a.replace("{port}", str(port)).replace("{workers}", workers(n)) for a in TWINS[model][0]]
-        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return p, (port if wait_listening(port, p) else None)
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        return p, (port if said_ready(p) and wait_listening(port, p) else None)
     return start
 
 

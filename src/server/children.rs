@@ -126,7 +126,7 @@ const STACK_TAKEN: usize = 12 << 10;
 /// under the parent, so whoever checks it (the host's DAMON, reclaim)
 /// visits every child forked since, 10,000 at 10,000 connections. Written
 /// by the child, the page moves to the child. Measured at 10,000
-/// connections, fork 1:1 (docs/results/2026-11-29-fork-family.md): the
+/// connections, fork 1:1 (docs/results/2026-11-28-fork-family.md): the
 /// monitor's CPU per cell fell from 1.3 to 1.5 s to 0.3 to 0.7 s, the plain
 /// C server's 0.4 to 0.9 s, and its time in the children's pages from
 /// three quarters of it to under 5 %. Cost: the stack pages the child
