@@ -296,6 +296,13 @@ impl Search {
         }
     }
 
+    /// What a slot at `rate` takes on the clock: its warm-up, its measured
+    /// seconds ([`Search::slot_seconds`]) and [`SLOT_OVERHEAD`]. Every
+    /// budget of a search counts its slots this one way.
+    pub fn slot_wall_seconds(&self, rate: f64, cost: bool, warmup: f64) -> f64 {
+        self.slot_seconds(rate, cost) + warmup + SLOT_OVERHEAD
+    }
+
     /// The targets in seconds under `work`, in the order of `slo`.
     pub fn targets_under(&self, work: Option<&Profile>) -> Vec<f64> {
         self.slo
@@ -351,6 +358,10 @@ impl Search {
 
 /// The longest measured part of a cost round's slot, seconds.
 pub const COST_MEASURED: f64 = 0.5;
+
+/// Seconds a slot takes on the clock beside its warm-up and measured ones:
+/// sampling the servers at both ends and handing the load over.
+pub const SLOT_OVERHEAD: f64 = 0.1;
 
 /// A rate rounded to 3 significant digits: the search's rates, so that a
 /// rate measured again is the same number.

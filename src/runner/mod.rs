@@ -423,14 +423,13 @@ fn capacity_round(
     let Some(search) = data.plan.capacity.as_ref() else {
         return Ok(Vec::new());
     };
-    // What the round will take: each slot's warm-up and window, and a
-    // tenth of a second of sampling and hand-over each.
+    // What the round will take on the clock.
     let warmup = data.plan.slots.map_or(0.0, |s| s.warmup_seconds);
     let round_seconds = |cells: &[crate::results::matrix::CellSpec]| -> f64 {
         cells
             .iter()
             .filter_map(|c| c.offered)
-            .map(|o| search.slot_seconds(o.rate as f64, o.cost_round.is_some()) + warmup + 0.1)
+            .map(|o| search.slot_wall_seconds(o.rate as f64, o.cost_round.is_some(), warmup))
             .sum()
     };
     let cost_note = |cells: &[crate::results::matrix::CellSpec]| {
@@ -445,7 +444,7 @@ fn capacity_round(
     let cost = round_seconds(&cells);
     // A search leaves the cost phase its rounds.
     let reserve = if searching {
-        let each = crate::results::slo::COST_MEASURED + warmup + 0.1;
+        let each = crate::results::slo::COST_MEASURED + warmup + crate::results::slo::SLOT_OVERHEAD;
         search.cost_rounds as f64 * data.plan.models.len() as f64 * each
     } else {
         0.0

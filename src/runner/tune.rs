@@ -279,7 +279,7 @@ fn check_seconds(plan: &RunPlan, job: &Job) -> f64 {
     if job.ladders.is_empty() {
         return 0.0;
     }
-    let slot = search.slot_seconds(search.start_rate, false) + slots.warmup_seconds + 0.1;
+    let slot = search.slot_wall_seconds(search.start_rate, false, slots.warmup_seconds);
     CHECK_SLOTS as f64 * slot
 }
 
@@ -553,18 +553,17 @@ fn one(plan: &RunPlan, dir: &Path, job: &Job, share: f64) -> anyhow::Result<Opti
             format_count(job.connections as f64),
             tuned.kept
         );
-        let Some(mut at) = at_target(
+        let Some(at) = at_target(
             &sub,
             plan,
             dir,
             job,
-            &names,
+            (&names, &tuned.kept),
             share - t0.elapsed().as_secs_f64(),
         )?
         else {
             return Ok(None);
         };
-        at.found = tuned.kept.clone();
         settle_at_target(&mut tuned, at);
     }
     tuned.seconds = t0.elapsed().as_secs_f64();
@@ -584,13 +583,14 @@ const CHECK_SLOTS: usize = 26;
 /// rate is decided for them (a pool a tenth the size misses it in one
 /// slot, saturated; a second whole search of the defaults near their own
 /// target spends its slots on rates the verdict does not need). Within
-/// `seconds_left`; `None` when Ctrl-C stopped it.
+/// `seconds_left`; `None` when Ctrl-C stopped it. `found` is the
+/// setting in words, as the result names it.
 fn at_target(
     sub: &RunPlan,
     plan: &RunPlan,
     dir: &Path,
     job: &Job,
-    names: &[String; 2],
+    (names, found): (&[String; 2], &str),
     seconds_left: f64,
 ) -> anyhow::Result<Option<AtTarget>> {
     use crate::analysis::capacity::{self as cap, Call};
@@ -670,7 +670,7 @@ fn at_target(
     }
     Ok(Some(AtTarget {
         target: search.slo.describe(),
-        found: String::new(),
+        found: found.to_string(),
         found_held,
         found_missed,
         defaults_held,
@@ -729,7 +729,7 @@ impl Slots {
                 let need: f64 = cells
                     .iter()
                     .filter_map(|c| c.offered)
-                    .map(|o| search.slot_seconds(o.rate as f64, false) + warmup + 0.1)
+                    .map(|o| search.slot_wall_seconds(o.rate as f64, false, warmup))
                     .sum();
                 if !cells.is_empty() && me.t0.elapsed().as_secs_f64() + need > me.seconds_left {
                     me.stopped = Some(format!(

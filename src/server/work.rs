@@ -318,9 +318,7 @@ impl Capacity {
             }),
         }
     }
-}
 
-impl Capacity {
     /// This capacity with the pool sizes `flags` set (`serve`'s
     /// `--workers N`, which every model with a pool counts its handlers
     /// by, and `--blocking-threads N`), as `--tune` or a sized preset adds
