@@ -34,7 +34,10 @@ with its 95 % interval (Student t over log ratios), the client CPU per message b
 client differs, and a verdict: ahead (the interval lies on the better side of 1), level (it holds 1),
 behind. Where the host runs DAMON (kdamond threads), each point also prints the monitor's CPU seconds per cell
 for each side, median: it checks a page by visiting every process that maps it, so a server of many processes
-pays for it in its own figures (the fork family at thousands of connections). Exit 0 when nothing is behind. Traffic goes to 127.0.0.1 only; every server it starts is stopped,
+pays for it in its own figures (the fork family at thousands of connections). Where a server had not yet
+accepted every connection when the measured window opened or closed, the point also prints how many were still
+in its accept queue, median per side: such a server served fewer than N, and its figures are those of fewer
+connections (a thread per connection on one CPU at 1,000). Exit 0 when nothing is behind. Traffic goes to 127.0.0.1 only; every server it starts is stopped,
 and every C server exits by itself after 60 s.
 """
 import json, math, os, random, re, select, shutil, signal, socket, statistics, subprocess, sys, tempfile, threading, time
@@ -250,14 +253,48 @@ def monitor_cpu():
     return total / TICK if found else None
 
 
+def unaccepted(port):
+    """Connections the kernel has completed on 127.0.0.1:port that the server has not yet accepted (a
+    listening socket's rx_queue in /proc/net/tcp is its accept queue), or None when it is not listening."""
+    key = f"0100007F:{port:04X}"
+    try:
+        with open("/proc/net/tcp") as f:
+            for line in f:
+                cols = line.split()
+                if len(cols) > 4 and cols[1] == key and cols[3] == "0A":
+                    return int(cols[4].split(":")[1], 16)
+    except OSError:
+        pass
+    return None
+
+
+def backlog_at_window(port, out, stop_early):
+    """Fills out with the accept queue as the client's measured window opens and as it closes: a server
+    that has not accepted every connection by then serves fewer than the point's N (a thread per
+    connection on one CPU accepts slowly under load), and which side accepted more changes its figures."""
+    start = time.monotonic()
+    for at in (WARMUP + 0.1, WARMUP + MEASURE - 0.1):
+        if stop_early.wait(max(0.0, start + at - time.monotonic())):
+            return
+        out.append(unaccepted(port))
+
+
 def cell(server, client, n, d):
-    """The client's figures and the host monitor's CPU seconds over the cell (None: no monitor)."""
+    """The client's figures, the host monitor's CPU seconds over the cell (None: no monitor), and the
+    connections not yet accepted when the window opened and closed."""
     p, port = server(n)
     try:
         before = monitor_cpu()
+        queue, done = [], threading.Event()
+        sampler = threading.Thread(target=backlog_at_window, args=(port, queue, done), daemon=True)
+        if port:
+            sampler.start()
         got = client(port, n, d) if port else None
+        done.set()
+        if port:
+            sampler.join()
         after = monitor_cpu()
-        return got, (after - before if before is not None and after is not None else None)
+        return got, (after - before if before is not None and after is not None else None), queue
     finally:
         stop(p)
 
@@ -303,13 +340,16 @@ try:
         for n, d in GRID:
             got = {k: [] for k in sides}
             monitor = {k: [] for k in sides}
+            queued = {k: [] for k in sides}
             for _ in range(ROUNDS):
                 order = list(sides)
                 rng.shuffle(order)
                 for k in order:
                     srv, cli = sides[k]
-                    figures, mon = cell(srv, cli, n, d)
+                    figures, mon, queue = cell(srv, cli, n, d)
                     got[k].append(figures)
+                    if len(queue) == 2 and None not in queue:
+                        queued[k].append(queue)
                     if mon is not None:
                         monitor[k].append(mon)
             base = statistics.median([g[0] for g in got[ref] if g] or [0])
@@ -317,6 +357,10 @@ try:
             if all(monitor.values()):
                 print("   the host's DAMON (kdamond) CPU per cell, median: " +
                       ", ".join(f"{k} {statistics.median(v):.2f} s" for k, v in monitor.items()), flush=True)
+            if any(q[0] or q[1] for v in queued.values() for q in v):
+                print("   not yet accepted when the window opened → closed, median: " +
+                      ", ".join(f"{k} {statistics.median(q[0] for q in v):,.0f} → {statistics.median(q[1] for q in v):,.0f}"
+                                for k, v in queued.items() if v) + f" of {n}", flush=True)
             for k in sides:
                 if k == ref:
                     continue
