@@ -4,6 +4,8 @@
   bench/grid.py BIN [ROUNDS] [N:D ...]                      the client grid (default)
   bench/grid.py BIN [ROUNDS] [N:D ...] --models M1,M2,...   the server grid, one model at a time
   --tails       a p50 or p99 that is behind counts as behind (their rows print in any case)
+  --also FLAGS  the server grid adds, in the same rounds, c10k's model started with these `c10k serve` flags
+                too (e.g. --also "--ring-recv once"): an A/B of a setting, each side against the same C twin
 
 BIN is c10k (target/release/c10k). ROUNDS defaults to 5, the points to 100:1 100:16 1000:1.
 
@@ -47,12 +49,21 @@ args = sys.argv[1:]
 models = None
 tails = "--tails" in args
 args = [a for a in args if a != "--tails"]
+also = []
+if "--also" in args:
+    i = args.index("--also")
+    if i + 1 >= len(args):
+        sys.exit('--also needs c10k serve flags, e.g. --also "--ring-recv once"')
+    also = args[i + 1].split()
+    del args[i:i + 2]
 if "--models" in args:
     i = args.index("--models")
     if i + 1 >= len(args):
         sys.exit("--models needs a list, e.g. --models hybrid,epoll-workers")
     models = args[i + 1].split(",")
     del args[i:i + 2]
+if also and not models:
+    sys.exit("--also adds a side to the server grid: give --models too")
 if not args:
     print(__doc__)
     sys.exit(2)
@@ -179,10 +190,10 @@ def c_server(model):
     return start
 
 
-def c10k_server(model):
+def c10k_server(model, extra=()):
     def start(n):
         pool = ["--workers", workers(n)] if model == "prefork" else []
-        p = subprocess.Popen([BIN, "serve", "--model", model, "--cpus", "0", *pool], stdout=subprocess.PIPE,
+        p = subprocess.Popen([BIN, "serve", "--model", model, "--cpus", "0", *pool, *extra], stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, text=True)
         line = p.stdout.readline()
         return p, (int(line.split()[1].rsplit(":", 1)[1]) if line.startswith("READY") else None)
@@ -322,7 +333,9 @@ if models:
     unknown = [m for m in models if m not in TWINS]
     if unknown:
         sys.exit(f"--models: no C twin is known for {', '.join(unknown)} (known: {', '.join(sorted(TWINS))})")
-    plans = [(m, {"C " + m: (c_server(m), c_client), "c10k " + m: (c10k_server(m), c_client)}) for m in models]
+    plans = [(m, {"C " + m: (c_server(m), c_client), "c10k " + m: (c10k_server(m), c_client),
+                  **({f"c10k {m} {' '.join(also)}": (c10k_server(m, also), c_client)} if also else {})})
+             for m in models]
 else:
     plans = [("client", {"C pair": (c_server("epoll"), c_client), "c10k server": (c10k_server("epoll"), c_client),
                          "C server + c10k load": (c_server("epoll"), c10k_client),

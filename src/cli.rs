@@ -853,6 +853,12 @@ pub struct ServeArgs {
     /// from 16 to 32,768, each of --buffer bytes [default: 256].
     #[arg(long, value_name = "N")]
     pub ring_buffers: Option<u16>,
+    /// uring: how a connection receives: multishot (one armed recv posts a
+    /// completion per chunk) or once (a one-shot recv submitted after
+    /// every chunk, as the plainest liburing echo server does; to measure
+    /// what multishot gives) [default: multishot].
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub ring_recv: Option<RingRecv>,
     /// Set the soft open-files limit before serving (to study EMFILE).
     #[arg(long)]
     pub nofile: Option<u64>,
@@ -887,6 +893,15 @@ pub enum AcceptMode {
     Exclusive,
     /// A listener per worker on one port with SO_REUSEPORT.
     Reuseport,
+}
+
+/// `c10k serve --ring-recv`: how uring's connections receive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RingRecv {
+    /// One armed recv per connection posts a completion per chunk.
+    Multishot,
+    /// A one-shot recv submitted after every chunk.
+    Once,
 }
 
 /// `c10k run --pin`: where the server and the client run.

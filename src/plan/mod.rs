@@ -134,6 +134,12 @@ impl ServePlan {
             a.ring_buffers.map(u64::from),
             (16, 32_768),
         )?;
+        if a.ring_recv.is_some() && !model.knobs().iter().any(|k| k.flag == "--ring-recv") {
+            return Err(format!(
+                "--ring-recv: {} has no io_uring ring; it is uring's",
+                model.name()
+            ));
+        }
         let work = work_flags(model, a, buffer)?;
         Ok(ServePlan {
             model,
@@ -158,6 +164,7 @@ impl ServePlan {
                 blocking_threads: a.blocking_threads,
                 ring_entries: a.ring_entries,
                 ring_buffers: a.ring_buffers,
+                ring_recv_once: a.ring_recv == Some(crate::cli::RingRecv::Once),
             },
             setup: Setup {
                 nofile: a.nofile,
@@ -412,6 +419,20 @@ mod tests {
         refused(
             &["--model", "uring", "--ring-buffers", "8"],
             "power of two from 16",
+        );
+        refused(
+            &["--model", "poll", "--ring-recv", "once"],
+            "poll has no io_uring ring",
+        );
+        assert!(
+            serve(&["--model", "uring", "--ring-recv", "once"])
+                .config
+                .ring_recv_once
+        );
+        assert!(
+            !serve(&["--model", "uring", "--ring-recv", "multishot"])
+                .config
+                .ring_recv_once
         );
         refused(
             &["--model", "threads", "--blocking-threads", "8"],

@@ -94,6 +94,9 @@ pub struct Config {
     pub ring_entries: Option<u32>,
     /// `--ring-buffers` (uring): provided buffers per ring.
     pub ring_buffers: Option<u16>,
+    /// `--ring-recv once` (uring): a one-shot recv after every chunk
+    /// instead of one multishot recv per connection.
+    pub ring_recv_once: bool,
 }
 
 /// tokio's own cap on its blocking pool (`Builder::max_blocking_threads`).

@@ -128,6 +128,16 @@ impl Model for Uring {
                 short: "buffers",
                 unsearched: None,
             },
+            super::knobs::Knob {
+                flag: "--ring-recv",
+                what: "how each connection receives",
+                values: super::knobs::Values::Choice(&["multishot", "once"]),
+                default: "multishot",
+                short: "recv",
+                unsearched: Some(
+                    "once is multishot's floor, kept to measure what multishot gives, not to be chosen",
+                ),
+            },
         ]
     }
     fn name(&self) -> &'static str {
@@ -154,6 +164,12 @@ impl Model for Uring {
             Variant {
                 label: "workers",
                 flags: &["--workers", "2"],
+            },
+            // A one-shot recv after every chunk: the same echo contract
+            // (order, bounded memory, half-close) without multishot.
+            Variant {
+                label: "recv_once",
+                flags: &["--workers", "1", "--ring-recv", "once"],
             },
             // The smallest rings --tune may try: a full submission queue
             // waits in the backlog, a drained buffer ring stops receives.
@@ -496,11 +512,16 @@ impl<'a> Worker<'a> {
             self.conns.push(None);
             self.conns.len() - 1
         });
-        let recv = self.ring.recv_multi(stream.as_fd(), tag(slot, RECV));
+        let once = self.ctx.config.ring_recv_once;
+        let recv = if once {
+            self.ring.recv_once(stream.as_fd(), tag(slot, RECV))
+        } else {
+            self.ring.recv_multi(stream.as_fd(), tag(slot, RECV))
+        };
         self.conns[slot] = Some(Conn {
             stream,
             recv: Some(recv),
-            once: false,
+            once,
             throttled: false,
             careful: false,
             queued: Vec::new(),
@@ -641,8 +662,8 @@ impl<'a> Worker<'a> {
             }
             None if !conn.eof && drained => {
                 let (fd, user_data) = (conn.stream.as_fd(), tag(slot, RECV));
-                conn.once = conn.careful;
-                conn.recv = Some(if conn.careful {
+                conn.once = conn.careful || ctx.config.ring_recv_once;
+                conn.recv = Some(if conn.once {
                     self.ring.recv_once(fd, user_data)
                 } else {
                     self.ring.recv_multi(fd, user_data)
