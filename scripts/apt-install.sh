@@ -16,7 +16,18 @@ if ! command -v apt-get >/dev/null 2>&1; then
     exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
-if ! apt-get update -q >/dev/null || ! apt-get install -y -q --no-install-recommends "$@" >/dev/null; then
+# One install at a time: the tests that need a package start together, each
+# runs its installer, and dpkg refuses a second one while the first holds
+# its lock. Waiting here (flock is util-linux's, essential on Debian), and
+# letting apt-get wait for a lock held by anything else, turns that race
+# into a queue.
+exec 9>"${TMPDIR:-/tmp}/c10k-apt-install.lock"
+if command -v flock >/dev/null 2>&1; then
+    flock 9
+fi
+wait_lock="-o DPkg::Lock::Timeout=600"
+if ! apt-get $wait_lock update -q >/dev/null ||
+    ! apt-get $wait_lock install -y -q --no-install-recommends "$@" >/dev/null; then
     echo "$who: apt-get could not install $* (no network or no package source?)" >&2
     exit 1
 fi
