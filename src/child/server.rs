@@ -587,8 +587,7 @@ fn exited(fd: &OwnedFd) -> bool {
 /// the command name).
 fn process_group(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_, rest) = stat.rsplit_once(')')?;
-    rest.split_whitespace().nth(2)?.parse().ok()
+    sys::process::stat_fields(&stat)?.nth(2)?.parse().ok()
 }
 
 impl Drop for ServerChild {

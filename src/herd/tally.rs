@@ -115,10 +115,10 @@ pub fn state(pid: i32) -> Option<char> {
 }
 
 fn parse_state(stat: &str) -> Option<char> {
-    // The command name is in parentheses and may hold spaces or ')': the
-    // state follows the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().next()?.chars().next()
+    crate::sys::process::stat_fields(stat)?
+        .next()?
+        .chars()
+        .next()
 }
 
 /// `voluntary_ctxt_switches` of a process.

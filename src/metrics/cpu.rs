@@ -689,7 +689,7 @@ fn threads(pid: u32) -> Vec<Thread> {
 
 /// The state letter of a `stat` line (`R`, `S`, …).
 fn stat_state(stat: &str) -> Option<&str> {
-    stat[stat.rfind(')')? + 1..].split_whitespace().next()
+    crate::sys::process::stat_fields(stat)?.next()
 }
 
 /// utime + stime + cutime + cstime of one `/proc/PID/stat` line, seconds.
@@ -700,10 +700,8 @@ fn parse_stat(stat: &str) -> Option<f64> {
 /// utime + stime, and cutime + cstime (the children it reaped), of one
 /// `/proc/PID/stat` line, seconds.
 fn stat_times(stat: &str) -> Option<(f64, f64)> {
-    // The command name is in parentheses and may hold spaces: fields are
-    // counted from after its closing one (field 3, state, comes first).
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
+    // Field 3, state, comes first.
+    let f: Vec<&str> = crate::sys::process::stat_fields(stat)?.collect();
     let at = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
     // Fields 14..17 of stat(5) are at 11..14 here.
     Some(((at(11) + at(12)) / ticks(), (at(13) + at(14)) / ticks()))

@@ -53,8 +53,9 @@ pub fn running(pid: u32) -> bool {
 /// command name in `/proc/PID/stat`; `None` when it is gone.
 pub(crate) fn state(pid: u32) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_, rest) = stat.rsplit_once(')')?;
-    rest.split_whitespace().next().map(str::to_string)
+    crate::sys::process::stat_fields(&stat)?
+        .next()
+        .map(str::to_string)
 }
 
 /// `root` and all its descendants that exist now (children are found

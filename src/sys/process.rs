@@ -22,6 +22,15 @@ pub enum Forked {
 /// every page it writes then is a page each child keeps a copy of, and the
 /// host's DAMON checks each such copy by visiting every child (see
 /// `server::children`).
+/// The fields of a `/proc/PID/stat` line after the command name, the
+/// state (field 3 of proc(5)) first. The name is in parentheses and may
+/// hold spaces or ')', so they start after the last ')'. The one parse of
+/// that line: the CPU meters, the process tree, the herd's tally and the
+/// server launcher read their fields through it.
+pub fn stat_fields(stat: &str) -> Option<std::str::SplitAsciiWhitespace<'_>> {
+    Some(stat[stat.rfind(')')? + 1..].split_ascii_whitespace())
+}
+
 pub(crate) fn thread_count() -> io::Result<usize> {
     use std::io::Read as _;
     // The line is pid, (comm: at most 16 bytes, any characters), then
@@ -35,13 +44,11 @@ pub(crate) fn thread_count() -> io::Result<usize> {
             n => len += n,
         }
     }
-    let line = &buf[..len];
-    // Fields after the command's closing parenthesis: state is field 3, so
-    // num_threads (field 20) is the 18th of them.
-    line.iter()
-        .rposition(|&b| b == b')')
-        .and_then(|i| std::str::from_utf8(&line[i + 1..]).ok())
-        .and_then(|rest| rest.split_ascii_whitespace().nth(17))
+    // State is field 3, so num_threads (field 20) is the 18th after the
+    // command name.
+    std::str::from_utf8(&buf[..len])
+        .ok()
+        .and_then(|line| stat_fields(line)?.nth(17))
         .and_then(|v| v.parse().ok())
         .ok_or_else(|| io::Error::other("no thread count in /proc/self/stat"))
 }
@@ -283,6 +290,13 @@ pub(crate) fn tie_to_parent(cmd: &mut std::process::Command) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn stat_fields_start_after_a_name_with_spaces_and_parentheses() {
+        let f = |line| super::stat_fields(line).map(|f| f.take(3).collect::<Vec<_>>());
+        assert_eq!(f("7 (a b) c)) S 1 42 9"), Some(vec!["S", "1", "42"]));
+        assert_eq!(f("7 no name"), None);
+    }
 
     #[test]
     fn the_thread_count_is_the_kernels() {
