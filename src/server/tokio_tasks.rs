@@ -12,7 +12,7 @@
 //! Who runs the handler: any worker thread; a task may move between workers
 //! from one wake-up to the next. The task runs the shared [`Conn`] state
 //! machine over `try_read`/`try_write` (a would-block clears tokio's cached
-//! readiness, so the next `readable()`/`writable()` really waits), and after
+//! readiness, so the next wait for the socket really waits), and after
 //! [`READ_BUDGET`] reads it yields so one busy peer cannot hold a worker.
 //!
 //! What it costs: per readiness event, one `epoll_wait` share, a wake-up
@@ -223,8 +223,11 @@ async fn serve_conn(stream: TcpStream, buffer: usize, stats: &'static Stats, wor
         // tokio's readiness is edge-triggered: it clears only on EAGAIN.
         let want = conn.drive(&mut Sock(&stream), READ_BUDGET, Reads::ToEmpty, stats, work);
         let waited = match want {
-            Ok(Want::Read) => stream.readable().await,
-            Ok(Want::Write) => stream.writable().await,
+            // The socket's reserved reader and writer slots, as tokio's
+            // own read and write wait: `readable()` would join and leave
+            // the socket's list of waiters, a lock each way, every wait.
+            Ok(Want::Read) => std::future::poll_fn(|cx| stream.poll_read_ready(cx)).await,
+            Ok(Want::Write) => std::future::poll_fn(|cx| stream.poll_write_ready(cx)).await,
             Ok(Want::Wait(until)) => {
                 tokio::time::sleep_until(until.into()).await;
                 Ok(())
