@@ -316,9 +316,10 @@ fn raise(abort: &OwnedFd) {
 /// One connection's echo state.
 struct Conn {
     stream: TcpStream,
-    /// The armed multishot recv.
+    /// The armed recv.
     recv: Option<OpId>,
-    /// `recv` is a one-shot receive rather than a multishot one.
+    /// `recv` is a one-shot receive rather than a multishot one (while
+    /// `careful`, or always with `--ring-recv once`).
     once: bool,
     /// A cancel of `recv` was submitted (the peer is not keeping up).
     throttled: bool,

@@ -16,12 +16,6 @@ pub enum Forked {
     Child,
 }
 
-/// Number of threads in this process: field 20 of /proc/self/stat, read
-/// into a small stack buffer. [`fork`] asks before every fork, so the fork
-/// models' parent must write as little memory as it can between two forks:
-/// every page it writes then is a page each child keeps a copy of, and the
-/// host's DAMON checks each such copy by visiting every child (see
-/// `server::children`).
 /// The fields of a `/proc/PID/stat` line after the command name, the
 /// state (field 3 of proc(5)) first. The name is in parentheses and may
 /// hold spaces or ')', so they start after the last ')'. The one parse of
@@ -31,6 +25,12 @@ pub fn stat_fields(stat: &str) -> Option<std::str::SplitAsciiWhitespace<'_>> {
     Some(stat[stat.rfind(')')? + 1..].split_ascii_whitespace())
 }
 
+/// Number of threads in this process: field 20 of /proc/self/stat, read
+/// into a small stack buffer. [`fork`] asks before every fork, so the fork
+/// models' parent must write as little memory as it can between two forks:
+/// every page it writes then is a page each child keeps a copy of, and the
+/// host's DAMON checks each such copy by visiting every child (see
+/// `server::children`).
 pub(crate) fn thread_count() -> io::Result<usize> {
     use std::io::Read as _;
     // The line is pid, (comm: at most 16 bytes, any characters), then
