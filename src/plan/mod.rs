@@ -134,11 +134,8 @@ impl ServePlan {
             a.ring_buffers.map(u64::from),
             (16, 32_768),
         )?;
-        if a.ring_recv.is_some() && !model.knobs().iter().any(|k| k.flag == "--ring-recv") {
-            return Err(format!(
-                "--ring-recv: {} has no io_uring ring; it is uring's",
-                model.name()
-            ));
+        if a.ring_recv.is_some() {
+            uring_only(model, "--ring-recv")?;
         }
         let work = work_flags(model, a, buffer)?;
         Ok(ServePlan {
@@ -175,6 +172,19 @@ impl ServePlan {
     }
 }
 
+/// A ring flag given to a model that does not declare it (only uring has
+/// a ring) is refused in one line.
+fn uring_only(model: &dyn Model, flag: &str) -> Result<(), String> {
+    if model.knobs().iter().any(|k| k.flag == flag) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{flag}: {} has no io_uring ring; it is uring's",
+            model.name()
+        ))
+    }
+}
+
 /// A ring size (`--ring-entries`, `--ring-buffers`): only for a model
 /// that declares the knob, a power of two within `range`.
 fn ring_flag(
@@ -186,12 +196,7 @@ fn ring_flag(
     let Some(v) = value else {
         return Ok(());
     };
-    if !model.knobs().iter().any(|k| k.flag == flag) {
-        return Err(format!(
-            "{flag}: {} has no io_uring ring; it is uring's",
-            model.name()
-        ));
-    }
+    uring_only(model, flag)?;
     if !v.is_power_of_two() || !(least..=most).contains(&v) {
         return Err(format!(
             "{flag} {v}: must be a power of two from {least} to {most}"

@@ -78,7 +78,7 @@
 
 use std::io;
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::{Condvar, Mutex};
 
 use anyhow::Context as _;
@@ -514,11 +514,7 @@ impl<'a> Worker<'a> {
             self.conns.len() - 1
         });
         let once = self.ctx.config.ring_recv_once;
-        let recv = if once {
-            self.ring.recv_once(stream.as_fd(), tag(slot, RECV))
-        } else {
-            self.ring.recv_multi(stream.as_fd(), tag(slot, RECV))
-        };
+        let recv = arm_recv(&mut self.ring, stream.as_fd(), tag(slot, RECV), once);
         self.conns[slot] = Some(Conn {
             stream,
             recv: Some(recv),
@@ -664,11 +660,7 @@ impl<'a> Worker<'a> {
             None if !conn.eof && drained => {
                 let (fd, user_data) = (conn.stream.as_fd(), tag(slot, RECV));
                 conn.once = conn.careful || ctx.config.ring_recv_once;
-                conn.recv = Some(if conn.once {
-                    self.ring.recv_once(fd, user_data)
-                } else {
-                    self.ring.recv_multi(fd, user_data)
-                });
+                conn.recv = Some(arm_recv(&mut self.ring, fd, user_data, conn.once));
             }
             None if conn.eof && owed == 0 && !conn.timer => self.close(slot),
             _ => {}
@@ -692,6 +684,15 @@ impl<'a> Worker<'a> {
 
 /// Counts the error that ends `conn`; `pump` then cancels its requests and
 /// closes it once their last completions are in.
+/// Arms a connection's receive: a one-shot recv, or a multishot one.
+fn arm_recv(ring: &mut Ring, fd: BorrowedFd<'_>, user_data: u64, once: bool) -> OpId {
+    if once {
+        ring.recv_once(fd, user_data)
+    } else {
+        ring.recv_multi(fd, user_data)
+    }
+}
+
 fn fail(conn: &mut Conn, ctx: &Context, e: io::Error) {
     ctx.stats.conn_failed(&e);
     conn.failed = true;
