@@ -859,6 +859,13 @@ pub struct ServeArgs {
     /// what multishot gives) [default: multishot].
     #[arg(long, value_enum, value_name = "HOW")]
     pub ring_recv: Option<RingRecv>,
+    /// hybrid: when a pool thread wakes the loop to take back the
+    /// connections it has served: idle (once, when it finds no job
+    /// waiting, or after 64; under the plain echo only) or each (after
+    /// every job, as the plainest C pool does; to measure what waking on
+    /// idle gives) [default: idle].
+    #[arg(long, value_enum, value_name = "WHEN")]
+    pub hand_back: Option<HandBack>,
     /// Set the soft open-files limit before serving (to study EMFILE).
     #[arg(long)]
     pub nofile: Option<u64>,
@@ -902,6 +909,15 @@ pub enum RingRecv {
     Multishot,
     /// A one-shot recv submitted after every chunk.
     Once,
+}
+
+/// `c10k serve --hand-back`: when hybrid's pool threads wake the loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HandBack {
+    /// Once the thread finds no job waiting (or has 64 to give back).
+    Idle,
+    /// After every job.
+    Each,
 }
 
 /// `c10k run --pin`: where the server and the client run.

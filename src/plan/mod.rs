@@ -137,6 +137,9 @@ impl ServePlan {
         if a.ring_recv.is_some() {
             uring_only(model, "--ring-recv")?;
         }
+        if a.hand_back.is_some() {
+            only_for(model, "--hand-back", "pool fed by a poll loop", "hybrid")?;
+        }
         let work = work_flags(model, a, buffer)?;
         Ok(ServePlan {
             model,
@@ -162,6 +165,7 @@ impl ServePlan {
                 ring_entries: a.ring_entries,
                 ring_buffers: a.ring_buffers,
                 ring_recv_once: a.ring_recv == Some(crate::cli::RingRecv::Once),
+                hand_back_each: a.hand_back == Some(crate::cli::HandBack::Each),
             },
             setup: Setup {
                 nofile: a.nofile,
@@ -175,13 +179,16 @@ impl ServePlan {
 /// A ring flag given to a model that does not declare it (only uring has
 /// a ring) is refused in one line.
 fn uring_only(model: &dyn Model, flag: &str) -> Result<(), String> {
+    only_for(model, flag, "io_uring ring", "uring")
+}
+
+/// A flag that only the model declaring it as a knob takes; the others
+/// are told what they lack and whose flag it is.
+fn only_for(model: &dyn Model, flag: &str, lacks: &str, owner: &str) -> Result<(), String> {
     if model.knobs().iter().any(|k| k.flag == flag) {
         Ok(())
     } else {
-        Err(format!(
-            "{flag}: {} has no io_uring ring; it is uring's",
-            model.name()
-        ))
+        Err(format!("{flag}: {} has no {lacks}; it is {owner}'s", model.name()))
     }
 }
 
@@ -439,6 +446,16 @@ mod tests {
                 .config
                 .ring_recv_once
         );
+        refused(
+            &["--model", "epoll-workers", "--hand-back", "each"],
+            "epoll-workers has no pool fed by a poll loop; it is hybrid's",
+        );
+        assert!(
+            serve(&["--model", "hybrid", "--hand-back", "each"])
+                .config
+                .hand_back_each
+        );
+        assert!(!serve(&["--model", "hybrid"]).config.hand_back_each);
         refused(
             &["--model", "threads", "--blocking-threads", "8"],
             "threads has no blocking pool",

@@ -10,13 +10,26 @@
 //! Who runs the handler: one of `--workers` pool threads receives the slot,
 //! runs the shared echo step ([`service`]: at most
 //! [`READ_BUDGET`](super::table::READ_BUDGET) reads,
-//! never blocking), sends the slot back with what it wants next on a return
-//! channel and writes the eventfd to wake the loop. The loop puts the slot
-//! back and watches it for POLLIN or POLLOUT (a connection that used up its
-//! budget is simply watched for POLLIN again: poll is level-triggered and
-//! reports it at once), or drops it when it is finished, which closes the
-//! socket on the thread that accepts, so a descriptor is never reused while
-//! a worker still holds it.
+//! never blocking) and sends the slot back with what it wants next on a
+//! return channel. The loop puts the slot back and watches it for POLLIN or
+//! POLLOUT (a connection that used up its budget is simply watched for
+//! POLLIN again: poll is level-triggered and reports it at once), or drops
+//! it when it is finished, which closes the socket on the thread that
+//! accepts, so a descriptor is never reused while a worker still holds it.
+//!
+//! When the loop hears of them (`--hand-back`): a worker wakes the loop by
+//! writing an eventfd (a [`Doorbell`]: one write until the loop answers,
+//! however many workers ring). With `idle`, the default, it rings once it
+//! finds no job waiting or has given back [`HOLD_MOST`]: one wake-up per
+//! batch. With `each`, as the plainest C pool (`bench/c/hybrid.c`), it
+//! rings after every job; on one CPU each ring wakes the loop, which
+//! preempts the worker, so every event pays two context switches (the C
+//! twin at 100:1: 48,000 voluntary and 47,000 forced a second at 91,000
+//! echoes a second; `idle`: 5,500 and 5,300 at 157,000; see
+//! `docs/results/2026-11-29-hand-back.md`).
+//! Holding is only for the plain echo: under `--work` a job may block or
+//! compute for long, and the connections held would wait with it, so
+//! every job rings.
 //!
 //! A connection is owned by exactly one thread at a time — in the poll set
 //! or in a worker's hands, never both — so no lock guards a connection and
@@ -24,9 +37,9 @@
 //!
 //! What it costs, per readiness event: two cross-thread hand-offs (the job
 //! channel, whose receiver the workers share behind a mutex, and the return
-//! channel; each a futex wake when the other side sleeps), an eventfd write
-//! by the worker and an eventfd read by the loop (one read serves all the
-//! slots that came back together), on top of the echo's reads and writes
+//! channel; each a futex wake when the other side sleeps), a share of an
+//! eventfd write by the worker and of an eventfd read by the loop (one
+//! per batch), on top of the echo's reads and writes
 //! and a cache miss or two as the connection's buffer moves between cores. Per `poll` call
 //! the kernel scans every watched descriptor, O(n) in open connections, and
 //! the loop scans the array for the ready ones. The pool spreads the echo
@@ -41,8 +54,9 @@
 
 use std::net::TcpListener;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
-use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use std::thread::JoinHandle;
 
 use anyhow::Context as _;
@@ -62,7 +76,20 @@ impl Model for Hybrid {
         true
     }
     fn knobs(&self) -> &'static [super::knobs::Knob] {
-        &[super::knobs::POOL]
+        use super::knobs::{Knob, Values, POOL};
+        &[
+            POOL,
+            Knob {
+                flag: "--hand-back",
+                what: "when a pool thread wakes the loop to take connections back",
+                values: Values::Choice(&["idle", "each"]),
+                default: "idle",
+                short: "hand-back",
+                unsearched: Some(
+                    "each is the plainest C pool's way, kept to measure what waking on idle gives, not to be chosen",
+                ),
+            },
+        ]
     }
     fn name(&self) -> &'static str {
         "hybrid"
@@ -74,13 +101,25 @@ impl Model for Hybrid {
         "one poll loop hands ready sockets to --workers pool threads and takes them back: two hand-offs per event"
     }
     fn variants(&self) -> &'static [Variant] {
-        &[Variant {
-            label: "",
-            flags: &["--workers", "2"],
-        }]
+        &[
+            Variant {
+                label: "",
+                flags: &["--workers", "2"],
+            },
+            // A wake-up after every job, as the C twin: the same echo
+            // contract through the other hand-back.
+            Variant {
+                label: "hand_back_each",
+                flags: &["--workers", "2", "--hand-back", "each"],
+            },
+        ]
     }
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
-        let pool = Pool::start(ctx.config.workers.max(1), ctx.stats, &ctx.config.work)?;
+        // Holding served connections is safe only while every job is
+        // short: a job that blocks or computes would keep them from the
+        // loop for as long as it takes.
+        let hold = !ctx.config.hand_back_each && ctx.config.work.is_none();
+        let pool = Pool::start(ctx.config.workers.max(1), ctx.stats, &ctx.config.work, hold)?;
         // Dropping the loop (also on an error) stops the pool: the job
         // channel closes and the workers are joined.
         Reactor::new(ctx, PollWaiter::default(), pool)?
@@ -90,21 +129,58 @@ impl Model for Hybrid {
 }
 
 /// The worker threads, the sending end of their job channel, and the
-/// channel and eventfd on which they give connections back.
+/// channel and doorbell on which they give connections back.
 struct Pool {
     jobs: Option<Sender<Slot>>,
     threads: Vec<JoinHandle<()>>,
     done: Receiver<(Slot, Step)>,
-    wake: Arc<OwnedFd>,
+    bell: Arc<Doorbell>,
+}
+
+/// Most connections a pool thread holds before it wakes the loop to take
+/// them back, when it holds at all (`--hand-back idle`).
+const HOLD_MOST: usize = 64;
+
+/// The eventfd the pool threads write to wake the loop, written once per
+/// wake-up however many threads ring: `rung` stays set from the first
+/// ring until the loop answers (as libuv's `uv_async_send` coalesces).
+struct Doorbell {
+    fd: OwnedFd,
+    rung: AtomicBool,
+}
+
+impl Doorbell {
+    /// Wakes the loop, unless a ring it has not yet answered will.
+    /// Called after the connections are sent, so the loop finds them.
+    fn ring(&self) {
+        // AcqRel: the loop's swap in `answer` reads this write (or a later
+        // one), so the sends before it are seen by the loop's drain.
+        if !self.rung.swap(true, Ordering::AcqRel) {
+            // EAGAIN would mean the counter is about to overflow: the loop
+            // is awake anyway.
+            let _ = rustix::io::write(&self.fd, &1u64.to_ne_bytes());
+        }
+    }
+
+    /// The loop takes the wake-up; a ring from now on writes again.
+    /// Called before the loop drains the returned connections.
+    fn answer(&self) {
+        self.rung.swap(false, Ordering::AcqRel);
+        let mut buf = [0u8; 8];
+        let _ = rustix::io::read(&self.fd, &mut buf);
+    }
 }
 
 impl Pool {
     /// Starts `n` workers that service the slots sent to them and return
-    /// each with its next step, writing the eventfd after each.
-    fn start(n: usize, stats: &'static Stats, work: &Work) -> anyhow::Result<Pool> {
-        let wake = Arc::new(
-            eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).context("eventfd")?,
-        );
+    /// each with its next step, ringing the loop's doorbell after each or,
+    /// when they `hold`, once they find no job waiting or hold
+    /// [`HOLD_MOST`].
+    fn start(n: usize, stats: &'static Stats, work: &Work, hold: bool) -> anyhow::Result<Pool> {
+        let bell = Arc::new(Doorbell {
+            fd: eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).context("eventfd")?,
+            rung: AtomicBool::new(false),
+        });
         let (jobs, rx) = mpsc::channel::<Slot>();
         let (done_tx, done) = mpsc::channel();
         let rx = Arc::new(Mutex::new(rx));
@@ -112,16 +188,17 @@ impl Pool {
             jobs: Some(jobs),
             threads: Vec::with_capacity(n),
             done,
-            wake,
+            bell,
         };
         for i in 0..n {
             let rx = Arc::clone(&rx);
             let done = done_tx.clone();
-            let wake = Arc::clone(&pool.wake);
+            let bell = Arc::clone(&pool.bell);
             let job = work.clone();
+            let hold = if hold { HOLD_MOST } else { 1 };
             let thread = std::thread::Builder::new()
                 .name(format!("c10k-pool-{i}"))
-                .spawn(move || serve(&rx, &done, &wake, stats, &job))
+                .spawn(move || serve(&rx, &done, &bell, hold, stats, &job))
                 .context("starting a pool thread")?;
             // On an error above, dropping `pool` stops the threads started.
             pool.threads.push(thread);
@@ -146,13 +223,12 @@ impl Drop for Pool {
 
 impl Handler for Pool {
     fn wake(&self) -> Option<BorrowedFd<'_>> {
-        Some(self.wake.as_fd())
+        Some(self.bell.fd.as_fd())
     }
 
     /// Connections come back: watch them again, or close them.
     fn woken<W: Waiter>(&mut self, core: &mut Core<'_, W>) -> anyhow::Result<()> {
-        let mut buf = [0u8; 8];
-        let _ = rustix::io::read(self.wake.as_fd(), &mut buf);
+        self.bell.answer();
         for (slot, step) in self.done.try_iter() {
             core.put_back(slot, step)?;
         }
@@ -178,19 +254,44 @@ impl Handler for Pool {
 /// A worker: take a slot, echo what the socket allows (doing the work of
 /// its requests, blocking calls included: the pool is where they may
 /// block), give it back (a request that waits goes back to the loop's
-/// timers).
+/// timers), and ring the loop's doorbell once `hold` are given back or no
+/// job is waiting, so one wake-up of the loop takes back a batch.
 fn serve(
     jobs: &Mutex<Receiver<Slot>>,
     done: &Sender<(Slot, Step)>,
-    wake: &OwnedFd,
+    bell: &Doorbell,
+    hold: usize,
     stats: &Stats,
     work: &Work,
 ) {
+    // Given back since the last ring.
+    let mut held = 0;
     loop {
-        // The lock is held while waiting, so one idle worker waits in recv
-        // and the others wait for the lock (the receiver cannot be shared).
-        // Nothing in here panics, but a poisoned lock is still usable.
-        let job = jobs.lock().unwrap_or_else(PoisonError::into_inner).recv();
+        // A lock another worker holds means it waits in recv for the next
+        // job (the queue is empty) or is about to take one: either way
+        // this one must not wait for the lock before ringing, or the
+        // connections it holds wait with it. Nothing in here panics, but a
+        // poisoned lock is still usable.
+        let waiting = match jobs.try_lock() {
+            Ok(rx) => rx.try_recv(),
+            Err(TryLockError::Poisoned(rx)) => rx.into_inner().try_recv(),
+            Err(TryLockError::WouldBlock) => Err(TryRecvError::Empty),
+        };
+        let job = match waiting {
+            Ok(slot) => Ok(slot),
+            Err(TryRecvError::Disconnected) => return, // Closed and drained: stopping.
+            Err(TryRecvError::Empty) => {
+                // Never sleep on connections the loop has not been told of.
+                if held > 0 {
+                    bell.ring();
+                    held = 0;
+                }
+                // The lock is held while waiting, so one idle worker waits
+                // in recv and the others wait for the lock (the receiver
+                // cannot be shared).
+                jobs.lock().unwrap_or_else(PoisonError::into_inner).recv()
+            }
+        };
         let Ok(mut slot) = job else {
             return; // Channel closed and drained: stopping.
         };
@@ -199,9 +300,10 @@ fn serve(
         if done.send((slot, step)).is_err() {
             return; // The loop is gone.
         }
-        // After the send, so a loop woken by this write finds the slot.
-        // EAGAIN would mean the counter is about to overflow: the loop is
-        // awake anyway.
-        let _ = rustix::io::write(wake, &1u64.to_ne_bytes());
+        held += 1;
+        if held >= hold {
+            bell.ring();
+            held = 0;
+        }
     }
 }

@@ -97,6 +97,9 @@ pub struct Config {
     /// `--ring-recv once` (uring): a one-shot recv after every chunk
     /// instead of one multishot recv per connection.
     pub ring_recv_once: bool,
+    /// `--hand-back each` (hybrid): a pool thread wakes the loop after
+    /// every job instead of when it finds none waiting.
+    pub hand_back_each: bool,
 }
 
 /// tokio's own cap on its blocking pool (`Builder::max_blocking_threads`).
