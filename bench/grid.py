@@ -4,6 +4,8 @@
   bench/grid.py BIN [ROUNDS] [N:D ...]                      the client grid (default)
   bench/grid.py BIN [ROUNDS] [N:D ...] --models M1,M2,...   the server grid, one model at a time
   --tails       a p50 or p99 that is behind counts as behind (their rows print in any case)
+  --switches    each point also prints each server's context switches per echo (voluntary + forced), read
+                from its own threads in /proc (a process per connection's children are not counted)
   --also FLAGS  the server grid adds, in the same rounds, c10k's model started with these `c10k serve` flags
                 too (e.g. --also "--ring-recv once"): an A/B of a setting, each side against the same C twin
 
@@ -48,7 +50,8 @@ HERE = os.path.join(os.path.dirname(os.path.realpath(__file__)), "c")
 args = sys.argv[1:]
 models = None
 tails = "--tails" in args
-args = [a for a in args if a != "--tails"]
+switches = "--switches" in args
+args = [a for a in args if a not in ("--tails", "--switches")]
 also = []
 if "--also" in args:
     i = args.index("--also")
@@ -284,6 +287,26 @@ def unaccepted(port):
     return None
 
 
+def context_switches(pid):
+    """(voluntary, forced) context switches of process pid's threads so far, or None once it is gone."""
+    vol = forced = 0
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches"):
+                        vol += int(line.split()[1])
+                    elif line.startswith("nonvoluntary_ctxt_switches"):
+                        forced += int(line.split()[1])
+        except OSError:
+            continue  # a thread that ended between the listing and the read
+    return vol, forced
+
+
 def backlog_while(port, out, done):
     """Fills out with the accept queue every 0.1 s until done is set: a server that has not accepted every
     connection serves fewer than the point's N (a thread per connection on one CPU accepts slowly under
@@ -294,23 +317,27 @@ def backlog_while(port, out, done):
 
 
 def cell(server, client, n, d):
-    """The client's figures, the host monitor's CPU seconds over the cell (None: no monitor), and the
-    connections not yet accepted: the most at once, and at the end."""
+    """The client's figures, the host monitor's CPU seconds over the cell (None: no monitor), the
+    connections not yet accepted (the most at once, and at the end), and the server's context switches
+    over the client's run (voluntary, forced; None without --switches)."""
     p, port = server(n)
     try:
         before = monitor_cpu()
+        ctx0 = context_switches(p.pid) if switches else None
         samples, done = [], threading.Event()
         sampler = threading.Thread(target=backlog_while, args=(port, samples, done), daemon=True)
         if port:
             sampler.start()
         got = client(port, n, d) if port else None
         done.set()
+        ctx1 = context_switches(p.pid) if switches else None
         if port:
             sampler.join()
         after = monitor_cpu()
         known = [q for q in samples if q is not None]
         queue = [max(known), known[-1]] if known else []
-        return got, (after - before if before is not None and after is not None else None), queue
+        ctx = (ctx1[0] - ctx0[0], ctx1[1] - ctx0[1]) if ctx0 and ctx1 else None
+        return got, (after - before if before is not None and after is not None else None), queue, ctx
     finally:
         stop(p)
 
@@ -359,13 +386,17 @@ try:
             got = {k: [] for k in sides}
             monitor = {k: [] for k in sides}
             queued = {k: [] for k in sides}
+            switched = {k: [] for k in sides}
             for _ in range(ROUNDS):
                 order = list(sides)
                 rng.shuffle(order)
                 for k in order:
                     srv, cli = sides[k]
-                    figures, mon, queue = cell(srv, cli, n, d)
+                    figures, mon, queue, ctx = cell(srv, cli, n, d)
                     got[k].append(figures)
+                    if ctx and figures and figures[0] > 0:
+                        # per echo over the client's whole run, warm-up included (as the client CPU/msg)
+                        switched[k].append([c / (figures[0] * (WARMUP + MEASURE)) for c in ctx])
                     if len(queue) == 2 and None not in queue:
                         queued[k].append(queue)
                     if mon is not None:
@@ -379,6 +410,10 @@ try:
                 print("   not yet accepted, the most at once → at the end, median: " +
                       ", ".join(f"{k} {statistics.median(q[0] for q in v):,.0f} → {statistics.median(q[1] for q in v):,.0f}"
                                 for k, v in queued.items() if v) + f" of {n}", flush=True)
+            if switches and all(switched.values()):
+                print("   server context switches per echo, voluntary + forced, median: " +
+                      ", ".join(f"{k} {statistics.median(c[0] for c in v):.3f} + {statistics.median(c[1] for c in v):.3f}"
+                                for k, v in switched.items()), flush=True)
             for k in sides:
                 if k == ref:
                     continue

@@ -188,7 +188,10 @@ fn only_for(model: &dyn Model, flag: &str, lacks: &str, owner: &str) -> Result<(
     if model.knobs().iter().any(|k| k.flag == flag) {
         Ok(())
     } else {
-        Err(format!("{flag}: {} has no {lacks}; it is {owner}'s", model.name()))
+        Err(format!(
+            "{flag}: {} has no {lacks}; it is {owner}'s",
+            model.name()
+        ))
     }
 }
 

@@ -193,7 +193,7 @@ mod tests {
                 .map(|k| k.flag)
                 .collect()
         };
-        assert_eq!(flags("hybrid"), ["--workers", "--interval"]);
+        assert_eq!(flags("hybrid"), ["--workers", "--hand-back", "--interval"]);
         assert_eq!(flags("fork"), Vec::<&str>::new());
         assert!(flags("epoll-workers").contains(&"--accept"));
         assert!(flags("threads").contains(&"--stack-size"));
