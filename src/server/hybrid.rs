@@ -163,11 +163,15 @@ impl Doorbell {
     }
 
     /// The loop takes the wake-up; a ring from now on writes again.
-    /// Called before the loop drains the returned connections.
+    /// Called before the loop drains the returned connections. The read
+    /// comes first: cleared before it, the flag could be set again by a
+    /// ring whose write that read then consumes, and every later ring
+    /// would trust a wake-up that is already spent (the loop asleep, the
+    /// connections given back after its drain stranded).
     fn answer(&self) {
-        self.rung.swap(false, Ordering::AcqRel);
         let mut buf = [0u8; 8];
         let _ = rustix::io::read(&self.fd, &mut buf);
+        self.rung.swap(false, Ordering::AcqRel);
     }
 }
 
