@@ -23,9 +23,9 @@
 //! finds no job waiting or has given back [`HOLD_MOST`]: one wake-up per
 //! batch. With `each`, as the plainest C pool (`bench/c/hybrid.c`), it
 //! rings after every job; on one CPU each ring wakes the loop, which
-//! preempts the worker, so every event pays two context switches (the C
-//! twin at 100:1: 48,000 voluntary and 47,000 forced a second at 91,000
-//! echoes a second; `idle`: 5,500 and 5,300 at 157,000; see
+//! preempts the worker, so every event pays two context switches (per
+//! echo at 100:1, voluntary and forced: the C twin 0.52 and 0.51, `each`
+//! 0.46 and 0.44, `idle` 0.034 and 0.033; see
 //! `docs/results/2026-11-29-hand-back.md`).
 //! Holding is only for the plain echo: under `--work` a job may block or
 //! compute for long, and the connections held would wait with it, so
