@@ -118,7 +118,11 @@ impl Model for Hybrid {
         // Holding served connections is safe only while every job is
         // short: a job that blocks or computes would keep them from the
         // loop for as long as it takes.
-        let hold = !ctx.config.hand_back_each && ctx.config.work.is_none();
+        let hold = if !ctx.config.hand_back_each && ctx.config.work.is_none() {
+            HOLD_MOST
+        } else {
+            1
+        };
         let pool = Pool::start(ctx.config.workers.max(1), ctx.stats, &ctx.config.work, hold)?;
         // Dropping the loop (also on an error) stops the pool: the job
         // channel closes and the workers are joined.
@@ -177,10 +181,9 @@ impl Doorbell {
 
 impl Pool {
     /// Starts `n` workers that service the slots sent to them and return
-    /// each with its next step, ringing the loop's doorbell after each or,
-    /// when they `hold`, once they find no job waiting or hold
-    /// [`HOLD_MOST`].
-    fn start(n: usize, stats: &'static Stats, work: &Work, hold: bool) -> anyhow::Result<Pool> {
+    /// each with its next step, ringing the loop's doorbell once they have
+    /// given back `hold` (1: after each job) or find no job waiting.
+    fn start(n: usize, stats: &'static Stats, work: &Work, hold: usize) -> anyhow::Result<Pool> {
         let bell = Arc::new(Doorbell {
             fd: eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).context("eventfd")?,
             rung: AtomicBool::new(false),
@@ -199,7 +202,6 @@ impl Pool {
             let done = done_tx.clone();
             let bell = Arc::clone(&pool.bell);
             let job = work.clone();
-            let hold = if hold { HOLD_MOST } else { 1 };
             let thread = std::thread::Builder::new()
                 .name(format!("c10k-pool-{i}"))
                 .spawn(move || serve(&rx, &done, &bell, hold, stats, &job))
