@@ -558,29 +558,45 @@ impl Tree {
         Tree(found)
     }
 
-    /// Kills those still running; `PID (NAME)` of each.
+    /// Kills those still running and waits (at most [`KILLED_WITHIN`] in
+    /// all) for them to be gone, so a caller told "killed" finds them so;
+    /// `PID (NAME)` of each.
     fn kill_running(self) -> Vec<String> {
         use rustix::process::{pidfd_send_signal, Signal};
-        self.0
+        let killed: Vec<_> = self
+            .0
             .into_iter()
-            .filter(|(_, _, fd)| !exited(fd))
+            .filter(|(_, _, fd)| !exited_within(fd, Duration::ZERO))
+            .inspect(|(_, _, fd)| {
+                let _ = pidfd_send_signal(fd, Signal::KILL);
+            })
+            .collect();
+        let by = Instant::now() + KILLED_WITHIN;
+        killed
+            .into_iter()
             .map(|(pid, name, fd)| {
-                let _ = pidfd_send_signal(&fd, Signal::KILL);
+                let _ = exited_within(&fd, by.saturating_duration_since(Instant::now()));
                 format!("{pid} ({name})")
             })
             .collect()
     }
 }
 
-/// Whether the process a pidfd refers to has exited (the pidfd is readable).
-fn exited(fd: &OwnedFd) -> bool {
+/// How long a stop waits, in all, for the processes it killed with SIGKILL
+/// to be gone (a killed process exits as soon as the kernel runs it; this
+/// bounds a machine too busy to).
+const KILLED_WITHIN: Duration = Duration::from_secs(2);
+
+/// Whether the process a pidfd refers to has exited (the pidfd is readable)
+/// within `wait`.
+fn exited_within(fd: &OwnedFd, wait: Duration) -> bool {
     use rustix::event::{poll, PollFd, PollFlags, Timespec};
     let mut fds = [PollFd::new(fd, PollFlags::IN)];
-    let now = Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
+    let wait = Timespec {
+        tv_sec: wait.as_secs() as i64,
+        tv_nsec: wait.subsec_nanos() as i64,
     };
-    matches!(poll(&mut fds, Some(&now)), Ok(n) if n > 0)
+    matches!(poll(&mut fds, Some(&wait)), Ok(n) if n > 0)
 }
 
 /// The process group of `pid`, from /proc/PID/stat (the third field after
