@@ -6,6 +6,11 @@
   --tails       a p50 or p99 that is behind counts as behind (their rows print in any case)
   --switches    each point also prints each server's context switches per echo (voluntary + forced), read
                 from its own threads in /proc (a process per connection's children are not counted)
+  --settled     the server grid's window opens once every connection has been answered once and the warm-up
+                is over (at most GRID_SETTLE seconds, default 30, after the client's first write):
+                a thread or process per connection on one CPU takes seconds to accept a thousand, and until it
+                has, its figures are those of fewer connections. Each point prints when each side had answered
+                them all, and how many it had not when the window opened
   --also FLAGS  the server grid adds, in the same rounds, c10k's model started with these `c10k serve` flags
                 too (e.g. --also "--ring-recv once"): an A/B of a setting, each side against the same C twin
 
@@ -51,7 +56,8 @@ args = sys.argv[1:]
 models = None
 tails = "--tails" in args
 switches = "--switches" in args
-args = [a for a in args if a not in ("--tails", "--switches")]
+settled = "--settled" in args
+args = [a for a in args if a not in ("--tails", "--switches", "--settled")]
 also = []
 if "--also" in args:
     i = args.index("--also")
@@ -67,6 +73,8 @@ if "--models" in args:
     del args[i:i + 2]
 if also and not models:
     sys.exit("--also adds a side to the server grid: give --models too")
+if settled and not models:
+    sys.exit("--settled opens the server grid's window once every connection is answered: give --models too")
 if not args:
     print(__doc__)
     sys.exit(2)
@@ -79,6 +87,10 @@ SEED = int(os.environ.get("GRID_SEED", time.time_ns() % 100000))
 # The warm-up and measured seconds of every side (a quick check of the script: GRID_MEASURE=0.5).
 WARMUP = float(os.environ.get("GRID_WARMUP", "1"))
 MEASURE = float(os.environ.get("GRID_MEASURE", "4"))
+# --settled: the longest the window waits for every connection to be answered once.
+SETTLE = float(os.environ.get("GRID_SETTLE", "30"))
+# How long a C twin serves before it exits by itself: past the longest client run.
+ALIVE = str(int(max(60, (SETTLE if settled else WARMUP) + MEASURE + 30)))
 # cargo puts the example beside the binary: target/release/examples/tokio_echo
 TOKIO_ECHO = os.path.join(os.path.dirname(BIN), "examples", "tokio_echo")
 
@@ -141,20 +153,20 @@ def wait_listening(port, proc, limit=5.0):
     return False
 
 
-# Each model's C twin: the command that serves PORT on CPU 0 for at most 60 s, or (None, why).
+# Each model's C twin: the command that serves PORT on CPU 0 for at most ALIVE s, or (None, why).
 # {workers}: a pool of processes that each serve one connection at a time gets one per connection and 8
 # spare, as `c10k run` sizes prefork; c10k's side gets the same --workers.
 TWINS = {
-    "epoll": ([EPSRV, "{port}", "lt", "0", "0", "60"], None),
-    "uring": ([URSRV, "{port}", "0", "1", "60"], URSRV_WHY) if URSRV else (None, URSRV_WHY),
-    "hybrid": ([HYBRID, "{port}", "0", "1", "60"], None) if HYBRID else (None, HYBRID_WHY),
-    "epoll-workers": ([EPWORK, "{port}", "0", "1", "60"], None) if EPWORK else (None, EPWORK_WHY),
-    "prefork": ([PREFORK, "{port}", "0", "{workers}", "60"], None) if PREFORK else (None, PREFORK_WHY),
+    "epoll": ([EPSRV, "{port}", "lt", "0", "0", ALIVE], None),
+    "uring": ([URSRV, "{port}", "0", "1", ALIVE], URSRV_WHY) if URSRV else (None, URSRV_WHY),
+    "hybrid": ([HYBRID, "{port}", "0", "1", ALIVE], None) if HYBRID else (None, HYBRID_WHY),
+    "epoll-workers": ([EPWORK, "{port}", "0", "1", ALIVE], None) if EPWORK else (None, EPWORK_WHY),
+    "prefork": ([PREFORK, "{port}", "0", "{workers}", ALIVE], None) if PREFORK else (None, PREFORK_WHY),
     "tokio": (["taskset", "-c", "0", TOKIO_ECHO, "{port}"], None) if os.path.exists(TOKIO_ECHO) else
              (None, f"{TOKIO_ECHO} is missing: cargo build --release --example tokio_echo"),
 }
 for m in ("threads", "fork", "select", "poll"):
-    TWINS[m] = ([REFSRV, m, "{port}", "0", "60"], None)
+    TWINS[m] = ([REFSRV, m, "{port}", "0", ALIVE], None)
 
 
 def workers(n):
@@ -213,14 +225,18 @@ def timed(cmd):
 
 
 def c_client(port, n, d):
-    """(messages/s, client CPU s, p50 µs, p99 µs) from epcli, or None."""
-    out, cpu = timed([EPCLI, str(port), str(n), str(d), "64", str(WARMUP), str(MEASURE), "1"])
+    """(messages/s, client CPU s, p50 µs, p99 µs, seconds until every connection was answered or None,
+    connections not answered when the window opened) from epcli, or None."""
+    warm = f"{WARMUP:g}..{SETTLE:g}" if settled else str(WARMUP)
+    out, cpu = timed([EPCLI, str(port), str(n), str(d), "64", warm, str(MEASURE), "1"])
     m = re.search(r"msgs_per_s=([\d.]+)", out)
-    q50 = re.search(r"lat_p50_us=([\d.]+)", out)
-    q99 = re.search(r"lat_p99_us=([\d.]+)", out)
     if not m:
         return None
-    return float(m.group(1)), cpu, float(q50.group(1)) if q50 else None, float(q99.group(1)) if q99 else None
+    q50, q99, t_all, left = (re.search(rf"{k}=(-?[\d.]+)", out) for k in
+                             ("lat_p50_us", "lat_p99_us", "all_answered_s", "unanswered"))
+    answered = float(t_all.group(1)) if t_all and float(t_all.group(1)) >= 0 else None
+    return (float(m.group(1)), cpu, float(q50.group(1)) if q50 else None, float(q99.group(1)) if q99 else None,
+            answered, int(left.group(1)) if left else None)
 
 
 def c10k_client(port, n, d):
@@ -232,7 +248,7 @@ def c10k_client(port, n, d):
     try:
         doc = json.load(open(js))
         lat = doc.get("latency_us") or {}
-        return doc["throughput"]["messages_per_second"], cpu, lat.get("p50"), lat.get("p99")
+        return doc["throughput"]["messages_per_second"], cpu, lat.get("p50"), lat.get("p99"), None, None
     except (OSError, ValueError, KeyError):
         return None
 
@@ -342,6 +358,14 @@ def cell(server, client, n, d):
         stop(p)
 
 
+def run_span(fig):
+    """The seconds of a client's whole run, warm-up included: with --settled, until every connection was
+    answered (at least the warm-up, at most GRID_SETTLE), then the measured window."""
+    if not settled or len(fig) < 5:
+        return WARMUP + MEASURE
+    return (max(WARMUP, fig[4]) if fig[4] is not None else SETTLE) + MEASURE
+
+
 def interval(ratios):
     logs = [math.log(r) for r in ratios]
     g = math.exp(statistics.mean(logs))
@@ -396,7 +420,7 @@ try:
                     got[k].append(figures)
                     if ctx and figures and figures[0] > 0:
                         # per echo over the client's whole run, warm-up included (as the client CPU/msg)
-                        switched[k].append([c / (figures[0] * (WARMUP + MEASURE)) for c in ctx])
+                        switched[k].append([c / (figures[0] * run_span(figures)) for c in ctx])
                     if len(queue) == 2 and None not in queue:
                         queued[k].append(queue)
                     if mon is not None:
@@ -410,6 +434,15 @@ try:
                 print("   not yet accepted, the most at once → at the end, median: " +
                       ", ".join(f"{k} {statistics.median(q[0] for q in v):,.0f} → {statistics.median(q[1] for q in v):,.0f}"
                                 for k, v in queued.items() if v) + f" of {n}", flush=True)
+            if settled:
+                def answered(v):
+                    ts = [g[4] for g in v if g and g[4] is not None]
+                    late = [g[5] for g in v if g and g[4] is None and g[5] is not None]
+                    return ((f"{statistics.median(ts):.2f} s" if ts else "never") +
+                            (f" ({len(late)} of {len(v)} runs not within {SETTLE:g} s: "
+                             f"{statistics.median(late):,.0f} unanswered when the window opened, median)" if late else ""))
+                print("   every connection answered after, median: " +
+                      ", ".join(f"{k} {answered(v)}" for k, v in got.items()), flush=True)
             if switches and all(switched.values()):
                 print("   server context switches per echo, voluntary + forced, median: " +
                       ", ".join(f"{k} {statistics.median(c[0] for c in v):.3f} + {statistics.median(c[1] for c in v):.3f}"
@@ -424,16 +457,15 @@ try:
                     continue
                 g, lo, hi = interval(pairs)
                 # the client's CPU (wait4, warm-up included) over the messages of its run, where the client differs
-                span = WARMUP + MEASURE
-                cpu = [a[1] / (a[0] * span) * 1e6 for a in got[k] if a]
-                cpu_ref = [b[1] / (b[0] * span) * 1e6 for b in got[ref] if b]
+                cpu = [a[1] / (a[0] * run_span(a)) * 1e6 for a in got[k] if a]
+                cpu_ref = [b[1] / (b[0] * run_span(b)) * 1e6 for b in got[ref] if b]
                 cpus = (f"  client CPU/msg {statistics.median(cpu):.2f} µs (C client {statistics.median(cpu_ref):.2f})"
                         if ("load" in k or "pair" in k) and cpu and cpu_ref else "")
                 v = verdict(lo, hi)
                 print(f"   {k:<22} {g:.2f}× [{lo:.2f}, {hi:.2f}] {v}{cpus}", flush=True)
                 if v == "behind":
                     behind.append(f"{k} {n}:{d} {g:.2f}")
-                for q, col in (("p50", 2), ("p99", 3)):
+                for q, col in (("p50", 2), ("p99", 3)) + ((("all answered", 4),) if settled else ()):
                     tp = [(a[col] / b[col]) for a, b in zip(got[k], got[ref]) if a and b and a[col] and b[col]]
                     if len(tp) < 2:
                         continue
@@ -441,8 +473,9 @@ try:
                     v2 = verdict(lo2, hi2, lower_is_better=True)
                     mine = statistics.median([a[col] for a in got[k] if a and a[col]])
                     theirs = statistics.median([b[col] for b in got[ref] if b and b[col]])
-                    print(f"   {'  ' + q:<22} {g2:.2f}× [{lo2:.2f}, {hi2:.2f}] {v2}  ({mine:,.0f} µs against "
-                          f"{theirs:,.0f})", flush=True)
+                    unit = "s" if col == 4 else "µs"
+                    print(f"   {'  ' + q:<22} {g2:.2f}× [{lo2:.2f}, {hi2:.2f}] {v2}  ({mine:,.{2 * (col == 4)}f} {unit} "
+                          f"against {theirs:,.{2 * (col == 4)}f})", flush=True)
                     if tails and v2 == "behind":
                         behind.append(f"{k} {q} {n}:{d} {g2:.2f}")
 finally:

@@ -2,7 +2,8 @@
 //! system compiler and serve, and the grid puts c10k's model beside each
 //! in paired rounds with its p50 and p99, at a tiny point (0.3 s measured:
 //! this checks the script and the twins, not their figures); a model it
-//! has no twin for is refused in a line.
+//! has no twin for is refused in a line. `--settled` opens each window once
+//! every connection has been answered, and says when that was.
 
 use std::process::Command;
 
@@ -10,7 +11,10 @@ use libtest_mimic::Failed;
 
 use crate::support::bin;
 
-tests![the_grid_puts_each_model_beside_its_c_twin];
+tests![
+    the_grid_puts_each_model_beside_its_c_twin,
+    settled_opens_the_window_once_every_connection_is_answered
+];
 
 fn grid(args: &[&str]) -> Result<(Option<i32>, String, String), Failed> {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/grid.py");
@@ -77,6 +81,46 @@ fn the_grid_puts_each_model_beside_its_c_twin() -> Result<(), Failed> {
     let (code, text, err) = grid(&["2", "20:1", "--models", "busy"])?;
     if code != Some(1) || !err.contains("no C twin is known for busy") || !text.is_empty() {
         return Err(format!("busy: exit {code:?}: {text}{err}").into());
+    }
+    Ok(())
+}
+
+/// `--settled`: each side's client says when its last connection was first
+/// answered, the point prints both times and an `all answered` row, and the
+/// client grid, which has no such window, refuses the flag in one line.
+fn settled_opens_the_window_once_every_connection_is_answered() -> Result<(), Failed> {
+    let (code, text, err) = grid(&["2", "20:1", "--models", "threads", "--settled"])?;
+    if !matches!(code, Some(0 | 1)) {
+        return Err(format!("exit {code:?}: {text}{err}").into());
+    }
+    let line = text
+        .lines()
+        .find_map(|l| {
+            l.trim_start()
+                .strip_prefix("every connection answered after, median: ")
+        })
+        .ok_or_else(|| format!("no answered line: {text}"))?;
+    // Both sides answered all 20, long before the limit: a time each, in s.
+    for side in ["C threads ", "c10k threads "] {
+        let secs: Option<f64> = line
+            .split(", ")
+            .find_map(|part| part.strip_prefix(side))
+            .and_then(|t| t.strip_suffix(" s"))
+            .and_then(|t| t.parse().ok());
+        if !secs.is_some_and(|s| s >= 0.0) {
+            return Err(format!("{side}had no time in {line:?}").into());
+        }
+    }
+    if !text
+        .lines()
+        .any(|l| l.trim_start().starts_with("all answered") && l.contains('×'))
+    {
+        return Err(format!("no all answered row: {text}").into());
+    }
+    let (code, text, err) = grid(&["2", "20:1", "--settled"])?;
+    if code != Some(1) || !err.contains("--settled") || !text.is_empty() || err.lines().count() != 1
+    {
+        return Err(format!("client grid: exit {code:?}: {text}{err}").into());
     }
     Ok(())
 }
