@@ -3,7 +3,8 @@
 
   bench/grid.py BIN [ROUNDS] [N:D ...]                      the client grid (default)
   bench/grid.py BIN [ROUNDS] [N:D ...] --models M1,M2,...   the server grid, one model at a time
-  --tails       a p50 or p99 that is behind counts as behind (their rows print in any case)
+  --tails       a p50 or p99 that is behind counts as behind, and with --settled the time to answer every
+                connection (their rows print in any case)
   --switches    each point also prints each server's context switches per echo (voluntary + forced), read
                 from its own threads in /proc (a process per connection's children are not counted)
   --settled     the server grid's window opens once every connection has been answered once and the warm-up
