@@ -362,9 +362,19 @@ def cell(server, client, n, d):
 def run_span(fig):
     """The seconds of a client's whole run, warm-up included: with --settled, until every connection was
     answered (at least the warm-up, at most GRID_SETTLE), then the measured window."""
-    if not settled or len(fig) < 5:
+    if not settled:
         return WARMUP + MEASURE
     return (max(WARMUP, fig[4]) if fig[4] is not None else SETTLE) + MEASURE
+
+
+def answered_after(runs):
+    """When a side had answered every connection, median over its runs, and how many runs did not get there
+    within GRID_SETTLE (with the connections they had not answered when the window opened)."""
+    ts = [g[4] for g in runs if g and g[4] is not None]
+    late = [g[5] for g in runs if g and g[4] is None and g[5] is not None]
+    return ((f"{statistics.median(ts):.2f} s" if ts else "never") +
+            (f" ({len(late)} of {len(runs)} runs not within {SETTLE:g} s: "
+             f"{statistics.median(late):,.0f} unanswered when the window opened, median)" if late else ""))
 
 
 def interval(ratios):
@@ -436,14 +446,8 @@ try:
                       ", ".join(f"{k} {statistics.median(q[0] for q in v):,.0f} → {statistics.median(q[1] for q in v):,.0f}"
                                 for k, v in queued.items() if v) + f" of {n}", flush=True)
             if settled:
-                def answered(v):
-                    ts = [g[4] for g in v if g and g[4] is not None]
-                    late = [g[5] for g in v if g and g[4] is None and g[5] is not None]
-                    return ((f"{statistics.median(ts):.2f} s" if ts else "never") +
-                            (f" ({len(late)} of {len(v)} runs not within {SETTLE:g} s: "
-                             f"{statistics.median(late):,.0f} unanswered when the window opened, median)" if late else ""))
                 print("   every connection answered after, median: " +
-                      ", ".join(f"{k} {answered(v)}" for k, v in got.items()), flush=True)
+                      ", ".join(f"{k} {answered_after(v)}" for k, v in got.items()), flush=True)
             if switches and all(switched.values()):
                 print("   server context switches per echo, voluntary + forced, median: " +
                       ", ".join(f"{k} {statistics.median(c[0] for c in v):.3f} + {statistics.median(c[1] for c in v):.3f}"

@@ -26,7 +26,7 @@
 //! stopped, and for a foreign server one scan of its process tree.
 
 use std::net::SocketAddr;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -587,16 +587,10 @@ impl Tree {
 /// bounds a machine too busy to).
 const KILLED_WITHIN: Duration = Duration::from_secs(2);
 
-/// Whether the process a pidfd refers to has exited (the pidfd is readable)
-/// within `wait`.
+/// Whether the process a pidfd refers to has exited within `wait` (an
+/// error reads as not yet).
 fn exited_within(fd: &OwnedFd, wait: Duration) -> bool {
-    use rustix::event::{poll, PollFd, PollFlags, Timespec};
-    let mut fds = [PollFd::new(fd, PollFlags::IN)];
-    let wait = Timespec {
-        tv_sec: wait.as_secs() as i64,
-        tv_nsec: wait.subsec_nanos() as i64,
-    };
-    matches!(poll(&mut fds, Some(&wait)), Ok(n) if n > 0)
+    sys::process::pidfd_exits_within(fd.as_fd(), wait).unwrap_or(false)
 }
 
 /// The process group of `pid`, from /proc/PID/stat (the third field after

@@ -152,7 +152,6 @@ pub fn reap(pid: i32, block: bool) -> io::Result<Option<Reaped>> {
 /// Waits up to `timeout` for child `pid` to exit, without reaping it
 /// (a pidfd polled for readability). `Ok(true)`: it has exited.
 pub(crate) fn exits_within(pid: i32, timeout: std::time::Duration) -> io::Result<bool> {
-    use rustix::event::{poll, PollFd, PollFlags, Timespec};
     use rustix::process::{pidfd_open, Pid, PidfdFlags};
     let Some(pid) = Pid::from_raw(pid) else {
         return Ok(true);
@@ -163,6 +162,16 @@ pub(crate) fn exits_within(pid: i32, timeout: std::time::Duration) -> io::Result
         Err(rustix::io::Errno::SRCH) => return Ok(true),
         Err(e) => return Err(e.into()),
     };
+    pidfd_exits_within(std::os::fd::AsFd::as_fd(&fd), timeout)
+}
+
+/// Waits up to `timeout` (zero: only looks) for the process a pidfd refers
+/// to to exit, without reaping it. `Ok(true)`: it has exited.
+pub(crate) fn pidfd_exits_within(
+    fd: std::os::fd::BorrowedFd<'_>,
+    timeout: std::time::Duration,
+) -> io::Result<bool> {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
     let deadline = std::time::Instant::now() + timeout;
     loop {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
