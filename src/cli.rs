@@ -97,10 +97,81 @@ where
     let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
     let cmd = command();
     match cmd.clone().try_get_matches_from(&args) {
-        Ok(m) => Cli::from_arg_matches(&m),
+        Ok(m) => {
+            let mut cli = Cli::from_arg_matches(&m)?;
+            // Built, a group lists the flags that name it.
+            let mut built = cmd;
+            built.build();
+            if let (Command::Run(run), Some(sub), Some(def)) = (
+                &mut cli.command,
+                m.subcommand_matches("run"),
+                built.find_subcommand("run"),
+            ) {
+                run.given = Given::of(def, sub);
+            }
+            Ok(cli)
+        }
         Err(mut e) => {
             suggest_subcommand(&mut e, &cmd, &args);
             Err(e)
+        }
+    }
+}
+
+/// Which of `c10k run`'s flags the command line gave, read from the groups
+/// each flag is declared in (so no list of flags is kept by hand): clap
+/// fills the flags, [`try_parse_from`] this.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Given {
+    /// Every flag given that a plan records (group `matrix`, and the
+    /// agents' flags), as typed: `--slo`, `-c`, `EXPERIMENT`.
+    pub shaping: Vec<String>,
+    /// One changes what a preset measures (group `customises`, or an
+    /// agent's flag): the plan's title says "(customised)".
+    pub customises: bool,
+    /// One makes a matrix of one's own (group `own_matrix`: other models,
+    /// counts, work or servers): without an experiment named, the plan is
+    /// `custom`, not the tour.
+    pub own_matrix: bool,
+}
+
+impl Given {
+    /// What `matches` of the `run` command `def` gave on the command line
+    /// (a default is not given).
+    fn of(def: &clap::Command, matches: &clap::ArgMatches) -> Given {
+        let typed = |id: &clap::Id| {
+            matches!(
+                matches.value_source(id.as_str()),
+                Some(clap::parser::ValueSource::CommandLine)
+            )
+        };
+        let members = |group: &str| -> Vec<clap::Id> {
+            def.get_groups()
+                .filter(|g| g.get_id() == group)
+                .flat_map(|g| g.get_args().cloned().collect::<Vec<_>>())
+                .collect()
+        };
+        let any = |group: &str| members(group).iter().any(typed);
+        let shaping_ids: Vec<clap::Id> = members("matrix")
+            .into_iter()
+            .chain(members("AgentArgs"))
+            .filter(typed)
+            .collect();
+        let shaping = def
+            .get_arguments()
+            .filter(|a| shaping_ids.contains(a.get_id()))
+            .map(|a| match (a.get_long(), a.get_short()) {
+                (Some(l), _) => format!("--{l}"),
+                (None, Some(s)) => format!("-{s}"),
+                (None, None) => a.get_id().as_str().to_uppercase(),
+            })
+            .collect();
+        Given {
+            shaping,
+            // The agents' flags are `load`'s too, whose groups differ:
+            // on `run`, each changes where the client runs.
+            customises: any("customises") || any("AgentArgs"),
+            own_matrix: any("own_matrix"),
         }
     }
 }
@@ -391,7 +462,13 @@ pub struct HerdArgs {
 
 /// `c10k run [EXPERIMENT]`: a preset's matrix, changed by any flag given.
 #[derive(Debug, Args)]
+// What a plan records (`matrix`; `--resume` takes none of it), what
+// changes what a preset measures (`customises`), and what makes a matrix
+// of one's own (`own_matrix`): declared on each flag, read by
+// [`Given`], never listed again.
 #[command(group(clap::ArgGroup::new("matrix").multiple(true)))]
+#[command(group(clap::ArgGroup::new("customises").multiple(true)))]
+#[command(group(clap::ArgGroup::new("own_matrix").multiple(true)))]
 pub struct RunArgs {
     /// tour (default), thesis, muller, comp8005, accept, c1m, peers,
     /// handlers or a micro-benchmark (dispatch, spawn, micro-accept,
@@ -403,30 +480,30 @@ pub struct RunArgs {
     pub list: bool,
     /// Models, e.g. select,threads [default: every model]; may be empty
     /// (`--models ''`) when --server names servers.
-    #[arg(long, value_delimiter = ',', group = "matrix")]
+    #[arg(long, value_delimiter = ',', groups = ["matrix", "customises", "own_matrix"])]
     pub models: Option<Vec<String>>,
     /// A server of your own beside the models: NAME='COMMAND ARGS {port}'
     /// ({port}: a free port c10k picked; {addr}: the address to bind;
     /// {cpus}: the server side's CPU list). Ready when it prints a line
     /// starting READY or listens on the port. Repeatable.
-    #[arg(long = "server", value_name = "NAME=COMMAND", group = "matrix")]
+    #[arg(long = "server", value_name = "NAME=COMMAND", groups = ["matrix", "customises", "own_matrix"])]
     pub servers: Vec<String>,
     /// A server already running, here or elsewhere, beside the models:
     /// NAME=HOST:PORT. Only the client's side is measured (its process is
     /// not c10k's to sample). Repeatable.
-    #[arg(long = "target", value_name = "NAME=HOST:PORT", group = "matrix")]
+    #[arg(long = "target", value_name = "NAME=HOST:PORT", groups = ["matrix", "customises", "own_matrix"])]
     pub targets: Vec<String>,
     /// How long a --server may take to be ready [default: 60s].
     #[arg(long, value_name = "DURATION", group = "matrix")]
     pub ready_timeout: Option<String>,
     /// Connection counts, e.g. 2,4,8.
-    #[arg(short, long, value_delimiter = ',', group = "matrix")]
+    #[arg(short, long, value_delimiter = ',', groups = ["matrix", "customises", "own_matrix"])]
     pub connections: Option<Vec<usize>>,
     /// Work profiles: every model at every count runs under each, with
     /// its rankings and verdict per profile and each figure beside the
     /// bound the work allows; none, or serve's --work SPEC, e.g.
     /// none,cpu:20us,block:1ms (a request is one message, -m bytes).
-    #[arg(long, value_delimiter = ',', value_name = "SPECS", group = "matrix")]
+    #[arg(long, value_delimiter = ',', value_name = "SPECS", groups = ["matrix", "customises", "own_matrix"])]
     pub work: Option<Vec<String>>,
     /// Rounds of resident slots [default: 10], or repeats of every cell
     /// measured one at a time. `auto`: in slots, looks of 10 rounds until
@@ -434,12 +511,12 @@ pub struct RunArgs {
     /// interval then at 98.2 %, so that 4 looks keep 5 %); with
     /// --sequential, repeat each cell until its median is known to ±5 %
     /// (95 % interval), 3 to 10 runs.
-    #[arg(long, value_name = "N|auto", group = "matrix")]
+    #[arg(long, value_name = "N|auto", groups = ["matrix", "customises"])]
     pub runs: Option<String>,
     /// The most the run may take, e.g. 5m, 90s: a plan that cannot fit is
     /// refused up front, and `--runs auto` adds no look that would pass it
     /// [default with --runs auto: 3m for the tour and a matrix of your own, 10m otherwise].
-    #[arg(long, value_name = "DURATION", group = "matrix")]
+    #[arg(long, value_name = "DURATION", groups = ["matrix", "customises"])]
     pub budget: Option<String>,
     /// Two models are equivalent when the 95 % interval of their ratio
     /// lies within ± this margin, e.g. 5% (the default), 2%.
@@ -467,7 +544,7 @@ pub struct RunArgs {
         value_name = "BUDGET",
         num_args = 0..=1,
         default_missing_value = "auto",
-        group = "matrix"
+        groups = ["matrix", "customises"]
     )]
     pub tune: Option<String>,
     /// With --tune: search only this knob of MODEL (the others keep their
@@ -485,38 +562,38 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", group = "matrix")]
     pub repeat_disturbed: Option<usize>,
     /// What the client does: closed (loop), burst, churn.
-    #[arg(long, value_enum, group = "matrix")]
+    #[arg(long, value_enum, groups = ["matrix", "customises"])]
     pub workload: Option<WorkloadKind>,
     /// Messages per connection (a fixed amount of work instead of a timed
     /// window).
-    #[arg(short = 'n', long, group = "matrix")]
+    #[arg(short = 'n', long, groups = ["matrix", "customises"])]
     pub messages: Option<u64>,
     /// Measured window of a timed cell, e.g. 1s, 500ms.
-    #[arg(short, long, group = "matrix")]
+    #[arg(short, long, groups = ["matrix", "customises"])]
     pub duration: Option<String>,
     /// Traffic before each timed cell's measured window.
     #[arg(long, group = "matrix")]
     pub warmup: Option<String>,
     /// Message size, e.g. 64, 1KiB.
-    #[arg(short = 'm', long, group = "matrix")]
+    #[arg(short = 'm', long, groups = ["matrix", "customises"])]
     pub message_size: Option<String>,
     /// Open loop: messages per second in total over each cell's
     /// connections, on a schedule whatever the server's pace (latency
     /// corrected for coordinated omission, as wrk2's -R).
-    #[arg(short = 'r', long, value_name = "RATE", group = "matrix")]
+    #[arg(short = 'r', long, value_name = "RATE", groups = ["matrix", "customises"])]
     pub rate: Option<f64>,
     /// Open loop: messages per second on each connection (the load grows
     /// with the connections).
-    #[arg(long, value_name = "RATE", conflicts_with = "rate", group = "matrix")]
+    #[arg(long, value_name = "RATE", conflicts_with = "rate", groups = ["matrix", "customises"])]
     pub rate_per_connection: Option<f64>,
     /// New connections per second while each cell's connections come up
     /// [default: as fast as the listen queue takes them].
-    #[arg(long, value_name = "RATE", group = "matrix")]
+    #[arg(long, value_name = "RATE", groups = ["matrix", "customises"])]
     pub connect_rate: Option<f64>,
     /// Open loop: the client works in passes at least this long apart
     /// (`c10k load --interval`), e.g. 2ms: fewer wake-ups, each latency
     /// late by up to one interval at each end [default: 0s; c1m: 10ms].
-    #[arg(long, value_name = "DURATION", group = "matrix")]
+    #[arg(long, value_name = "DURATION", groups = ["matrix", "customises"])]
     pub client_interval: Option<String>,
     /// A connect or echo not answered within this fails its connection
     /// [default: 10s; comp8005: 120s].
@@ -535,16 +612,16 @@ pub struct RunArgs {
     /// measured for --warmup and --duration, stopped), instead of in
     /// resident slots; implied by --duration, --warmup, --messages and
     /// --order sequential.
-    #[arg(long, group = "matrix", conflicts_with_all = ["slot", "slot_warmup"])]
+    #[arg(long, groups = ["matrix", "customises"], conflicts_with_all = ["slot", "slot_warmup"])]
     pub sequential: bool,
     /// Resident slots (the default for a timed closed or open loop): the
     /// servers of a count stay up together and the load moves between them
     /// in slots this long, warm-up included, one per server each round, in
     /// a shuffled order [default: 300ms].
-    #[arg(long, value_name = "DURATION", group = "matrix")]
+    #[arg(long, value_name = "DURATION", groups = ["matrix", "customises"])]
     pub slot: Option<String>,
     /// The start of each slot that is not measured [default: 100ms].
-    #[arg(long, value_name = "DURATION", group = "matrix")]
+    #[arg(long, value_name = "DURATION", groups = ["matrix", "customises"])]
     pub slot_warmup: Option<String>,
     /// Write each cell's per-connection CSV under cells/.
     #[arg(long, group = "matrix")]
@@ -555,13 +632,13 @@ pub struct RunArgs {
         long = "server-arg",
         value_name = "ARG",
         allow_hyphen_values = true,
-        group = "matrix"
+        groups = ["matrix", "customises"]
     )]
     pub server_args: Vec<String>,
     /// A c10k model with more serve flags under a name of its own, run
     /// beside the models: NAME='MODEL FLAGS', e.g. 'select+lock=select
     /// --shared-state' or 'epoll@1ms=epoll --interval 1ms' (repeatable).
-    #[arg(long = "variant", value_name = "NAME=MODEL FLAGS", group = "matrix")]
+    #[arg(long = "variant", value_name = "NAME=MODEL FLAGS", groups = ["matrix", "customises", "own_matrix"])]
     pub variants: Vec<String>,
     /// Every cell's client runs on agents (--agent, --agents-file,
     /// --agents, as for `c10k load`); the server stays here.
@@ -588,6 +665,9 @@ pub struct RunArgs {
     pub baseline: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub gate: GateArgs,
+    /// Which flags the command line gave ([`try_parse_from`] fills it).
+    #[arg(skip)]
+    pub given: Given,
 }
 
 /// What turns a comparison into a pass or a fail (`compare`, `run
@@ -1083,6 +1163,32 @@ mod tests {
             e.starts_with("unrecognized subcommand 'xyzzy'") && !e.contains("tip"),
             "{e}"
         );
+    }
+
+    /// What shapes a plan is read from the flags' groups: every flag of
+    /// group `matrix` (and the agents'), as typed; `customises` and
+    /// `own_matrix` by theirs; a flag left at its default is not given.
+    #[test]
+    fn the_flags_given_are_read_from_their_groups() {
+        let given = |args: &[&str]| match try_parse_from(["c10k", "run"].iter().chain(args)) {
+            Ok(Cli {
+                command: Command::Run(r),
+            }) => r.given,
+            other => panic!("{args:?}: {other:?}"),
+        };
+        assert_eq!(given(&[]), Given::default());
+        assert_eq!(given(&["--out", "x", "--no-report"]), Given::default());
+        let g = given(&["--pin", "none", "--slo", "p99=5ms", "--tune"]);
+        assert_eq!(g.shaping, ["--slo", "--tune", "--pin"]);
+        assert!(g.customises, "--tune customises");
+        assert!(!g.own_matrix, "{g:?}");
+        let g = given(&["thesis", "-c", "3", "--agent", "{cmd}"]);
+        assert_eq!(g.shaping, ["EXPERIMENT", "--connections", "--agent"]);
+        assert!(g.customises && g.own_matrix, "{g:?}");
+        assert!(given(&["--agent", "{cmd}"]).customises);
+        let g = given(&["--margin", "2%"]);
+        assert_eq!(g.shaping, ["--margin"]);
+        assert!(!g.customises && !g.own_matrix, "{g:?}");
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! The architecture in a page.
 //!
 //! ```text
-//!  main.rs ── cli.rs (raw flags, clap) ── plan/ (validated settings)
+//!  main.rs ── commands/ (each command's driver: flags in, Exit out)
+//!     │
+//!  cli.rs (raw flags, clap) ── plan/ (validated settings)
 //!                                           │
 //!        ┌──────────────┬─────────────┬─────┴──────┬───────────┬────────────┐
 //!     server/        client/        runner/      micro/      herd/       conform/
@@ -82,7 +84,8 @@
 //! | a child's output, read without outliving its stop | `child/pipes.rs` |
 //! | a signal that stops a command (one flag per process) | `sys/signals.rs` |
 //! | writing an output file safely | `export/target.rs` |
-//! | shell completions and the man page (`c10k completions`, `c10k man`), made from the flags | `main.rs`, from `cli.rs` |
+//! | shell completions and the man page (`c10k completions`, `c10k man`), made from the flags | `commands/man.rs`, from `cli.rs` |
+//! | each command from its flags to its outputs and exit code (`Exit`); `run --baseline`'s gate | `commands/` (`run.rs`, `compare.rs`) |
 //! | `unsafe` (select past FD_SETSIZE, fork, wait4, shared memory, process-shared locks, O_ASYNC signals, pinning) | `sys/` |
 //!
 //! [`server`] is the echo server: a [`server::Model`] per concurrency model
@@ -106,6 +109,7 @@ pub mod analysis;
 pub mod child;
 pub mod cli;
 pub mod client;
+pub mod commands;
 pub mod compare;
 pub mod conform;
 pub mod env;

@@ -68,29 +68,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         (Some(_), Some(_)) if looks.is_some() => preset.rounds,
         _ => runs,
     };
-    let customised = args.models.is_some()
-        || args.connections.is_some()
-        || args.work.is_some()
-        || args.runs.is_some()
-        || args.sequential
-        || args.slot.is_some()
-        || args.slot_warmup.is_some()
-        || args.budget.is_some()
-        || args.tune.is_some()
-        || args.workload.is_some()
-        || args.messages.is_some()
-        || args.duration.is_some()
-        || args.message_size.is_some()
-        || args.rate.is_some()
-        || args.rate_per_connection.is_some()
-        || args.connect_rate.is_some()
-        || args.client_interval.is_some()
-        || !args.server_args.is_empty()
-        || !args.variants.is_empty()
-        || !args.servers.is_empty()
-        || !args.targets.is_empty()
-        || !args.agents.agent.is_empty()
-        || args.agents.agents_file.is_some();
+    let customised = args.given.customises;
     let buffer = super::check_server_args(&args.server_args)?;
     let agents = super::load::agents(&args.agents)?;
     if agents.is_some() && preset.bench.is_some() {
@@ -132,13 +110,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     };
     // No experiment named and a matrix of one's own (other models or
     // counts, or servers of one's own): not the tour, and not named one.
-    let custom = args.experiment.is_none()
-        && (args.models.is_some()
-            || args.connections.is_some()
-            || args.work.is_some()
-            || !args.variants.is_empty()
-            || !args.servers.is_empty()
-            || !args.targets.is_empty());
+    let custom = args.experiment.is_none() && args.given.own_matrix;
     let (experiment, title) = if custom {
         (
             CUSTOM.to_string(),
@@ -985,45 +957,6 @@ fn variant(text: &str) -> Result<matrix::Variant, String> {
     })
 }
 
-/// Whether the command line shapes the plan: an experiment or any flag
-/// that a plan records. `c10k run --baseline DIR` without one runs DIR's
-/// plan again.
-fn shapes_the_plan(args: &RunArgs) -> bool {
-    args.experiment.is_some()
-        || args.models.is_some()
-        || args.connections.is_some()
-        || args.work.is_some()
-        || args.runs.is_some()
-        || args.margin.is_some()
-        || args.repeat_disturbed.is_some()
-        || args.workload.is_some()
-        || args.messages.is_some()
-        || args.duration.is_some()
-        || args.warmup.is_some()
-        || args.message_size.is_some()
-        || args.rate.is_some()
-        || args.rate_per_connection.is_some()
-        || args.connect_rate.is_some()
-        || args.client_interval.is_some()
-        || args.timeout.is_some()
-        || args.pin.is_some()
-        || args.order.is_some()
-        || args.sequential
-        || args.slot.is_some()
-        || args.slot_warmup.is_some()
-        || args.budget.is_some()
-        || args.per_connection_csv
-        || !args.server_args.is_empty()
-        || !args.variants.is_empty()
-        || !args.servers.is_empty()
-        || !args.targets.is_empty()
-        || args.ready_timeout.is_some()
-        || !args.agents.agent.is_empty()
-        || args.agents.agents_file.is_some()
-        || args.agents.agents.is_some()
-        || args.bind.is_some()
-}
-
 /// `c10k run --baseline DIR` with no flag that shapes a plan: DIR's plan
 /// again, made for this machine (its cells afresh, the CPUs to pin and
 /// the models refused from a count on measured here), under this command.
@@ -1033,7 +966,7 @@ pub fn from_baseline(
     args: &RunArgs,
     command: String,
 ) -> Result<Option<RunPlan>, String> {
-    if shapes_the_plan(args) {
+    if !args.given.shaping.is_empty() {
         return Ok(None);
     }
     let mut plan = base.clone();

@@ -618,6 +618,13 @@ fn run_baseline_reruns_the_plan() -> Result<(), Failed> {
         ),
         (&["--models", "epoll", "-c", "2", "-r", "1000"], "loop"),
         (&["--models", "poll", "-c", "2"], "share no cell"),
+        // A flag that shapes the plan makes the run the command's own,
+        // never DIR's again with the flag dropped: here each makes one
+        // DIR cannot be compared with, refused with the flag named.
+        (&["--slo", "p99=5ms"], "--slo shapes the plan"),
+        (&["--tune"], "--tune shapes the plan"),
+        (&["--work", "cpu:1us"], "--work shapes the plan"),
+        (&["-c", "3"], "--connections shapes the plan"),
     ] {
         let mut all = vec!["run", "--baseline", &base_s, "--out", &never];
         all.extend(args);
