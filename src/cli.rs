@@ -1,9 +1,14 @@
 //! Raw command-line flags (clap). Nothing here is validated beyond its type;
-//! [`crate::plan`] turns flags into settings. No engine module is imported:
-//! the few enums a flag chooses from are spelled here and turned into the
-//! engine's by the plan layer.
+//! [`crate::plan`] turns flags into settings. The few enums a flag chooses
+//! from are the plan's and the engine's own types, declared once where
+//! they are used: only their spelling and help are here (`flag_values!`).
 
 use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
+
+use crate::client::plan::Arrivals;
+use crate::results::matrix::{Order, Pin, WorkloadKind};
+use crate::server::AcceptMode;
+use crate::sys::lock::LockKind;
 
 /// A clap error as one line: its first paragraph, which names what is
 /// wrong (a missing argument is on the lines after "were not provided:"),
@@ -898,7 +903,7 @@ pub struct ServeArgs {
     pub shared_state: bool,
     /// The lock of --shared-state (process-shared for every model).
     #[arg(long, value_enum, default_value = "mutex", requires = "shared_state")]
-    pub lock: Lock,
+    pub lock: LockKind,
     /// What the handler does for each request before echoing it: none, or
     /// parts joined by +, each cpu:D (on-CPU work), block:D (a blocking
     /// call in the handling thread), wait:D (an asynchronous wait); D fixed
@@ -958,30 +963,6 @@ pub struct ServeArgs {
     pub cpus: Option<String>,
 }
 
-/// `c10k serve --lock`: the lock of `--shared-state`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Lock {
-    /// A pthread mutex (sleeps in a futex when contended).
-    Mutex,
-    /// A spin lock that yields the CPU every 100 tries.
-    Spin,
-    /// A pthread rwlock, taken for writing.
-    Rwlock,
-}
-
-/// `c10k serve --accept`: how epoll-workers shares the listener.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum AcceptMode {
-    /// One thread accepts and hands sockets out round-robin.
-    Acceptor,
-    /// Every worker's epoll watches the listener (the thundering herd).
-    Shared,
-    /// Every worker watches the listener with EPOLLEXCLUSIVE.
-    Exclusive,
-    /// A listener per worker on one port with SO_REUSEPORT.
-    Reuseport,
-}
-
 /// `c10k serve --ring-recv`: how uring's connections receive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum RingRecv {
@@ -998,47 +979,6 @@ pub enum HandBack {
     Idle,
     /// After every job.
     Each,
-}
-
-/// `c10k run --pin`: where the server and the client run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Pin {
-    /// Server and client on different CPUs (each wake-up crosses cores).
-    Split,
-    /// Server and client on the same CPUs.
-    Same,
-    /// Server and client each on every CPU this process may use.
-    All,
-    /// No pinning: the scheduler decides.
-    None,
-}
-
-/// `c10k run --order`: how repeats are ordered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Order {
-    /// Run r of every cell before run r+1 of any (drift spreads evenly).
-    Interleaved,
-    /// Every run of one model and connection count, then the next.
-    Sequential,
-}
-
-/// `c10k run --workload`: what the client does in every cell.
-/// When an open loop's messages fall due (`--arrivals`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Arrivals {
-    Uniform,
-    Poisson,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum WorkloadKind {
-    /// Closed loop: `depth` messages in flight per connection.
-    Closed,
-    /// Connect every socket, then send one message on each and time until
-    /// every echo is back.
-    Burst,
-    /// Open, echo nothing (or one message), close; repeat.
-    Churn,
 }
 
 /// `c10k conform`.
@@ -1075,6 +1015,61 @@ pub struct ConformArgs {
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
 }
+
+/// The names and help of a flag's values, for an enum the plan and the
+/// engine own: each type is declared once, where it is used, and only
+/// its spelling on the command line is here. A variant left out is a
+/// compile error (the match is exhaustive).
+macro_rules! flag_values {
+    ($ty:ident { $($variant:ident = $name:literal: $help:literal),+ $(,)? }) => {
+        impl clap::ValueEnum for $ty {
+            fn value_variants<'a>() -> &'a [Self] {
+                &[$($ty::$variant),+]
+            }
+            fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+                Some(match self {
+                    $($ty::$variant => clap::builder::PossibleValue::new($name).help($help)),+
+                })
+            }
+        }
+    };
+}
+
+flag_values!(Pin {
+    Split = "split": "Server and client on different CPUs (each wake-up crosses cores)",
+    Same = "same": "Server and client on the same CPUs",
+    All = "all": "Server and client each on every CPU this process may use",
+    None = "none": "No pinning: the scheduler decides",
+});
+
+flag_values!(Order {
+    Interleaved = "interleaved": "Run r of every cell before run r+1 of any (drift spreads evenly)",
+    Sequential = "sequential": "Every run of one model and connection count, then the next",
+});
+
+flag_values!(WorkloadKind {
+    Closed = "closed": "Closed loop: `depth` messages in flight per connection",
+    Burst = "burst": "Connect every socket, then send one message on each and time until every echo is back",
+    Churn = "churn": "Open, echo nothing (or one message), close; repeat",
+});
+
+flag_values!(Arrivals {
+    Uniform = "uniform": "Every 1/rate, the connections' phases staggered evenly (wrk2's schedule)",
+    Poisson = "poisson": "Exponential gaps of the same mean, drawn per connection: a Poisson stream",
+});
+
+flag_values!(AcceptMode {
+    Acceptor = "acceptor": "One thread accepts and hands sockets out round-robin",
+    Shared = "shared": "Every worker's epoll watches the listener (the thundering herd)",
+    Exclusive = "exclusive": "Every worker watches the listener with EPOLLEXCLUSIVE",
+    Reuseport = "reuseport": "A listener per worker on one port with SO_REUSEPORT",
+});
+
+flag_values!(LockKind {
+    Mutex = "mutex": "A pthread mutex (sleeps in a futex when contended)",
+    Spin = "spin": "A spin lock that yields the CPU every 100 tries",
+    RwLock = "rwlock": "A pthread rwlock, taken for writing",
+});
 
 #[cfg(test)]
 mod tests {

@@ -83,10 +83,7 @@ pub fn plan(a: &LoadArgs, command: String) -> Result<LoadPlan, String> {
         payload,
         connect_rate: a.connect_rate,
         interval,
-        arrivals: match a.arrivals {
-            crate::cli::Arrivals::Uniform => crate::client::plan::Arrivals::Uniform,
-            crate::cli::Arrivals::Poisson => crate::client::plan::Arrivals::Poisson,
-        },
+        arrivals: a.arrivals,
         linger0: a.linger0,
         timeout,
         sources,

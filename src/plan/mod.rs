@@ -29,7 +29,6 @@ use crate::cli::ServeArgs;
 use crate::present::units::parse_size;
 use crate::server::{self, run::Setup, work::Work, Config, Model};
 use crate::sys::affinity::cpus_available;
-use crate::sys::lock::LockKind;
 
 /// A validated `c10k serve`.
 pub struct ServePlan {
@@ -150,15 +149,11 @@ impl ServePlan {
                 workers,
                 stack_size,
                 edge: a.edge,
-                accept: a.accept.into(),
+                accept: a.accept,
                 backlog: a.backlog,
                 reuseport: a.reuseport,
                 interval,
-                shared_state: a.shared_state.then_some(match a.lock {
-                    crate::cli::Lock::Mutex => LockKind::Mutex,
-                    crate::cli::Lock::Spin => LockKind::Spin,
-                    crate::cli::Lock::Rwlock => LockKind::RwLock,
-                }),
+                shared_state: a.shared_state.then_some(a.lock),
                 work,
                 global_queue_interval: a.global_queue_interval,
                 blocking_threads: a.blocking_threads,
@@ -240,18 +235,6 @@ fn work_flags(model: &dyn Model, a: &ServeArgs, buffer: usize) -> Result<Work, S
     }
     work.offload_block = model.offloads_blocking() && !a.block_inline;
     Ok(work)
-}
-
-impl From<crate::cli::AcceptMode> for server::AcceptMode {
-    fn from(m: crate::cli::AcceptMode) -> server::AcceptMode {
-        use crate::cli::AcceptMode as Flag;
-        match m {
-            Flag::Acceptor => server::AcceptMode::Acceptor,
-            Flag::Shared => server::AcceptMode::Shared,
-            Flag::Exclusive => server::AcceptMode::Exclusive,
-            Flag::Reuseport => server::AcceptMode::Reuseport,
-        }
-    }
 }
 
 /// `c10k serve` flags each `c10k run` cell sets itself: a `--server-arg`

@@ -38,14 +38,14 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     } = repeats_of(args, &preset)?;
     let (workload, primary) = workload_of(args, &preset)?;
     let work = work_of(args, &preset, &variants)?;
-    let pin = args.pin.map_or(preset.pin, Pin::from);
+    let pin = args.pin.unwrap_or(preset.pin);
     // A micro-benchmark places its own threads; the runner pins nothing.
     let (server_cpus, client_cpus) = if preset.bench.is_some() {
         (Vec::new(), Vec::new())
     } else {
         cpus_for(pin)?
     };
-    let order = args.order.map_or(Order::Interleaved, Order::from);
+    let order = args.order.unwrap_or(Order::Interleaved);
     let slots = slots_of(args, &workload, preset.bench.is_some(), order)?;
     let budget = match args.budget.as_deref() {
         None => None,
@@ -897,36 +897,6 @@ fn cpus_for(pin: Pin) -> Result<(Vec<usize>, Vec<usize>), String> {
         Pin::Same | Pin::All if cpus.is_empty() => Err("cannot read this process's CPUs".into()),
         Pin::Same => Ok((cpus[..half].to_vec(), cpus[..half].to_vec())),
         Pin::All => Ok((cpus.clone(), cpus)),
-    }
-}
-
-impl From<cli::Pin> for Pin {
-    fn from(p: cli::Pin) -> Pin {
-        match p {
-            cli::Pin::Split => Pin::Split,
-            cli::Pin::Same => Pin::Same,
-            cli::Pin::All => Pin::All,
-            cli::Pin::None => Pin::None,
-        }
-    }
-}
-
-impl From<cli::Order> for Order {
-    fn from(o: cli::Order) -> Order {
-        match o {
-            cli::Order::Interleaved => Order::Interleaved,
-            cli::Order::Sequential => Order::Sequential,
-        }
-    }
-}
-
-impl From<cli::WorkloadKind> for WorkloadKind {
-    fn from(k: cli::WorkloadKind) -> WorkloadKind {
-        match k {
-            cli::WorkloadKind::Closed => WorkloadKind::Closed,
-            cli::WorkloadKind::Burst => WorkloadKind::Burst,
-            cli::WorkloadKind::Churn => WorkloadKind::Churn,
-        }
     }
 }
 
