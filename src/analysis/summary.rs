@@ -46,8 +46,8 @@ pub(crate) fn rounds(
 
 /// A model that placed another in a lower group: it is better beyond
 /// noise and margin.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct Beaten {
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Beaten {
     pub by: String,
     /// How many times worse the placed model is.
     pub comparison: Comparison,

@@ -1,7 +1,11 @@
 //! What `c10k run --tune` kept, as a table for one work profile: each
 //! model at each count with the settings it ran with, its defaults, the
 //! two figures from the search's paired rounds and their ratio, and why
-//! the search kept what it kept. Reads the plan only.
+//! the search kept what it kept; and the same as data ([`answers`]), for
+//! results.json. Reads the plan only.
+
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use crate::export::table::Table;
 use crate::present::units::{format_count, sig3};
@@ -112,11 +116,11 @@ pub fn table(data: &RunData) -> Option<Table> {
             row.insert(
                 7,
                 r.at_target.as_ref().map_or_else(dash, |a| {
-                    let defaults = match (a.defaults_held, a.defaults_missed) {
-                        (_, Some(_)) => "missed it",
-                        (Some(_), _) => "held it",
-                        _ if a.found_held.is_some() => "undecided",
-                        _ => "not measured",
+                    let defaults = match Defaults::of(a) {
+                        Defaults::Missed => "missed it",
+                        Defaults::Held => "held it",
+                        Defaults::Undecided => "undecided",
+                        Defaults::NotMeasured => "not measured",
                     };
                     format!(
                         "{}, {} (defaults {defaults})",
@@ -149,4 +153,102 @@ fn sorted(data: &RunData) -> Vec<&crate::results::tune::Tuned> {
         )
     });
     rows
+}
+
+/// The defaults at the rate the setting found held, with `--slo`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Defaults {
+    /// They missed it: the setting found is kept.
+    Missed,
+    Held,
+    Undecided,
+    NotMeasured,
+}
+
+impl Defaults {
+    fn of(a: &crate::results::tune::AtTarget) -> Defaults {
+        match (a.defaults_held, a.defaults_missed) {
+            (_, Some(_)) => Defaults::Missed,
+            (Some(_), _) => Defaults::Held,
+            _ if a.found_held.is_some() => Defaults::Undecided,
+            _ => Defaults::NotMeasured,
+        }
+    }
+}
+
+/// With `--slo`: the setting found against the defaults at the target.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct AtTarget {
+    /// The targets, in words.
+    pub target: String,
+    /// The setting found, in words.
+    pub found: String,
+    /// Its capacity search's highest rate held and lowest missed.
+    pub held: Option<f64>,
+    pub missed: Option<f64>,
+    pub defaults: Defaults,
+}
+
+/// What `--tune` kept for one model at one count and work profile (or
+/// the pool a preset sized): the row of the tuning table.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct TunedAnswer {
+    pub model: String,
+    pub connections: usize,
+    /// The work profile (`null`: none).
+    pub work: Option<String>,
+    /// The setting kept, in words (`pool 128`), or `defaults`.
+    pub kept: String,
+    /// The `serve` flags the matrix ran it with.
+    pub args: Vec<String>,
+    /// The run's defaults in words (empty: no knob to search).
+    pub defaults: String,
+    /// The figure the search ranked by (`throughput`, …).
+    pub figure: crate::results::matrix::Primary,
+    /// The defaults' median figure and the best's, in the search's rounds.
+    pub default_figure: Option<f64>,
+    pub best_figure: Option<f64>,
+    /// The best over the defaults, paired, with its 95 % interval.
+    pub ratio: Option<f64>,
+    pub interval: Option<(f64, f64)>,
+    /// Settings measured.
+    pub tried: usize,
+    /// Why the setting kept is kept.
+    pub why: String,
+    /// The search stopped before it ended, in words.
+    pub stopped: Option<String>,
+    pub at_target: Option<AtTarget>,
+}
+
+/// What every search of the plan kept (or the pools a preset sized), in
+/// the tuning table's order.
+pub fn answers(data: &RunData) -> Vec<TunedAnswer> {
+    let figure = data.plan.tune_primary();
+    sorted(data)
+        .into_iter()
+        .map(|r| TunedAnswer {
+            model: r.model.clone(),
+            connections: r.connections,
+            work: r.work.as_ref().map(|w| w.to_string()),
+            kept: r.kept.clone(),
+            args: r.args.clone(),
+            defaults: r.defaults.clone(),
+            figure,
+            default_figure: r.default_figure,
+            best_figure: r.best_figure,
+            ratio: r.ratio,
+            interval: r.interval,
+            tried: r.tried.len(),
+            why: r.why.clone(),
+            stopped: r.stopped.clone(),
+            at_target: r.at_target.as_ref().map(|a| AtTarget {
+                target: a.target.clone(),
+                found: a.found.clone(),
+                held: a.found_held,
+                missed: a.found_missed,
+                defaults: Defaults::of(a),
+            }),
+        })
+        .collect()
 }

@@ -16,6 +16,9 @@ use crate::results::slo::Search;
 use crate::server::work::Profile;
 use crate::stats::compare::{self, Outcome, Sample};
 
+use schemars::JsonSchema;
+use serde::Serialize;
+
 /// One model's search at one count, read whole.
 pub struct Searched {
     pub model: String,
@@ -153,6 +156,226 @@ fn targets_text(search: &Search, work: Option<&Profile>) -> String {
     parts.join(", ")
 }
 
+/// How a model's search ended, as results.json says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Ended {
+    /// A rate held and the next missed, both decided.
+    Found,
+    /// Every rate up to the most tried held.
+    HeldAll,
+    /// Even the least rate tried missed.
+    NeverMet,
+    /// The search ended before both ends were decided.
+    Inconclusive,
+    /// The budget stopped it before it ended.
+    Stopped,
+    /// Its server is gone or its slots kept failing.
+    Failed,
+}
+
+/// A model against the one that carried the most ([`Versus`]), as
+/// results.json says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Call {
+    Best,
+    /// The best held a rate this one missed.
+    CarriesLess,
+    /// Both brackets lie within the margin of each other.
+    Equivalent,
+    Inconclusive,
+}
+
+/// A range of offered rates, per second.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, JsonSchema)]
+pub struct Rates {
+    pub from: f64,
+    pub to: f64,
+}
+
+/// The queueing bound of a model's handlers ([`cap::Bound`]).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct BoundAnswer {
+    /// The queue's capacity c/S, per second.
+    pub capacity: f64,
+    /// What set it, in words.
+    pub why: String,
+    /// The highest rate at which the queue keeps every target, per
+    /// second; `null` when none does.
+    pub within_target: Option<f64>,
+}
+
+/// One model's search at one count: the row of the capacity table.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ModelAnswer {
+    pub model: String,
+    /// As the tables name it (with what `--tune` kept).
+    pub shown: String,
+    pub outcome: Ended,
+    /// The highest rate decided to hold every target, per second.
+    pub held: Option<f64>,
+    /// The lowest rate decided to miss one, per second.
+    pub missed: Option<f64>,
+    /// The highest rate whose pooled shares meet every target.
+    pub estimate: Option<f64>,
+    pub versus_best: Call,
+    /// Why it is inconclusive against the best.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub versus_why: Option<String>,
+    /// Where p99 first passed twice its value at the lowest rate.
+    pub knee: Option<Rates>,
+    pub bound: Option<BoundAnswer>,
+    /// Held (or the estimate) over the bound within target.
+    pub share_of_bound: Option<f64>,
+    /// Slots measured.
+    pub slots: usize,
+    /// Measured above its bound (a defect, never a win): how.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub above_bound: Option<String>,
+    /// The note the table prints (empty when found).
+    pub note: String,
+}
+
+impl ModelAnswer {
+    /// The capacity table's row.
+    fn row(&self) -> Vec<String> {
+        let rate = |v: Option<f64>| v.map_or("–".into(), |v| format!("{}/s", format_count(v)));
+        vec![
+            self.shown.clone(),
+            rate(self.held),
+            rate(self.missed),
+            rate(self.estimate),
+            match (self.versus_best, &self.versus_why) {
+                (Call::Best, _) => "best".into(),
+                (Call::CarriesLess, _) => "carries less".into(),
+                (Call::Equivalent, _) => "equivalent".into(),
+                (Call::Inconclusive, why) => {
+                    format!("inconclusive: {}", why.as_deref().unwrap_or_default())
+                }
+            },
+            self.knee.map_or("none seen".into(), |k| {
+                format!("{} to {}/s", format_count(k.from), format_count(k.to))
+            }),
+            self.bound
+                .as_ref()
+                .map_or("– (handlers unknown)".into(), |b| {
+                    format!("{}/s ({})", format_count(b.capacity), b.why)
+                }),
+            self.bound
+                .as_ref()
+                .map_or("–".into(), |b| rate(b.within_target)),
+            self.share_of_bound
+                .map_or("–".into(), |x| format!("{:.0} %", 100.0 * x)),
+            self.slots.to_string(),
+            self.note.clone(),
+        ]
+    }
+}
+
+/// Every model's answer at one count, highest held (or estimate) first.
+fn model_answers(all: &[Searched], margin: f64) -> Vec<ModelAnswer> {
+    let (_, calls) = versus(all, margin);
+    let mut order: Vec<usize> = (0..all.len()).collect();
+    order.sort_by(|&a, &b| {
+        let k = |s: &Searched| s.bracket().0.or(s.estimate).unwrap_or(0.0);
+        k(&all[b]).total_cmp(&k(&all[a]))
+    });
+    order
+        .into_iter()
+        .map(|i| {
+            let s = &all[i];
+            let (held, missed) = s.bracket();
+            let (outcome, note) = match &s.state {
+                State::Failed(why) => (Ended::Failed, format!("failed: {why}")),
+                State::Measure(_) => (
+                    Ended::Stopped,
+                    "stopped by the budget before it ended".into(),
+                ),
+                State::Ended(e @ End::NeverMet(_)) => (Ended::NeverMet, end_text(e)),
+                State::Ended(e @ End::Inconclusive { .. }) => (Ended::Inconclusive, end_text(e)),
+                State::Ended(End::HeldAll(_)) => (Ended::HeldAll, "held every rate tried".into()),
+                State::Ended(End::Found { .. }) => (Ended::Found, String::new()),
+            };
+            let note = match &s.above {
+                Some(d) => format!("ABOVE ITS BOUND, a defect: {d}. {note}"),
+                None => note,
+            };
+            let (versus_best, versus_why) = match &calls[i] {
+                Versus::Best => (Call::Best, None),
+                Versus::Less => (Call::CarriesLess, None),
+                Versus::Equivalent => (Call::Equivalent, None),
+                Versus::Inconclusive(why) => (Call::Inconclusive, Some(why.clone())),
+            };
+            ModelAnswer {
+                model: s.model.clone(),
+                shown: s.shown.clone(),
+                outcome,
+                held,
+                missed,
+                estimate: s.estimate,
+                versus_best,
+                versus_why,
+                knee: s.knee.map(|(from, to)| Rates { from, to }),
+                bound: s.bound.as_ref().map(|b| BoundAnswer {
+                    capacity: b.queue.capacity(),
+                    why: b.why.clone(),
+                    within_target: b.within,
+                }),
+                share_of_bound: match (&s.bound, held.or(s.estimate)) {
+                    (Some(b), Some(h)) => b.within.map(|w| h / w),
+                    _ => None,
+                },
+                slots: s.points.iter().map(|p| p.slots).sum(),
+                above_bound: s.above.clone(),
+                note,
+            }
+        })
+        .collect()
+}
+
+/// A capacity search's answer at one count of one work profile: what
+/// its capacity and cost tables print, as results.json carries it.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Answer {
+    pub connections: usize,
+    /// The work profile (`null`: none).
+    pub work: Option<String>,
+    /// The targets under that work, in words (`p99 ≤ 5 ms`).
+    pub targets: String,
+    /// The model that held the highest decided rate, as shown; `null`
+    /// when none held one.
+    pub best: Option<String>,
+    /// Every model, highest held (or estimate) first.
+    pub models: Vec<ModelAnswer>,
+    /// The cost at the highest rate every model that held one held.
+    pub cost: Option<Cost>,
+}
+
+/// The capacity answers of one work profile's part, one per count.
+pub fn answers(data: &RunData) -> Vec<Answer> {
+    let Some(search) = &data.plan.capacity else {
+        return Vec::new();
+    };
+    let work = work_of(data);
+    data.plan
+        .connections
+        .iter()
+        .map(|&n| {
+            let all = searched(data, n);
+            let (best, _) = versus(&all, data.plan.margin);
+            Answer {
+                connections: n,
+                work: work.as_ref().map(|w| w.to_string()),
+                targets: targets_text(search, work.as_ref()),
+                best: best.map(|b| all[b].shown.clone()),
+                models: model_answers(&all, data.plan.margin),
+                cost: cost_of(data, n, &all),
+            }
+        })
+        .collect()
+}
+
 /// The tables of one work profile's part.
 pub fn tables(data: &RunData) -> Vec<Table> {
     let Some(search) = &data.plan.capacity else {
@@ -198,57 +421,8 @@ fn capacity_table(
             "note",
         ],
     );
-    let (_, calls) = versus(all, data.plan.margin);
-    let mut order: Vec<usize> = (0..all.len()).collect();
-    order.sort_by(|&a, &b| {
-        let k = |s: &Searched| s.bracket().0.or(s.estimate).unwrap_or(0.0);
-        k(&all[b]).total_cmp(&k(&all[a]))
-    });
-    let rate = |v: Option<f64>| v.map_or("–".into(), |v| format!("{}/s", format_count(v)));
-    for i in order {
-        let s = &all[i];
-        let (held, missed) = s.bracket();
-        let slots: usize = s.points.iter().map(|p| p.slots).sum();
-        let note = match &s.state {
-            State::Failed(why) => format!("failed: {why}"),
-            State::Measure(_) => "stopped by the budget before it ended".into(),
-            State::Ended(e @ End::NeverMet(_)) => end_text(e),
-            State::Ended(e @ End::Inconclusive { .. }) => end_text(e),
-            State::Ended(End::HeldAll(_)) => "held every rate tried".into(),
-            State::Ended(End::Found { .. }) => String::new(),
-        };
-        let note = match &s.above {
-            Some(d) => format!("ABOVE ITS BOUND, a defect: {d}. {note}"),
-            None => note,
-        };
-        let share = match (&s.bound, held.or(s.estimate)) {
-            (Some(b), Some(h)) => b
-                .within
-                .map_or("–".into(), |w| format!("{:.0} %", 100.0 * h / w)),
-            _ => "–".into(),
-        };
-        t.rows.push(vec![
-            s.shown.clone(),
-            rate(held),
-            rate(missed),
-            rate(s.estimate),
-            match &calls[i] {
-                Versus::Best => "best".into(),
-                Versus::Less => "carries less".into(),
-                Versus::Equivalent => "equivalent".into(),
-                Versus::Inconclusive(why) => format!("inconclusive: {why}"),
-            },
-            s.knee.map_or("none seen".into(), |(a, b)| {
-                format!("{} to {}/s", format_count(a), format_count(b))
-            }),
-            s.bound.as_ref().map_or("– (handlers unknown)".into(), |b| {
-                format!("{}/s ({})", format_count(b.queue.capacity()), b.why)
-            }),
-            s.bound.as_ref().map_or("–".into(), |b| rate(b.within)),
-            share,
-            slots.to_string(),
-            note,
-        ]);
+    for a in model_answers(all, data.plan.margin) {
+        t.rows.push(a.row());
     }
     t.notes.push(format!(
         "An open loop of Poisson arrivals at each offered rate, in resident slots ({} to {} s measured, about {} echoes each). A rate holds a target while the share of its echoes slower than the target stays within what the percentile allows (1 % for p99): pooled over its slots, decided when the Student's t interval of the slots' shares at {} (Pocock's level for the {} looks a rate may get) lies below; it misses when that interval lies above, or when the server answered under 95 % of the rate beyond four times the Poisson count's noise. \
@@ -338,9 +512,92 @@ fn floor_notes(search: &Search, work: Option<&Profile>, all: &[Searched]) -> Vec
     out
 }
 
-/// The cost phase at `n`: every model that held a rate, at the least of
-/// their held rates, in paired rounds.
-fn cost_table(data: &RunData, n: usize, all: &[Searched]) -> Option<(f64, Table)> {
+/// A model's memory per connection ([`crate::analysis::memory`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, JsonSchema)]
+pub struct Memory {
+    /// KiB per connection, or at most this when `at_most` (below what
+    /// one sample resolves).
+    pub kib: f64,
+    pub at_most: bool,
+}
+
+/// A model's CPU per message against the least's, in paired rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct VersusLeast {
+    /// The model with the least CPU per message.
+    pub least: String,
+    /// This one over it (1 for the least itself).
+    pub ratio: f64,
+    /// `least` (this is it), `different`, `equivalent` or `inconclusive`.
+    pub call: LeastCall,
+}
+
+/// The paired test's call of a model's CPU per message against the least.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LeastCall {
+    Least,
+    Different,
+    Equivalent,
+    Inconclusive,
+}
+
+/// One model at the common rate: the row of the cost table.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct CostRow {
+    pub model: String,
+    pub shown: String,
+    /// Medians over the rounds.
+    pub p99_seconds: Option<f64>,
+    /// The server tree's CPU over the slot's wall time.
+    pub server_cpus_busy: Option<f64>,
+    pub cpu_per_message_seconds: Option<f64>,
+    pub versus_least: Option<VersusLeast>,
+    pub memory_per_connection: Option<Memory>,
+    pub rounds: usize,
+}
+
+impl CostRow {
+    fn row(&self) -> Vec<String> {
+        vec![
+            self.shown.clone(),
+            self.p99_seconds.map_or("–".into(), seconds),
+            self.server_cpus_busy
+                .map_or("–".into(), |b| format!("{b:.3}")),
+            self.cpu_per_message_seconds.map_or("–".into(), seconds),
+            self.versus_least
+                .as_ref()
+                .map_or("–".into(), |v| match v.call {
+                    LeastCall::Least => "least".to_string(),
+                    LeastCall::Different => format!("{:.2}× {}'s", v.ratio, v.least),
+                    LeastCall::Equivalent => format!("equivalent to {}", v.least),
+                    LeastCall::Inconclusive => {
+                        format!("{:.2}× {}'s, inconclusive", v.ratio, v.least)
+                    }
+                }),
+            self.memory_per_connection.map_or("–".into(), |m| {
+                if m.at_most {
+                    format!("≤ {}", crate::present::units::kib(m.kib))
+                } else {
+                    crate::present::units::kib(m.kib)
+                }
+            }),
+            self.rounds.to_string(),
+        ]
+    }
+}
+
+/// The cost phase at one count: every model that held a rate, at the
+/// least of their held rates, in paired rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Cost {
+    /// The common rate, per second.
+    pub rate: f64,
+    pub models: Vec<CostRow>,
+}
+
+/// The cost phase at `n`, from its rounds; `None` when none ran.
+fn cost_of(data: &RunData, n: usize, all: &[Searched]) -> Option<Cost> {
     let work = work_of(data);
     let rounds: Vec<&crate::results::cell::CellResult> = data
         .cells
@@ -352,22 +609,6 @@ fn cost_table(data: &RunData, n: usize, all: &[Searched]) -> Option<(f64, Table)
         })
         .collect();
     let rate = rounds.first()?.cell.offered?.rate as f64;
-    let mut t = Table::new(
-        format!(
-            "Cost at {}/s, the highest rate every model that held one held, {} connections",
-            format_count(rate),
-            format_count(n as f64)
-        ),
-        &[
-            "model",
-            "p99",
-            "server CPUs busy",
-            "server CPU/msg",
-            "vs least CPU/msg",
-            "server memory/conn",
-            "rounds",
-        ],
-    );
     let per = |m: &str, f: &dyn Fn(&crate::results::cell::CellResult) -> Option<f64>| {
         rounds
             .iter()
@@ -389,7 +630,13 @@ fn cost_table(data: &RunData, n: usize, all: &[Searched]) -> Option<(f64, Table)
         .iter()
         .filter_map(|(m, s)| Some((m, s.as_ref()?)))
         .min_by(|a, b| a.1.median().total_cmp(&b.1.median()));
+    let shown = |m: &str| {
+        all.iter()
+            .find(|s| s.model == m)
+            .map_or(m.to_string(), |s| s.shown.clone())
+    };
     let cpus = crate::metrics::cpu::machine_cpus();
+    let mut models = Vec::new();
     for s in all {
         let cpu_per = per(&s.model, &cpu);
         if cpu_per.is_empty() && per(&s.model, &|c| c.metrics().latency_p99_us).is_empty() {
@@ -408,17 +655,25 @@ fn cost_table(data: &RunData, n: usize, all: &[Searched]) -> Option<(f64, Table)
             .iter()
             .find(|(m, _)| *m == s.model)
             .and_then(|(_, x)| x.as_ref());
-        let vs = match (mine, least) {
-            (Some(_), Some((lm, _))) if *lm == s.model => "least".to_string(),
+        let versus_least = match (mine, least) {
+            (Some(_), Some((lm, _))) if *lm == s.model => Some(VersusLeast {
+                least: lm.clone(),
+                ratio: 1.0,
+                call: LeastCall::Least,
+            }),
             (Some(a), Some((lm, b))) => {
                 let c = compare::compare(a, b, data.plan.rule());
-                match c.outcome {
-                    Outcome::Different => format!("{:.2}× {lm}'s", c.ratio),
-                    Outcome::Equivalent => format!("equivalent to {lm}"),
-                    _ => format!("{:.2}× {lm}'s, inconclusive", c.ratio),
-                }
+                Some(VersusLeast {
+                    least: lm.clone(),
+                    ratio: c.ratio,
+                    call: match c.outcome {
+                        Outcome::Different => LeastCall::Different,
+                        Outcome::Equivalent => LeastCall::Equivalent,
+                        _ => LeastCall::Inconclusive,
+                    },
+                })
             }
-            _ => "–".into(),
+            _ => None,
         };
         let memory = data
             .cells
@@ -432,27 +687,57 @@ fn cost_table(data: &RunData, n: usize, all: &[Searched]) -> Option<(f64, Table)
             .find_map(|c| {
                 crate::analysis::memory::delta(c, crate::analysis::memory::Kind::User, cpus)
             })
-            .map_or("–".into(), |d| {
+            .map(|d| {
                 if d.resolved() {
-                    crate::present::units::kib(d.per_connection_kib())
+                    Memory {
+                        kib: d.per_connection_kib(),
+                        at_most: false,
+                    }
                 } else {
-                    format!("≤ {}", crate::present::units::kib(d.bound_kib()))
+                    Memory {
+                        kib: d.bound_kib(),
+                        at_most: true,
+                    }
                 }
             });
-        t.rows.push(vec![
-            s.shown.clone(),
-            p99.map_or("–".into(), |v| seconds(v / 1e6)),
-            busy.map_or("–".into(), |b| format!("{b:.3}")),
-            med(cpu_per).map_or("–".into(), seconds),
-            vs,
-            memory,
-            per(&s.model, &|_| Some(1.0)).len().to_string(),
-        ]);
+        models.push(CostRow {
+            model: s.model.clone(),
+            shown: shown(&s.model),
+            p99_seconds: p99.map(|v| v / 1e6),
+            server_cpus_busy: busy,
+            cpu_per_message_seconds: med(cpu_per),
+            versus_least,
+            memory_per_connection: memory,
+            rounds: per(&s.model, &|_| Some(1.0)).len(),
+        });
     }
+    Some(Cost { rate, models })
+}
+
+/// The cost table at `n` ([`cost_of`]).
+fn cost_table(data: &RunData, n: usize, all: &[Searched]) -> Option<(f64, Table)> {
+    let cost = cost_of(data, n, all)?;
+    let mut t = Table::new(
+        format!(
+            "Cost at {}/s, the highest rate every model that held one held, {} connections",
+            format_count(cost.rate),
+            format_count(n as f64)
+        ),
+        &[
+            "model",
+            "p99",
+            "server CPUs busy",
+            "server CPU/msg",
+            "vs least CPU/msg",
+            "server memory/conn",
+            "rounds",
+        ],
+    );
+    t.rows = cost.models.iter().map(CostRow::row).collect();
     t.notes.push(
         "Each model's server at the same offered rate, once per round in the round's shuffled order; medians over the rounds. CPUs busy: the server tree's CPU over the slot's wall time. CPU/msg: that CPU over every echo of the slot; against the least, the geometric mean of the per-round ratios with its interval (paired rounds). Memory: the server tree's anonymous PSS its connections added, over the connections (≤: below what one sample resolves).".into(),
     );
-    Some((rate, t))
+    Some((cost.rate, t))
 }
 
 fn curve_table(search: &Search, work: Option<&Profile>, n: usize, all: &[Searched]) -> Table {

@@ -667,7 +667,7 @@ fn workload_of(
     preset: &presets::Preset,
 ) -> Result<(matrix::Workload, matrix::Primary), String> {
     let mut workload = preset.workload.clone();
-    if let Some(kind) = args.workload.map(WorkloadKind::from) {
+    if let Some(kind) = args.workload {
         if kind != workload.kind {
             workload.kind = kind;
             // A preset's open loop is of its closed workload.

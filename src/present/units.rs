@@ -214,7 +214,7 @@ pub fn kib(v: f64) -> String {
 }
 
 /// A count or rate with thousands separators (`284,113`).
-pub(crate) fn format_count(v: f64) -> String {
+pub fn format_count(v: f64) -> String {
     if !v.is_finite() {
         return "-".into();
     }

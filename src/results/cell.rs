@@ -689,7 +689,7 @@ impl CellResult {
 }
 
 /// The throughput the work allows, and the term that set it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Bound {
     pub per_second: f64,
     /// `1 thread / 1 ms each`, `2 cores / 100 µs of CPU`, …

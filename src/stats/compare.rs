@@ -188,9 +188,9 @@ fn mean_var(v: &[f64]) -> (f64, f64) {
 }
 
 /// What a comparison found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum Outcome {
+pub enum Outcome {
     /// A single run on one side: nothing to test.
     Untested,
     /// The interval lies on one side of 1 and leaves the margin.
@@ -202,9 +202,9 @@ pub(crate) enum Outcome {
 }
 
 /// Which test gave the interval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum Test {
+pub enum Test {
     /// Student's t over the per-round ratios.
     Paired,
     /// From 10 rounds: Yuen's trimmed t over the per-round ratios
@@ -216,8 +216,8 @@ pub(crate) enum Test {
 
 /// The ratio of two models' figures with its 95 % interval and what it
 /// says (see the module's doc).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub(crate) struct Comparison {
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Comparison {
     /// The first over the second: the geometric mean of the per-round
     /// ratios (paired), the same with a tenth at each end left out
     /// (trimmed), or the ratio of geometric means (Welch); the ratio of

@@ -22,7 +22,7 @@ pub mod student;
 use serde::Serialize;
 
 /// Summary of one figure over the repeats of a cell.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     pub n: usize,
     pub mean: f64,

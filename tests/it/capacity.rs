@@ -57,6 +57,8 @@ fn one_blocking_handler_is_searched_below_its_1000_a_second() -> Result<(), Fail
         ],
     )?;
     let dir = results_dir(&out)?;
+    // Its answer is data too, the same as results.md's tables.
+    crate::schema::results_agree(&dir)?;
     let records = lines(&dir)?;
     // Every slot: its offered rate and its latency at p99, with the share
     // of echoes slower than 20 ms.

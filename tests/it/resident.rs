@@ -97,6 +97,8 @@ fn slots_record_their_place_and_a_spinning_model_sleeps_between_its_own() -> Res
     if cells.len() != 9 || cells.iter().any(|c| c["status"] != "ok") {
         return Err(format!("9 measured cells expected: {cells:?}").into());
     }
+    // The ranking is data too, under its schema, as results.md prints it.
+    crate::schema::results_agree(&results_dir(&dir)?)?;
     for model in ["epoll", "poll", "busy"] {
         let mine: Vec<&serde_json::Value> = cells.iter().filter(|c| c["model"] == model).collect();
         let firsts = mine.iter().filter(|c| c["slot"]["first"] == true).count();

@@ -934,8 +934,7 @@ fn work_axis_records_work_requests_and_bounds() -> Result<(), Failed> {
             return Err(format!("results.csv row {row:?}").into());
         }
     }
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json"))?)?;
+    let json = crate::schema::results_agree(&dir)?;
     let rows = json["summary"].as_array().ok_or("no summary")?;
     if rows.len() != 4
         || !rows

@@ -16,6 +16,7 @@ use crate::support::{bin, Server, Started};
 tests![
     checked_in_schema_is_current,
     compare_schema_is_current,
+    results_schema_is_current,
     closed_loop_report_validates,
     open_loop_report_validates,
     burst_report_validates,
@@ -102,10 +103,251 @@ fn compare_schema_path() -> PathBuf {
         ))
 }
 
-/// Checks a `c10k compare --json` document against its checked-in schema.
-pub fn validate_compare(doc: &Value) -> Result<(), Failed> {
-    let p = compare_schema_path();
-    let schema: Value = serde_json::from_slice(&std::fs::read(&p).map_err(|e| {
+/// The same of a run's results.json.
+fn results_schema_is_current() -> Result<(), Failed> {
+    is_current(
+        c10k::output::json::schema(),
+        &results_schema_path(),
+        "src/output/json.rs",
+    )
+}
+
+/// The checked-in schema of a run's results.json.
+fn results_schema_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("schema")
+        .join(format!(
+            "results.v{}.schema.json",
+            c10k::output::json::SCHEMA_VERSION
+        ))
+}
+
+/// The results directory `dir` of a `c10k run`: its results.json follows
+/// its checked-in schema, and results.md's capacity and cost tables say
+/// what its answers say, cell for cell (each value of the JSON written
+/// as the tables write it); its ranking tables name the models in the
+/// summary's order. Returns results.json.
+pub fn results_agree(dir: &std::path::Path) -> Result<Value, Failed> {
+    use c10k::present::units::{format_count, kib, seconds};
+    let doc: Value = serde_json::from_slice(&std::fs::read(dir.join("results.json"))?)?;
+    validate(&results_schema_path(), &doc, "results.json")?;
+    let md = std::fs::read_to_string(dir.join("results.md"))?;
+    let tables = markdown_tables(&md);
+    let table = |prefix: &str| -> Result<&(String, Vec<Vec<String>>), Failed> {
+        tables
+            .iter()
+            .find(|(title, _)| title.starts_with(prefix))
+            .ok_or_else(|| format!("results.md has no table \"{prefix}…\"").into())
+    };
+    let rate = |v: &Value| {
+        v.as_f64()
+            .map_or("–".into(), |v| format!("{}/s", format_count(v)))
+    };
+    let cell = |row: &[String], i: usize| row.get(i).cloned().unwrap_or_default();
+    let agree = |what: String, md: String, json: String| -> Result<(), Failed> {
+        if md == json {
+            Ok(())
+        } else {
+            Err(format!("{what}: results.md says {md:?}, results.json {json:?}").into())
+        }
+    };
+    for answer in doc["capacity"].as_array().into_iter().flatten() {
+        let n = answer["connections"].as_f64().unwrap_or_default();
+        let (_, rows) = table(&format!("Capacity at {} connections", format_count(n)))?;
+        let models = answer["models"]
+            .as_array()
+            .ok_or("capacity answer without models")?;
+        agree(
+            format!("models of the capacity table at {n}"),
+            rows.len().to_string(),
+            models.len().to_string(),
+        )?;
+        for (row, m) in rows.iter().zip(models) {
+            let at = |col: &str| format!("capacity at {n}, {}, {col}", m["shown"]);
+            agree(
+                at("model"),
+                cell(row, 0),
+                m["shown"].as_str().unwrap_or("").into(),
+            )?;
+            agree(at("held"), cell(row, 1), rate(&m["held"]))?;
+            agree(at("missed"), cell(row, 2), rate(&m["missed"]))?;
+            agree(at("estimate"), cell(row, 3), rate(&m["estimate"]))?;
+            let call = match m["versus_best"].as_str() {
+                Some("best") => "best".to_string(),
+                Some("carries_less") => "carries less".into(),
+                Some("equivalent") => "equivalent".into(),
+                Some("inconclusive") => format!(
+                    "inconclusive: {}",
+                    m["versus_why"].as_str().unwrap_or_default()
+                ),
+                other => return Err(format!("{}: versus_best {other:?}", at("vs best")).into()),
+            };
+            agree(at("vs best"), cell(row, 4), call)?;
+            let knee = match (m["knee"]["from"].as_f64(), m["knee"]["to"].as_f64()) {
+                (Some(a), Some(b)) => format!("{} to {}/s", format_count(a), format_count(b)),
+                _ => "none seen".into(),
+            };
+            agree(at("knee"), cell(row, 5), knee)?;
+            let b = &m["bound"];
+            let bound = b["capacity"]
+                .as_f64()
+                .map_or("– (handlers unknown)".into(), |c| {
+                    format!(
+                        "{}/s ({})",
+                        format_count(c),
+                        b["why"].as_str().unwrap_or("")
+                    )
+                });
+            agree(at("bound"), cell(row, 6), bound)?;
+            let within = if b.is_null() {
+                "–".into()
+            } else {
+                rate(&b["within_target"])
+            };
+            agree(at("bound within target"), cell(row, 7), within)?;
+            let share = m["share_of_bound"]
+                .as_f64()
+                .map_or("–".into(), |x| format!("{:.0} %", 100.0 * x));
+            agree(at("of bound"), cell(row, 8), share)?;
+            agree(at("slots"), cell(row, 9), m["slots"].to_string())?;
+            agree(
+                at("note"),
+                cell(row, 10),
+                c10k::export::table::escape_markdown(m["note"].as_str().unwrap_or("")),
+            )?;
+        }
+        let Some(cost) = answer.get("cost").filter(|c| !c.is_null()) else {
+            continue;
+        };
+        let (_, rows) = table(&format!(
+            "Cost at {}/s",
+            format_count(cost["rate"].as_f64().unwrap_or_default())
+        ))?;
+        let models = cost["models"].as_array().ok_or("cost without models")?;
+        agree(
+            format!("models of the cost table at {n}"),
+            rows.len().to_string(),
+            models.len().to_string(),
+        )?;
+        for (row, m) in rows.iter().zip(models) {
+            let at = |col: &str| format!("cost at {n}, {}, {col}", m["shown"]);
+            let secs = |v: &Value| v.as_f64().map_or("–".into(), seconds);
+            agree(
+                at("model"),
+                cell(row, 0),
+                m["shown"].as_str().unwrap_or("").into(),
+            )?;
+            agree(at("p99"), cell(row, 1), secs(&m["p99_seconds"]))?;
+            let busy = m["server_cpus_busy"]
+                .as_f64()
+                .map_or("–".into(), |b| format!("{b:.3}"));
+            agree(at("CPUs busy"), cell(row, 2), busy)?;
+            agree(
+                at("CPU/msg"),
+                cell(row, 3),
+                secs(&m["cpu_per_message_seconds"]),
+            )?;
+            let v = &m["versus_least"];
+            let (least, ratio) = (
+                v["least"].as_str().unwrap_or(""),
+                v["ratio"].as_f64().unwrap_or(f64::NAN),
+            );
+            let vs = match v["call"].as_str() {
+                None => "–".to_string(),
+                Some("least") => "least".into(),
+                Some("different") => format!("{ratio:.2}× {least}'s"),
+                Some("equivalent") => format!("equivalent to {least}"),
+                Some(_) => format!("{ratio:.2}× {least}'s, inconclusive"),
+            };
+            agree(at("vs least"), cell(row, 4), vs)?;
+            let mem = &m["memory_per_connection"];
+            let memory = match (mem["kib"].as_f64(), mem["at_most"].as_bool()) {
+                (Some(k), Some(true)) => format!("≤ {}", kib(k)),
+                (Some(k), _) => kib(k),
+                _ => "–".into(),
+            };
+            agree(at("memory"), cell(row, 5), memory)?;
+            agree(at("rounds"), cell(row, 6), m["rounds"].to_string())?;
+        }
+    }
+    // A search is ranked by what each model held, never by pooling
+    // slots of unlike offered rates; a ranking's tables list the models
+    // of each count in the summary's order.
+    let summary = doc["summary"]
+        .as_array()
+        .ok_or("results.json has no summary")?;
+    if !doc["plan"]["capacity"].is_null() {
+        if !summary.is_empty() || doc["capacity"].as_array().is_none_or(|a| a.is_empty()) {
+            return Err(format!(
+                "a capacity run's results.json ranks its slots ({} rows) or has no answers",
+                summary.len()
+            )
+            .into());
+        }
+        return Ok(doc);
+    }
+    if doc.get("capacity").is_some() {
+        return Err("results.json of a run that searched nothing has capacity answers".into());
+    }
+    let mut counts: Vec<u64> = summary
+        .iter()
+        .filter(|r| r.get("work").is_none())
+        .filter_map(|r| r["connections"].as_u64())
+        .collect();
+    counts.dedup();
+    for n in counts {
+        let named: Vec<&str> = summary
+            .iter()
+            .filter(|r| r["connections"].as_u64() == Some(n) && r.get("work").is_none())
+            .filter_map(|r| r["model"].as_str())
+            .collect();
+        let title = format!("{} connections:", format_count(n as f64));
+        let (_, rows) = tables
+            .iter()
+            .find(|(t, _)| t.starts_with(&title))
+            .ok_or_else(|| format!("results.md has no ranking at {n}"))?;
+        let shown: Vec<String> = rows.iter().map(|r| cell(r, 1)).collect();
+        let same =
+            shown.len() == named.len() && shown.iter().zip(&named).all(|(s, m)| s.starts_with(m));
+        if !same {
+            return Err(format!(
+                "the ranking at {n}: results.md lists {shown:?}, results.json {named:?}"
+            )
+            .into());
+        }
+    }
+    Ok(doc)
+}
+
+/// Every Markdown table of `md`: its `### ` title and its rows' cells.
+fn markdown_tables(md: &str) -> Vec<(String, Vec<Vec<String>>)> {
+    let mut out = Vec::new();
+    let lines: Vec<&str> = md.lines().collect();
+    for (i, l) in lines.iter().enumerate() {
+        let Some(title) = l.strip_prefix("### ") else {
+            continue;
+        };
+        let rows: Vec<Vec<String>> = lines[i + 1..]
+            .iter()
+            .skip_while(|l| l.trim().is_empty())
+            .take_while(|l| l.starts_with('|'))
+            .skip(2)
+            .map(|l| {
+                let inner = l.trim().trim_start_matches("| ").trim_end_matches(" |");
+                inner
+                    .split(" | ")
+                    .map(|c| c.trim_end_matches(" |").to_string())
+                    .collect()
+            })
+            .collect();
+        out.push((title.to_string(), rows));
+    }
+    out
+}
+
+/// `doc` follows the checked-in schema at `p`.
+fn validate(p: &std::path::Path, doc: &Value, what: &str) -> Result<(), Failed> {
+    let schema: Value = serde_json::from_slice(&std::fs::read(p).map_err(|e| {
         format!(
             "cannot read {}: {e}; run `C10K_BLESS=1 cargo test --test it schema::` to write it",
             p.display()
@@ -115,9 +357,14 @@ pub fn validate_compare(doc: &Value) -> Result<(), Failed> {
         jsonschema::validator_for(&schema).map_err(|e| format!("the schema is invalid: {e}"))?;
     let bad = violations(&v, doc);
     if !bad.is_empty() {
-        return Err(format!("the comparison breaks its schema: {bad:?}").into());
+        return Err(format!("{what} breaks its schema: {bad:?}").into());
     }
     Ok(())
+}
+
+/// Checks a `c10k compare --json` document against its checked-in schema.
+pub fn validate_compare(doc: &Value) -> Result<(), Failed> {
+    validate(&compare_schema_path(), doc, "the comparison")
 }
 
 /// `generated` is the schema at `p` (`C10K_BLESS=1` writes it there);

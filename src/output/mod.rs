@@ -3,13 +3,16 @@
 //! at the bottom for every engine. The exports of a results directory, as
 //! hyperfine writes them:
 //! `results.csv` (one row per cell, every figure), `results.json` (the
-//! plan, the environment, every cell and the summaries), `results.md` (the
+//! plan, the environment, every cell and every answer the tables print,
+//! under its schema: [`json`]), `results.md` (the
 //! tables a person pastes into a document), and `report.html`.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
+
+pub mod json;
 
 use crate::report::Section;
 use crate::results::dir::RunData;
@@ -29,48 +32,8 @@ pub fn write_all(
         .with_context(|| format!("cannot write {}", csv.display()))?;
     written.push(csv);
     let json = dir.join("results.json");
-    let mut summary: Vec<serde_json::Value> = Vec::new();
-    for part in crate::results::axis::parts(data) {
-        let part_data = &part.data;
-        for (n, rows) in crate::analysis::summary::standings(part_data) {
-            for r in rows {
-                let mut row = serde_json::json!({
-                    "model": r.model,
-                    "connections": n,
-                    "primary": r.summary,
-                    "rank": r.rank,
-                    "group_leader": r.leader,
-                    "versus_best": r.versus_best,
-                    "versus_leader": r.versus_leader,
-                    "placed_by": r.placed_by,
-                    "repeated": r.repeated,
-                    "disturbed": r.disturbed,
-                });
-                // With a work axis: the row's profile, its bound and the
-                // share of it (above_bound: beyond noise and margin).
-                if let Some(w) = part.work {
-                    row["work"] = w.to_string().into();
-                }
-                if let Some(b) = crate::analysis::bound::share(part_data, &r.model, n) {
-                    row["bound"] = serde_json::to_value(&b.bound)?;
-                    row["bound_share"] = serde_json::to_value(b.share)?;
-                    row["above_bound"] = b.above.is_some().into();
-                }
-                summary.push(row);
-            }
-        }
-    }
-    crate::export::write_json(
-        &json,
-        &serde_json::json!({
-            "plan": data.plan,
-            "environment": data.environment,
-            "cells": data.cells,
-            "primary_figure": data.plan.primary,
-            "summary": summary,
-        }),
-    )
-    .with_context(|| format!("cannot write {}", json.display()))?;
+    crate::export::write_json(&json, &json::results(data))
+        .with_context(|| format!("cannot write {}", json.display()))?;
     written.push(json);
     let md = dir.join("results.md");
     crate::export::target::write(&md, markdown(data, sections).as_bytes())
