@@ -22,7 +22,7 @@
 //!                                     │
 //!                compare/ (c10k compare, run --baseline: two results, cell by cell)
 //!                                     │
-//!      output.rs (every export of a run: JSON, CSV, Markdown) ── report/ (HTML, SVG)
+//!      output/ (every export of a run: JSON under its schema, CSV, Markdown) ── report/ (HTML, SVG)
 //!
 //!  Under the engines: export/ (writing a file safely, tables), present/
 //!  (numbers and lists for people, a model's look in a chart), stats/
@@ -78,6 +78,14 @@
 //! | results, resume, locking, which plan a record belongs to | `results/dir.rs`, `lock.rs`, `identity.rs` |
 //! | the ranking, the verdict, memory per connection, the bound of the work | `analysis/summary.rs`, `verdict.rs`, `memory.rs`, `bound.rs` |
 //! | repeating disturbed runs, `--runs auto`, the cells' order | `runner/mod.rs`, `auto.rs`, `analysis/settled.rs`, `results/matrix.rs` |
+//! | resident slots: the servers of a count up together, the load moving between them in shuffled rounds | `runner/resident.rs` (the round order: `results/matrix.rs` `round_order`) |
+//! | looks of rounds over slots (`--runs auto`), each read at Pocock's level | `runner/mod.rs` (`next_look`), `stats/looks.rs` |
+//! | the capacity search (`--slo`): its target and settings, its next rate, what it found, its bound | `results/slo.rs`, `runner/capacity.rs`, `analysis/capacity.rs` |
+//! | the capacity and cost tables, the curve and their answers as data | `experiments/capacity.rs` (`answers`) |
+//! | tuning (`--tune`): the search of a model's knobs, its rounds, what it kept | `analysis/tune.rs`, `runner/tune.rs`, `results/tune.rs`, `analysis/tuned.rs` |
+//! | each model's knobs and their ranges (`c10k models --knobs`) | `server/knobs.rs` |
+//! | the paired per-round ratio (ranking, tuning, `compare --reference`) | `stats/compare.rs` (`per_round`) |
+//! | results.json and its schema (every answer as data) | `output/json.rs`, `schema/results.v1.schema.json` |
 //! | comparing two runs (matching cells, the test, the verdict) | `compare/cells.rs` |
 //! | a run's plan checked whole, made from flags or read back from plan.json | `plan/check.rs` |
 //! | starting a thread or a process that may fail (one line, the rest stopped) | `client/spawn.rs` |

@@ -285,12 +285,12 @@ fn ratios(history: &History, a: &Setting, b: &Setting) -> Vec<f64> {
     let (Some(ha), Some(hb)) = (history.get(a), history.get(b)) else {
         return Vec::new();
     };
-    let mut ratios: Vec<f64> = ha
-        .iter()
-        .filter_map(|(r, x)| {
-            let y = hb.iter().find(|(s, _)| s == r)?.1?;
-            Some(x.unwrap_or(0.0) / y)
-        })
+    // A failed slot of `a` counts as nothing; one of `b` pairs with none.
+    let ha: Vec<(usize, f64)> = ha.iter().map(|&(r, x)| (r, x.unwrap_or(0.0))).collect();
+    let hb: Vec<(usize, f64)> = hb.iter().filter_map(|&(r, y)| Some((r, y?))).collect();
+    let mut ratios: Vec<f64> = crate::stats::compare::per_round(&ha, &hb)
+        .into_iter()
+        .map(|(_, x)| x)
         .collect();
     ratios.sort_by(f64::total_cmp);
     ratios

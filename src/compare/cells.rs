@@ -432,15 +432,10 @@ pub fn cell(base: &Side, new: &Side, key: &Key, rules: &Rules) -> Cell {
         let raw = values(cells, &|c| c.metrics().primary(primary));
         match &reference {
             None => raw,
-            Some(r) => {
-                let theirs: BTreeMap<usize, f64> =
-                    values(&cells_of(data, r), &|c| c.metrics().primary(primary))
-                        .into_iter()
-                        .collect();
-                raw.into_iter()
-                    .filter_map(|(run, v)| theirs.get(&run).map(|t| (run, v / t)))
-                    .collect()
-            }
+            Some(r) => crate::stats::compare::per_round(
+                &raw,
+                &values(&cells_of(data, r), &|c| c.metrics().primary(primary)),
+            ),
         }
     };
     let fig = figure(

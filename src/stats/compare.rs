@@ -268,16 +268,20 @@ impl Comparison {
     }
 }
 
+/// The rounds `a` and `b` were both measured in, each as `a`'s figure
+/// over `b`'s in that round: the one paired per-round ratio that the
+/// ranking, the tuning search and `compare --reference` read.
+pub(crate) fn per_round(a: &[(usize, f64)], b: &[(usize, f64)]) -> Vec<(usize, f64)> {
+    a.iter()
+        .filter_map(|&(r, x)| b.iter().find(|&&(s, _)| s == r).map(|&(_, y)| (r, x / y)))
+        .collect()
+}
+
 /// The rounds both samples ran in, as log ratios a/b.
 fn paired_logs(a: &Sample, b: &Sample) -> Vec<f64> {
-    a.rounds
-        .iter()
-        .filter_map(|&(r, x)| {
-            b.rounds
-                .iter()
-                .find(|&&(s, _)| s == r)
-                .map(|&(_, y)| x.ln() - y.ln())
-        })
+    per_round(&a.rounds, &b.rounds)
+        .into_iter()
+        .map(|(_, x)| x.ln())
         .collect()
 }
 
