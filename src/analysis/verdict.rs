@@ -546,27 +546,6 @@ fn title(data: &RunData, n: usize, rows: &[Ranked]) -> String {
     )
 }
 
-/// The verdict for the terminal: a heading, one block per connection
-/// count, and what the columns mean.
-pub fn text(data: &RunData) -> String {
-    let tables = tables(data);
-    if tables.is_empty() {
-        return String::new();
-    }
-    let mut s = String::from("Verdict\n");
-    if let Some(line) = super::disturbed::headline(data) {
-        s += &format!("  {line}\n");
-    }
-    for t in &tables {
-        for line in t.to_text().lines() {
-            s += "  ";
-            s += line;
-            s += "\n";
-        }
-    }
-    s
-}
-
 /// The rule, what the cost columns mean, and what `--runs auto` could
 /// not settle.
 fn notes(data: &RunData) -> Vec<String> {

@@ -27,36 +27,71 @@ impl Table {
         }
     }
 
-    /// Columns aligned with spaces: text left, numbers right.
+    /// Columns aligned with spaces: text left, numbers right, within the
+    /// terminal's width ([`width`]), each note under the table.
     pub fn to_text(&self) -> String {
-        let cols = self.header.len();
-        let mut width = vec![0; cols];
-        for row in std::iter::once(&self.header).chain(&self.rows) {
-            for (i, cell) in row.iter().enumerate().take(cols) {
-                width[i] = width[i].max(cell.chars().count());
-            }
-        }
-        let mut out = String::new();
-        let _ = writeln!(out, "{}", self.title);
-        for row in std::iter::once(&self.header).chain(&self.rows) {
-            let mut line = String::new();
-            for (i, cell) in row.iter().enumerate().take(cols) {
-                let pad = width[i] - cell.chars().count();
-                if i > 0 {
-                    line.push_str("  ");
-                }
-                if i > 0 && looks_numeric(cell) {
-                    line.push_str(&" ".repeat(pad));
-                    line.push_str(cell);
-                } else {
-                    line.push_str(cell);
-                    line.push_str(&" ".repeat(pad));
-                }
-            }
-            let _ = writeln!(out, "  {}", line.trim_end());
-        }
+        let mut out = self.grid(width());
         for n in &self.notes {
-            let _ = writeln!(out, "  {n}");
+            out += &wrap(n, width(), "  ", "  ");
+        }
+        out
+    }
+
+    /// The title and the rows, aligned, within `width` columns: a table
+    /// wider than that wraps its widest columns of words inside their
+    /// cells (a row then takes more than one line), so no line passes
+    /// `width` unless one word does. The notes are the caller's.
+    pub fn grid(&self, width: usize) -> String {
+        let cols = self.header.len();
+        let rows: Vec<&Vec<String>> = std::iter::once(&self.header).chain(&self.rows).collect();
+        let mut widths = vec![0; cols];
+        // The narrowest a column can wrap to: its longest word.
+        let mut least = vec![1; cols];
+        for row in &rows {
+            for (i, cell) in row.iter().enumerate().take(cols) {
+                widths[i] = widths[i].max(cell.chars().count());
+                let word = cell.split(' ').map(|w| w.chars().count()).max();
+                least[i] = least[i].max(word.unwrap_or(0).min(MIN_WRAP));
+            }
+        }
+        // Two spaces before the first column and between columns.
+        let total = |w: &[usize]| w.iter().sum::<usize>() + 2 * w.len();
+        while total(&widths) > width {
+            let Some(i) = (0..cols)
+                .filter(|&i| widths[i] > least[i])
+                .max_by_key(|&i| widths[i])
+            else {
+                break;
+            };
+            widths[i] -= 1;
+        }
+        let mut out = wrap(&self.title, width, "", "  ");
+        for row in rows {
+            let cells: Vec<Vec<String>> = row
+                .iter()
+                .take(cols)
+                .enumerate()
+                .map(|(i, c)| words_within(c, widths[i]))
+                .collect();
+            let height = cells.iter().map(Vec::len).max().unwrap_or(1);
+            for k in 0..height {
+                let mut line = String::new();
+                for (i, cell) in cells.iter().enumerate() {
+                    let part = cell.get(k).map_or("", String::as_str);
+                    let pad = widths[i].saturating_sub(part.chars().count());
+                    if i > 0 {
+                        line.push_str("  ");
+                    }
+                    if i > 0 && looks_numeric(&row[i]) {
+                        line.push_str(&" ".repeat(pad));
+                        line.push_str(part);
+                    } else {
+                        line.push_str(part);
+                        line.push_str(&" ".repeat(pad));
+                    }
+                }
+                let _ = writeln!(out, "  {}", line.trim_end());
+            }
         }
         out
     }
@@ -192,6 +227,63 @@ pub fn escape_html(text: &str) -> String {
         }
     }
     out
+}
+
+/// A column narrower than this is not wrapped further for a long word.
+const MIN_WRAP: usize = 24;
+
+/// The columns a terminal's text is laid out in: `COLUMNS` when set, the
+/// width of the terminal on stdout, or 120 when neither can be told (a
+/// pipe, a file); never under 40.
+pub fn width() -> usize {
+    if let Some(c) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+    {
+        return c.max(40);
+    }
+    let out = std::io::stdout();
+    match rustix::termios::tcgetwinsize(&out) {
+        Ok(w) if w.ws_col > 0 => (w.ws_col as usize).max(40),
+        _ => 120,
+    }
+}
+
+/// `text` in lines of at most `width` columns (a longer word stands
+/// alone), the first after `first`, the rest after `rest`; each line ends
+/// in a newline.
+pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
+    let mut out = String::new();
+    let mut lead = first;
+    for line in words_within(
+        text,
+        width.saturating_sub(first.len().max(rest.len())).max(20),
+    ) {
+        out.push_str(lead);
+        out.push_str(&line);
+        out.push('\n');
+        lead = rest;
+    }
+    out
+}
+
+/// `text`'s words in lines of at most `width` characters; a word longer
+/// than that stands alone on its line. Empty text is one empty line.
+fn words_within(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let n = line.chars().count();
+        if n > 0 && n + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    lines.push(line);
+    lines
 }
 
 fn looks_numeric(cell: &str) -> bool {

@@ -83,20 +83,85 @@ impl RunTables {
     }
 }
 
+/// What the terminal prints of a run, in order: a line, or a table.
+enum Piece {
+    Line(String),
+    Table(Table),
+}
+
 /// For the terminal: the ranking, the study's tables, memory per
 /// connection, and last, where the eye lands, the verdict; with a work
-/// axis, all of that per profile under its heading.
+/// axis, all of that per profile under its heading. Every table fits the
+/// terminal ([`crate::export::table::width`]); a note said under more than
+/// one table (the method, the rule) is said once, at the end, and the
+/// rest under their own table.
 pub fn outro(data: &RunData) -> String {
-    let mut s = String::new();
+    use crate::export::table::{width, wrap};
+    let width = width();
+    let mut pieces = Vec::new();
     for part in axis::parts(data) {
         if let Some(h) = part.heading() {
-            s += &format!("\n== {h} ==\n");
+            pieces.push(Piece::Line(format!("\n== {h} ==")));
         }
-        s += &outro_of(&part.data);
+        outro_of(&part.data, &mut pieces);
+    }
+    let mut said: Vec<&String> = Vec::new();
+    let notes = pieces.iter().flat_map(|p| match p {
+        Piece::Table(t) => t.notes.as_slice(),
+        Piece::Line(_) => &[],
+    });
+    for n in notes.clone() {
+        if notes.clone().filter(|m| *m == n).count() > 1 && !said.contains(&n) {
+            said.push(n);
+        }
+    }
+    let mut s = String::new();
+    for p in &pieces {
+        match p {
+            Piece::Line(l) => {
+                s += l;
+                s += "\n";
+            }
+            Piece::Table(t) => {
+                s += "\n";
+                s += &t.grid(width);
+                for n in t.notes.iter().filter(|n| !said.contains(n)) {
+                    s += &wrap(n, width, "  ", "  ");
+                }
+            }
+        }
+    }
+    if !said.is_empty() {
+        s += "\nHow to read the tables above (results.md has each note under its table):\n";
+        for n in said {
+            s += &wrap(n, width, "  ", "    ");
+        }
     }
     s
 }
 
+/// [`outro`] of one work profile.
+fn outro_of(data: &RunData, pieces: &mut Vec<Piece>) {
+    let t = RunTables::of(data);
+    if data.plan.capacity.is_some() {
+        // The settings each ran with, the curves, then where the eye
+        // lands: capacity and cost.
+        for table in t.study.into_iter().chain([t.summary]).chain(t.verdict) {
+            pieces.push(Piece::Table(table));
+        }
+        return;
+    }
+    if let Some(line) = crate::analysis::disturbed::headline(data) {
+        pieces.push(Piece::Line(format!("\n{line}")));
+    }
+    for table in t.ranking.into_iter().chain(t.study).chain(t.memory) {
+        pieces.push(Piece::Table(table));
+    }
+    if !t.verdict.is_empty() {
+        pieces.push(Piece::Line("\nVerdict".into()));
+        pieces.extend(t.verdict.into_iter().map(Piece::Table));
+    }
+}
 /// The answer at a glance, the terminal's last lines: per count (and
 /// work profile), the best, the equivalent, the worse and the undecided,
 /// as the report's forest plots draw them. Empty when nothing was ranked.
@@ -112,8 +177,14 @@ pub fn glance(data: &RunData) -> String {
         } else {
             crate::analysis::summary::glance(&part.data)
         };
+        let width = crate::export::table::width();
         for l in part_lines {
-            lines.push(format!("  {under}{l}"));
+            lines.push(crate::export::table::wrap(
+                &format!("{under}{l}"),
+                width,
+                "  ",
+                "    ",
+            ));
         }
     }
     if lines.is_empty() {
@@ -123,7 +194,7 @@ pub fn glance(data: &RunData) -> String {
         return format!(
             "\nThe answer (capacity at the target, decided rates; {} margin):\n{}\n",
             crate::analysis::summary::margin_text(data.plan.margin),
-            lines.join("\n")
+            lines.concat().trim_end()
         );
     }
     format!(
@@ -131,34 +202,6 @@ pub fn glance(data: &RunData) -> String {
         data.plan.primary.label(),
         crate::analysis::summary::level_text(data.plan.rule().level),
         crate::analysis::summary::margin_text(data.plan.margin),
-        lines.join("\n")
+        lines.concat().trim_end()
     )
-}
-
-/// [`outro`] of one work profile.
-fn outro_of(data: &RunData) -> String {
-    let t = RunTables::of(data);
-    let mut s = String::new();
-    if data.plan.capacity.is_some() {
-        // The settings each ran with, the curves, then where the eye
-        // lands: capacity and cost.
-        for table in t.study.iter().chain([&t.summary]).chain(&t.verdict) {
-            s += "\n";
-            s += &table.to_text();
-        }
-        return s;
-    }
-    if let Some(line) = crate::analysis::disturbed::headline(data) {
-        s += &format!("\n{line}\n");
-    }
-    for table in t.ranking.iter().chain(&t.study).chain(&t.memory) {
-        s += "\n";
-        s += &table.to_text();
-    }
-    let verdict = crate::analysis::verdict::text(data);
-    if !verdict.is_empty() {
-        s += "\n";
-        s += &verdict;
-    }
-    s
 }
