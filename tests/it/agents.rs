@@ -150,7 +150,6 @@ fn every_launcher_runs_the_same_run() -> Result<(), Failed> {
     if summary.connections != 90 || summary.bytes_echoed != 900 * 64 {
         return Err(format!("the server saw {summary:?}").into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -213,7 +212,6 @@ fn an_agent_lost_mid_run_leaves_the_rest() -> Result<(), Failed> {
     if summary.open_at_exit != 0 || summary.connections != 60 {
         return Err(format!("the server saw {summary:?}").into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -244,7 +242,6 @@ fn a_launcher_that_fails_is_one_line() -> Result<(), Failed> {
     if summary.bytes_echoed != 0 {
         return Err(format!("the server echoed {summary:?}").into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -266,7 +263,6 @@ fn bad_agent_flags_are_one_line_exit_2() -> Result<(), Failed> {
             return Err(format!("{args:?}: exit {code:?}: {err}").into());
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -337,7 +333,6 @@ fn run_cells_drive_their_client_over_agents() -> Result<(), Failed> {
             return Err(format!("cell {}: server {}", c["id"], c["server"]).into());
         }
     }
-    let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }
 
@@ -593,7 +588,6 @@ fn four_client_namespaces_drive_a_server_namespace() -> Result<libtest_mimic::Co
         {
             return Err(format!("namespaces: {spaces:?}").into());
         }
-        let _ = std::fs::remove_dir_all(&dir);
         // `c10k run`: the server here, bound to the bridge's address, and
         // each cell's client in two of the namespaces.
         let here = format!("{}.254", net.subnet());
@@ -623,7 +617,6 @@ fn four_client_namespaces_drive_a_server_namespace() -> Result<libtest_mimic::Co
             )
             .into());
         }
-        let _ = std::fs::remove_dir_all(&out);
         Ok(())
     })();
     let _ = c10k::sys::process::kill(server.id() as i32, 15);
@@ -808,7 +801,6 @@ fn a_banner_not_in_utf8_is_noise_and_a_failing_launcher_keeps_the_figures() -> R
     if summary.connections != 12 || summary.bytes_echoed != 60 * 64 {
         return Err(format!("the server saw {summary:?}").into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -862,7 +854,6 @@ fn a_lying_agent_is_not_believed() -> Result<(), Failed> {
     {
         return Err(format!("exit {code:?}: {} {why:?}: {err}", j["connections"]).into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -901,7 +892,6 @@ fn sigint_while_waiting_for_hello_stops_every_launcher() -> Result<(), Failed> {
         )
         .into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -945,7 +935,6 @@ fn sigterm_to_the_controller_alone_keeps_what_the_agents_measured() -> Result<()
     if summary.connections != 30 {
         return Err(format!("the server saw {summary:?}").into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -1019,7 +1008,6 @@ fn burst_and_churn_over_agents_are_refused_in_the_plan() -> Result<(), Failed> {
     if r.code != Some(0) {
         return Err(format!("a burst on one agent: exit {:?}: {}", r.code, r.stderr).into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 

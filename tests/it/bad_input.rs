@@ -12,7 +12,7 @@ use libtest_mimic::Failed;
 use serde_json::Value;
 
 use crate::misbehaving_echo::{Fault, Misbehave};
-use crate::support::{bin, run_c10k, Ran, Server, Started, PATIENCE};
+use crate::support::{bin, run_c10k, scratch, Ran, Scratch, Server, Started, PATIENCE};
 
 tests![
     cpus_this_machine_lacks,
@@ -147,7 +147,7 @@ fn rates_out_of_range() -> Result<(), Failed> {
 /// CPUs is refused, and so is a bad serve flag (which failed every cell and
 /// still exited 0). Nothing is created under `--out`.
 fn server_args_are_checked_with_the_plan() -> Result<(), Failed> {
-    let dir = Scratch::new("server-args")?;
+    let dir = Case::new("server-args")?;
     let out = dir.path("out");
     let run = |arg: &str| {
         c10k(&[
@@ -184,7 +184,7 @@ fn server_args_are_checked_with_the_plan() -> Result<(), Failed> {
 /// has no result, exit 5 with or without `--fail-on-error`.
 fn a_server_that_never_answers_fails_the_check() -> Result<(), Failed> {
     let silent = Misbehave::start(Fault::DropBytes { every: 1 });
-    let dir = Scratch::new("silent")?;
+    let dir = Case::new("silent")?;
     let json = dir.path("r.json");
     let addr = silent.addr.to_string();
     let args = [
@@ -223,7 +223,7 @@ fn a_server_that_never_answers_fails_the_check() -> Result<(), Failed> {
 fn an_interrupted_load_says_so() -> Result<(), Failed> {
     for sig in [rustix::process::Signal::INT, rustix::process::Signal::TERM] {
         let server = Misbehave::start(Fault::Echo);
-        let dir = Scratch::new("interrupted")?;
+        let dir = Case::new("interrupted")?;
         let json = dir.path("r.json");
         let mut child = Command::new(bin())
             .args([
@@ -282,7 +282,7 @@ fn the_client_reports_its_own_memory() -> Result<(), Failed> {
         page[0] = 1;
     }
     let server = Misbehave::start(Fault::Echo);
-    let dir = Scratch::new("rss")?;
+    let dir = Case::new("rss")?;
     let json = dir.path("r.json");
     let r = c10k(&[
         "load",
@@ -316,7 +316,7 @@ fn the_client_reports_its_own_memory() -> Result<(), Failed> {
 /// attempt (it kept ~160 bytes per attempt, ~4 GiB in ten minutes).
 fn churn_against_a_refusing_port_stays_bounded() -> Result<(), Failed> {
     let refusing = Misbehave::start(Fault::Refuse);
-    let dir = Scratch::new("churn")?;
+    let dir = Case::new("churn")?;
     let (json, csv) = (dir.path("r.json"), dir.path("c.csv"));
     let addr = refusing.addr.to_string();
     let r = c10k(&[
@@ -364,16 +364,13 @@ fn churn_against_a_refusing_port_stays_bounded() -> Result<(), Failed> {
 
 // ---- output paths ------------------------------------------------------
 
-/// A fresh directory for one case, removed when dropped.
-struct Scratch(PathBuf);
+/// A fresh directory for one case ([`scratch`]: removed when the test
+/// passes, kept when it fails), with ways to name and read what is in it.
+struct Case(Scratch);
 
-impl Scratch {
-    fn new(name: &str) -> Result<Scratch, Failed> {
-        let dir =
-            std::env::temp_dir().join(format!("c10k-bad-input-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir)?;
-        Ok(Scratch(dir))
+impl Case {
+    fn new(name: &str) -> Result<Case, Failed> {
+        Ok(Case(scratch(&format!("bad-input-{name}"))?))
     }
 
     /// `name` inside the directory, as an argument.
@@ -396,12 +393,6 @@ impl Scratch {
         }
         v.sort();
         Ok(v)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -435,7 +426,7 @@ fn tiny_load(server: &Server, more: &[&str]) -> Result<Ran, Failed> {
 /// exit 2 and one line naming the flag and the directory, before a single
 /// connection is made.
 fn an_output_in_a_missing_directory_is_refused_before_connecting() -> Result<(), Failed> {
-    let d = Scratch::new("missing-dir")?;
+    let d = Case::new("missing-dir")?;
     let server = epoll()?;
     let path = d.path("missing/r.out");
     let dir = d.path("missing");
@@ -460,7 +451,7 @@ fn an_output_in_a_missing_directory_is_refused_before_connecting() -> Result<(),
 /// A file with no write bit is refused before measuring, even for root
 /// (for whom access(2) always says yes), and is left as it was.
 fn a_read_only_output_is_refused_before_measuring() -> Result<(), Failed> {
-    let d = Scratch::new("read-only")?;
+    let d = Case::new("read-only")?;
     let path = d.path("r.json");
     std::fs::write(&path, b"keep me")?;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444))?;
@@ -484,7 +475,7 @@ fn a_read_only_output_is_refused_before_measuring() -> Result<(), Failed> {
 /// `--json LINK` writes the file the link leads to (keeping its mode) and
 /// leaves the link a link, with no temporary file left beside either.
 fn an_output_through_a_symlink_keeps_the_link() -> Result<(), Failed> {
-    let d = Scratch::new("symlink")?;
+    let d = Case::new("symlink")?;
     std::fs::create_dir(d.0.join("real"))?;
     let real = d.0.join("real/r.json");
     std::fs::write(&real, b"old")?;
@@ -560,7 +551,7 @@ fn outputs_to_devices_are_written_in_place() -> Result<(), Failed> {
 /// A micro-benchmark's and the herd's outputs are checked before anything
 /// is measured: exit 2, one line, no table.
 fn micro_and_herd_outputs_are_checked_before_measuring() -> Result<(), Failed> {
-    let d = Scratch::new("micro")?;
+    let d = Case::new("micro")?;
     let path = d.path("missing/x.json");
     let dir = d.path("missing");
     let micro = [
@@ -607,10 +598,8 @@ fn micro_and_herd_outputs_are_checked_before_measuring() -> Result<(), Failed> {
 
 /// A real results directory of 2 cells (epoll at 2 connections, 2 runs),
 /// made by `c10k run` under a fresh scratch directory: (scratch, results).
-fn measured(name: &str) -> Result<(PathBuf, PathBuf), Failed> {
-    let out = std::env::temp_dir().join(format!("c10k-bad-input-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
-    std::fs::create_dir_all(&out)?;
+fn measured(name: &str) -> Result<(Scratch, PathBuf), Failed> {
+    let out = scratch(&format!("bad-input-{name}"))?;
     let r = c10k(&[
         "run",
         "--models",
@@ -642,8 +631,8 @@ fn measured(name: &str) -> Result<(PathBuf, PathBuf), Failed> {
     };
     match dirs.as_slice() {
         [one] if !custom(one) => Err(format!("a custom run made {}", one.display()).into()),
-        [one] if results(one)?.len() == 2 => Ok((out.clone(), one.clone())),
-        _ => Err(format!("expected one directory of 2 results in {}", out.display()).into()),
+        [one] if results(one)?.len() == 2 => Ok((out, one.clone())),
+        _ => Err(format!("expected one directory of 2 results in {dirs:?}").into()),
     }
 }
 
@@ -695,7 +684,7 @@ fn named_lines(r: &Ran, numbers: &[usize], what: &[&str]) -> Result<(), Failed> 
 /// resuming counts that cell as done, completes the line instead of
 /// cutting it, and runs only the other cell.
 fn resume_completes_a_last_result_without_its_newline() -> Result<(), Failed> {
-    let (out, dir) = measured("newline")?;
+    let (_out, dir) = measured("newline")?;
     let before = results(&dir)?;
     std::fs::write(dir.join("results.jsonl"), before[0].trim_end())?;
     let r = c10k(&["run", "--resume", text(&dir)?, "--no-report"])?;
@@ -711,7 +700,6 @@ fn resume_completes_a_last_result_without_its_newline() -> Result<(), Failed> {
     if after.len() != 2 || after[0] != before[0] || !after[1].contains("\"id\":\"epoll/c2/r2\"") {
         return Err(format!("after the resume: {after:#?}").into());
     }
-    let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }
 
@@ -721,7 +709,7 @@ fn resume_completes_a_last_result_without_its_newline() -> Result<(), Failed> {
 /// changes nothing; a report names every line, counts only results of the
 /// plan, and exits 1.
 fn resume_refuses_results_of_another_plan() -> Result<(), Failed> {
-    let (out, dir) = measured("plan")?;
+    let (_out, dir) = measured("plan")?;
     let original = std::fs::read(dir.join("plan.json"))?;
     let before = std::fs::read(dir.join("results.jsonl"))?;
     let edit = |f: &dyn Fn(&mut serde_json::Value)| -> Result<(), Failed> {
@@ -791,7 +779,6 @@ fn resume_refuses_results_of_another_plan() -> Result<(), Failed> {
     if std::fs::read(dir.join("results.jsonl"))? != before {
         return Err("a refused resume changed results.jsonl".into());
     }
-    let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }
 
@@ -800,7 +787,7 @@ fn resume_refuses_results_of_another_plan() -> Result<(), Failed> {
 /// resume refuses. A partial last line alone (a killed run) is a warning
 /// and exit 0.
 fn report_names_every_unreadable_line() -> Result<(), Failed> {
-    let (out, dir) = measured("unreadable")?;
+    let (_out, dir) = measured("unreadable")?;
     let lines = results(&dir)?;
     let with = |line: &str, key: &str, token: &str| -> Result<String, Failed> {
         let mut v: serde_json::Value = serde_json::from_str(line)?;
@@ -841,7 +828,6 @@ fn report_names_every_unreadable_line() -> Result<(), Failed> {
     if r.code != Some(0) || reported(&dir)? != ["epoll/c2/r1", "epoll/c2/r2"] {
         return Err(format!("report: exit {:?}, {:?}", r.code, reported(&dir)?).into());
     }
-    let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }
 
@@ -849,7 +835,7 @@ fn report_names_every_unreadable_line() -> Result<(), Failed> {
 /// second `--resume` of it is refused before it runs or writes anything;
 /// `c10k report` still reads it. Once the lock is gone, the resume runs.
 fn a_second_run_on_a_directory_is_refused() -> Result<(), Failed> {
-    let (out, dir) = measured("lock")?;
+    let (_out, dir) = measured("lock")?;
     let before = results(&dir)?;
     std::fs::write(dir.join("results.jsonl"), &before[0])?;
     let plan = std::fs::read(dir.join("plan.json"))?;
@@ -880,7 +866,6 @@ fn a_second_run_on_a_directory_is_refused() -> Result<(), Failed> {
     if r.code != Some(0) || after.len() != 2 || after[0] != before[0] {
         return Err(format!("resume after the lock: exit {:?}: {}", r.code, r.stderr).into());
     }
-    let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }
 
@@ -890,7 +875,7 @@ fn a_second_run_on_a_directory_is_refused() -> Result<(), Failed> {
 /// buffer of a gibibyte. `c10k report` and `c10k compare` read it the same
 /// way.
 fn resume_checks_the_plan_as_a_fresh_run_does() -> Result<(), Failed> {
-    let (_, dir) = measured("resume-plan")?;
+    let (_out, dir) = measured("resume-plan")?;
     let plan_path = dir.join("plan.json");
     let good: Value = serde_json::from_str(&std::fs::read_to_string(&plan_path)?)?;
     type Edit<'a> = &'a dyn Fn(&mut Value);
@@ -963,8 +948,8 @@ fn a_refused_target_says_refused() -> Result<(), Failed> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
-    let out = std::env::temp_dir().join(format!("c10k-bad-input-target-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
+    let dir = scratch("bad-input-target")?;
+    let out = dir.join("out");
     let target = format!("gone=127.0.0.1:{port}");
     let r = c10k(&[
         "run",
@@ -993,7 +978,7 @@ fn a_refused_target_says_refused() -> Result<(), Failed> {
 /// kept): `c10k report` and `--resume` read it the one way, a warning
 /// naming the line, and go on.
 fn a_cell_recorded_twice_reads_one_way() -> Result<(), Failed> {
-    let (_, dir) = measured("twice")?;
+    let (_out, dir) = measured("twice")?;
     let lines = results(&dir)?;
     std::fs::write(
         dir.join("results.jsonl"),
@@ -1022,8 +1007,7 @@ fn a_cell_recorded_twice_reads_one_way() -> Result<(), Failed> {
 fn paths_that_are_not_utf8_never_panic() -> Result<(), Failed> {
     use std::ffi::{OsStr, OsString};
     use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
-    let dir = std::env::temp_dir().join(format!("c10k-bad-input-utf8-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
+    let dir = scratch("bad-input-utf8")?;
     let odd = dir.join(OsString::from_vec(b"res\xff".to_vec()));
     let run = |args: &[&OsStr]| -> Result<Ran, Failed> {
         let o = Command::new(bin())
@@ -1093,6 +1077,5 @@ fn paths_that_are_not_utf8_never_panic() -> Result<(), Failed> {
         return Err(format!("load --json: exit {:?}, {}", r.code, r.stderr).into());
     }
     server.stop()?;
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

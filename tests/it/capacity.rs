@@ -116,7 +116,6 @@ fn one_blocking_handler_is_searched_below_its_1000_a_second() -> Result<(), Fail
     }
     crate::report::opens_silently(&dir.join("report.html"), "capacity", 2)?;
     compares_by_decided_rates(&dir, s)?;
-    let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }
 
@@ -172,7 +171,6 @@ fn compares_by_decided_rates(
     crate::report::opens_silently(&html, "capacity compare", 1)?;
     // Another target on one side: refused in one line, and --reference.
     let other = dir.with_extension("other");
-    let _ = std::fs::remove_dir_all(&other);
     std::fs::create_dir_all(&other)?;
     for f in ["plan.json", "environment.json", "results.jsonl"] {
         if dir.join(f).exists() {
@@ -211,7 +209,6 @@ fn compares_by_decided_rates(
             return Err(format!("{args:?}: {:?} {:?}", r.code, r.stderr).into());
         }
     }
-    let _ = std::fs::remove_dir_all(&other);
     Ok(())
 }
 
@@ -305,7 +302,6 @@ fn a_target_never_met_is_said_and_every_point_kept() -> Result<(), Failed> {
         }
         other => return Err(format!("ended as {other:?}").into()),
     }
-    let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }
 
@@ -357,7 +353,6 @@ fn a_foreign_server_gets_its_curve_and_no_bound() -> Result<(), Failed> {
     if !stdout.contains("handlers unknown") {
         return Err(format!("the table does not say why asyncio has no bound:\n{stdout}").into());
     }
-    let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }
 
@@ -439,6 +434,5 @@ fn a_running_target_is_searched_from_agents() -> Result<(), Failed> {
     if !stdout.contains("Capacity at 10 connections") {
         return Err(format!("no capacity table:\n{stdout}").into());
     }
-    let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::support::{bin, results_dir, run_c10k, scratch, Ran, Server, Started};
+use crate::support::{bin, results_dir, run_c10k, scratch, shared_scratch, Ran, Server, Started};
 
 tests![
     itself_is_equivalent,
@@ -28,7 +28,8 @@ tests![
 ];
 
 /// A real results directory of `models` at 2 and 4 connections, 3 runs,
-/// made once per model list.
+/// made once per model list, in a [`shared_scratch`] directory: the tests
+/// after the one that made it read it too.
 fn template(models: &'static str) -> Result<PathBuf, Failed> {
     static EPOLL_POLL: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     static EPOLL_SELECT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
@@ -37,7 +38,7 @@ fn template(models: &'static str) -> Result<PathBuf, Failed> {
         _ => &EPOLL_SELECT,
     };
     let made = cell.get_or_init(|| {
-        let out = scratch(&format!("compare-template-{}", models.replace(',', "-")))
+        let out = shared_scratch(&format!("compare-template-{}", models.replace(',', "-")))
             .map_err(|e| format!("{e:?}"))?;
         let out_s = out.to_string_lossy().into_owned();
         let ran = run_c10k(&[

@@ -102,7 +102,6 @@ fn a_model_passes_every_check() -> Result<(), Failed> {
     if !c.stdout.contains("10 passed, 0 failed, 0 skipped") {
         return Err(format!("table:\n{}", c.stdout).into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -132,7 +131,6 @@ fn the_asyncio_server_passes() -> Result<(), Failed> {
     {
         return Err(format!("skip reason:\n{}", c.stdout).into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -180,7 +178,6 @@ fn broken_servers_fail_exactly_their_checks() -> Result<(), Failed> {
             return Err(format!("{mode}: {last} says {:?}", c.evidence(last)).into());
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -210,7 +207,6 @@ fn a_bare_address_skips_what_needs_the_process() -> Result<(), Failed> {
     {
         return Err(format!("sigterm skip: {:?}", c.evidence("sigterm")).into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 

@@ -11,7 +11,7 @@
 use c10k::conform::{Check, Subject, Suite, Verdict};
 use libtest_mimic::{Completion, Failed, Trial};
 
-use crate::support::{bin, group, PATIENCE};
+use crate::support::{bin, group, trial, PATIENCE};
 
 /// Every check on every case, named `conformance::CASE::CHECK`: made from
 /// the registry of models and the list of checks, not written one by one.
@@ -21,8 +21,9 @@ pub fn trials() -> Vec<Trial> {
     for case in cases() {
         for check in c10k::conform::CHECKS {
             let case = case.clone();
-            trials.push(Trial::ignorable_test(
-                format!("{group}::{}::{}", case.label, check.name),
+            trials.push(trial(
+                group,
+                &format!("{}::{}", case.label, check.name),
                 move || run(&case, check),
             ));
         }

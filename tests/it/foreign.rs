@@ -144,7 +144,6 @@ fn asyncio_server_is_measured_as_a_model() -> Result<(), Failed> {
     if !left.is_empty() {
         return Err(format!("left running: {left:?}").into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -201,7 +200,6 @@ fn a_foreign_server_runs_under_none_and_is_skipped_under_work() -> Result<(), Fa
     if !left.is_empty() {
         return Err(format!("left running: {left:?}").into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -233,7 +231,6 @@ fn every_peer_runs_or_says_what_to_install() -> Result<(), Failed> {
     if !left.is_empty() {
         return Err(format!("left running: {left:?}").into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -272,7 +269,6 @@ fn a_running_target_is_driven_and_not_observed() -> Result<(), Failed> {
     if !std::fs::read_to_string(md)?.contains("not observed") {
         return Err("results.md does not say the server was not observed".into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -334,7 +330,6 @@ fn never_ready_exits_at_once_and_ignores_sigterm_are_failed_cells() -> Result<()
     if !left.is_empty() {
         return Err(format!("left running: {left:?}").into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -393,6 +388,5 @@ fn a_noisy_server_is_inconclusive_against_a_steady_one_never_tied() -> Result<()
     if !left.is_empty() {
         return Err(format!("left running: {left:?}").into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

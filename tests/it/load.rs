@@ -3,14 +3,13 @@
 //! error kinds must be exact, and every output must be written whatever the
 //! server did.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use libtest_mimic::Failed;
 use serde_json::Value;
 
 use crate::misbehaving_echo::{Fault, Misbehave};
-use crate::support::{bin, Server, Started};
+use crate::support::{bin, scratch, Scratch, Server, Started};
 
 tests![
     closed_loop_counts_are_exact,
@@ -30,17 +29,17 @@ tests![
     a_saturated_client_is_the_limit,
 ];
 
-/// Output files of one run, in a fresh directory removed on drop.
+/// Output files of one run, in a fresh [`scratch`] directory (removed
+/// when the test passes, kept when it fails).
 struct Outputs {
-    dir: PathBuf,
+    dir: Scratch,
 }
 
 impl Outputs {
-    fn new(name: &str) -> Outputs {
-        let dir = std::env::temp_dir().join(format!("c10k-load-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        Outputs { dir }
+    fn new(name: &str) -> Result<Outputs, Failed> {
+        Ok(Outputs {
+            dir: scratch(&format!("load-{name}"))?,
+        })
     }
     fn path(&self, f: &str) -> String {
         self.dir.join(f).to_string_lossy().into_owned()
@@ -54,12 +53,6 @@ impl Outputs {
         let mut r =
             csv::Reader::from_path(self.path("c.csv")).map_err(|e| format!("no CSV: {e}"))?;
         Ok(r.records().collect::<Result<_, _>>()?)
-    }
-}
-
-impl Drop for Outputs {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -115,7 +108,7 @@ fn error_count(v: &Value, kind: &str) -> u64 {
 /// row per connection, and the server agrees.
 fn closed_loop_counts_are_exact() -> Result<(), Failed> {
     let server = epoll()?;
-    let out = Outputs::new("closed");
+    let out = Outputs::new("closed")?;
     let (code, err) = load(
         &server.addr.to_string(),
         &["-c", "10", "-n", "100", "--depth", "3", "-m", "100"],
@@ -195,7 +188,7 @@ fn closed_loop_counts_are_exact() -> Result<(), Failed> {
 /// --fail-on-error; every output is still written.
 fn corrupted_echoes_are_mismatches() -> Result<(), Failed> {
     let bad = Misbehave::start(Fault::Corrupt { every: 300 });
-    let out = Outputs::new("corrupt");
+    let out = Outputs::new("corrupt")?;
     let (code, err) = load(&bad.addr.to_string(), &["-c", "4", "-n", "50"], &out)?;
     let cause = "c10k load: every connection got back bytes other than it sent";
     ensure(code == Some(5) && err.starts_with(cause), || {
@@ -222,7 +215,7 @@ fn corrupted_echoes_are_mismatches() -> Result<(), Failed> {
 /// on every connection (exit 5: no connection did its work).
 fn resets_are_counted_per_connection() -> Result<(), Failed> {
     let bad = Misbehave::start(Fault::ResetAfter { bytes: 640 });
-    let out = Outputs::new("reset");
+    let out = Outputs::new("reset")?;
     let (code, err) = load(&bad.addr.to_string(), &["-c", "3", "-n", "100"], &out)?;
     let cause = format!("c10k load: {} reset every connection\n", bad.addr);
     ensure(code == Some(5) && err == cause, || {
@@ -244,7 +237,7 @@ fn resets_are_counted_per_connection() -> Result<(), Failed> {
 /// (mismatch); either way every connection fails, and fast.
 fn dropped_bytes_end_in_timeout_or_mismatch() -> Result<(), Failed> {
     let bad = Misbehave::start(Fault::DropBytes { every: 1000 });
-    let out = Outputs::new("drop");
+    let out = Outputs::new("drop")?;
     let (code, err) = load(
         &bad.addr.to_string(),
         &["-c", "2", "-n", "100", "--timeout", "300ms"],
@@ -263,7 +256,7 @@ fn dropped_bytes_end_in_timeout_or_mismatch() -> Result<(), Failed> {
 /// window longer than a round" and exit 0).
 fn refused_connections_keep_every_output() -> Result<(), Failed> {
     let bad = Misbehave::start(Fault::Refuse);
-    let out = Outputs::new("refused");
+    let out = Outputs::new("refused")?;
     let cause = format!(
         "c10k load: every connection was refused: is anything listening on {}?\n",
         bad.addr
@@ -305,7 +298,7 @@ fn a_stall_shows_in_corrected_latency_only() -> Result<(), Failed> {
         after_bytes: 64 * 400,
         for_ms: 200,
     });
-    let out = Outputs::new("stall");
+    let out = Outputs::new("stall")?;
     let (code, err) = load(
         &bad.addr.to_string(),
         &["-c", "4", "-r", "2000", "-d", "1.5s"],
@@ -334,7 +327,7 @@ fn a_stall_shows_in_corrected_latency_only() -> Result<(), Failed> {
 /// last echo is in, and the report states the interval.
 fn a_paced_open_loop_counts_exactly_and_states_its_precision() -> Result<(), Failed> {
     let server = epoll()?;
-    let out = Outputs::new("paced");
+    let out = Outputs::new("paced")?;
     let (code, err) = load(
         &server.addr.to_string(),
         &["-c", "20", "-r", "2000", "-n", "10", "--interval", "5ms"],
@@ -391,7 +384,7 @@ fn a_paced_open_loop_counts_exactly_and_states_its_precision() -> Result<(), Fai
 /// thousands per connection and time out.
 fn a_warmup_the_client_fell_behind_in_is_not_sent_in_the_window() -> Result<(), Failed> {
     let server = epoll()?;
-    let out = Outputs::new("behind");
+    let out = Outputs::new("behind")?;
     let (code, err) = load(
         &server.addr.to_string(),
         &[
@@ -432,7 +425,7 @@ fn a_warmup_the_client_fell_behind_in_is_not_sent_in_the_window() -> Result<(), 
 /// with one echo, one CSV row each, and the server agrees.
 fn churn_counts_every_connection() -> Result<(), Failed> {
     let server = epoll()?;
-    let out = Outputs::new("churn");
+    let out = Outputs::new("churn")?;
     let (code, err) = load(
         &server.addr.to_string(),
         &["--churn", "--churn-echo", "-c", "2", "-n", "50"],
@@ -460,7 +453,7 @@ fn churn_counts_every_connection() -> Result<(), Failed> {
 /// Burst: three rounds, each timed, one echo per connection per round.
 fn burst_times_every_round() -> Result<(), Failed> {
     let server = epoll()?;
-    let out = Outputs::new("burst");
+    let out = Outputs::new("burst")?;
     let (code, err) = load(
         &server.addr.to_string(),
         &["--burst", "--rounds", "3", "-c", "50"],
@@ -485,7 +478,7 @@ fn burst_times_every_round() -> Result<(), Failed> {
 /// Hot and cold: idle connections are up for the whole run and send nothing.
 fn idle_connections_stay_open_and_silent() -> Result<(), Failed> {
     let server = epoll()?;
-    let out = Outputs::new("idle");
+    let out = Outputs::new("idle")?;
     let (code, err) = load(
         &server.addr.to_string(),
         &["-c", "2", "--idle", "20", "-n", "10"],
@@ -533,7 +526,7 @@ fn bad_input_is_one_line_exit_2() -> Result<(), Failed> {
 /// worker processes whose results merge into one exact run.
 fn past_the_open_files_limit_workers_split_the_run() -> Result<(), Failed> {
     let server = epoll()?;
-    let out = Outputs::new("split");
+    let out = Outputs::new("split")?;
     let o = Command::new("sh")
         .args([
             "-c",
@@ -611,7 +604,7 @@ fn measured_without_interference(
 
 fn a_slow_server_is_the_limit() -> Result<(), Failed> {
     let slow = Misbehave::start(Fault::SlowReads { ms: 2 });
-    let out = Outputs::new("slow");
+    let out = Outputs::new("slow")?;
     let pid = std::process::id().to_string();
     let j = measured_without_interference(|| {
         let (code, err) = load(
@@ -657,7 +650,7 @@ fn a_saturated_client_is_the_limit() -> Result<(), Failed> {
         Started::Running(s) => s,
         Started::Unsupported(r) => return Err(r.into()),
     };
-    let out = Outputs::new("saturated");
+    let out = Outputs::new("saturated")?;
     let j = measured_without_interference(|| {
         let (code, err) = load(
             &server.addr.to_string(),

@@ -92,5 +92,7 @@ fn main() {
     }
     let args = Arguments::from_args();
     let trials = GROUPS.iter().flat_map(|trials| trials()).collect();
-    libtest_mimic::run(&args, trials).exit();
+    let conclusion = libtest_mimic::run(&args, trials);
+    support::settle_shared(conclusion.has_failed());
+    conclusion.exit();
 }

@@ -31,6 +31,8 @@ use libtest_mimic::Failed;
 use quick_xml::events::Event;
 use quick_xml::Reader;
 
+use crate::support::scratch_in;
+
 tests![
     parses_as_strict_xml,
     a_run_kept_disturbed_is_said_at_the_top_and_marked_in_its_row,
@@ -982,31 +984,25 @@ fn summary_table_covers_every_model() -> Result<(), Failed> {
 }
 
 fn write_puts_report_in_the_results_dir() -> Result<(), Failed> {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("report-write-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let dir = scratch_in(Path::new(env!("CARGO_TARGET_TMPDIR")), "report-write")?;
     let mut data = burst_run();
-    data.dir = dir.clone();
+    data.dir = dir.path().to_path_buf();
     let path = c10k::report::write(&data).map_err(|e| format!("{e:#}"))?;
-    let result = (|| -> Result<(), Failed> {
-        if path != dir.join("report.html") {
-            return Err(format!("wrote {}", path.display()).into());
-        }
-        let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
-        if text != render(&data)? {
-            return Err("the file differs from render()".into());
-        }
-        let names: Vec<_> = std::fs::read_dir(&dir)
-            .map_err(|e| e.to_string())?
-            .filter_map(|e| e.ok().map(|e| e.file_name()))
-            .collect();
-        if names.len() != 1 {
-            return Err(format!("left behind: {names:?}").into());
-        }
-        Ok(())
-    })();
-    let _ = std::fs::remove_dir_all(&dir);
-    result
+    if path != dir.join("report.html") {
+        return Err(format!("wrote {}", path.display()).into());
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
+    if text != render(&data)? {
+        return Err("the file differs from render()".into());
+    }
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .map_err(|e| e.to_string())?
+        .filter_map(|e| e.ok().map(|e| e.file_name()))
+        .collect();
+    if names.len() != 1 {
+        return Err(format!("left behind: {names:?}").into());
+    }
+    Ok(())
 }
 
 fn verdict_first_with_ties_and_costs() -> Result<(), Failed> {
@@ -1336,122 +1332,113 @@ fn check_png(png: &Path, at_least: usize) -> Result<Vec<u8>, Failed> {
 /// charts. `name` keeps its files apart.
 pub(crate) fn opens_silently(page: &Path, name: &str, least: i64) -> Result<(), Failed> {
     let browser = chromium()?;
-    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("report-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
-    let result = (|| -> Result<(), Failed> {
-        let html = std::fs::read_to_string(page)?;
-        let probe = "<script>(function(){var f=document.querySelectorAll('figure[id^=\"fig-capacity\"]');\
-            var drawn=0;f.forEach(function(x){if(x.querySelectorAll('svg polyline, svg path').length>3){drawn++;}});\
-            console.log('C10K-CURVES figures='+f.length+' drawn='+drawn);})();</script>";
-        let copy = work.join("page.html");
-        std::fs::write(
-            &copy,
-            html.replacen("</body>", &format!("{probe}</body>"), 1),
-        )?;
-        let png = work.join("page.png");
-        let log = screenshot(&browser, &copy, &png, (1280, 3000), &work)?;
-        let messages = console_messages(&log);
-        let line = messages
-            .iter()
-            .find_map(|m| m.split("C10K-CURVES ").nth(1))
-            .ok_or_else(|| format!("the page did not count its charts; chromium's log:\n{log}"))?;
-        if messages.len() != 1 {
-            return Err(format!(
-                "console messages beside the count:\n{}",
-                messages.join("\n")
-            )
-            .into());
-        }
-        let number = |key: &str| -> i64 {
-            line.split([' ', '"'])
-                .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(-1)
-        };
-        if number("figures") < least || number("drawn") != number("figures") {
-            return Err(format!("capacity charts not all drawn: {line}").into());
-        }
-        check_png(&png, 20_000)?;
-        Ok(())
-    })();
-    let _ = std::fs::remove_dir_all(&work);
-    result
+    let work = scratch_in(
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        &format!("report-{name}"),
+    )?;
+    let html = std::fs::read_to_string(page)?;
+    let probe = "<script>(function(){var f=document.querySelectorAll('figure[id^=\"fig-capacity\"]');\
+        var drawn=0;f.forEach(function(x){if(x.querySelectorAll('svg polyline, svg path').length>3){drawn++;}});\
+        console.log('C10K-CURVES figures='+f.length+' drawn='+drawn);})();</script>";
+    let copy = work.join("page.html");
+    std::fs::write(
+        &copy,
+        html.replacen("</body>", &format!("{probe}</body>"), 1),
+    )?;
+    let png = work.join("page.png");
+    let log = screenshot(&browser, &copy, &png, (1280, 3000), &work)?;
+    let messages = console_messages(&log);
+    let line = messages
+        .iter()
+        .find_map(|m| m.split("C10K-CURVES ").nth(1))
+        .ok_or_else(|| format!("the page did not count its charts; chromium's log:\n{log}"))?;
+    if messages.len() != 1 {
+        return Err(format!(
+            "console messages beside the count:\n{}",
+            messages.join("\n")
+        )
+        .into());
+    }
+    let number = |key: &str| -> i64 {
+        line.split([' ', '"'])
+            .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(-1)
+    };
+    if number("figures") < least || number("drawn") != number("figures") {
+        return Err(format!("capacity charts not all drawn: {line}").into());
+    }
+    check_png(&png, 20_000)?;
+    Ok(())
 }
 
 fn opens_in_chromium() -> Result<(), Failed> {
     let browser = chromium()?;
-    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("report-chromium-{}", std::process::id()));
-    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
-    let result = (|| -> Result<(), Failed> {
-        // Self-test: a page that logs an error must be caught, or a silent
-        // console proves nothing.
-        let bad = work.join("deliberate.html");
-        std::fs::write(
-            &bad,
-            "<!DOCTYPE html><html><head><meta charset=\"utf-8\"/><title>x</title></head>\
-             <body><p>console self-test</p><script>console.error(\"deliberate\")</script></body></html>",
+    let work = scratch_in(Path::new(env!("CARGO_TARGET_TMPDIR")), "report-chromium")?;
+    // Self-test: a page that logs an error must be caught, or a silent
+    // console proves nothing.
+    let bad = work.join("deliberate.html");
+    std::fs::write(
+        &bad,
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"/><title>x</title></head>\
+         <body><p>console self-test</p><script>console.error(\"deliberate\")</script></body></html>",
+    )
+    .map_err(|e| e.to_string())?;
+    let log = screenshot(
+        &browser,
+        &bad,
+        &work.join("deliberate.png"),
+        (400, 300),
+        &work,
+    )?;
+    if !console_messages(&log)
+        .iter()
+        .any(|m| m.contains("deliberate"))
+    {
+        return Err(format!(
+            "the console check did not see the deliberate console.error, so it cannot \
+             vouch for the report; chromium's log:\n{log}"
         )
-        .map_err(|e| e.to_string())?;
-        let log = screenshot(
-            &browser,
-            &bad,
-            &work.join("deliberate.png"),
-            (400, 300),
-            &work,
-        )?;
-        if !console_messages(&log)
-            .iter()
-            .any(|m| m.contains("deliberate"))
-        {
+        .into());
+    }
+
+    // Kept for a person to look at: each page and its screenshot, the
+    // burst run's as target/report-screenshot.png.
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .ok_or("no target directory")?;
+    for (data, suffix) in [
+        (burst_run(), ""),
+        (throughput_run(), "-tour"),
+        (churn_run(), "-accept"),
+    ] {
+        let page = work.join(format!("report{suffix}.html"));
+        std::fs::write(&page, render(&data)?).map_err(|e| e.to_string())?;
+        let png = work.join(format!("report{suffix}.png"));
+        let log = screenshot(&browser, &page, &png, (1280, 4000), &work)?;
+        let messages = console_messages(&log);
+        if !messages.is_empty() {
             return Err(format!(
-                "the console check did not see the deliberate console.error, so it cannot \
-                 vouch for the report; chromium's log:\n{log}"
+                "console messages from the {} report:\n{}",
+                data.plan.experiment,
+                messages.join("\n")
             )
             .into());
         }
-
-        // Kept for a person to look at: each page and its screenshot, the
-        // burst run's as target/report-screenshot.png.
-        let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .parent()
-            .ok_or("no target directory")?;
-        for (data, suffix) in [
-            (burst_run(), ""),
-            (throughput_run(), "-tour"),
-            (churn_run(), "-accept"),
+        check_png(&png, 20_000)?;
+        for (from, to) in [
+            (&png, format!("report-screenshot{suffix}.png")),
+            (&page, format!("report-sample{suffix}.html")),
         ] {
-            let page = work.join(format!("report{suffix}.html"));
-            std::fs::write(&page, render(&data)?).map_err(|e| e.to_string())?;
-            let png = work.join(format!("report{suffix}.png"));
-            let log = screenshot(&browser, &page, &png, (1280, 4000), &work)?;
-            let messages = console_messages(&log);
-            if !messages.is_empty() {
-                return Err(format!(
-                    "console messages from the {} report:\n{}",
-                    data.plan.experiment,
-                    messages.join("\n")
-                )
-                .into());
-            }
-            check_png(&png, 20_000)?;
-            for (from, to) in [
-                (&png, format!("report-screenshot{suffix}.png")),
-                (&page, format!("report-sample{suffix}.html")),
-            ] {
-                let keep = target.join(to);
-                std::fs::copy(from, &keep).map_err(|e| format!("{}: {e}", keep.display()))?;
-            }
+            let keep = target.join(to);
+            std::fs::copy(from, &keep).map_err(|e| format!("{}: {e}", keep.display()))?;
         }
-        eprintln!(
-            "report screenshots: {}",
-            target.join("report-screenshot*.png").display()
-        );
-        Ok(())
-    })();
-    let _ = std::fs::remove_dir_all(&work);
-    result
+    }
+    eprintln!(
+        "report screenshots: {}",
+        target.join("report-screenshot*.png").display()
+    );
+    Ok(())
 }
 
 // ---------------------------------------------------------------- compare
@@ -1650,42 +1637,36 @@ fn compare_page_opens_in_chromium() -> Result<(), Failed> {
     }
 
     let browser = chromium()?;
-    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("compare-chromium-{}", std::process::id()));
-    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
-    let result = (|| -> Result<(), Failed> {
-        let page = work.join("compare.html");
-        std::fs::write(&page, &html).map_err(|e| e.to_string())?;
-        let png = work.join("compare.png");
-        let log = screenshot(&browser, &page, &png, (1280, 5000), &work)?;
-        let messages = console_messages(&log);
-        if !messages.is_empty() {
-            return Err(format!(
-                "console messages from the compare page:\n{}",
-                messages.join("\n")
-            )
-            .into());
-        }
-        check_png(&png, 20_000)?;
-        // Kept for a person to look at.
-        let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .parent()
-            .ok_or("no target directory")?;
-        for (from, to) in [
-            (&png, "compare-screenshot.png"),
-            (&page, "compare-sample.html"),
-        ] {
-            let keep = target.join(to);
-            std::fs::copy(from, &keep).map_err(|e| format!("{}: {e}", keep.display()))?;
-        }
-        eprintln!(
-            "compare screenshot: {}",
-            target.join("compare-screenshot.png").display()
-        );
-        Ok(())
-    })();
-    let _ = std::fs::remove_dir_all(&work);
-    result
+    let work = scratch_in(Path::new(env!("CARGO_TARGET_TMPDIR")), "compare-chromium")?;
+    let page = work.join("compare.html");
+    std::fs::write(&page, &html).map_err(|e| e.to_string())?;
+    let png = work.join("compare.png");
+    let log = screenshot(&browser, &page, &png, (1280, 5000), &work)?;
+    let messages = console_messages(&log);
+    if !messages.is_empty() {
+        return Err(format!(
+            "console messages from the compare page:\n{}",
+            messages.join("\n")
+        )
+        .into());
+    }
+    check_png(&png, 20_000)?;
+    // Kept for a person to look at.
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .ok_or("no target directory")?;
+    for (from, to) in [
+        (&png, "compare-screenshot.png"),
+        (&page, "compare-sample.html"),
+    ] {
+        let keep = target.join(to);
+        std::fs::copy(from, &keep).map_err(|e| format!("{}: {e}", keep.display()))?;
+    }
+    eprintln!(
+        "compare screenshot: {}",
+        target.join("compare-screenshot.png").display()
+    );
+    Ok(())
 }
 
 /// What the page measures of itself in Chromium: the order of the study's
@@ -1716,52 +1697,42 @@ console.log("C10K-MEASURE order=" + order + " tables=" + tables.length
 /// scrolling) and the window.
 fn study_tables_first_and_readable_in_chromium() -> Result<(), Failed> {
     let browser = chromium()?;
-    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("report-study-{}", std::process::id()));
-    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
-    let result = (|| -> Result<(), Failed> {
-        let html = render(&full_thesis_run())?;
-        let page = work.join("thesis.html");
-        let measured = html.replacen("</body>", &format!("{MEASURE}</body>"), 1);
-        std::fs::write(&page, measured).map_err(|e| e.to_string())?;
-        let log = screenshot(
-            &browser,
-            &page,
-            &work.join("thesis.png"),
-            (1280, 2000),
-            &work,
-        )?;
-        let line = console_messages(&log)
-            .into_iter()
-            .find_map(|m| m.split("C10K-MEASURE ").nth(1))
-            .ok_or_else(|| format!("the page did not measure itself; chromium's log:\n{log}"))?;
-        let value = |key: &str| -> Option<&str> {
-            line.split([' ', '"'])
-                .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
-        };
-        let number = |key: &str| value(key).and_then(|v| v.parse::<i64>().ok()).unwrap_or(-1);
-        if value("order") != Some("study-first") {
-            return Err(
-                format!("the study's tables do not come before the verdict: {line}").into(),
-            );
-        }
-        let (table, boxed, boxscroll) = (number("table"), number("box"), number("boxscroll"));
-        if table <= 0 || boxed <= 0 {
-            return Err(format!("no Table 2 in the study's tables: {line}").into());
-        }
-        if table > boxed || boxscroll > boxed {
-            return Err(
-                format!("Table 2 is wider than its box, behind a scrollbar: {line}").into(),
-            );
-        }
-        let (left, right, page) = (number("left"), number("right"), number("page"));
-        if left < 0 || right > page || number("pagescroll") > page {
-            return Err(format!("Table 2 runs off the window: {line}").into());
-        }
-        Ok(())
-    })();
-    let _ = std::fs::remove_dir_all(&work);
-    result
+    let work = scratch_in(Path::new(env!("CARGO_TARGET_TMPDIR")), "report-study")?;
+    let html = render(&full_thesis_run())?;
+    let page = work.join("thesis.html");
+    let measured = html.replacen("</body>", &format!("{MEASURE}</body>"), 1);
+    std::fs::write(&page, measured).map_err(|e| e.to_string())?;
+    let log = screenshot(
+        &browser,
+        &page,
+        &work.join("thesis.png"),
+        (1280, 2000),
+        &work,
+    )?;
+    let line = console_messages(&log)
+        .into_iter()
+        .find_map(|m| m.split("C10K-MEASURE ").nth(1))
+        .ok_or_else(|| format!("the page did not measure itself; chromium's log:\n{log}"))?;
+    let value = |key: &str| -> Option<&str> {
+        line.split([' ', '"'])
+            .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+    };
+    let number = |key: &str| value(key).and_then(|v| v.parse::<i64>().ok()).unwrap_or(-1);
+    if value("order") != Some("study-first") {
+        return Err(format!("the study's tables do not come before the verdict: {line}").into());
+    }
+    let (table, boxed, boxscroll) = (number("table"), number("box"), number("boxscroll"));
+    if table <= 0 || boxed <= 0 {
+        return Err(format!("no Table 2 in the study's tables: {line}").into());
+    }
+    if table > boxed || boxscroll > boxed {
+        return Err(format!("Table 2 is wider than its box, behind a scrollbar: {line}").into());
+    }
+    let (left, right, page) = (number("left"), number("right"), number("page"));
+    if left < 0 || right > page || number("pagescroll") > page {
+        return Err(format!("Table 2 runs off the window: {line}").into());
+    }
+    Ok(())
 }
 
 /// A run whose repeats ran out while disturbed: the verdict opens with a
@@ -1816,48 +1787,42 @@ console.log("C10K-FOREST figures=" + figs.length + " drawn=" + drawn + " right="
 /// table scrolls sideways.
 fn forest_plots_answer_first_in_chromium() -> Result<(), Failed> {
     let browser = chromium()?;
-    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("report-forest-{}", std::process::id()));
-    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
-    let result = (|| -> Result<(), Failed> {
-        let data = full_thesis_run();
-        let html = render(&data)?;
-        let page = work.join("forest.html");
-        let measured = html.replacen("</body>", &format!("{FOREST}</body>"), 1);
-        std::fs::write(&page, measured).map_err(|e| e.to_string())?;
-        let log = screenshot(
-            &browser,
-            &page,
-            &work.join("forest.png"),
-            (1280, 2000),
-            &work,
-        )?;
-        let line = console_messages(&log)
-            .into_iter()
-            .find_map(|m| m.split("C10K-FOREST ").nth(1))
-            .ok_or_else(|| format!("the page did not measure itself; chromium's log:\n{log}"))?;
-        let value = |key: &str| -> Option<&str> {
-            line.split([' ', '"'])
-                .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
-        };
-        let number = |key: &str| value(key).and_then(|v| v.parse::<i64>().ok()).unwrap_or(-1);
-        let counts = data.plan.connections.len() as i64;
-        if number("figures") != counts || number("drawn") != counts {
-            return Err(format!("not one drawn forest plot per count ({counts}): {line}").into());
-        }
-        if value("first") != Some("FIGURE") {
-            return Err(format!("the verdict does not open on its plots: {line}").into());
-        }
-        let page_w = number("page");
-        if number("right") > page_w || number("pagescroll") > page_w {
-            return Err(format!("the plots or the page are wider than 1280 px: {line}").into());
-        }
-        // The verdict's tables fit too: none scrolls sideways in its box.
-        if number("tables") < counts || number("tablescroll") != 0 {
-            return Err(format!("a verdict table scrolls sideways at 1280 px: {line}").into());
-        }
-        Ok(())
-    })();
-    let _ = std::fs::remove_dir_all(&work);
-    result
+    let work = scratch_in(Path::new(env!("CARGO_TARGET_TMPDIR")), "report-forest")?;
+    let data = full_thesis_run();
+    let html = render(&data)?;
+    let page = work.join("forest.html");
+    let measured = html.replacen("</body>", &format!("{FOREST}</body>"), 1);
+    std::fs::write(&page, measured).map_err(|e| e.to_string())?;
+    let log = screenshot(
+        &browser,
+        &page,
+        &work.join("forest.png"),
+        (1280, 2000),
+        &work,
+    )?;
+    let line = console_messages(&log)
+        .into_iter()
+        .find_map(|m| m.split("C10K-FOREST ").nth(1))
+        .ok_or_else(|| format!("the page did not measure itself; chromium's log:\n{log}"))?;
+    let value = |key: &str| -> Option<&str> {
+        line.split([' ', '"'])
+            .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+    };
+    let number = |key: &str| value(key).and_then(|v| v.parse::<i64>().ok()).unwrap_or(-1);
+    let counts = data.plan.connections.len() as i64;
+    if number("figures") != counts || number("drawn") != counts {
+        return Err(format!("not one drawn forest plot per count ({counts}): {line}").into());
+    }
+    if value("first") != Some("FIGURE") {
+        return Err(format!("the verdict does not open on its plots: {line}").into());
+    }
+    let page_w = number("page");
+    if number("right") > page_w || number("pagescroll") > page_w {
+        return Err(format!("the plots or the page are wider than 1280 px: {line}").into());
+    }
+    // The verdict's tables fit too: none scrolls sideways in its box.
+    if number("tables") < counts || number("tablescroll") != 0 {
+        return Err(format!("a verdict table scrolls sideways at 1280 px: {line}").into());
+    }
+    Ok(())
 }

@@ -136,7 +136,6 @@ fn slots_record_their_place_and_a_spinning_model_sleeps_between_its_own() -> Res
     if !marked(&mark).is_empty() {
         return Err("processes of the run left behind".into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -183,7 +182,6 @@ fn a_resident_server_that_dies_loses_only_its_own_cells() -> Result<(), Failed> 
     if !left.is_empty() {
         return Err(format!("the dead server's processes are left: {left:?}").into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -222,7 +220,6 @@ fn sigterm_stops_every_resident_server_and_client() -> Result<(), Failed> {
     if !left.is_empty() {
         return Err(format!("processes of the run left behind: {left:?}").into());
     }
-    let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }
 
@@ -299,6 +296,5 @@ fn runs_auto_adds_looks_of_rounds_to_the_undecided_and_the_plan_says_so_first() 
     if !out.contains(&format!("after {rounds} rounds")) {
         return Err(format!("the answer lacks the rounds run: {out}").into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

@@ -174,7 +174,6 @@ fn tiny_matrix_end_to_end() -> Result<(), Failed> {
     if !again.status.success() || std::fs::read_to_string(dir.join("results.csv"))? != csv {
         return Err(format!("c10k report: {}", String::from_utf8_lossy(&again.stderr)).into());
     }
-    let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }
 
@@ -270,7 +269,6 @@ fn kill_9_then_resume_loses_and_repeats_nothing() -> Result<(), Failed> {
             return Err(format!("a recorded cell changed: {a} became {b}").into());
         }
     }
-    let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }
 
@@ -355,7 +353,6 @@ fn runs_auto_settles_or_stops_at_ten() -> Result<(), Failed> {
             return Err(format!("{model} never settled and is not named: {stdout}").into());
         }
     }
-    let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }
 
@@ -392,8 +389,6 @@ fn failed_cells_are_results_with_a_cause() -> Result<(), Failed> {
     if cells.len() != 1 || cells[0]["status"] != "failed" || !reason.contains(want) {
         return Err(format!("{arg}: {cells:?}").into());
     }
-    std::fs::remove_dir_all(&dir)?;
-    let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }
 
@@ -442,7 +437,6 @@ fn micro_benchmarks_run_as_experiments() -> Result<(), Failed> {
         {
             return Err(format!("{preset}: the report lacks its charts").into());
         }
-        let _ = std::fs::remove_dir_all(&out);
     }
     Ok(())
 }
@@ -778,7 +772,6 @@ fn burst_figures_stay_within_their_bounds() -> Result<(), Failed> {
     if checked == 0 {
         return Err(format!("no server CPU/msg figure checked in: {verdict}").into());
     }
-    let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }
 
@@ -957,7 +950,6 @@ fn work_axis_records_work_requests_and_bounds() -> Result<(), Failed> {
             return Err(format!("report.html lacks {want:?}").into());
         }
     }
-    let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }
 
@@ -1010,7 +1002,6 @@ fn a_resumed_plan_with_a_damaged_work_spec_is_refused() -> Result<(), Failed> {
             return Err(format!("{damaged}: results.jsonl changed").into());
         }
     }
-    let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }
 
@@ -1177,6 +1168,5 @@ fn a_preset_variant_not_run_is_not_in_the_plan() -> Result<(), Failed> {
         )
         .into());
     }
-    let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }

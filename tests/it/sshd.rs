@@ -8,7 +8,7 @@
 //! line, exit 1). sshd is installed by `scripts/install-sshd.sh` when
 //! missing; a test that cannot have it fails with the reason. One sshd at
 //! a time; each is stopped, with every session it started, and its
-//! directory removed.
+//! directory removed once its test passed.
 
 use std::io::BufRead;
 use std::os::unix::process::CommandExt;
@@ -22,7 +22,7 @@ use libtest_mimic::Failed;
 use serde_json::Value;
 
 use crate::agents::{ended, Watched};
-use crate::support::{scratch, Server, Started, PATIENCE};
+use crate::support::{scratch, Scratch, Server, Started, PATIENCE};
 
 tests![
     three_agents_over_ssh_give_exact_counts,
@@ -94,7 +94,9 @@ fn sshd_program() -> Result<PathBuf, Failed> {
 struct Sshd {
     /// Until it is up, none.
     child: Option<Child>,
-    dir: PathBuf,
+    /// Its keys and config: kept, with the test's other files, when the
+    /// test fails.
+    dir: Scratch,
     port: u16,
     /// The user's private key.
     key: PathBuf,
@@ -239,7 +241,6 @@ impl Drop for Sshd {
             let _ = c10k::sys::process::kill(-(c.id() as i32), libc::SIGKILL);
             let _ = c.wait();
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
         if self.made_run_dir {
             let _ = std::fs::remove_dir(Path::new("/run/sshd"));
         }
@@ -346,7 +347,6 @@ fn three_agents_over_ssh_give_exact_counts() -> Result<(), Failed> {
     if summary.connections != 30 || summary.bytes_echoed != 300 * 64 {
         return Err(format!("the server saw {summary:?}").into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -385,7 +385,6 @@ fn an_ssh_client_killed_mid_run_keeps_the_rest_and_leaves_no_agent() -> Result<(
     }
     drop(server);
     drop(sshd);
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 

@@ -117,7 +117,6 @@ fn a_setsid_helper_cannot_hold_a_servers_stop() -> Result<(), Failed> {
     if helper_left || !notes.contains(&format!("{helper} (sleep)")) {
         return Err(format!("helper {helper} left: {helper_left}; notes: {notes:?}").into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -150,7 +149,6 @@ fn conform_sigterm_names_a_setsid_helper_and_ends() -> Result<(), Failed> {
     {
         return Err(format!("exit {code:?}, helper left {helper_left}:\n{stdout}").into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -189,7 +187,6 @@ fn conform_patience_bounds_a_whole_check() -> Result<(), Failed> {
     {
         return Err(format!("exit {code:?}, server left {left}:\n{stdout}").into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -213,7 +210,6 @@ fn conform_json_in_a_missing_directory_is_refused_first() -> Result<(), Failed> 
     {
         return Err(format!("exit {:?}, stderr {err:?}, stdout {:?}", r.code, r.stdout).into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -282,7 +278,6 @@ fn conform_stops_on_sigterm_to_itself() -> Result<(), Failed> {
         )
         .into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -456,6 +451,5 @@ fn a_run_interrupted_in_long_work_ends_and_says_so() -> Result<(), Failed> {
     if let Some(p) = servers.iter().find(|&&p| p != pid && running(p)) {
         return Err(format!("process {p} of the run is left").into());
     }
-    let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }

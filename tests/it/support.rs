@@ -1,14 +1,23 @@
-//! Test support: a `c10k serve` child process (the library's launcher,
+//! Test support: how a test runs ([`trial`]), its scratch directories
+//! ([`scratch`]), a `c10k serve` child process (the library's launcher,
 //! with the strict stop a test wants), /proc readings of its process tree,
 //! and small client helpers. Every wait is bounded; nothing sleeps to wait
 //! for readiness.
+//!
+//! A test takes its directory from `scratch("module-what")?` and never
+//! removes it by hand: the directory goes when the test passes (or has
+//! itself ignored), and stays when it fails, the failure naming it ("its
+//! files are kept in …").
 
+use std::cell::RefCell;
+use std::fmt::Debug;
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::channel;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use c10k::child::server::{Launcher, ServerChild, StartError};
@@ -41,16 +50,162 @@ pub fn group(module_path: &str) -> &str {
         .map_or(module_path, |(_, module)| module)
 }
 
-/// The trial of `test`, named `GROUP::NAME`: `Err` fails it, and a test
-/// that returns a [`Completion`] may have it ignored with its reason.
+/// The trial of `test`, named `GROUP::NAME`: `Err` (or a panic) fails it,
+/// and a test that returns a [`Completion`] may have it ignored with its
+/// reason. It settles the test's [`scratch`] directories once the test
+/// returned: removed when it passed or was ignored, kept when it failed,
+/// the failure naming them.
+///
+/// libtest-mimic runs each trial's closure whole on one thread (a worker
+/// of its pool, or the main thread with `--test-threads 1`), and no test
+/// outlives it, so the trial's record of its directories is found through
+/// that thread: [`scratch`] called on the test's own thread joins it.
 pub fn trial<T: Outcome + 'static>(
     group: &str,
     name: &str,
-    test: fn() -> Result<T, Failed>,
+    test: impl FnOnce() -> Result<T, Failed> + Send + 'static,
 ) -> Trial {
     Trial::ignorable_test(format!("{group}::{name}"), move || {
-        test().map(Outcome::completion)
+        let record = Arc::new(Mutex::new(Record::default()));
+        let outer = TRIAL.with(|t| t.replace(Some(Arc::clone(&record))));
+        // Caught here rather than by libtest-mimic, so that a panic is
+        // settled as any failure is: its directories kept and named.
+        // (Unwind safety asserted as libtest-mimic asserts it: a panicked
+        // test's state is not read again.)
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(test));
+        TRIAL.with(|t| t.replace(outer));
+        let ran = match ran {
+            Ok(ran) => ran.map(Outcome::completion),
+            Err(panic) => Err(panicked(&*panic)),
+        };
+        settle(&record, ran)
     })
+}
+
+/// A panic as libtest-mimic words it: `test panicked: MESSAGE`.
+fn panicked(payload: &(dyn std::any::Any + Send)) -> Failed {
+    let message = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied());
+    match message {
+        Some(m) => format!("test panicked: {m}").into(),
+        None => "test panicked".into(),
+    }
+}
+
+/// Ends a trial's record: on success its directories are removed; on
+/// failure they are kept, and the failure says where.
+fn settle(record: &Mutex<Record>, ran: Result<Completion, Failed>) -> Result<Completion, Failed> {
+    let mut record = lock(record);
+    match ran {
+        Ok(done) => {
+            record.passed = Some(true);
+            for dir in &record.dirs {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            Ok(done)
+        }
+        Err(failed) => {
+            record.passed = Some(false);
+            let kept: Vec<String> = record
+                .dirs
+                .iter()
+                .filter(|d| d.exists())
+                .map(|d| d.display().to_string())
+                .collect();
+            if kept.is_empty() {
+                return Err(failed);
+            }
+            let note = format!("(its files are kept in {})", kept.join(", "));
+            Err(match failed.message() {
+                Some(m) => format!("{m}\n{note}").into(),
+                None => note.into(),
+            })
+        }
+    }
+}
+
+/// The scratch directories one trial made, and, once it returned, whether
+/// it passed.
+#[derive(Default)]
+struct Record {
+    dirs: Vec<PathBuf>,
+    passed: Option<bool>,
+}
+
+fn lock(record: &Mutex<Record>) -> MutexGuard<'_, Record> {
+    // A panic while it was held leaves the list whole: read on.
+    record
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+thread_local! {
+    /// The record of the trial running on this thread, if one is.
+    static TRIAL: RefCell<Option<Arc<Mutex<Record>>>> = const { RefCell::new(None) };
+}
+
+/// A fresh, empty directory for one test (`$TMPDIR/c10k-NAME-PID-N`), from
+/// [`scratch`]. It reads as a [`Path`] (`dir.join("r.json")`, `&dir`
+/// where a path is taken) and is removed for the test, never by hand:
+///
+/// - made during a trial, on its thread: the trial removes it once the
+///   test passed, or keeps it and names it in the failure (dropping the
+///   value earlier changes nothing: the outcome decides);
+/// - made anywhere else (a thread the test started, which the trial
+///   cannot see): removed when dropped, unless that thread is panicking.
+///   No test makes one off its thread today; one that must, and wants its
+///   files kept on failure, makes the directory on its own thread and
+///   hands the thread the path.
+pub struct Scratch {
+    path: PathBuf,
+    trial: Option<Arc<Mutex<Record>>>,
+}
+
+impl Scratch {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for Scratch {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.path.as_os_str()
+    }
+}
+
+impl Debug for Scratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.path.fmt(f)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let remove = match &self.trial {
+            // Its trial settles it, or did: removed only if it passed (a
+            // value that outlived its trial's return).
+            Some(record) => lock(record).passed == Some(true),
+            None => !std::thread::panicking(),
+        };
+        if remove {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
 }
 
 /// How long any single wait in a test may take before the test fails
@@ -199,7 +354,6 @@ impl Pipes {
     }
 }
 
-/// A fresh, empty directory for one test.
 /// The asyncio peer (`peers/asyncio_echo.py`) on a free port, started as
 /// a user starts their own server: the child and the address it said it
 /// listens on (its `READY` line).
@@ -222,11 +376,69 @@ pub fn asyncio_peer() -> Result<(Child, String), Failed> {
     Ok((server, addr))
 }
 
-pub fn scratch(name: &str) -> Result<PathBuf, Failed> {
-    let dir = std::env::temp_dir().join(format!("c10k-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir)?;
-    Ok(dir)
+/// A fresh, empty directory for one test, `$TMPDIR/c10k-NAME-PID-N`
+/// (NAME says whose, `module-what`; N counts the directories this process
+/// made, so two tests, or two turns of a loop, never share one), removed
+/// when the test passes and kept, and named, when it fails: see
+/// [`Scratch`].
+pub fn scratch(name: &str) -> Result<Scratch, Failed> {
+    scratch_in(&std::env::temp_dir(), name)
+}
+
+/// [`scratch`] in `base` rather than `$TMPDIR`: `BASE/c10k-NAME-PID-N`
+/// (the report's tests keep what Chromium opens under the build's
+/// `CARGO_TARGET_TMPDIR`).
+pub fn scratch_in(base: &Path, name: &str) -> Result<Scratch, Failed> {
+    let path = fresh(base, name)?;
+    let trial = TRIAL.with(|t| t.borrow().clone());
+    if let Some(record) = &trial {
+        lock(record).dirs.push(path.clone());
+    }
+    Ok(Scratch { path, trial })
+}
+
+/// A fresh, empty `BASE/c10k-NAME-PID-N`.
+fn fresh(base: &Path, name: &str) -> Result<PathBuf, Failed> {
+    static MADE: AtomicUsize = AtomicUsize::new(0);
+    let n = MADE.fetch_add(1, Ordering::Relaxed);
+    let path = base.join(format!("c10k-{name}-{}-{n}", std::process::id()));
+    // What an earlier process of the same pid left (it failed): this one
+    // starts empty.
+    let _ = std::fs::remove_dir_all(&path);
+    std::fs::create_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// The directories made by [`shared_scratch`].
+static SHARED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// A fresh directory that outlasts the test that made it, for what many
+/// tests read and one makes (a results directory made once, behind a
+/// `OnceLock`): no trial owns it, so none removes it; `main` does once
+/// every test ran ([`settle_shared`]). A test's own files go in
+/// [`scratch`].
+pub fn shared_scratch(name: &str) -> Result<PathBuf, Failed> {
+    let path = fresh(&std::env::temp_dir(), name)?;
+    SHARED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .push(path.clone());
+    Ok(path)
+}
+
+/// Once every test ran: removes the [`shared_scratch`] directories when
+/// none failed, or keeps them and says where when one did.
+pub fn settle_shared(failed: bool) {
+    let shared = SHARED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    for dir in shared.iter() {
+        if failed {
+            eprintln!("files shared by the tests are kept in {}", dir.display());
+        } else {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
 }
 
 /// The one results directory `c10k run --out OUT` made.

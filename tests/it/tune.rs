@@ -108,7 +108,6 @@ fn a_pool_is_sized_for_blocking_work_and_the_matrix_runs_with_it() -> Result<(),
     if !md.contains(&shown) {
         return Err(format!("results.md does not name {shown}").into());
     }
-    let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }
 
@@ -176,7 +175,6 @@ fn with_a_target_the_setting_kept_held_more_at_it() -> Result<(), Failed> {
             .into());
         }
     }
-    let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }
 
