@@ -12,7 +12,7 @@ use libtest_mimic::Failed;
 use serde_json::Value;
 
 use crate::misbehaving_echo::{Fault, Misbehave};
-use crate::support::{bin, run_c10k, scratch, Ran, Scratch, Server, Started, PATIENCE};
+use crate::support::{bin, expect_eq, run_c10k, scratch, Ran, Scratch, Server, Started, PATIENCE};
 
 tests![
     cpus_this_machine_lacks,
@@ -462,9 +462,11 @@ fn a_read_only_output_is_refused_before_measuring() -> Result<(), Failed> {
         &[&format!("--json {path}:"), "read-only (mode 0444)"],
     )?;
     served(server, 0)?;
-    if std::fs::read(&path)? != b"keep me" {
-        return Err("the read-only file was changed".into());
-    }
+    expect_eq(
+        "the read-only file",
+        "keep me",
+        String::from_utf8_lossy(&std::fs::read(&path)?),
+    )?;
     let mode = std::fs::metadata(&path)?.permissions().mode() & 0o7777;
     if mode != 0o444 {
         return Err(format!("the read-only file's mode became {mode:04o}").into());
@@ -776,9 +778,11 @@ fn resume_refuses_results_of_another_plan() -> Result<(), Failed> {
         refused(&resume()?, 2, words)?;
         refused(&c10k(&["report", text(&dir)?])?, 2, words)?;
     }
-    if std::fs::read(dir.join("results.jsonl"))? != before {
-        return Err("a refused resume changed results.jsonl".into());
-    }
+    expect_eq(
+        "results.jsonl after the refused resumes",
+        String::from_utf8_lossy(&before),
+        String::from_utf8_lossy(&std::fs::read(dir.join("results.jsonl"))?),
+    )?;
     Ok(())
 }
 
@@ -817,9 +821,11 @@ fn report_names_every_unreadable_line() -> Result<(), Failed> {
             "(and 2 more lines;",
         ],
     )?;
-    if std::fs::read_to_string(dir.join("results.jsonl"))? != damaged {
-        return Err("a refused resume changed results.jsonl".into());
-    }
+    expect_eq(
+        "results.jsonl after a refused resume",
+        &damaged,
+        &std::fs::read_to_string(dir.join("results.jsonl"))?,
+    )?;
 
     let killed = [lines[0].as_str(), &lines[1], &lines[1][..100]].concat();
     std::fs::write(dir.join("results.jsonl"), &killed)?;
@@ -853,13 +859,25 @@ fn a_second_run_on_a_directory_is_refused() -> Result<(), Failed> {
             &pid,
         ],
     )?;
-    if results(&dir)? != before[..1] || std::fs::read(dir.join("plan.json"))? != plan {
-        return Err("a refused run changed the directory".into());
-    }
+    expect_eq(
+        "results.jsonl after a refused run",
+        &before[..1],
+        &results(&dir)?[..],
+    )?;
+    expect_eq(
+        "plan.json after a refused run",
+        String::from_utf8_lossy(&plan),
+        String::from_utf8_lossy(&std::fs::read(dir.join("plan.json"))?),
+    )?;
     let r = report(&dir)?;
-    if r.code != Some(0) || reported(&dir)? != ["epoll/c2/r1"] {
+    if r.code != Some(0) {
         return Err(format!("report beside a run: exit {:?}: {}", r.code, r.stderr).into());
     }
+    expect_eq(
+        "cells reported beside a run",
+        ["epoll/c2/r1"],
+        reported(&dir)?,
+    )?;
     drop(held);
     let r = c10k(&["run", "--resume", text(&dir)?, "--no-report"])?;
     let after = results(&dir)?;

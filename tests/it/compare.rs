@@ -10,7 +10,9 @@ use std::sync::OnceLock;
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::support::{bin, results_dir, run_c10k, scratch, shared_scratch, Ran, Server, Started};
+use crate::support::{
+    bin, ensure, results_dir, run_c10k, scratch, shared_scratch, Ran, Server, Started,
+};
 
 tests![
     itself_is_equivalent,
@@ -467,9 +469,9 @@ fn load_reports_compare() -> Result<(), Failed> {
     if cell["curve"]["base"]["source"] != "hdr" || cell["curve"]["new"]["source"] != "hdr" {
         return Err(format!("the curves are not the histograms': {}", cell["curve"]).into());
     }
-    if cell["primary"]["interval"].is_null() {
-        return Err("three loads a side were not tested".into());
-    }
+    ensure(!cell["primary"]["interval"].is_null(), || {
+        format!("three loads a side were not tested: {}", cell["primary"])
+    })?;
     // A run against loads: refused.
     let run = template("epoll,poll")?;
     let ran = compare(&[&s(&run), &s(&a)])?;

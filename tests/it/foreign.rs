@@ -9,7 +9,7 @@ use std::process::Command;
 
 use libtest_mimic::Failed;
 
-use crate::support::{bin, lines, results_dir, scratch, succeeded};
+use crate::support::{bin, expect_contains, lines, results_dir, scratch, succeeded};
 
 tests![
     asyncio_server_is_measured_as_a_model,
@@ -266,9 +266,7 @@ fn a_running_target_is_driven_and_not_observed() -> Result<(), Failed> {
         .map(|e| e.path().join("results.md"))
         .find(|p| p.exists())
         .ok_or("no results.md")?;
-    if !std::fs::read_to_string(md)?.contains("not observed") {
-        return Err("results.md does not say the server was not observed".into());
-    }
+    expect_contains("results.md", &std::fs::read_to_string(md)?, "not observed")?;
     Ok(())
 }
 

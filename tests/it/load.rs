@@ -9,7 +9,7 @@ use libtest_mimic::Failed;
 use serde_json::Value;
 
 use crate::misbehaving_echo::{Fault, Misbehave};
-use crate::support::{bin, scratch, Scratch, Server, Started};
+use crate::support::{bin, ensure, scratch, Scratch, Server, Started};
 
 tests![
     closed_loop_counts_are_exact,
@@ -82,14 +82,6 @@ fn epoll() -> Result<Server, Failed> {
     match Server::start(&["--model".into(), "epoll".into()])? {
         Started::Running(s) => Ok(s),
         Started::Unsupported(r) => Err(r.into()),
-    }
-}
-
-fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Result<(), Failed> {
-    if cond {
-        Ok(())
-    } else {
-        Err(msg().into())
     }
 }
 

@@ -5,6 +5,22 @@
 //! A module is a group of tests, and `module::function` is a test's name:
 //! each module lists its test functions once, with [`tests!`], and
 //! [`GROUPS`] below gathers every module's list.
+//!
+//! How to write a test (the helpers are in `support.rs`):
+//!
+//! - write `fn what_it_shows() -> Result<(), Failed>` in the module it
+//!   belongs to and add its name to the module's `tests![…]`; run it
+//!   alone with `cargo test --test it -- module::what_it_shows`;
+//! - take a directory with `let dir = scratch("module-what")?;` and never
+//!   remove it: it goes when the test passes and is kept, named in the
+//!   failure, when it fails;
+//! - check with `expect_eq(what, expected, got)?`,
+//!   `expect_contains(what, haystack, needle)?` or `ensure(ok, || …)?`,
+//!   so a failure shows what came, not only what was wanted;
+//! - never sleep: wait for what the program says (a READY line, a file, a
+//!   process in /proc), each wait bounded by `support::PATIENCE`; and
+//!   assert counts and words, never how long something took: other tests
+//!   share the CPUs.
 
 #![forbid(unsafe_code)]
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::support::bin;
+use crate::support::{bin, ensure, expect_contains, expect_eq};
 
 tests![
     spawn_reaps_and_joins_everything,
@@ -112,14 +112,6 @@ fn array<'a>(v: &'a Value, key: &str) -> Result<&'a Vec<Value>, Failed> {
         .ok_or_else(|| format!("no array {key} in the JSON").into())
 }
 
-fn check(ok: bool, what: impl FnOnce() -> String) -> Result<(), Failed> {
-    if ok {
-        Ok(())
-    } else {
-        Err(what().into())
-    }
-}
-
 fn spawn_reaps_and_joins_everything() -> Result<(), Failed> {
     let (j, stdout) = micro(
         "spawn",
@@ -138,79 +130,79 @@ fn spawn_reaps_and_joins_everything() -> Result<(), Failed> {
         ],
         None,
     )?;
-    check(j["benchmark"] == "micro spawn" && j["version"] == 1, || {
+    ensure(j["benchmark"] == "micro spawn" && j["version"] == 1, || {
         format!("not a versioned spawn report: {}", j["benchmark"])
     })?;
-    check(j["environment"]["kernel"].is_string(), || {
-        "no environment".into()
+    ensure(j["environment"]["kernel"].is_string(), || {
+        format!("no kernel in the environment: {}", j["environment"])
     })?;
     for title in [
         "Thread create + join",
         "fork + reap",
         "Memory per parked thread",
     ] {
-        check(stdout.contains(title), || format!("no table {title:?}"))?;
+        expect_contains("the tables", &stdout, title)?;
     }
 
     let threads = array(&j, "threads")?;
-    check(threads.len() == 4, || {
+    ensure(threads.len() == 4, || {
         format!("{} thread cells, want 2 stacks × 2 counts", threads.len())
     })?;
     for c in threads {
         let n = num(c, "count")?;
         let rounds = array(c, "rounds")?;
-        check(rounds.len() == 2, || {
+        ensure(rounds.len() == 2, || {
             format!("{} runs, want 2", rounds.len())
         })?;
         for r in rounds {
-            check(num(r, "created")? == n && num(r, "joined")? == n, || {
+            ensure(num(r, "created")? == n && num(r, "joined")? == n, || {
                 format!("{n} threads: {r}")
             })?;
         }
-        check(float(&c["per_thread_us"], "median")? > 0.0, || {
+        ensure(float(&c["per_thread_us"], "median")? > 0.0, || {
             format!("no time per thread: {c}")
         })?;
     }
 
     let forks = array(&j, "forks")?;
-    check(forks.len() == 4, || {
+    ensure(forks.len() == 4, || {
         format!("{} fork cells, want 2 parents × 2 counts", forks.len())
     })?;
     for c in forks {
         let n = num(c, "count")?;
         for r in array(c, "rounds")? {
-            check(
+            ensure(
                 num(r, "forked")? == n && num(r, "reaped")? == n && num(r, "bad_exits")? == 0,
                 || format!("{n} forks: {r}"),
             )?;
         }
         if c["parent"] == "large" {
-            check(num(c, "parent_rss_kib")? >= 8 * 1024, || {
+            ensure(num(c, "parent_rss_kib")? >= 8 * 1024, || {
                 format!("the large parent is not large: {c}")
             })?;
         }
     }
-    check(j["children_left"] == 0, || {
+    ensure(j["children_left"] == 0, || {
         format!("children left: {}", j["children_left"])
     })?;
 
     let parked = array(&j, "parked")?;
-    check(parked.len() == 2, || {
+    ensure(parked.len() == 2, || {
         format!("{} parked cells", parked.len())
     })?;
     for c in parked {
         let stack_kib = num(c, "stack_bytes")? as f64 / 1024.0;
         for r in array(c, "rounds")? {
-            check(num(r, "parked")? == 8 && num(r, "joined")? == 8, || {
+            ensure(num(r, "parked")? == 8 && num(r, "joined")? == 8, || {
                 format!("parked: {r}")
             })?;
             let before = num(&r["before"], "threads")?;
             let during = num(&r["during"], "threads")?;
-            check(during == before + 8, || {
+            ensure(during == before + 8, || {
                 format!("{before} threads before, {during} while 8 were parked")
             })?;
             // Each thread maps at least its stack.
-            check(float(r, "vm_kib_per_thread")? >= 0.9 * stack_kib, || {
+            ensure(float(r, "vm_kib_per_thread")? >= 0.9 * stack_kib, || {
                 format!("virtual memory per thread below the stack ({stack_kib} KiB): {r}")
             })?;
         }
@@ -225,19 +217,19 @@ fn check_cells(j: &Value, calls: u64) -> Result<usize, Failed> {
     for c in cells {
         let a = num(c, "active")?;
         let n = num(c, "fds")?;
-        check(num(c, "nfds")? >= n, || format!("nfds below N: {c}"))?;
+        ensure(num(c, "nfds")? >= n, || format!("nfds below N: {c}"))?;
         for r in array(c, "rounds")? {
             let ok = num(r, "calls")? == calls
                 && num(r, "exact_calls")? == calls
                 && num(r, "events")? == calls * a
                 && num(r, "bytes_read")? == calls * a;
-            check(ok, || format!("N = {n}, A = {a}, {}: {r}", c["method"]))?;
+            ensure(ok, || format!("N = {n}, A = {a}, {}: {r}", c["method"]))?;
         }
-        check(c["wait_ns"]["median"].as_f64().is_some(), || {
+        ensure(c["wait_ns"]["median"].as_f64().is_some(), || {
             format!("no time per call: {c}")
         })?;
         let select = c["method"] == "select";
-        check(c["scan_bits_ns"].is_null() != select, || {
+        ensure(c["scan_bits_ns"].is_null() != select, || {
             format!("the bit-by-bit scan belongs to select alone: {c}")
         })?;
     }
@@ -252,27 +244,28 @@ fn dispatch_every_call_finds_a_ready() -> Result<(), Failed> {
         ],
         None,
     )?;
-    check(
+    ensure(
         j["benchmark"] == "micro dispatch" && j["version"] == 1,
         || format!("not a versioned dispatch report: {}", j["benchmark"]),
     )?;
     let cells = check_cells(&j, 200)?;
-    check(cells == 16, || {
+    ensure(cells == 16, || {
         format!("{cells} cells, want 2 N × 2 A × 4 methods")
     })?;
     for m in ["select", "poll", "epoll-lt", "epoll-et"] {
         let seen = array(&j, "cells")?.iter().any(|c| c["method"] == m);
-        check(seen, || format!("no {m} cell"))?;
+        ensure(seen, || format!("no {m} cell"))?;
     }
     for title in [
         "Return time of one wait call",
         "per ready event",
         "Finding the ready",
     ] {
-        check(stdout.contains(title), || format!("no table {title:?}"))?;
+        expect_contains("the tables", &stdout, title)?;
     }
-    check(array(&j["parameters"], "capped")?.is_empty(), || {
-        "nothing should be capped at N = 50".into()
+    let capped = array(&j["parameters"], "capped")?;
+    ensure(capped.is_empty(), || {
+        format!("nothing should be capped at N = 50, yet: {capped:?}")
     })?;
     Ok(())
 }
@@ -286,22 +279,20 @@ fn dispatch_caps_n_to_the_limit() -> Result<(), Failed> {
         Some("ulimit -n 200"),
     )?;
     let p = &j["parameters"];
-    check(num(p, "nofile")? == 200, || format!("limit not seen: {p}"))?;
+    ensure(num(p, "nofile")? == 200, || format!("limit not seen: {p}"))?;
     let max = num(p, "max_pairs")?;
     let open = num(p, "fds_open")?;
-    check(2 * max + open <= 200 && max >= 10, || {
+    ensure(2 * max + open <= 200 && max >= 10, || {
         format!("{max} pairs do not fit in 200 descriptors with {open} open")
     })?;
     let fds: Vec<u64> = array(p, "fds")?.iter().filter_map(Value::as_u64).collect();
-    check(fds == vec![10, max], || format!("N measured: {fds:?}"))?;
+    expect_eq("N measured", vec![10, max], fds)?;
     let capped = array(p, "capped")?;
-    check(
+    ensure(
         capped.len() == 1 && capped[0]["asked"] == 1000 && capped[0]["used"] == max,
         || format!("capped: {capped:?}"),
     )?;
-    check(stdout.contains("capped to"), || {
-        "the tables do not say N was capped".into()
-    })?;
+    expect_contains("the tables, of N capped", &stdout, "capped to")?;
     check_cells(&j, 20)?;
     Ok(())
 }
@@ -321,7 +312,7 @@ fn bad_flags_are_one_line_exit_2() -> Result<(), Failed> {
         cmd.arg("micro").args(args);
         let out = run_bounded(cmd)?;
         let err = String::from_utf8_lossy(&out.stderr);
-        check(
+        ensure(
             out.status.code() == Some(2) && err.lines().count() == 1,
             || format!("{args:?}: {}, stderr {err:?}", out.status),
         )?;

@@ -11,7 +11,7 @@ use std::process::Command;
 use libtest_mimic::Failed;
 
 use crate::runner::{has_word, marked, spawn_marked, terminate, wait_for_marked};
-use crate::support::{bin, lines, results_dir, scratch, succeeded, PATIENCE};
+use crate::support::{bin, expect_eq, lines, results_dir, scratch, succeeded, PATIENCE};
 
 tests![
     slots_record_their_place_and_a_spinning_model_sleeps_between_its_own,
@@ -133,9 +133,11 @@ fn slots_record_their_place_and_a_spinning_model_sleeps_between_its_own() -> Res
             return Err(format!("round {run}: places {places:?}").into());
         }
     }
-    if !marked(&mark).is_empty() {
-        return Err("processes of the run left behind".into());
-    }
+    expect_eq(
+        "processes of the run left behind",
+        Vec::<String>::new(),
+        marked(&mark),
+    )?;
     Ok(())
 }
 
@@ -213,9 +215,15 @@ fn sigterm_stops_every_resident_server_and_client() -> Result<(), Failed> {
     if !err.contains("c10k run: interrupted") || !err.contains("--resume") {
         return Err(format!("stderr says it was interrupted and how to resume: {err}").into());
     }
-    if !lines(&results_dir(&out)?)?.is_empty() {
-        return Err("the abandoned slot was recorded".into());
-    }
+    let recorded: Vec<String> = lines(&results_dir(&out)?)?
+        .iter()
+        .map(|c| c["id"].to_string())
+        .collect();
+    expect_eq(
+        "slots recorded (one was abandoned)",
+        Vec::<String>::new(),
+        recorded,
+    )?;
     let left = marked(&mark);
     if !left.is_empty() {
         return Err(format!("processes of the run left behind: {left:?}").into());

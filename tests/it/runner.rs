@@ -8,7 +8,10 @@ use std::process::{Command, Stdio};
 
 use libtest_mimic::Failed;
 
-use crate::support::{bin, column, lines, results_dir, scratch, succeeded, PATIENCE};
+use crate::support::{
+    bin, column, ensure, expect_contains, expect_eq, lines, results_dir, scratch, succeeded,
+    PATIENCE,
+};
 
 tests![
     tiny_matrix_end_to_end,
@@ -100,10 +103,14 @@ fn tiny_matrix_end_to_end() -> Result<(), Failed> {
     }
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json"))?)?;
-    if json["cells"].as_array().map(Vec::len) != Some(8) || json["environment"]["kernel"].is_null()
-    {
-        return Err("results.json lacks its cells or environment".into());
-    }
+    expect_eq(
+        "results.json's cells",
+        Some(8),
+        json["cells"].as_array().map(Vec::len),
+    )?;
+    ensure(!json["environment"]["kernel"].is_null(), || {
+        format!("results.json's environment: {}", json["environment"])
+    })?;
     let md = std::fs::read_to_string(dir.join("results.md"))?;
     for want in [
         "# c10k run custom\n\na custom matrix: epoll, threads at 2, 5 connections, closed loop",
@@ -1121,12 +1128,16 @@ fn sigterm_to_the_runner_alone_abandons_the_cell() -> Result<(), Failed> {
         "c10k run: interrupted during epoll/c2/r1 (abandoned, not recorded) with 1 cells left; finish with: c10k run --resume {}",
         dir.display()
     );
-    if !err.contains(&said) {
-        return Err(format!("stderr lacks {said:?}: {err}").into());
-    }
-    if !lines(&dir)?.is_empty() || !dir.join("results.csv").is_file() {
-        return Err("the abandoned cell was recorded, or the exports not written".into());
-    }
+    expect_contains("stderr", &err, &said)?;
+    let recorded: Vec<String> = lines(&dir)?.iter().map(|c| c["id"].to_string()).collect();
+    expect_eq(
+        "cells recorded (one was abandoned)",
+        Vec::<String>::new(),
+        recorded,
+    )?;
+    ensure(dir.join("results.csv").is_file(), || {
+        format!("no results.csv in {}", dir.display())
+    })?;
     let left = marked(&mark);
     if !left.is_empty() {
         return Err(format!("processes of the run left behind: {left:?}").into());

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use libtest_mimic::Failed;
 
-use crate::support::{bin, column, lines, results_dir, scratch, succeeded};
+use crate::support::{bin, column, ensure, lines, results_dir, scratch, succeeded};
 
 tests![
     c1m_shaped_matrix_spreads_echoes_every_connection_and_measures_memory,
@@ -73,9 +73,12 @@ fn c1m_shaped_matrix_spreads_echoes_every_connection_and_measures_memory() -> Re
         if held != n {
             return Err(format!("cell {id}: sampled with {held} of {n} connections").into());
         }
-        if c["runner_cpu_seconds"].as_f64().is_none() {
-            return Err(format!("cell {id}: the runner's own CPU is not recorded").into());
-        }
+        ensure(c["runner_cpu_seconds"].as_f64().is_some(), || {
+            format!(
+                "cell {id}: the runner's own CPU is not recorded: {}",
+                c["runner_cpu_seconds"]
+            )
+        })?;
     }
     // The flattened figures: share 1, memory per connection present.
     let mut csv = csv::Reader::from_path(dir.join("results.csv"))?;

@@ -1,16 +1,30 @@
 //! Test support: how a test runs ([`trial`]), its scratch directories
-//! ([`scratch`]), a `c10k serve` child process (the library's launcher,
-//! with the strict stop a test wants), /proc readings of its process tree,
-//! and small client helpers. Every wait is bounded; nothing sleeps to wait
-//! for readiness.
+//! ([`scratch`]), checks that fail saying what was expected and what came
+//! ([`expect_eq`], [`expect_contains`], [`ensure`]), a `c10k serve` child
+//! process (the library's launcher, with the strict stop a test wants),
+//! /proc readings of its process tree, and small client helpers. Every
+//! wait is bounded; nothing sleeps to wait for readiness.
 //!
 //! A test takes its directory from `scratch("module-what")?` and never
 //! removes it by hand: the directory goes when the test passes (or has
 //! itself ignored), and stays when it fails, the failure naming it ("its
-//! files are kept in …").
+//! files are kept in …"); what one test makes and later ones read goes in
+//! a [`shared_scratch`] directory, removed once the whole run passed. A
+//! check is one line whose failure shows both sides, not only what was
+//! wanted:
+//!
+//! ```ignore
+//! let dir = scratch("agents-counts")?;
+//! let (code, err) = load(&dir, &addr, &["-c", "30", "--json", &json])?;
+//! expect_eq("exit code", Some(0), code)?;
+//! expect_contains("stderr", &err, "3 agents")?;
+//! let j: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("r.json"))?)?;
+//! expect_eq("connections established", Some(30), j["connections"]["established"].as_u64())?;
+//! ensure(ids.len() == 30, || format!("connection ids {ids:?}"))?;
+//! ```
 
 use std::cell::RefCell;
-use std::fmt::Debug;
+use std::fmt::{Debug, Display};
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -439,6 +453,46 @@ pub fn settle_shared(failed: bool) {
             let _ = std::fs::remove_dir_all(dir);
         }
     }
+}
+
+/// `Ok` when `got` is `expected`; otherwise a failure naming `what` and
+/// both, as `Debug` shows them: `connections: expected 30, got 29`.
+/// `expected` and `got` may differ in type where they compare (a
+/// `Vec<String>` against `["a", "b"]`). Read a JSON field out first
+/// (`.as_u64()`, `.as_str()`): a `Value` shows as `Number(29)`.
+pub fn expect_eq<E: Debug, G: Debug + PartialEq<E>>(
+    what: impl Display,
+    expected: E,
+    got: G,
+) -> Result<(), Failed> {
+    if got == expected {
+        return Ok(());
+    }
+    Err(format!("{what}: expected {expected:?}, got {got:?}").into())
+}
+
+/// `Ok` when `haystack` contains `needle`; otherwise a failure naming
+/// `what`, the needle and the whole haystack (quoted when it is one line,
+/// as it stands when it is more): `stderr: expected "ports to reach" in
+/// "c10k load: …"`.
+pub fn expect_contains(what: impl Display, haystack: &str, needle: &str) -> Result<(), Failed> {
+    if haystack.contains(needle) {
+        return Ok(());
+    }
+    if haystack.trim_end().contains('\n') {
+        return Err(format!("{what}: expected {needle:?} in:\n{haystack}").into());
+    }
+    Err(format!("{what}: expected {needle:?} in {haystack:?}").into())
+}
+
+/// `Ok` when `ok`; otherwise a failure with what `said` gives, which
+/// should show what came (`format!("agents {}", j["agents"])`), not only
+/// what was wanted. For a check the two above do not word.
+pub fn ensure(ok: bool, said: impl FnOnce() -> String) -> Result<(), Failed> {
+    if ok {
+        return Ok(());
+    }
+    Err(said().into())
 }
 
 /// The one results directory `c10k run --out OUT` made.
