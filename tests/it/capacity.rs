@@ -80,14 +80,9 @@ fn one_blocking_handler_is_searched_below_its_1000_a_second() -> Result<(), Fail
     let s = all.first().ok_or("no search")?;
     match &s.state {
         State::Ended(End::Found { held, missed }) => {
-            // One handler blocking 1 ms cannot carry 1,000/s; the queue's
-            // capacity (its measured service time) is the bound.
+            // One handler blocking 1 ms cannot carry 1,000/s.
             if !(held < missed && *held < 1000.0) {
                 return Err(format!("held {held}/s, missed {missed}/s").into());
-            }
-            let b = s.bound.as_ref().ok_or("no bound for a c10k model")?;
-            if b.queue.handlers != 1 || b.queue.capacity() > 1000.0 {
-                return Err(format!("bound {:?}", b.queue).into());
             }
             if s.above.is_some() {
                 return Err(format!("measured above its bound: {:?}", s.above).into());
@@ -101,6 +96,15 @@ fn one_blocking_handler_is_searched_below_its_1000_a_second() -> Result<(), Fail
             }
         }
         other => return Err(format!("the search ended as {other:?}").into()),
+    }
+    // Either end: every rate it tried was measured, and what it decided
+    // stands on them; the queue's capacity (its measured service time
+    // plus the 1 ms block, one handler) is the bound, below 1,000/s.
+    let (held, missed) = s.bracket();
+    measured_points(s, held, missed)?;
+    let b = s.bound.as_ref().ok_or("no bound for a c10k model")?;
+    if b.queue.handlers != 1 || b.queue.capacity() > 1000.0 {
+        return Err(format!("bound {:?}", b.queue).into());
     }
     if !stdout.contains("The answer (capacity at the target")
         || !stdout.contains("10 connections, p99 ≤ ")
@@ -116,6 +120,65 @@ fn one_blocking_handler_is_searched_below_its_1000_a_second() -> Result<(), Fail
     }
     crate::report::opens_silently(&dir.join("report.html"), "capacity", 2)?;
     compares_by_decided_rates(&dir, s)?;
+    Ok(())
+}
+
+/// What a search measured, however it ended: a point at each rate it
+/// tried (a finite, positive rate, its slots counted, no more failed than
+/// run), at least one with a slot that measured, and each such point's
+/// figures finite and positive (its share of the offered rate, its p99,
+/// its latency at the target); its decided rates, `held` and `missed`,
+/// are rates it measured, `held` below `missed`.
+fn measured_points(
+    s: &c10k::experiments::capacity::Searched,
+    held: Option<f64>,
+    missed: Option<f64>,
+) -> Result<(), Failed> {
+    let positive = |v: f64| v.is_finite() && v > 0.0;
+    let mut measured = 0;
+    for p in &s.points {
+        if !positive(p.rate) || p.slots == 0 || p.failed > p.slots {
+            return Err(format!(
+                "{}: a point at {}/s of {} slots, {} failed",
+                s.model, p.rate, p.slots, p.failed
+            )
+            .into());
+        }
+        if p.failed == p.slots {
+            continue;
+        }
+        measured += 1;
+        if !positive(p.share)
+            || !positive(p.p99)
+            || p.at.is_empty()
+            || !p.at.iter().all(|&a| positive(a))
+        {
+            return Err(format!(
+                "{}: the point at {}/s: share {}, p99 {} s, at the target {:?}",
+                s.model, p.rate, p.share, p.p99, p.at
+            )
+            .into());
+        }
+    }
+    if measured == 0 {
+        return Err(format!("{}: no rate measured of {} tried", s.model, s.points.len()).into());
+    }
+    let tried = |r: f64| s.points.iter().any(|p| (p.rate - r).abs() <= 1e-9 * r);
+    for (end, rate) in [("held", held), ("missed", missed)] {
+        if rate.is_some_and(|r| !tried(r)) {
+            return Err(format!(
+                "{}: {end} {rate:?}/s, not a rate it measured ({:?})",
+                s.model,
+                s.points.iter().map(|p| p.rate).collect::<Vec<_>>()
+            )
+            .into());
+        }
+    }
+    if let (Some(h), Some(m)) = (held, missed) {
+        if h >= m {
+            return Err(format!("{}: held {h}/s, at or above missed {m}/s", s.model).into());
+        }
+    }
     Ok(())
 }
 
@@ -164,6 +227,36 @@ fn compares_by_decided_rates(
     };
     if !want.contains(&cell["verdict"].as_str().unwrap_or("")) || cell["gate_failed"] != false {
         return Err(format!("a search against itself: {cell}").into());
+    }
+    // Whichever verdict: the range NEW/BASE that both ends decided allow,
+    // from held/missed to missed/held, so around 1 (never lower, never
+    // higher); with an end open, no range.
+    let (low, high) = (cell["low"].as_f64(), cell["high"].as_f64());
+    let near = |got: Option<f64>, want: f64| got.is_some_and(|g| (g - want).abs() <= 1e-9 * want);
+    let range_fits = match (held, missed) {
+        (Some(h), Some(m)) => {
+            near(low, h / m) && near(high, m / h) && low <= Some(1.0) && high >= Some(1.0)
+        }
+        _ => cell["low"].is_null() && cell["high"].is_null(),
+    };
+    if !range_fits {
+        return Err(format!(
+            "NEW/BASE of a search against itself, held {held:?} missed {missed:?}: low {} high {}",
+            cell["low"], cell["high"]
+        )
+        .into());
+    }
+    // Each side counts the same slots, some of which measured, and says
+    // how its search ended.
+    let (base, new) = (&cell["base"], &cell["new"]);
+    if base["slots"].as_u64().is_none_or(|n| n == 0)
+        || base["measured"].as_u64().is_none_or(|n| n == 0)
+        || base["end"].as_str().is_none_or(str::is_empty)
+        || ["slots", "measured", "end"]
+            .iter()
+            .any(|k| base[k] != new[k])
+    {
+        return Err(format!("the sides of a search against itself: base {base}, new {new}").into());
     }
     if !j["gate"]["line"].as_str().unwrap_or("").contains("passed") {
         return Err(format!("gate: {}", j["gate"]).into());
@@ -285,12 +378,16 @@ fn a_target_never_met_is_said_and_every_point_kept() -> Result<(), Failed> {
         return Err(format!("{} records of {plan_cells} slots planned", records.len()).into());
     }
     let all = c10k::experiments::capacity::searched(&data, 2);
-    match &all.first().ok_or("no search")?.state {
+    let search = all.first().ok_or("no search")?;
+    match &search.state {
         State::Ended(End::NeverMet(r)) => {
             if !stderr.contains("missed the target even at") || !stdout.contains("no model") {
                 return Err(format!("not said: {stdout}\n{stderr}").into());
             }
-            let _ = r;
+            // It missed at the least rate it tried.
+            if search.points.iter().any(|p| p.rate < *r) {
+                return Err(format!("never met at {r}/s, yet it tried less").into());
+            }
         }
         // Its least rate's slots may spread too widely to decide within
         // its slots on a busy host: then no rate is held either, and the
@@ -302,6 +399,10 @@ fn a_target_never_met_is_said_and_every_point_kept() -> Result<(), Failed> {
         }
         other => return Err(format!("ended as {other:?}").into()),
     }
+    // Either end (no rate held in both): the points it measured, each
+    // with its figures, kept whatever was decided.
+    let (held, missed) = search.bracket();
+    measured_points(search, held, missed)?;
     Ok(())
 }
 

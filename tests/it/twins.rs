@@ -1,8 +1,11 @@
 //! `bench/grid.py` end to end: the C twins in `bench/c` build with the
 //! system compiler and serve, and the grid puts c10k's model beside each
 //! in paired rounds with its p50 and p99, at a tiny point (0.3 s measured:
-//! this checks the script and the twins, not their figures); a model it
-//! has no twin for is refused in a line. `--settled` opens each window once
+//! this checks the script and the twins, not how their figures fall:
+//! ahead, level or behind, each ratio is a positive figure inside its
+//! interval, with the verdict that interval gives, and the exit code says
+//! whether anything is behind); a model it has no twin for is refused in
+//! a line. `--settled` opens each window once
 //! every connection has been answered, and says when that was.
 
 use std::process::Command;
@@ -34,9 +37,53 @@ fn grid(args: &[&str]) -> Result<(Option<i32>, String, String), Failed> {
     ))
 }
 
+/// A row's `G× [LO, HI] VERDICT`: the ratio positive, its interval
+/// finite, 0 ≤ LO ≤ G ≤ HI, and the verdict the interval gives as the grid
+/// gives it (ahead when it lies on the better side of 1, behind on the
+/// worse, level when it holds 1; for a latency, `lower_is_better`, lower
+/// is the better side), read at the two decimals printed.
+fn ratio_row(row: &str, lower_is_better: bool) -> Result<(), Failed> {
+    let (g, lo, hi, said) =
+        ratio_of(row).ok_or_else(|| format!("no ratio with its interval: {row:?}"))?;
+    // Two decimals: a wide interval's LO, from two rounds, may read 0.00.
+    let ordered = hi.is_finite() && g > 0.0 && 0.0 <= lo && lo <= g && g <= hi;
+    if !ordered {
+        return Err(format!("the ratio and its interval out of order: {row:?}").into());
+    }
+    let (better, worse) = if lower_is_better {
+        (hi <= 1.0, lo >= 1.0)
+    } else {
+        (lo >= 1.0, hi <= 1.0)
+    };
+    let fits = match said {
+        "ahead" => better,
+        "behind" => worse,
+        "level" => lo <= 1.0 && hi >= 1.0,
+        _ => false,
+    };
+    if !fits {
+        return Err(format!("{said:?} is not what [{lo}, {hi}] gives: {row:?}").into());
+    }
+    Ok(())
+}
+
+/// `G× [LO, HI] VERDICT` in a row: (G, LO, HI, VERDICT).
+fn ratio_of(row: &str) -> Option<(f64, f64, f64, &str)> {
+    let (before, after) = row.split_once("× [")?;
+    let g = before.split_whitespace().last()?.parse().ok()?;
+    let (interval, rest) = after.split_once(']')?;
+    let (lo, hi) = interval.split_once(", ")?;
+    Some((
+        g,
+        lo.parse().ok()?,
+        hi.parse().ok()?,
+        rest.split_whitespace().next()?,
+    ))
+}
+
 fn the_grid_puts_each_model_beside_its_c_twin() -> Result<(), Failed> {
     let (code, text, err) = grid(&["2", "20:1", "--models", "hybrid,epoll-workers,prefork"])?;
-    // 0: nothing behind; 1: something behind (a figure, not checked here).
+    // 0: nothing behind; 1: something behind (either, as the rounds fell).
     if !matches!(code, Some(0 | 1)) {
         return Err(format!("exit {code:?}: {text}{err}").into());
     }
@@ -56,26 +103,30 @@ fn the_grid_puts_each_model_beside_its_c_twin() -> Result<(), Failed> {
             .lines()
             .find(|l| l.trim_start().starts_with(&ours))
             .ok_or_else(|| format!("no {ours} row: {text}"))?;
-        if !row.contains('×') || !["ahead", "level", "behind"].iter().any(|v| row.contains(v)) {
-            return Err(format!("{ours}: {row}").into());
-        }
+        // Ahead, level or behind, as this host's rounds fell: whichever,
+        // the ratio and its interval are figures, and the verdict is the
+        // one they give.
+        ratio_row(row, false)?;
     }
     for q in ["p50", "p99"] {
-        let rows = text
+        let rows: Vec<&str> = text
             .lines()
             .filter(|l| l.trim_start().starts_with(q))
-            .count();
-        if rows != 3 {
-            return Err(format!("{rows} {q} rows, not 3: {text}").into());
+            .collect();
+        if rows.len() != 3 {
+            return Err(format!("{} {q} rows, not 3: {text}", rows.len()).into());
+        }
+        for row in rows {
+            ratio_row(row, true)?;
         }
     }
-    if !text
-        .trim_end()
-        .lines()
-        .last()
-        .is_some_and(|l| l.starts_with("behind: "))
-    {
-        return Err(format!("no last line: {text}").into());
+    // The last line names what is behind, and the exit code agrees.
+    let last = text.trim_end().lines().last().unwrap_or("");
+    let behind = last
+        .strip_prefix("behind: ")
+        .ok_or_else(|| format!("no last line: {text}"))?;
+    if (behind == "none") != (code == Some(0)) {
+        return Err(format!("exit {code:?} with {last:?}").into());
     }
     // A model it has no twin for: one line, before anything runs.
     let (code, text, err) = grid(&["2", "20:1", "--models", "busy"])?;
