@@ -17,6 +17,7 @@
 
 use super::memory::{self, Kind};
 use super::summary::{self, Ranked};
+use crate::client::limit::LimitedBy;
 use crate::export::table::Table;
 use crate::present::units::{format_count, sig3, Scale};
 use crate::present::words::and_list;
@@ -51,11 +52,11 @@ pub(crate) fn limit_note(cells: &[&CellResult]) -> Option<String> {
     if limits.is_empty() {
         return None;
     }
-    let mut counts: Vec<(&str, usize)> = Vec::new();
+    let mut counts: Vec<(LimitedBy, usize)> = Vec::new();
     for l in &limits {
         match counts.iter_mut().find(|(v, _)| *v == l.verdict) {
             Some((_, k)) => *k += 1,
-            None => counts.push((&l.verdict, 1)),
+            None => counts.push((l.verdict, 1)),
         }
     }
     counts.sort_by_key(|c| std::cmp::Reverse(c.1));
@@ -66,8 +67,8 @@ pub(crate) fn limit_note(cells: &[&CellResult]) -> Option<String> {
         format!("mixed: {}", each.join(", "))
     } else {
         match verdict {
-            "client" if latency => "client (an upper bound)".to_string(),
-            "client" => "client (a lower bound)".to_string(),
+            LimitedBy::Client if latency => "client (an upper bound)".to_string(),
+            LimitedBy::Client => "client (a lower bound)".to_string(),
             v => v.to_string(),
         }
     };
@@ -642,7 +643,7 @@ mod tests {
     #[test]
     fn the_limit_of_most_runs_is_named() {
         assert_eq!(limit_note(&[]), None);
-        let cell = |verdict: &str, interference: bool| {
+        let cell = |verdict: LimitedBy, interference: bool| {
             let mut c: CellResult = serde_json::from_value(serde_json::json!({
                 "version": 1, "id": "m/c1/r1", "index": 0, "model": "m", "connections": 1,
                 "run": 1, "status": "ok", "reason": null, "started_unix": 0.0,
@@ -652,16 +653,16 @@ mod tests {
             }))
             .expect("a cell");
             let mut load = crate::client::report::example(1, 100, 6400);
-            load.limits.verdict = verdict.into();
+            load.limits.verdict = verdict;
             load.limits.why = "figures".into();
             load.limits.interference = interference;
             c.load = Some(load);
             c
         };
         let (a, b, c) = (
-            cell("client", false),
-            cell("client", true),
-            cell("server", false),
+            cell(LimitedBy::Client, false),
+            cell(LimitedBy::Client, true),
+            cell(LimitedBy::Server, false),
         );
         assert_eq!(
             limit_note(&[&a, &b, &c]).as_deref(),
@@ -669,7 +670,7 @@ mod tests {
         );
         assert_eq!(limit_note(&[&c]).as_deref(), Some("server"));
         // A late open loop's latency is at most the server's.
-        let mut e = cell("client", false);
+        let mut e = cell(LimitedBy::Client, false);
         if let Some(l) = e.load.as_mut() {
             l.open_loop = Some(crate::client::report::OpenLoop {
                 target_rate: 1000.0,
@@ -684,7 +685,7 @@ mod tests {
             limit_note(&[&e]).as_deref(),
             Some("client (an upper bound)")
         );
-        let d = cell("both", false);
+        let d = cell(LimitedBy::Both, false);
         assert_eq!(
             limit_note(&[&a, &c, &d]).as_deref(),
             Some("mixed: client 1, server 1, both 1")

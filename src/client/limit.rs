@@ -57,13 +57,55 @@ pub(crate) const SATURATED: f64 = 0.9;
 /// CPU from outside the run above this (in CPUs) is flagged.
 pub(crate) const INTERFERENCE: f64 = 0.05;
 
+/// What limited the figures of one run: the verdict, in JSON and in
+/// prose by the same word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitedBy {
+    /// The client was saturated (or, in an open loop, late) and the server
+    /// was not: the figure is a bound of the server's.
+    Client,
+    /// The client had CPU to spare: the server set the pace.
+    Server,
+    /// Both sides were saturated, or shared a machine they kept busy.
+    Both,
+    /// An open loop kept its rate with neither side saturated or late: the
+    /// offered load set the figure.
+    Neither,
+    /// The server was not observed, or a share could not be resolved on
+    /// the side of 90 % that decides.
+    Unknown,
+}
+
+impl LimitedBy {
+    /// The verdict's word, as in the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            LimitedBy::Client => "client",
+            LimitedBy::Server => "server",
+            LimitedBy::Both => "both",
+            LimitedBy::Neither => "neither",
+            LimitedBy::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for LimitedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// What limited the figures of one run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct Limits {
     /// client, server, both, neither or unknown.
-    #[schemars(extend("enum" = ["client", "server", "both", "neither", "unknown"]))]
-    pub verdict: String,
+    #[schemars(
+        with = "String",
+        extend("enum" = ["client", "server", "both", "neither", "unknown"])
+    )]
+    pub verdict: LimitedBy,
     /// The verdict in one line, with its figures.
     pub why: String,
     /// The client's demand for CPU: the time it ran plus the time it waited
@@ -122,7 +164,7 @@ impl Default for Limits {
     /// What results recorded before the verdict existed read as.
     fn default() -> Limits {
         Limits {
-            verdict: "unknown".into(),
+            verdict: LimitedBy::Unknown,
             why: "not recorded".into(),
             client_demand: 0.0,
             client_cpus: 0.0,
@@ -324,15 +366,15 @@ pub(crate) fn judge(x: &Inputs) -> Limits {
     let (verdict, why) = match server_demand {
         None => match client_saturated {
             Some(true) => (
-                "unknown",
+                LimitedBy::Unknown,
                 format!("{client_text}: the client was saturated and may be the limit; the server was not observed (give --server-pid)"),
             ),
             Some(false) => (
-                "unknown",
+                LimitedBy::Unknown,
                 format!("{client_text}: the client had CPU to spare, so the server or the path to it set the pace; the server was not observed (give --server-pid)"),
             ),
             None => (
-                "unknown",
+                LimitedBy::Unknown,
                 format!("{client_text}: the {}; the server was not observed (give --server-pid)", unresolved("client")),
             ),
         },
@@ -351,18 +393,18 @@ pub(crate) fn judge(x: &Inputs) -> Limits {
             let server_saturated = saturated(s, server_error);
             let late = x.lag.filter(Lag::late);
             match (client_saturated, server_saturated) {
-                (None, _) => ("unknown", format!("{both}: the {}", unresolved("client"))),
+                (None, _) => (LimitedBy::Unknown, format!("{both}: the {}", unresolved("client"))),
                 (Some(true), None) => (
-                    "unknown",
+                    LimitedBy::Unknown,
                     format!("{both}: the client was saturated; whether the server was too is unknown: the {}", unresolved("server")),
                 ),
                 (Some(true), Some(false)) => (
-                    "client",
+                    LimitedBy::Client,
                     format!("{both}: the client was the limit, so the figure is a lower bound of the server"),
                 ),
-                (Some(true), Some(true)) => ("both", format!("{both}: both sides were saturated")),
+                (Some(true), Some(true)) => (LimitedBy::Both, format!("{both}: both sides were saturated")),
                 _ if machine_saturated => (
-                    "both",
+                    LimitedBy::Both,
                     format!(
                         "{both}: they share the machine's {} CPUs and kept them {:.0} % busy, each \
                          waiting for what the other used: both sides were saturated",
@@ -371,21 +413,21 @@ pub(crate) fn judge(x: &Inputs) -> Limits {
                     ),
                 ),
                 _ if late.is_some() && server_saturated == Some(true) => (
-                    "both",
+                    LimitedBy::Both,
                     format!(
                         "{both}: {}, and the server was saturated: both set the latency",
                         late.map(|l| l.text()).unwrap_or_default()
                     ),
                 ),
                 _ if late.is_some() => (
-                    "client",
+                    LimitedBy::Client,
                     format!(
                         "{both}: {}: the client set part of the latency, so it is an upper bound of the server's",
                         late.map(|l| l.text()).unwrap_or_default()
                     ),
                 ),
                 _ if shared && !machine_ok => (
-                    "unknown",
+                    LimitedBy::Unknown,
                     format!(
                         "{both}: they share the machine's {} CPUs, whose busy time a {:.1} ms \
                          window cannot resolve (it is counted in clock ticks; {:.0} ms needed): \
@@ -396,20 +438,20 @@ pub(crate) fn judge(x: &Inputs) -> Limits {
                     ),
                 ),
                 (Some(false), Some(true)) if x.rate_kept => (
-                    "server",
+                    LimitedBy::Server,
                     format!("{both}: the open loop kept its target rate, but the server wanted more CPU than it had: its queue for a CPU set the latency"),
                 ),
                 (Some(false), _) if x.rate_kept => (
-                    "neither",
+                    LimitedBy::Neither,
                     format!("{both}: the open loop kept its target rate; the offered load set the figure"),
                 ),
-                (Some(false), Some(true)) => ("server", format!("{both}: the server's CPU was the limit")),
+                (Some(false), Some(true)) => (LimitedBy::Server, format!("{both}: the server's CPU was the limit")),
                 (Some(false), Some(false)) => (
-                    "server",
+                    LimitedBy::Server,
                     format!("{both}: the client had CPU to spare and the server did not use its own: the server's waits (sleeps, locks, wake-ups) or the path between set the pace"),
                 ),
                 (Some(false), None) => (
-                    "server",
+                    LimitedBy::Server,
                     format!("{both}: the client had CPU to spare, so the server set the pace (with its CPU or its waits: the {})", unresolved("server")),
                 ),
             }
@@ -431,7 +473,7 @@ pub(crate) fn judge(x: &Inputs) -> Limits {
         );
     }
     Limits {
-        verdict: verdict.into(),
+        verdict,
         why,
         client_demand,
         client_cpus,
@@ -482,14 +524,34 @@ mod tests {
     }
 
     #[test]
+    fn a_verdict_reads_as_the_word_the_json_and_the_schema_give_it() {
+        let all = [
+            LimitedBy::Client,
+            LimitedBy::Server,
+            LimitedBy::Both,
+            LimitedBy::Neither,
+            LimitedBy::Unknown,
+        ];
+        for v in all {
+            let json = serde_json::to_value(v).expect("a verdict serializes");
+            assert_eq!(json, v.to_string());
+            assert_eq!(serde_json::from_value::<LimitedBy>(json).ok(), Some(v));
+        }
+        let schema = crate::client::report::schema();
+        let listed = &schema.as_value()["$defs"]["Limits"]["properties"]["verdict"]["enum"];
+        let words: Vec<String> = all.iter().map(ToString::to_string).collect();
+        assert_eq!(listed, &serde_json::json!(words));
+    }
+
+    #[test]
     fn stolen_time_is_taken_out_of_what_a_side_could_use() {
         // The client ran 0.84 of its CPU while the hypervisor stole 0.2
         // CPUs of two: 0.1 of each. It had 0.9 to use and used nearly all.
         let mut x = inputs(0.84, Some(0.2), 1.1);
-        assert_eq!(judge(&x).verdict, "server");
+        assert_eq!(judge(&x).verdict, LimitedBy::Server);
         x.window.steal = Some(0.2 * 2.0);
         let l = judge(&x);
-        assert_eq!(l.verdict, "client", "{}", l.why);
+        assert_eq!(l.verdict, LimitedBy::Client, "{}", l.why);
         assert!((l.client_demand - 0.84 / 0.9).abs() < 1e-9);
         assert!((l.server_demand.unwrap_or(0.0) - 0.2 / 0.9).abs() < 1e-9);
     }
@@ -502,7 +564,7 @@ mod tests {
         x.client_capacity = 2.0;
         x.window.server_capacity = Some(2.0);
         let l = judge(&x);
-        assert_eq!(l.verdict, "both", "{}", l.why);
+        assert_eq!(l.verdict, LimitedBy::Both, "{}", l.why);
         assert!(
             l.why
                 .contains("share the machine's 2 CPUs and kept them 94 % busy"),
@@ -511,16 +573,19 @@ mod tests {
         );
         // The same figures an open loop kept its rate with.
         x.rate_kept = true;
-        assert_eq!(judge(&x).verdict, "both");
+        assert_eq!(judge(&x).verdict, LimitedBy::Both);
         // A quieter machine: the open loop's rate set the figure.
         let mut q = inputs(0.5, Some(0.4), 0.9);
         q.client_capacity = 2.0;
         q.window.server_capacity = Some(2.0);
         q.rate_kept = true;
-        assert_eq!(judge(&q).verdict, "neither");
+        assert_eq!(judge(&q).verdict, LimitedBy::Neither);
         // Pinned apart (a CPU each), a busy machine is each side's own
         // business: the client alone was saturated.
-        assert_eq!(judge(&inputs(0.99, Some(0.85), 1.84)).verdict, "client");
+        assert_eq!(
+            judge(&inputs(0.99, Some(0.85), 1.84)).verdict,
+            LimitedBy::Client
+        );
     }
 
     #[test]
@@ -532,7 +597,7 @@ mod tests {
         x.client_capacity = 2.0;
         x.window.server_capacity = Some(2.0);
         let l = judge(&x);
-        assert_eq!(l.verdict, "server", "{}", l.why);
+        assert_eq!(l.verdict, LimitedBy::Server, "{}", l.why);
         assert!(
             l.interference && l.why.contains("interference: 1.80 CPUs outside the run"),
             "{}",
@@ -542,19 +607,28 @@ mod tests {
 
     #[test]
     fn the_saturated_side_is_named() {
-        assert_eq!(judge(&inputs(0.99, Some(0.4), 1.4)).verdict, "client");
-        assert_eq!(judge(&inputs(0.5, Some(0.97), 1.5)).verdict, "server");
-        assert_eq!(judge(&inputs(0.95, Some(0.95), 1.9)).verdict, "both");
-        assert_eq!(judge(&inputs(0.99, None, 1.9)).verdict, "unknown");
-        assert_eq!(judge(&inputs(0.2, None, 0.5)).verdict, "unknown");
+        assert_eq!(
+            judge(&inputs(0.99, Some(0.4), 1.4)).verdict,
+            LimitedBy::Client
+        );
+        assert_eq!(
+            judge(&inputs(0.5, Some(0.97), 1.5)).verdict,
+            LimitedBy::Server
+        );
+        assert_eq!(
+            judge(&inputs(0.95, Some(0.95), 1.9)).verdict,
+            LimitedBy::Both
+        );
+        assert_eq!(judge(&inputs(0.99, None, 1.9)).verdict, LimitedBy::Unknown);
+        assert_eq!(judge(&inputs(0.2, None, 0.5)).verdict, LimitedBy::Unknown);
         // A server that sleeps: neither side busy, the server sets the pace.
         let l = judge(&inputs(0.3, Some(0.05), 0.35));
-        assert_eq!(l.verdict, "server");
+        assert_eq!(l.verdict, LimitedBy::Server);
         assert!(l.why.contains("waits"), "{}", l.why);
         // An open loop that kept its rate was limited by nobody.
         let mut x = inputs(0.3, Some(0.3), 0.6);
         x.rate_kept = true;
-        assert_eq!(judge(&x).verdict, "neither");
+        assert_eq!(judge(&x).verdict, LimitedBy::Neither);
         let l = judge(&inputs(0.99, Some(0.4), 1.4));
         assert!(l.why.contains("lower bound"), "{}", l.why);
         assert!(!l.interference);
@@ -567,7 +641,7 @@ mod tests {
         let mut x = inputs(0.5, Some(0.5), 1.5);
         x.window.client_waited = 0.48 * 2.0;
         let l = judge(&x);
-        assert_eq!(l.verdict, "client");
+        assert_eq!(l.verdict, LimitedBy::Client);
         assert!((l.client_cpus - 0.5).abs() < 1e-9);
         assert!(l.client_demand > 0.97);
         // Demand is said with what ran and what waited.
@@ -580,7 +654,7 @@ mod tests {
         // Two threads on two CPUs: one CPU's worth is half the capacity.
         let mut x = inputs(1.0, Some(0.5), 1.5);
         x.client_capacity = 2.0;
-        assert_eq!(judge(&x).verdict, "server");
+        assert_eq!(judge(&x).verdict, LimitedBy::Server);
     }
 
     #[test]
@@ -612,7 +686,7 @@ mod tests {
         // A 6 ms burst: the client and the server asleep at both ends, so
         // their times are exact; the machine's ticks say nothing.
         let l = judge(&short(0.99, Some(0.4), 1.9, 0.006));
-        assert_eq!(l.verdict, "client", "{}", l.why);
+        assert_eq!(l.verdict, LimitedBy::Client, "{}", l.why);
         assert!(l.why.contains("interference not known"), "{}", l.why);
         assert!(!l.interference);
         assert_eq!(l.others_cpus, None);
@@ -632,23 +706,23 @@ mod tests {
         let l = judge(&x);
         // The client had CPU to spare: the server set the pace however
         // busy it was.
-        assert_eq!(l.verdict, "server", "{}", l.why);
+        assert_eq!(l.verdict, LimitedBy::Server, "{}", l.why);
         assert!(l.why.contains("too close"), "{}", l.why);
         assert!(l.why.contains("server 50 % ± 400 %"), "{}", l.why);
         // With a saturated client, client and both cannot be told apart.
         let mut x = short(0.99, Some(0.5), 1.5, 0.002);
         x.window.server_error = Some(0.008);
-        assert_eq!(judge(&x).verdict, "unknown");
+        assert_eq!(judge(&x).verdict, LimitedBy::Unknown);
         // A client known only roughly decides nothing either.
         let mut x = short(0.85, Some(0.5), 1.5, 0.002);
         x.window.client_error = 0.0002;
         let l = judge(&x);
-        assert_eq!(l.verdict, "unknown", "{}", l.why);
+        assert_eq!(l.verdict, LimitedBy::Unknown, "{}", l.why);
         assert!(l.why.contains("client's share"), "{}", l.why);
         // An error that leaves the share on one side of 90 % decides.
         let mut x = short(0.5, Some(0.99), 1.5, 0.002);
         x.window.server_error = Some(0.00001);
-        assert_eq!(judge(&x).verdict, "server");
+        assert_eq!(judge(&x).verdict, LimitedBy::Server);
         assert_eq!(saturated(0.95, 0.04), Some(true));
         assert_eq!(saturated(0.95, 0.06), None);
         assert_eq!(saturated(0.5, 0.3), Some(false));
@@ -662,7 +736,7 @@ mod tests {
         x.client_capacity = 2.0;
         x.window.server_capacity = Some(2.0);
         let l = judge(&x);
-        assert_eq!(l.verdict, "unknown", "{}", l.why);
+        assert_eq!(l.verdict, LimitedBy::Unknown, "{}", l.why);
         assert!(l.why.contains("share the machine"), "{}", l.why);
     }
 
@@ -746,25 +820,25 @@ mod tests {
         let mut x = c1m();
         x.lag = None;
         let l = judge(&x);
-        assert_eq!(l.verdict, "server", "{}", l.why);
+        assert_eq!(l.verdict, LimitedBy::Server, "{}", l.why);
         assert!(l.why.contains("49.10 waiting for one"), "{}", l.why);
         assert!(l.why.contains("its queue for a CPU"), "{}", l.why);
         // Nothing waited: the offered load set the figure.
         x.window.server_waited = Some(0.0);
-        assert_eq!(judge(&x).verdict, "neither");
+        assert_eq!(judge(&x).verdict, LimitedBy::Neither);
     }
 
     #[test]
     fn a_client_late_with_its_sends_is_a_limit() {
         // Late (0.75 s of 3.53 s) while the server queued: both.
         let l = judge(&c1m());
-        assert_eq!(l.verdict, "both", "{}", l.why);
+        assert_eq!(l.verdict, LimitedBy::Both, "{}", l.why);
         assert!(l.why.contains("send lag p99 750 ms"), "{}", l.why);
         // Late with the server at ease: the client.
         let mut x = c1m();
         x.window.server_waited = Some(0.0);
         let l = judge(&x);
-        assert_eq!(l.verdict, "client", "{}", l.why);
+        assert_eq!(l.verdict, LimitedBy::Client, "{}", l.why);
         assert!(l.why.contains("upper bound"), "{}", l.why);
         // A tenth of the p99 or less is not late.
         x.lag = Some(Lag {
@@ -772,7 +846,7 @@ mod tests {
             latency_p99: 3.53,
             interval: 0.0,
         });
-        assert_eq!(judge(&x).verdict, "neither");
+        assert_eq!(judge(&x).verdict, LimitedBy::Neither);
     }
 
     #[test]
@@ -786,7 +860,7 @@ mod tests {
             latency_p99: 0.005,
             interval: 0.002,
         });
-        assert_eq!(judge(&x).verdict, "neither");
+        assert_eq!(judge(&x).verdict, LimitedBy::Neither);
         // 3 ms past it is lateness.
         x.lag = Some(Lag {
             send_p99: 0.005,
@@ -794,7 +868,7 @@ mod tests {
             interval: 0.002,
         });
         let l = judge(&x);
-        assert_eq!(l.verdict, "client", "{}", l.why);
+        assert_eq!(l.verdict, LimitedBy::Client, "{}", l.why);
         assert!(l.why.contains("2 ms of it its --interval"), "{}", l.why);
     }
 
