@@ -16,10 +16,12 @@ use std::collections::VecDeque;
 use std::net::TcpStream;
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-/// Why a connection ended early.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// Why a connection ended early: the kinds a load report counts its
+/// `errors` by, each named in the JSON (a key of `errors`, a record's
+/// `error`) and in prose by [`Failure::name`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Failure {
     /// ECONNREFUSED: nothing listens there.
@@ -75,6 +77,26 @@ impl Failure {
             Failure::Closed => "closed",
             Failure::Other => "other",
         }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// By name, as the maps of failures were ordered when they were keyed by
+/// it: a report's `errors` keep their order in the JSON and the summary.
+impl Ord for Failure {
+    fn cmp(&self, other: &Failure) -> std::cmp::Ordering {
+        self.name().cmp(other.name())
+    }
+}
+
+impl PartialOrd for Failure {
+    fn partial_cmp(&self, other: &Failure) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
     }
 }
 
@@ -296,6 +318,21 @@ impl Conn {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failure_is_named_alike_in_json_and_prose_and_sorted_by_name() {
+        for f in Failure::ALL {
+            let json = serde_json::to_value(f).expect("a failure serializes");
+            assert_eq!(json, f.name());
+            assert_eq!(f.to_string(), f.name());
+            assert_eq!(serde_json::from_value::<Failure>(json).ok(), Some(f));
+        }
+        let mut sorted = Failure::ALL;
+        sorted.sort();
+        let mut names = Failure::ALL.map(Failure::name);
+        names.sort_unstable();
+        assert_eq!(sorted.map(Failure::name), names);
+    }
 
     #[test]
     fn a_dropped_byte_is_a_mismatch() {

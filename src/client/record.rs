@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::conn::Conn;
+use super::conn::{Conn, Failure};
 
 /// What happened on one connection.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -32,7 +32,31 @@ pub struct ConnRecord {
     /// Established (or connect start) to close, in microseconds.
     pub session_us: f64,
     /// Why it ended early; empty when it did not.
-    pub error: String,
+    #[serde(with = "failure_or_empty")]
+    pub error: Option<Failure>,
+}
+
+/// A record's `error`: the failure's name, or empty (not `null`) when the
+/// connection did not fail, in the CSV and between processes alike.
+mod failure_or_empty {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::Failure;
+
+    pub fn serialize<S: Serializer>(f: &Option<Failure>, s: S) -> Result<S::Ok, S::Error> {
+        match f {
+            Some(f) => f.serialize(s),
+            None => s.serialize_str(""),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Failure>, D::Error> {
+        let name = String::deserialize(d)?;
+        if name.is_empty() {
+            return Ok(None);
+        }
+        Failure::deserialize(serde::de::value::StrDeserializer::new(&name)).map(Some)
+    }
 }
 
 impl ConnRecord {
@@ -64,7 +88,7 @@ impl ConnRecord {
                 (Some(a), Some(b)) => (b - a).as_nanos() as f64 / 1000.0,
                 _ => 0.0,
             },
-            error: c.failure.map(|f| f.name().to_string()).unwrap_or_default(),
+            error: c.failure,
         }
     }
 }
@@ -75,7 +99,7 @@ pub struct Tally {
     pub count: u64,
     pub established: u64,
     /// Failures by kind (the `error` field's values).
-    pub errors: BTreeMap<String, u64>,
+    pub errors: BTreeMap<Failure, u64>,
     pub bytes_sent: u64,
     pub bytes_received: u64,
 }
@@ -84,8 +108,8 @@ impl Tally {
     fn add(&mut self, r: &ConnRecord) {
         self.count += 1;
         self.established += u64::from(r.connect_us.is_some());
-        if !r.error.is_empty() {
-            *self.errors.entry(r.error.clone()).or_default() += 1;
+        if let Some(f) = r.error {
+            *self.errors.entry(f).or_default() += 1;
         }
         self.bytes_sent += r.bytes_sent;
         self.bytes_received += r.bytes_received;
@@ -147,10 +171,10 @@ impl Records {
     }
 
     /// Failures by kind, kept or counted.
-    pub fn errors(&self) -> BTreeMap<String, u64> {
+    pub fn errors(&self) -> BTreeMap<Failure, u64> {
         let mut e = self.beyond.errors.clone();
-        for r in self.kept.iter().filter(|r| !r.error.is_empty()) {
-            *e.entry(r.error.clone()).or_default() += 1;
+        for f in self.kept.iter().filter_map(|r| r.error) {
+            *e.entry(f).or_default() += 1;
         }
         e
     }
@@ -169,7 +193,7 @@ impl Records {
 mod tests {
     use super::*;
 
-    fn rec(id: u32, error: &str, up: bool) -> ConnRecord {
+    fn rec(id: u32, error: Option<Failure>, up: bool) -> ConnRecord {
         ConnRecord {
             id,
             source: String::new(),
@@ -181,7 +205,7 @@ mod tests {
             max_response_us: 0.0,
             connect_us: up.then_some(5.0),
             session_us: 0.0,
-            error: error.into(),
+            error,
         }
     }
 
@@ -189,19 +213,34 @@ mod tests {
     fn past_the_cap_records_are_counted_not_kept() {
         let mut a = Records::new(2);
         for i in 0..5 {
-            a.push(rec(i, if i % 2 == 0 { "refused" } else { "" }, i % 2 == 1));
+            a.push(rec(i, (i % 2 == 0).then_some(Failure::Refused), i % 2 == 1));
         }
         assert_eq!(a.kept.len(), 2);
         assert_eq!(a.total(), 5);
         assert_eq!(a.established(), 2);
-        assert_eq!(a.errors().get("refused"), Some(&3));
+        assert_eq!(a.errors().get(&Failure::Refused), Some(&3));
         assert_eq!(a.bytes(), (50, 35));
         let mut b = Records::new(1);
-        b.push(rec(9, "reset", true));
-        b.push(rec(10, "reset", true));
+        b.push(rec(9, Some(Failure::Reset), true));
+        b.push(rec(10, Some(Failure::Reset), true));
         a.merge(b);
         assert_eq!((a.kept.len(), a.total()), (3, 7));
-        assert_eq!(a.errors().get("reset"), Some(&2));
+        assert_eq!(a.errors().get(&Failure::Reset), Some(&2));
         assert_eq!(a.established(), 4);
+    }
+
+    #[test]
+    fn a_record_without_a_failure_says_so_with_an_empty_error() {
+        let mut r = rec(1, None, true);
+        let json = serde_json::to_value(&r).expect("a record serializes");
+        assert_eq!(json["error"], "");
+        assert_eq!(
+            serde_json::from_value::<ConnRecord>(json).ok().as_ref(),
+            Some(&r)
+        );
+        r.error = Some(Failure::AddrNotAvail);
+        let json = serde_json::to_value(&r).expect("a record serializes");
+        assert_eq!(json["error"], "addr_not_avail");
+        assert_eq!(serde_json::from_value::<ConnRecord>(json).ok(), Some(r));
     }
 }

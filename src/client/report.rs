@@ -8,6 +8,7 @@ use hdrhistogram::Histogram;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::conn::Failure;
 use crate::env::{Environment, TcpCounters};
 
 /// Bumped whenever a field changes meaning or disappears.
@@ -272,7 +273,8 @@ pub struct Report {
     /// Burst only (`null` otherwise).
     pub burst: Option<Burst>,
     /// Connections ended early, by kind (every kind listed, zeros too).
-    pub errors: BTreeMap<String, u64>,
+    #[schemars(with = "BTreeMap<String, u64>")]
+    pub errors: BTreeMap<Failure, u64>,
     /// Round trips per connection: closed and open loop (`null` for burst
     /// and churn, whose connections each do the same fixed work).
     pub fairness: Option<Fairness>,
@@ -466,32 +468,32 @@ impl Report {
         }
         let target = &self.target;
         if self.every_connection_failed() {
-            let kinds: Vec<(&str, u64)> = self
+            let kinds: Vec<(Failure, u64)> = self
                 .errors
                 .iter()
                 .filter(|(_, &n)| n > 0)
-                .map(|(k, &n)| (k.as_str(), n))
+                .map(|(&k, &n)| (k, n))
                 .collect();
             let up = self.connections.established > 0;
             return Some(match kinds[..] {
-                [("refused", _)] => {
+                [(Failure::Refused, _)] => {
                     format!("every connection was refused: is anything listening on {target}?")
                 }
-                [("timeout", _)] if !up => format!(
+                [(Failure::Timeout, _)] if !up => format!(
                     "no connection to {target} came up within the timeout: is it reachable, or is a firewall dropping the SYNs?"
                 ),
-                [("timeout", _)] => format!(
+                [(Failure::Timeout, _)] => format!(
                     "every connection timed out waiting for its connect or its echo: does {target} echo (RFC 862)?"
                 ),
-                [("reset", _)] => format!("{target} reset every connection"),
-                [("closed", _)] => format!(
+                [(Failure::Reset, _)] => format!("{target} reset every connection"),
+                [(Failure::Closed, _)] => format!(
                     "{target} closed every connection with echoes owed: does it echo (RFC 862)?"
                 ),
-                [("mismatch", _)] => format!(
+                [(Failure::Mismatch, _)] => format!(
                     "every connection got back bytes other than it sent: is {target} an echo server?"
                 ),
-                [("addr_not_avail", _)] => "every connection failed for want of a local port (EADDRNOTAVAIL): spread them over source addresses (--source) or open fewer".to_string(),
-                [("emfile", _)] => "every connection failed for want of a descriptor (EMFILE): raise the open-files limit (ulimit -n)".to_string(),
+                [(Failure::AddrNotAvail, _)] => "every connection failed for want of a local port (EADDRNOTAVAIL): spread them over source addresses (--source) or open fewer".to_string(),
+                [(Failure::Emfile, _)] => "every connection failed for want of a descriptor (EMFILE): raise the open-files limit (ulimit -n)".to_string(),
                 _ => format!(
                     "every connection to {target} failed ({})",
                     kinds
@@ -884,8 +886,8 @@ mod tests {
     }
 
     /// `r` with `n` of its connections ended by `kind`.
-    fn failed(mut r: Report, kind: &str, n: u64) -> Report {
-        r.errors.insert(kind.into(), n);
+    fn failed(mut r: Report, kind: Failure, n: u64) -> Report {
+        r.errors.insert(kind, n);
         r.connections.failed += n;
         r
     }
@@ -893,7 +895,7 @@ mod tests {
     #[test]
     fn a_run_whose_every_connection_failed_has_no_result() {
         // Nothing listening: the cause first, and no advice on the window.
-        let mut refused = failed(closed(3, 0, 0), "refused", 3);
+        let mut refused = failed(closed(3, 0, 0), Failure::Refused, 3);
         refused.connections.established = 0;
         let why = refused.no_result().unwrap_or_default();
         assert_eq!(
@@ -902,20 +904,24 @@ mod tests {
         );
         assert_eq!(refused.too_little(), None);
         // Two causes are both named.
-        let mixed = failed(failed(closed(3, 0, 0), "refused", 1), "reset", 2);
+        let mixed = failed(
+            failed(closed(3, 0, 0), Failure::Refused, 1),
+            Failure::Reset,
+            2,
+        );
         let why = mixed.no_result().unwrap_or_default();
         assert!(why.starts_with("every connection to 127.0.0.1:1 failed (refused 1, reset 2)"));
         // Every connection failed, even after some echoes (a server that
         // corrupts them all): no connection finished its work.
-        let corrupt = failed(closed(4, 16, 16 * 64), "mismatch", 4);
+        let corrupt = failed(closed(4, 16, 16 * 64), Failure::Mismatch, 4);
         assert!(corrupt.no_result().is_some());
         // Idle connections count: one of them standing is not all failed.
-        let mut idle = failed(closed(2, 0, 64), "timeout", 2);
+        let mut idle = failed(closed(2, 0, 64), Failure::Timeout, 2);
         idle.connections.idle = 1;
         assert_eq!(idle.no_result(), None);
         // Some failed, some measured: a result, with its errors.
         assert_eq!(
-            failed(closed(4, 400, 400 * 64), "reset", 3).no_result(),
+            failed(closed(4, 400, 400 * 64), Failure::Reset, 3).no_result(),
             None
         );
         // A cut-short run says so itself.
@@ -938,7 +944,7 @@ mod tests {
         churn.workload = "churn".into();
         assert_eq!(churn.no_result(), None);
         // ...but not one connection up is.
-        let mut churn = failed(churn, "refused", 50);
+        let mut churn = failed(churn, Failure::Refused, 50);
         churn.connections.established = 0;
         assert!(churn.no_result().is_some());
     }

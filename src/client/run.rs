@@ -274,10 +274,7 @@ fn assemble(
     started: SystemTime,
     mut warnings: Vec<String>,
 ) -> Outcome {
-    let mut errors: BTreeMap<String, u64> = Failure::ALL
-        .iter()
-        .map(|f| (f.name().to_string(), 0))
-        .collect();
+    let mut errors: BTreeMap<Failure, u64> = Failure::ALL.iter().map(|&f| (f, 0)).collect();
     for (k, n) in m.records.errors() {
         *errors.entry(k).or_default() += n;
     }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::child::foreign::{self, Foreign};
 use crate::child::server::{Launcher, ServerChild, StartError, Stopped};
+use crate::client::conn::Failure;
 use crate::client::plan::{LoadPlan, Stop, Workload, DEFAULT_DURATION};
 use crate::client::run::Outcome;
 use crate::metrics::kernel::KernelMemory;
@@ -630,14 +631,14 @@ fn limits_hit(
     summaries: &[serde_json::Value],
 ) -> Vec<String> {
     let mut out = Vec::new();
-    let errors = |k: &str| report.errors.get(k).copied().unwrap_or(0);
-    if errors("emfile") > 0 {
+    let errors = |k: Failure| report.errors.get(&k).copied().unwrap_or(0);
+    if errors(Failure::Emfile) > 0 {
         out.push(
             "the client ran out of descriptors (EMFILE: its open-files limit; ENFILE: fs.file-max)"
                 .to_string(),
         );
     }
-    if errors("addr_not_avail") > 0 {
+    if errors(Failure::AddrNotAvail) > 0 {
         out.push(
             "the client ran out of ephemeral ports (EADDRNOTAVAIL: net.ipv4.ip_local_port_range \
              per source address)"
@@ -685,8 +686,8 @@ mod tests {
     fn a_failed_cell_names_the_limits_it_hit() {
         let mut r = crate::client::report::example(10, 1, 640);
         assert!(limits_hit(&r, &[]).is_empty());
-        r.errors.insert("emfile".into(), 3);
-        r.errors.insert("addr_not_avail".into(), 1);
+        r.errors.insert(Failure::Emfile, 3);
+        r.errors.insert(Failure::AddrNotAvail, 1);
         r.tcp = serde_json::json!({"listen_overflows": 2, "syn_retrans": 5});
         let server = serde_json::json!({"errors": {"accept_exhausted": 4}});
         let l = limits_hit(&r, &[server.clone(), server]);
