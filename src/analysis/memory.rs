@@ -51,6 +51,7 @@
 //! table says so whenever two models' slopes above zero coincide
 //! ([`identical`]). Cost: one pass over the results.
 
+use crate::client::plan::LoadKind;
 use crate::export::table::Table;
 use crate::present::units::{kib, sig3, Scale};
 use crate::present::words::and_list;
@@ -123,7 +124,7 @@ impl CellDelta {
 /// The delta of one cell, when it was measured with its connections held
 /// (not churn, not a micro-benchmark); `cpus` online where it ran.
 pub(crate) fn delta(c: &CellResult, kind: Kind, cpus: usize) -> Option<CellDelta> {
-    if c.status != Status::Ok || c.load.as_ref()?.workload == "churn" {
+    if c.status != Status::Ok || c.load.as_ref()?.workload == LoadKind::Churn {
         return None;
     }
     let grew = |a: u64, b: u64| b as f64 - a as f64;

@@ -75,6 +75,63 @@ pub enum Workload {
     Churn { echo: bool },
 }
 
+impl Workload {
+    /// Which of the four it is, without its settings.
+    pub fn kind(&self) -> LoadKind {
+        match self {
+            Workload::Closed { .. } => LoadKind::Closed,
+            Workload::Open { .. } => LoadKind::Open,
+            Workload::Burst { .. } => LoadKind::Burst,
+            Workload::Churn { .. } => LoadKind::Churn,
+        }
+    }
+}
+
+/// A [`Workload`] without its settings: what a load report's `workload`
+/// names, by the word its JSON and its readers use (`closed`, `open`,
+/// `burst` or `churn`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadKind {
+    Closed,
+    Open,
+    Burst,
+    Churn,
+}
+
+impl LoadKind {
+    /// The word for it, as in the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadKind::Closed => "closed",
+            LoadKind::Open => "open",
+            LoadKind::Burst => "burst",
+            LoadKind::Churn => "churn",
+        }
+    }
+}
+
+impl std::fmt::Display for LoadKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Reads a literal word: kept for code that names a kind by its word
+/// (the integration tests' synthetic reports). Panics on any other word;
+/// input from outside is read by serde, which refuses it.
+impl From<&str> for LoadKind {
+    fn from(word: &str) -> LoadKind {
+        match word {
+            "closed" => LoadKind::Closed,
+            "open" => LoadKind::Open,
+            "burst" => LoadKind::Burst,
+            "churn" => LoadKind::Churn,
+            _ => panic!("{word:?} is not a workload a load report names"),
+        }
+    }
+}
+
 /// When an open loop's messages fall due on each connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -459,6 +516,27 @@ fn shell_quote(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_load_kind_reads_as_the_word_the_json_and_the_schema_give_it() {
+        let all = [
+            LoadKind::Closed,
+            LoadKind::Open,
+            LoadKind::Burst,
+            LoadKind::Churn,
+        ];
+        for k in all {
+            let json = serde_json::to_value(k).expect("a kind serializes");
+            assert_eq!(json, k.to_string());
+            assert_eq!(serde_json::from_value::<LoadKind>(json).ok(), Some(k));
+            assert_eq!(LoadKind::from(k.name()), k);
+        }
+        let schema = crate::client::report::schema();
+        let listed = &schema.as_value()["properties"]["workload"]["enum"];
+        let words: Vec<String> = all.iter().map(ToString::to_string).collect();
+        assert_eq!(listed, &serde_json::json!(words));
+        assert!(serde_json::from_str::<LoadKind>("\"bogus\"").is_err());
+    }
 
     #[test]
     fn durations_are_spelled_as_they_read_back() {

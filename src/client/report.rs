@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::conn::Failure;
+use super::plan::LoadKind;
 use crate::env::{Environment, TcpCounters};
 
 /// Bumped whenever a field changes meaning or disappears.
@@ -244,8 +245,8 @@ pub struct Report {
     /// The server's address as resolved (`IP:PORT`).
     pub target: String,
     /// closed, open, burst or churn.
-    #[schemars(extend("enum" = ["closed", "open", "burst", "churn"]))]
-    pub workload: String,
+    #[schemars(with = "String", extend("enum" = ["closed", "open", "burst", "churn"]))]
+    pub workload: LoadKind,
     /// Bytes of each message.
     pub message_bytes: usize,
     /// Messages in flight per connection (1 for burst and churn).
@@ -397,7 +398,7 @@ impl Report {
     /// `None` when every connection failed: the failures are the cause
     /// ([`Report::no_result`]), and a longer window would not help.
     pub(crate) fn too_little(&self) -> Option<String> {
-        let timed = matches!(self.workload.as_str(), "closed" | "open");
+        let timed = matches!(self.workload, LoadKind::Closed | LoadKind::Open);
         let n = self.connections.requested as u64;
         if !timed
             || self.interrupted
@@ -409,7 +410,7 @@ impl Report {
         let span = self.warmup_seconds + self.measured_seconds;
         // An open loop sends on its schedule, not in rounds: whatever
         // fell due in the window is the window's steady state.
-        if self.messages > 0 && self.workload == "open" {
+        if self.messages > 0 && self.workload == LoadKind::Open {
             return None;
         }
         if self.messages > 0 {
@@ -450,7 +451,7 @@ impl Report {
         let failed = self.failures();
         let c = &self.connections;
         failed > 0
-            && if self.workload == "churn" {
+            && if self.workload == LoadKind::Churn {
                 c.established == 0
             } else {
                 failed >= (c.requested + c.idle) as u64
@@ -504,7 +505,7 @@ impl Report {
                 ),
             });
         }
-        let echoes = self.workload != "churn";
+        let echoes = self.workload != LoadKind::Churn;
         let n = self.connections.requested;
         if echoes && n > 0 && self.bytes_received == 0 {
             return Some(format!(
@@ -531,7 +532,7 @@ impl Report {
                 String::new()
             },
             self.message_bytes,
-            if self.workload == "closed" {
+            if self.workload == LoadKind::Closed {
                 format!(", depth {}", self.depth)
             } else {
                 String::new()
@@ -554,7 +555,7 @@ impl Report {
             us(self.connect.latency_us.p99),
             us(self.connect.latency_us.max),
         );
-        if self.workload == "churn" {
+        if self.workload == LoadKind::Churn {
             let _ = writeln!(
                 s,
                 "  churn        {:.0} connects/s",
@@ -746,11 +747,11 @@ impl Report {
         s
     }
 
-    fn workload_text(&self) -> String {
-        match self.workload.as_str() {
-            "closed" => "closed loop".into(),
-            "open" => "open loop".into(),
-            other => other.into(),
+    fn workload_text(&self) -> &'static str {
+        match self.workload {
+            LoadKind::Closed => "closed loop",
+            LoadKind::Open => "open loop",
+            other => other.name(),
         }
     }
 }
@@ -799,7 +800,7 @@ pub(crate) fn example(connections: usize, messages: u64, echoed_bytes: u64) -> R
         schema_version: SCHEMA_VERSION,
         command: String::new(),
         target: "127.0.0.1:1".into(),
-        workload: "closed".into(),
+        workload: LoadKind::Closed,
         message_bytes: 64,
         depth: 1,
         warmup_seconds: 0.0,
@@ -881,7 +882,7 @@ mod tests {
         assert!(warmed.too_little().is_none());
         // Burst and churn do fixed work per connection: not judged here.
         let mut r = closed(10, 0, 0);
-        r.workload = "burst".into();
+        r.workload = LoadKind::Burst;
         assert!(r.too_little().is_none());
     }
 
@@ -941,7 +942,7 @@ mod tests {
         assert_eq!(closed(10, 0, 640).no_result(), None);
         // Churn measures connects: no echo is not a failure of it...
         let mut churn = closed(10, 0, 0);
-        churn.workload = "churn".into();
+        churn.workload = LoadKind::Churn;
         assert_eq!(churn.no_result(), None);
         // ...but not one connection up is.
         let mut churn = failed(churn, Failure::Refused, 50);

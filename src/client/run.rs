@@ -307,12 +307,7 @@ fn assemble(
     let messages = m.latency.len();
     let per_second = |n: f64| if measured > 0.0 { n / measured } else { 0.0 };
     let message_bytes = plan.payload.as_ref().map_or(plan.message_size, Vec::len);
-    let workload = match plan.workload {
-        Workload::Closed { .. } => "closed",
-        Workload::Open { .. } => "open",
-        Workload::Burst { .. } => "burst",
-        Workload::Churn { .. } => "churn",
-    };
+    let workload = plan.workload.kind();
     let open_loop = match plan.workload {
         Workload::Open { rate, .. } => {
             let achieved = per_second(messages as f64);
@@ -372,7 +367,7 @@ fn assemble(
         schema_version: report::SCHEMA_VERSION,
         command: plan.command.clone(),
         target: plan.target.to_string(),
-        workload: workload.into(),
+        workload,
         message_bytes,
         depth: match plan.workload {
             Workload::Closed { depth } | Workload::Open { depth, .. } => depth,

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use hdrhistogram::Histogram;
 
+use crate::client::plan::LoadKind;
 use crate::client::report::{Report, SCHEMA_VERSION};
 use crate::results::cell::{CellResult, Status};
 use crate::results::dir::{self as results, PlanCheck, RunData};
@@ -173,7 +174,7 @@ fn loads(path: &Path, files: &[PathBuf]) -> Result<Side, String> {
     for (p, r) in &reports[1..] {
         let frame = |r: &Report| {
             (
-                r.workload.clone(),
+                r.workload,
                 r.message_bytes,
                 r.depth,
                 r.connections.requested,
@@ -347,20 +348,20 @@ fn run_of_loads(path: &Path, reports: Vec<Report>) -> RunData {
     let mut workload = Workload::closed(first.measured_seconds, first.warmup_seconds);
     workload.message_bytes = first.message_bytes;
     workload.depth = first.depth.max(1);
-    let primary = match first.workload.as_str() {
-        "open" => {
+    let primary = match first.workload {
+        LoadKind::Open => {
             workload.rate = first.open_loop.as_ref().map(|o| Rate::Total(o.target_rate));
             Primary::Latency
         }
-        "burst" => {
+        LoadKind::Burst => {
             workload.kind = WorkloadKind::Burst;
             Primary::Time
         }
-        "churn" => {
+        LoadKind::Churn => {
             workload.kind = WorkloadKind::Churn;
             Primary::AcceptRate
         }
-        _ => Primary::Throughput,
+        LoadKind::Closed => Primary::Throughput,
     };
     let cells: Vec<CellSpec> = (1..=reports.len())
         .map(|run| CellSpec {

@@ -159,7 +159,7 @@ pub fn frame(base: &RunPlan, new: &RunPlan) -> Option<String> {
         format!(
             "{} ({} loop, depth {}{}{})",
             p.primary.label(),
-            p.workload.report_name(),
+            p.workload.load_kind(),
             p.workload.depth,
             p.workload
                 .rate
@@ -175,7 +175,7 @@ pub fn frame(base: &RunPlan, new: &RunPlan) -> Option<String> {
         return Some(why);
     }
     let same = base.primary == new.primary
-        && b.report_name() == n.report_name()
+        && b.load_kind() == n.load_kind()
         && b.depth == n.depth
         && b.rate == n.rate
         && b.messages_for(1).is_some() == n.messages_for(1).is_some();

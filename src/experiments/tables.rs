@@ -573,7 +573,7 @@ mod tests {
         }))
         .expect("a cell");
         let mut load = crate::client::report::example(n, n as u64, 64 * n as u64);
-        load.workload = "burst".into();
+        load.workload = crate::client::plan::LoadKind::Burst;
         load.burst = Some(crate::client::report::Burst {
             makespan_us: vec![Some(seconds * 1e6)],
         });

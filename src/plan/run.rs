@@ -737,7 +737,7 @@ fn workload_of(
             return Err(format!(
                 "--rate: an open loop sends messages on connections it keeps; the {} workload \
                  has none (use it with --workload closed)",
-                workload.report_name()
+                workload.load_kind()
             ));
         }
         workload.rate = rate;

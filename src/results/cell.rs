@@ -13,6 +13,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::matrix::CellSpec;
+use crate::client::plan::LoadKind;
 use crate::client::report::Report;
 use crate::metrics::kernel::KernelMemory;
 use crate::metrics::tree::TreeMemory;
@@ -497,7 +498,7 @@ impl CellResult {
     pub fn server_cpu_per_message(&self) -> Option<Result<f64, Unmeasurable>> {
         let load = self.load.as_ref().filter(|_| self.status == Status::Ok)?;
         let server = self.server.as_ref()?;
-        if load.workload == "churn" || load.messages == 0 {
+        if load.workload == LoadKind::Churn || load.messages == 0 {
             return None;
         }
         let l = &load.limits;
@@ -570,12 +571,12 @@ impl CellResult {
                 let done: Vec<f64> = b.makespan_us.iter().flatten().copied().collect();
                 (!done.is_empty()).then(|| done.iter().sum::<f64>() / done.len() as f64 / 1e6)
             }
-            None if load.workload == "closed" && self.messages_per_connection.is_some() => {
+            None if load.workload == LoadKind::Closed && self.messages_per_connection.is_some() => {
                 positive(load.measured_seconds)
             }
             None => None,
         };
-        let churn = load.workload == "churn";
+        let churn = load.workload == LoadKind::Churn;
         let mut m = Metrics {
             time_seconds,
             throughput: (!churn).then_some(load.throughput.messages_per_second),
@@ -678,7 +679,7 @@ impl CellResult {
             m.work_bound_per_second = w.bound.as_ref().map(|b| b.per_second);
             // A throughput is requests per second in a timed loop only (a
             // burst's few messages or churn's connections are not).
-            let looped = matches!(load.workload.as_str(), "closed" | "open");
+            let looped = matches!(load.workload, LoadKind::Closed | LoadKind::Open);
             m.work_bound_share = match (&w.bound, m.throughput) {
                 (Some(b), Some(t)) if looped && b.per_second > 0.0 => Some(t / b.per_second),
                 _ => None,
@@ -730,7 +731,7 @@ mod tests {
         }))
         .expect("a cell");
         let mut load = crate::client::report::example(2, messages, 64 * messages);
-        load.workload = "burst".into();
+        load.workload = LoadKind::Burst;
         load.measured_seconds = span;
         load.limits.window_seconds = Some(span * 0.9);
         load.limits.server_cpu_seconds = Some(cpu);
@@ -770,7 +771,7 @@ mod tests {
             outside_seconds: None,
         });
         if let Some(load) = c.load.as_mut() {
-            load.workload = "closed".into();
+            load.workload = LoadKind::Closed;
             load.message_bytes = 64;
             load.bytes_received = 64 * 1500;
         }

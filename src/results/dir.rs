@@ -692,7 +692,7 @@ mod tests {
         moved.cell.connections = 3;
         let mut legacy_burst = result(&p, 2);
         legacy_burst.plan = None;
-        legacy_burst.load.as_mut().unwrap().workload = "burst".into();
+        legacy_burst.load.as_mut().unwrap().workload = crate::client::plan::LoadKind::Burst;
         let mut longer = result(&p, 3);
         longer.plan.as_mut().unwrap()["workload"]["duration_seconds"] = serde_json::json!(1.0);
         let mut stranger = result(&p, 0);

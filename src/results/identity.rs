@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use super::cell::CellResult;
 use super::matrix::{CellSpec, RunPlan};
+use crate::client::plan::LoadKind;
 
 /// What every cell of `plan` is measured under: `plan.json` without its
 /// cells (which `--runs auto` grows), the command line and the title (how
@@ -39,9 +40,8 @@ pub fn settings(plan: &RunPlan) -> Value {
 pub(crate) struct Identity<'a> {
     cells: HashMap<&'a str, &'a CellSpec>,
     settings: Value,
-    /// The workload as a load report names it (`closed`, `open`, `burst`,
-    /// `churn`).
-    workload: String,
+    /// The workload as a load report names it.
+    workload: LoadKind,
     size_label: &'a str,
 }
 
@@ -50,7 +50,7 @@ impl<'a> Identity<'a> {
         Identity {
             cells: plan.cells.iter().map(|c| (c.id.as_str(), c)).collect(),
             settings: settings(plan),
-            workload: plan.workload.report_name().to_string(),
+            workload: plan.workload.load_kind(),
             size_label: &plan.size_label,
         }
     }

@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::client::plan::LoadKind;
 use crate::present::units::{amount, format_count};
 use crate::server::work::Profile;
 
@@ -229,14 +230,14 @@ impl Workload {
         }
     }
 
-    /// The workload as a load report names it: `closed`, `open`, `burst`
-    /// or `churn`.
-    pub fn report_name(&self) -> &'static str {
+    /// The workload as a load report names it: an open loop is a closed
+    /// one given a rate.
+    pub fn load_kind(&self) -> LoadKind {
         match self.kind {
-            WorkloadKind::Closed if self.rate.is_some() => "open",
-            WorkloadKind::Closed => "closed",
-            WorkloadKind::Burst => "burst",
-            WorkloadKind::Churn => "churn",
+            WorkloadKind::Closed if self.rate.is_some() => LoadKind::Open,
+            WorkloadKind::Closed => LoadKind::Closed,
+            WorkloadKind::Burst => LoadKind::Burst,
+            WorkloadKind::Churn => LoadKind::Churn,
         }
     }
 
