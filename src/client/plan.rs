@@ -117,21 +117,6 @@ impl std::fmt::Display for LoadKind {
     }
 }
 
-/// Reads a literal word: kept for code that names a kind by its word
-/// (the integration tests' synthetic reports). Panics on any other word;
-/// input from outside is read by serde, which refuses it.
-impl From<&str> for LoadKind {
-    fn from(word: &str) -> LoadKind {
-        match word {
-            "closed" => LoadKind::Closed,
-            "open" => LoadKind::Open,
-            "burst" => LoadKind::Burst,
-            "churn" => LoadKind::Churn,
-            _ => panic!("{word:?} is not a workload a load report names"),
-        }
-    }
-}
-
 /// When an open loop's messages fall due on each connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -529,7 +514,6 @@ mod tests {
             let json = serde_json::to_value(k).expect("a kind serializes");
             assert_eq!(json, k.to_string());
             assert_eq!(serde_json::from_value::<LoadKind>(json).ok(), Some(k));
-            assert_eq!(LoadKind::from(k.name()), k);
         }
         let schema = crate::client::report::schema();
         let listed = &schema.as_value()["properties"]["workload"]["enum"];

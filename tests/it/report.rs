@@ -12,6 +12,7 @@
 //! NEW) is held to the same: strict XML, nothing outside, its three charts
 //! labelled, and a screenshot from Chromium.
 
+use c10k::client::plan::LoadKind;
 use std::collections::BTreeMap;
 use std::io::Read as _;
 use std::os::unix::process::CommandExt as _;
@@ -86,17 +87,17 @@ fn percentiles(mean: f64) -> Percentiles {
     }
 }
 
-fn load_report(kind: &str, n: usize, c: &Cell) -> Report {
+fn load_report(kind: LoadKind, n: usize, c: &Cell) -> Report {
     let messages = match kind {
-        "churn" => 0,
-        "burst" => n as u64 * 3,
+        LoadKind::Churn => 0,
+        LoadKind::Burst => n as u64 * 3,
         _ => 10_000,
     };
     Report {
         schema_version: c10k::client::report::SCHEMA_VERSION,
         command: "c10k load (synthetic)".into(),
         target: "127.0.0.1:9".into(),
-        workload: kind.into(),
+        workload: kind,
         message_bytes: 64,
         depth: 1,
         warmup_seconds: 0.0,
@@ -111,7 +112,7 @@ fn load_report(kind: &str, n: usize, c: &Cell) -> Report {
         connect: Connect {
             established_seconds: 0.01,
             per_second: c.connects_per_second,
-            latency_us: percentiles(if kind == "churn" { 40.0 } else { 20.0 }),
+            latency_us: percentiles(if kind == LoadKind::Churn { 40.0 } else { 20.0 }),
         },
         messages,
         bytes_sent: messages * 64,
@@ -122,7 +123,7 @@ fn load_report(kind: &str, n: usize, c: &Cell) -> Report {
         },
         latency_us: percentiles(c.latency_us),
         open_loop: None,
-        burst: (kind == "burst").then(|| Burst {
+        burst: (kind == LoadKind::Burst).then(|| Burst {
             makespan_us: vec![c.time_s.map(|t| t * 1e6); 3],
         }),
         errors: BTreeMap::new(),
@@ -171,7 +172,7 @@ fn tree(pss: u64, vm: u64) -> TreeMemory {
 }
 
 /// A measured cell.
-fn ok(spec: &matrix::CellSpec, kind: &str, c: Cell, fixed: bool) -> CellResult {
+fn ok(spec: &matrix::CellSpec, kind: LoadKind, c: Cell, fixed: bool) -> CellResult {
     let n = spec.connections as u64;
     let (pss, vm) = (2000, 10_000);
     let loaded = tree(
@@ -350,7 +351,7 @@ fn burst_run() -> RunData {
             match (s.model.as_str(), s.connections, s.run) {
                 ("uring", _, _) => not_measured(s, Status::Skipped, SKIP_REASON),
                 ("poll", 128, 2) => not_measured(s, Status::Failed, FAIL_REASON),
-                _ => ok(s, "burst", c, true),
+                _ => ok(s, LoadKind::Burst, c, true),
             }
         })
         .collect();
@@ -394,7 +395,7 @@ fn full_thesis_run() -> RunData {
                 server_cpu_s: t * 0.8,
                 client_cpu_s: t * 0.5,
             };
-            ok(s, "burst", c, true)
+            ok(s, LoadKind::Burst, c, true)
         })
         .collect();
     RunData {
@@ -444,7 +445,7 @@ fn throughput_run() -> RunData {
                     "hybrid: 3 connections reset by the server",
                 )
             } else {
-                ok(s, "closed", c, false)
+                ok(s, LoadKind::Closed, c, false)
             }
         })
         .collect();
@@ -479,7 +480,7 @@ fn churn_run() -> RunData {
                 },
                 ..Cell::default()
             };
-            ok(s, "churn", c, false)
+            ok(s, LoadKind::Churn, c, false)
         })
         .collect();
     RunData {
@@ -535,7 +536,7 @@ fn tie_run(runs: usize) -> RunData {
                 server_cpu_s: 0.5,
                 client_cpu_s: 0.4,
             };
-            ok(s, "closed", c, false)
+            ok(s, LoadKind::Closed, c, false)
         })
         .collect();
     RunData {
@@ -1165,7 +1166,7 @@ fn runs_auto_names_unsettled_cells() -> Result<(), Failed> {
                 throughput,
                 ..Cell::default()
             };
-            ok(s, "closed", c, false)
+            ok(s, LoadKind::Closed, c, false)
         })
         .collect();
     let data = RunData {
@@ -1483,7 +1484,7 @@ fn compare_side(
                 server_cpu_s: 0.5,
                 client_cpu_s: 0.4,
             };
-            ok(s, "closed", c, false)
+            ok(s, LoadKind::Closed, c, false)
         })
         .collect();
     c10k::compare::input::Side {
