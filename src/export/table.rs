@@ -299,6 +299,33 @@ fn looks_numeric(cell: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// A table wider than the width wraps its widest column of words
+    /// inside the cells: no line passes the width, every word is kept,
+    /// and a narrow table is laid out as it always was.
+    #[test]
+    fn a_wide_table_wraps_its_cells_within_the_width() {
+        let mut t = Table::new("T", &["model", "figure", "why"]);
+        t.rows.push(vec![
+            "epoll".into(),
+            "12,345".into(),
+            "inconclusive: its bracket overlaps the best's (500/s to 1,000/s against 595/s to 1,000/s)"
+                .into(),
+        ]);
+        let text = t.grid(50);
+        assert!(text.lines().all(|l| l.chars().count() <= 50), "{text}");
+        let words = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+        let kept: Vec<String> = text.lines().skip(2).flat_map(words).collect();
+        assert_eq!(kept, words(&t.rows[0].join(" ")), "{text}");
+        assert_eq!(text.lines().count(), 2 + 3, "{text}");
+        let wide = t.grid(200);
+        assert_eq!(wide.lines().count(), 3, "{wide}");
+        assert!(wide
+            .lines()
+            .nth(2)
+            .unwrap()
+            .starts_with("  epoll  12,345  inconclusive:"));
+    }
+
     #[test]
     fn renders_text_markdown_and_escaped_html() {
         let mut t = Table::new("Burst <time>", &["model", "time"]);

@@ -38,14 +38,27 @@ pub(crate) fn tune_of(plan: &mut RunPlan, text: &str, knobs: &[String]) -> Resul
                 .into(),
         );
     }
+    let mut picked: Vec<Chosen> = Vec::new();
+    for text in knobs {
+        let c = chosen(plan, text)?;
+        // One range a knob: a second would be dropped, and the user's
+        // range with it.
+        if let Some(j) = picked
+            .iter()
+            .position(|p| p.model == c.model && p.flag == c.flag)
+        {
+            return Err(format!(
+                "--tune-knob {text}: {}:{} is given twice (also as --tune-knob {}); give each knob once",
+                c.model, c.flag, knobs[j]
+            ));
+        }
+        picked.push(c);
+    }
     plan.tune = Some(Tune {
         budget_seconds: given.unwrap_or(0.0),
         rounds: Tune::ROUNDS,
         most_steps: Tune::MOST_STEPS,
-        knobs: knobs
-            .iter()
-            .map(|k| chosen(plan, k))
-            .collect::<Result<_, _>>()?,
+        knobs: picked,
     });
     let jobs = crate::runner::tune::jobs(plan);
     let searched: Vec<_> = jobs.iter().filter(|j| !j.ladders.is_empty()).collect();

@@ -162,10 +162,12 @@ fn outro_of(data: &RunData, pieces: &mut Vec<Piece>) {
         pieces.extend(t.verdict.into_iter().map(Piece::Table));
     }
 }
+
 /// The answer at a glance, the terminal's last lines: per count (and
 /// work profile), the best, the equivalent, the worse and the undecided,
 /// as the report's forest plots draw them. Empty when nothing was ranked.
 pub fn glance(data: &RunData) -> String {
+    let width = crate::export::table::width();
     let mut lines: Vec<String> = Vec::new();
     for part in axis::parts(data) {
         let under = part
@@ -177,7 +179,6 @@ pub fn glance(data: &RunData) -> String {
         } else {
             crate::analysis::summary::glance(&part.data)
         };
-        let width = crate::export::table::width();
         for l in part_lines {
             lines.push(crate::export::table::wrap(
                 &format!("{under}{l}"),
@@ -190,18 +191,22 @@ pub fn glance(data: &RunData) -> String {
     if lines.is_empty() {
         return String::new();
     }
-    if data.plan.capacity.is_some() {
-        return format!(
-            "\nThe answer (capacity at the target, decided rates; {} margin):\n{}\n",
+    let heading = if data.plan.capacity.is_some() {
+        format!(
+            "The answer (capacity at the target, decided rates; {} margin):",
             crate::analysis::summary::margin_text(data.plan.margin),
-            lines.concat().trim_end()
-        );
-    }
+        )
+    } else {
+        format!(
+            "The answer ({} against the best at each count; {} intervals, {} margin):",
+            data.plan.primary.label(),
+            crate::analysis::summary::level_text(data.plan.rule().level),
+            crate::analysis::summary::margin_text(data.plan.margin),
+        )
+    };
     format!(
-        "\nThe answer ({} against the best at each count; {} intervals, {} margin):\n{}\n",
-        data.plan.primary.label(),
-        crate::analysis::summary::level_text(data.plan.rule().level),
-        crate::analysis::summary::margin_text(data.plan.margin),
+        "\n{}{}\n",
+        crate::export::table::wrap(&heading, width, "", "  "),
         lines.concat().trim_end()
     )
 }

@@ -106,6 +106,11 @@ fn main() {
     if let Err(e) = c10k::sys::rlimit::raise_nofile() {
         eprintln!("warning: cannot raise the open-files limit: {e}");
     }
+    // The tests read the terminal's tables whole: every `c10k` they start
+    // lays its text out at a width past any row, so no cell is wrapped
+    // (the wrapping has its own test, which sets a narrow one). Set
+    // before any thread starts.
+    std::env::set_var("COLUMNS", "10000");
     let args = Arguments::from_args();
     let trials = GROUPS.iter().flat_map(|trials| trials()).collect();
     let conclusion = libtest_mimic::run(&args, trials);

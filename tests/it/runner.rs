@@ -26,6 +26,7 @@ tests![
     a_resumed_plan_with_a_damaged_work_spec_is_refused,
     sigterm_to_the_runner_alone_abandons_the_cell,
     a_preset_variant_not_run_is_not_in_the_plan,
+    the_terminal_fits_its_width,
 ];
 
 fn run(args: &[&str]) -> Result<std::process::Output, Failed> {
@@ -1178,6 +1179,53 @@ fn a_preset_variant_not_run_is_not_in_the_plan() -> Result<(), Failed> {
             plan["models"], plan["variants"]
         )
         .into());
+    }
+    Ok(())
+}
+
+/// At the width the terminal gives (`COLUMNS` here), no line of what `c10k
+/// run` prints is wider, a note said under several tables comes once at
+/// the end, and the answer is the last thing printed.
+fn the_terminal_fits_its_width() -> Result<(), Failed> {
+    let out = scratch("terminal-width")?;
+    let o = Command::new(bin())
+        .env("COLUMNS", "80")
+        .args([
+            "run",
+            "--models",
+            "epoll,poll",
+            "-c",
+            "2,3",
+            "--runs",
+            "2",
+            "--slot",
+            "100ms",
+            "--slot-warmup",
+            "50ms",
+            "--pin",
+            "none",
+            "--no-report",
+            "--out",
+        ])
+        .arg(out.path())
+        .output()?;
+    succeeded(&o, "")?;
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let wide: Vec<&str> = stdout.lines().filter(|l| l.chars().count() > 80).collect();
+    if !wide.is_empty() {
+        return Err(format!("lines past 80 columns: {wide:#?}").into());
+    }
+    let rule = "Rows by median. Rank:";
+    if stdout.matches(rule).count() != 1 {
+        return Err(format!(
+            "the rule is said {} times, not once:\n{stdout}",
+            stdout.matches(rule).count()
+        )
+        .into());
+    }
+    let last = stdout.trim_end().rsplit("\n\n").next().unwrap_or("");
+    if !last.starts_with("The answer") {
+        return Err(format!("the last block is not the answer: {last:?}").into());
     }
     Ok(())
 }

@@ -239,6 +239,16 @@ fn bad_tune_inputs_are_refused_in_one_line() -> Result<(), Failed> {
             &["--tune", "--tune-knob", "poll:--interval"],
             &["poll is not a model of this run"],
         ),
+        (
+            &[
+                "--tune",
+                "--tune-knob",
+                "hybrid:--workers=8..64",
+                "--tune-knob",
+                "hybrid:--workers=16..512",
+            ],
+            &["hybrid:--workers is given twice", "give each knob once"],
+        ),
     ] {
         let mut args: Vec<&str> = base.to_vec();
         args.extend(extra);
