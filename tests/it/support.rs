@@ -273,11 +273,18 @@ impl Server {
 
 /// Waits for `child` to exit, failing after [`PATIENCE`].
 pub fn wait_bounded(child: &mut Child) -> Result<ExitStatus, String> {
+    wait_within(child, PATIENCE)
+}
+
+/// [`wait_bounded`] with a guard of `limit`: for a run whose own budget
+/// is longer than [`PATIENCE`] (still a guard against a hang, not a
+/// timing assertion).
+pub fn wait_within(child: &mut Child, limit: Duration) -> Result<ExitStatus, String> {
     let pid = child.id() as i32;
     // wait() blocks; a watchdog thread kills the child if it takes too long.
     let (tx, rx) = channel::<()>();
     let watchdog = std::thread::spawn(move || {
-        if rx.recv_timeout(PATIENCE).is_err() {
+        if rx.recv_timeout(limit).is_err() {
             let _ = c10k::sys::process::kill(pid, 9);
             return true;
         }
@@ -286,7 +293,7 @@ pub fn wait_bounded(child: &mut Child) -> Result<ExitStatus, String> {
     let status = child.wait().map_err(|e| e.to_string());
     let _ = tx.send(());
     if watchdog.join().unwrap_or(false) {
-        return Err(format!("it did not exit within {PATIENCE:?}"));
+        return Err(format!("it did not exit within {limit:?}"));
     }
     status
 }
@@ -319,6 +326,12 @@ impl Ran {
 /// Runs `c10k ARGS…` with `stdin` closed, collecting both outputs, and
 /// kills it if it runs past [`PATIENCE`] (an error, as a hang is).
 pub fn run_c10k(args: &[&str]) -> Result<Ran, String> {
+    run_c10k_within(args, PATIENCE)
+}
+
+/// [`run_c10k`] of a run whose own budget passes [`PATIENCE`], guarded
+/// against a hang at `limit` instead.
+pub fn run_c10k_within(args: &[&str], limit: Duration) -> Result<Ran, String> {
     let mut child = Command::new(bin())
         .args(args)
         .stdin(Stdio::null())
@@ -327,7 +340,8 @@ pub fn run_c10k(args: &[&str]) -> Result<Ran, String> {
         .spawn()
         .map_err(|e| format!("cannot start c10k: {e}"))?;
     let pipes = Pipes::take(&mut child)?;
-    let status = wait_bounded(&mut child).map_err(|e| format!("c10k {}: {e}", args.join(" ")))?;
+    let status =
+        wait_within(&mut child, limit).map_err(|e| format!("c10k {}: {e}", args.join(" ")))?;
     let (stdout, stderr) = pipes.read();
     Ok(Ran {
         code: status.code(),
