@@ -145,6 +145,16 @@ fn with_a_target_the_setting_kept_held_more_at_it() -> Result<(), Failed> {
         .and_then(|t| t.iter().find(|t| t["model"] == "hybrid"))
         .ok_or("plan.json has no search of hybrid")?;
     let at = &h["at_target"];
+    // What it kept is an answer in results.json, under its schema, as
+    // the capacity table it then measured is.
+    let doc = crate::schema::results_agree(&dir)?;
+    let kept = doc["tuned"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["model"] == "hybrid"))
+        .ok_or("results.json has no answer of hybrid's search")?;
+    if kept["kept"] != h["kept"] || kept["at_target"]["held"] != at["found_held"] {
+        return Err(format!("results.json's tuned answer {kept} against plan.json's {h}").into());
+    }
     let held = at["found_held"]
         .as_f64()
         .ok_or(format!("no held rate: {h}"))?;
