@@ -100,6 +100,10 @@ impl std::fmt::Display for Slo {
 /// thousand echoes holds no sample above it.
 pub const MOST_PERCENTILE: f64 = 99.99;
 
+/// The longest a latency target may be: an hour (a longer one no
+/// search could decide within any budget).
+pub const MOST_TARGET_SECONDS: f64 = 3600.0;
+
 impl std::str::FromStr for Slo {
     type Err = String;
 
@@ -130,6 +134,14 @@ impl std::str::FromStr for Slo {
                 return Err(format!(
                     "{}=0: a latency target must be above 0",
                     name.trim()
+                ));
+            }
+            if d.as_secs_f64() > MOST_TARGET_SECONDS {
+                return Err(format!(
+                    "{}={}: a latency target is at most {}",
+                    name.trim(),
+                    value.trim(),
+                    crate::present::units::seconds(MOST_TARGET_SECONDS)
                 ));
             }
             if targets.iter().any(|t| t.percentile == percentile) {
@@ -327,7 +339,8 @@ impl Search {
         }
         for t in &self.slo.targets {
             let percentile = t.percentile > 0.0 && t.percentile <= MOST_PERCENTILE;
-            let seconds = t.seconds.is_finite() && t.seconds > 0.0 && t.seconds <= 3600.0;
+            let seconds =
+                t.seconds.is_finite() && t.seconds > 0.0 && t.seconds <= MOST_TARGET_SECONDS;
             if !(percentile && seconds) {
                 return Err(format!("capacity.slo: {t} is not a target"));
             }
@@ -453,6 +466,7 @@ mod tests {
             ("p99=fast", "not a duration"),
             ("p99", "PERCENTILE=DURATION"),
             ("p99=1ms,p99=2ms", "given twice"),
+            ("p99=2h", "p99=2h: a latency target is at most"),
         ] {
             let e = text.parse::<Slo>().unwrap_err();
             assert!(e.contains(says) && !e.contains('\n'), "{text}: {e}");

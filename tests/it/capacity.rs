@@ -329,6 +329,11 @@ fn bad_targets_are_refused_in_one_line() -> Result<(), Failed> {
             &["--work", "block:2ms"][..],
             &["below what this machine allows", "of work under block:2ms"][..],
         ),
+        (
+            "p99=2h",
+            &[],
+            &["--slo p99=2h: a latency target is at most"],
+        ),
         ("p99=1ms", &["--runs", "3"], &["--slo with --runs"]),
         ("p99=1ms", &["--rate", "100"], &["--slo with --rate"]),
     ] {
