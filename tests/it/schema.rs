@@ -26,11 +26,16 @@ tests![
     broken_reports_are_rejected,
 ];
 
-/// The checked-in schema of this version of the report.
-fn schema_path() -> PathBuf {
+/// The checked-in schema `schema/NAME.vVERSION.schema.json`.
+fn checked_in_path(name: &str, version: u32) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("schema")
-        .join(format!("load-report.v{SCHEMA_VERSION}.schema.json"))
+        .join(format!("{name}.v{version}.schema.json"))
+}
+
+/// The checked-in schema of this version of the report.
+fn schema_path() -> PathBuf {
+    checked_in_path("load-report", SCHEMA_VERSION)
 }
 
 fn checked_in() -> Result<Value, Failed> {
@@ -95,12 +100,7 @@ fn compare_schema_is_current() -> Result<(), Failed> {
 
 /// The checked-in schema of `c10k compare --json`.
 fn compare_schema_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("schema")
-        .join(format!(
-            "compare-report.v{}.schema.json",
-            c10k::compare::report::SCHEMA_VERSION
-        ))
+    checked_in_path("compare-report", c10k::compare::report::SCHEMA_VERSION)
 }
 
 /// The same of a run's results.json.
@@ -114,12 +114,7 @@ fn results_schema_is_current() -> Result<(), Failed> {
 
 /// The checked-in schema of a run's results.json.
 fn results_schema_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("schema")
-        .join(format!(
-            "results.v{}.schema.json",
-            c10k::output::json::SCHEMA_VERSION
-        ))
+    checked_in_path("results", c10k::output::json::SCHEMA_VERSION)
 }
 
 /// The results directory `dir` of a `c10k run`: its results.json follows
