@@ -7,6 +7,7 @@ use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
 use crate::client::plan::Arrivals;
 use crate::results::matrix::{Order, Pin, WorkloadKind};
+use crate::server::settings::{HandBack, RingRecv};
 use crate::server::AcceptMode;
 use crate::sys::lock::LockKind;
 
@@ -963,24 +964,6 @@ pub struct ServeArgs {
     pub cpus: Option<String>,
 }
 
-/// `c10k serve --ring-recv`: how uring's connections receive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum RingRecv {
-    /// One armed recv per connection posts a completion per chunk.
-    Multishot,
-    /// A one-shot recv submitted after every chunk.
-    Once,
-}
-
-/// `c10k serve --hand-back`: when hybrid's pool threads wake the loop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum HandBack {
-    /// Once the thread finds no job waiting (or has 64 to give back).
-    Idle,
-    /// After every job.
-    Each,
-}
-
 /// `c10k conform`.
 #[derive(Debug, Args)]
 pub struct ConformArgs {
@@ -1063,6 +1046,16 @@ flag_values!(AcceptMode {
     Shared = "shared": "Every worker's epoll watches the listener (the thundering herd)",
     Exclusive = "exclusive": "Every worker watches the listener with EPOLLEXCLUSIVE",
     Reuseport = "reuseport": "A listener per worker on one port with SO_REUSEPORT",
+});
+
+flag_values!(RingRecv {
+    Multishot = "multishot": "One armed recv per connection posts a completion per chunk",
+    Once = "once": "A one-shot recv submitted after every chunk",
+});
+
+flag_values!(HandBack {
+    Idle = "idle": "Once the thread finds no job waiting (or has 64 to give back)",
+    Each = "each": "After every job",
 });
 
 flag_values!(LockKind {

@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 
 use crate::server::knobs::{Knob, Values};
+use crate::server::settings::{Settings, Value};
 use crate::stats::compare::{self, Comparison, Rule, Sample};
 
 /// What holds one of the threads a sizing knob counts, for its starting
@@ -59,8 +60,8 @@ pub fn little(
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ladder {
     pub knob: Knob,
-    /// Each value as `c10k serve` takes it (`64`, `200us`, `on`, a word).
-    pub values: Vec<String>,
+    /// Each value, typed: a count, microseconds, a switch, a word.
+    pub values: Vec<Value>,
     /// Neighbours are near values (a count, a duration); else every value
     /// is measured.
     pub ordered: bool,
@@ -74,25 +75,27 @@ pub struct Ladder {
 const INTERVALS_US: [u64; 4] = [0, 50, 200, 1000];
 
 impl Ladder {
-    /// The ladder of `knob`, whose run default is `default` (as the flag
-    /// takes it), starting at `guess` where one is given (a count): every
-    /// power of two in its range, with the default and the guess; `None`
-    /// for a knob the search leaves alone.
-    pub fn of(knob: &Knob, default: &str, guess: Option<u64>) -> Option<Ladder> {
+    /// The ladder of `knob`, whose run default is `default`, starting at
+    /// `guess` where one is given (a count): every power of two in its
+    /// range, with the default and the guess; `None` for a knob the
+    /// search leaves alone, or a default of another kind than its values.
+    pub fn of(knob: &Knob, default: Value, guess: Option<u64>) -> Option<Ladder> {
         if knob.unsearched.is_some() {
             return None;
         }
-        let (values, ordered): (Vec<String>, bool) = match knob.values {
+        let (values, ordered): (Vec<Value>, bool) = match knob.values {
             Values::Count { least, most } => {
                 let mut v: Vec<u64> = std::iter::successors(Some(1u64), |x| x.checked_mul(2))
                     .take_while(|x| *x <= most)
                     .filter(|x| *x >= least)
                     .collect();
-                v.extend(default.parse::<u64>().ok());
+                if let Value::Count(d) = default {
+                    v.push(d);
+                }
                 v.extend(guess.map(|g| g.clamp(least, most)));
                 v.sort_unstable();
                 v.dedup();
-                (v.iter().map(u64::to_string).collect(), true)
+                (v.into_iter().map(Value::Count).collect(), true)
             }
             Values::Micros { least, most } => {
                 let mut v: Vec<u64> = INTERVALS_US
@@ -100,29 +103,21 @@ impl Ladder {
                     .copied()
                     .filter(|u| (least..=most).contains(u))
                     .collect();
-                v.extend(
-                    crate::present::units::parse_duration(default)
-                        .ok()
-                        .map(|d| d.as_micros() as u64),
-                );
+                if let Value::Micros(d) = default {
+                    v.push(d);
+                }
                 v.sort_unstable();
                 v.dedup();
-                (v.iter().map(|u| format!("{u}us")).collect(), true)
+                (v.into_iter().map(Value::Micros).collect(), true)
             }
-            Values::Switch => (vec!["off".into(), "on".into()], false),
-            Values::Choice(words) => (words.iter().map(|w| w.to_string()).collect(), false),
+            Values::Switch => (vec![Value::Switch(false), Value::Switch(true)], false),
+            Values::Choice(words) => (words.iter().map(|w| Value::Word(w)).collect(), false),
             Values::Bytes { .. } => return None,
         };
-        let same = |a: &str, b: &str| {
-            a == b
-                || matches!(knob.values, Values::Micros { .. })
-                    && crate::present::units::parse_duration(a).ok()
-                        == crate::present::units::parse_duration(b).ok()
-        };
-        let default = values.iter().position(|v| same(v, default))?;
+        let default = values.iter().position(|v| *v == default)?;
         let start = match (knob.values, guess) {
             (Values::Count { least, most }, Some(g)) => {
-                let g = g.clamp(least, most).to_string();
+                let g = Value::Count(g.clamp(least, most));
                 values.iter().position(|v| *v == g).unwrap_or(default)
             }
             _ => default,
@@ -136,34 +131,26 @@ impl Ladder {
         })
     }
 
-    /// The `serve` flags that set value `i` (none for a switch off).
-    pub fn args(&self, i: usize) -> Vec<String> {
-        let v = &self.values[i];
-        match self.knob.values {
-            Values::Switch if v == "on" => vec![self.knob.flag.into()],
-            Values::Switch => Vec::new(),
-            _ => vec![self.knob.flag.into(), v.clone()],
-        }
+    /// `settings` with value `i` set.
+    pub fn set(&self, i: usize, settings: &mut Settings) {
+        // A ladder holds only values of its knob's kind (`Ladder::of`).
+        let set = settings.set(self.knob.field, self.values[i]);
+        debug_assert!(set.is_ok(), "{set:?}");
     }
 
     /// Value `i` in words, as a tuned model is shown: `pool 128`, `edge`.
     pub fn label(&self, i: usize) -> String {
-        match self.knob.values {
-            Values::Switch if self.values[i] == "on" => self.knob.short.into(),
-            Values::Switch => format!("no {}", self.knob.short),
-            Values::Micros { .. } => {
-                let d = crate::present::units::parse_duration(&self.values[i]).unwrap_or_default();
-                if d.is_zero() {
-                    format!("{} 0", self.knob.short)
-                } else {
-                    format!(
-                        "{} {}",
-                        self.knob.short,
-                        crate::present::units::seconds(d.as_secs_f64())
-                    )
-                }
-            }
-            _ => format!("{} {}", self.knob.short, self.values[i]),
+        let short = self.knob.short;
+        match self.values[i] {
+            Value::Switch(true) => short.into(),
+            Value::Switch(false) => format!("no {short}"),
+            Value::Micros(0) => format!("{short} 0"),
+            Value::Micros(us) => format!(
+                "{short} {}",
+                crate::present::units::seconds(us as f64 / 1e6)
+            ),
+            Value::Count(n) => format!("{short} {n}"),
+            Value::Word(w) => format!("{short} {w}"),
         }
     }
 }
@@ -171,15 +158,16 @@ impl Ladder {
 /// A setting of every knob searched: the value index on each ladder.
 pub type Setting = Vec<usize>;
 
-/// The `serve` flags of `setting` (a knob at the run's default adds
-/// none, so the defaults are the server the run would start).
-pub fn args_of(ladders: &[Ladder], setting: &Setting) -> Vec<String> {
-    ladders
-        .iter()
-        .zip(setting)
-        .filter(|(l, i)| **i != l.default)
-        .flat_map(|(l, i)| l.args(*i))
-        .collect()
+/// The settings `setting` gives (a knob at the run's default gives none,
+/// so the defaults are the server the run would start).
+pub fn settings_of(ladders: &[Ladder], setting: &Setting) -> Settings {
+    let mut out = Settings::default();
+    for (l, i) in ladders.iter().zip(setting) {
+        if *i != l.default {
+            l.set(*i, &mut out);
+        }
+    }
+    out
 }
 
 /// `setting` in words: `pool 128, edge`; `defaults` when nothing moved.
@@ -500,44 +488,53 @@ mod tests {
 
     #[test]
     fn a_pool_ladder_holds_powers_of_two_the_default_and_the_guess() {
-        let l = Ladder::of(&POOL, "2", Some(100)).unwrap();
-        assert!(l.values.contains(&"100".to_string()));
-        assert!(l.values.contains(&"4096".to_string()));
-        assert_eq!(l.values[l.default], "2");
-        assert_eq!(l.values[l.start], "100");
-        assert_eq!(l.args(l.start), ["--workers", "100"]);
+        let l = Ladder::of(&POOL, Value::Count(2), Some(100)).unwrap();
+        assert!(l.values.contains(&Value::Count(100)));
+        assert!(l.values.contains(&Value::Count(4096)));
+        assert_eq!(l.values[l.default], Value::Count(2));
+        assert_eq!(l.values[l.start], Value::Count(100));
+        let mut s = Settings::default();
+        l.set(l.start, &mut s);
+        assert_eq!(s.workers, Some(100));
         assert_eq!(l.label(l.start), "pool 100");
-        let e = Ladder::of(&EDGE, "off", None).unwrap();
-        assert_eq!(
-            (e.args(1), e.label(1)),
-            (vec!["--edge".to_string()], "edge".into())
-        );
+        let e = Ladder::of(&EDGE, Value::Switch(false), None).unwrap();
+        let mut s = Settings::default();
+        e.set(1, &mut s);
+        assert_eq!((s.edge, e.label(1)), (true, "edge".into()));
         // A knob the search leaves alone has no ladder.
         let stack = crate::server::find("threads").unwrap().knobs()[0];
-        assert!(Ladder::of(&stack, "8388608", None).is_none());
+        assert!(Ladder::of(&stack, Value::Count(8388608), None).is_none());
+    }
+
+    /// A count value as a figure.
+    fn count(v: Value) -> f64 {
+        match v {
+            Value::Count(n) => n as f64,
+            _ => panic!("{v:?} is not a count"),
+        }
     }
 
     /// A synthetic pool under blocking work whose throughput rises with
     /// the pool to `best` threads and falls past it.
     fn peaked(best: f64) -> impl Fn(&Setting, &Ladder) -> Option<f64> {
         move |s: &Setting, l: &Ladder| {
-            let w: f64 = l.values[s[0]].parse().unwrap();
+            let w = count(l.values[s[0]]);
             Some(1000.0 * w.min(best) / (1.0 + (w - best).max(0.0) / best))
         }
     }
 
     #[test]
     fn the_search_finds_a_known_best_pool_from_a_poor_guess() {
-        let l = Ladder::of(&POOL, "2", Some(16)).unwrap();
+        let l = Ladder::of(&POOL, Value::Count(2), Some(16)).unwrap();
         let f = peaked(64.0);
         let (found, steps) = search(std::slice::from_ref(&l), &|s| f(s, &l));
-        assert_eq!(l.values[found.setting[0]], "64", "{found:?}");
+        assert_eq!(l.values[found.setting[0]], Value::Count(64), "{found:?}");
         assert_eq!(found.why, Why::Faster);
         assert!(found.versus_default.unwrap().ratio > 20.0);
         assert!(steps <= 4, "{steps} steps");
         assert_eq!(
-            args_of(std::slice::from_ref(&l), &found.setting),
-            ["--workers", "64"]
+            settings_of(std::slice::from_ref(&l), &found.setting).workers,
+            Some(64)
         );
         assert_eq!(
             label_of(std::slice::from_ref(&l), &found.setting),
@@ -548,34 +545,34 @@ mod tests {
 
     #[test]
     fn little_guess_lands_on_the_best_in_one_step() {
-        let l = Ladder::of(&POOL, "2", Some(100)).unwrap();
+        let l = Ladder::of(&POOL, Value::Count(2), Some(100)).unwrap();
         let f = peaked(100.0);
         let (found, steps) = search(std::slice::from_ref(&l), &|s| f(s, &l));
-        assert_eq!(l.values[found.setting[0]], "100");
+        assert_eq!(l.values[found.setting[0]], Value::Count(100));
         assert_eq!(steps, 1);
     }
 
     #[test]
     fn a_flat_figure_keeps_the_default_and_says_so() {
-        let l = Ladder::of(&POOL, "2", Some(2)).unwrap();
+        let l = Ladder::of(&POOL, Value::Count(2), Some(2)).unwrap();
         let (found, _) = search(std::slice::from_ref(&l), &|_| Some(1000.0));
         assert_eq!(found.setting, vec![l.default]);
         assert!(matches!(found.why, Why::DefaultBest | Why::NothingBetter));
         // Settings that fail to start are never chosen.
         let (found, _) = search(std::slice::from_ref(&l), &|s| {
-            (l.values[s[0]] == "2").then_some(500.0)
+            (l.values[s[0]] == Value::Count(2)).then_some(500.0)
         });
         assert_eq!(found.setting, vec![l.default]);
     }
 
     #[test]
     fn knobs_are_searched_one_after_another() {
-        let pool = Ladder::of(&POOL, "2", Some(8)).unwrap();
-        let edge = Ladder::of(&EDGE, "off", None).unwrap();
+        let pool = Ladder::of(&POOL, Value::Count(2), Some(8)).unwrap();
+        let edge = Ladder::of(&EDGE, Value::Switch(false), None).unwrap();
         let ladders = [pool.clone(), edge];
         // Best at pool 8 with edge on (10 % more).
         let (found, _) = search(&ladders, &|s| {
-            let w: f64 = pool.values[s[0]].parse().unwrap();
+            let w = count(pool.values[s[0]]);
             let base = 1000.0 * w.min(8.0);
             Some(if s[1] == 1 { base * 1.1 } else { base })
         });

@@ -200,8 +200,9 @@ pub struct TunedAnswer {
     pub work: Option<String>,
     /// The setting kept, in words (`pool 128`), or `defaults`.
     pub kept: String,
-    /// The `serve` flags the matrix ran it with.
-    pub args: Vec<String>,
+    /// The settings the matrix ran it with beside the run's (none: its
+    /// defaults).
+    pub settings: crate::server::settings::Settings,
     /// The run's defaults in words (empty: no knob to search).
     pub defaults: String,
     /// The figure the search ranked by (`throughput`, …).
@@ -232,7 +233,7 @@ pub fn answers(data: &RunData) -> Vec<TunedAnswer> {
             connections: r.connections,
             work: r.work.as_ref().map(|w| w.to_string()),
             kept: r.kept.clone(),
-            args: r.args.clone(),
+            settings: r.settings.clone(),
             defaults: r.defaults.clone(),
             figure,
             default_figure: r.default_figure,

@@ -599,11 +599,8 @@ fn queue_note(data: &RunData) -> Option<String> {
         .models
         .iter()
         .filter(|m| {
-            data.plan.model(m).is_some_and(|(model, args)| {
-                model.has_global_queue()
-                    && !args
-                        .iter()
-                        .any(|a| a.starts_with("--global-queue-interval"))
+            data.plan.model(m).is_some_and(|(model, settings)| {
+                model.has_global_queue() && settings.global_queue_interval.is_none()
             })
         })
         .map(String::as_str)
@@ -628,7 +625,10 @@ mod tests {
             plan.variants.push(crate::results::matrix::Variant {
                 name: "tokio@gq1".into(),
                 model: "tokio".into(),
-                args: vec!["--global-queue-interval".into(), "1".into()],
+                settings: crate::server::settings::Settings {
+                    global_queue_interval: Some(1),
+                    ..Default::default()
+                },
             });
             RunData::example(plan)
         };

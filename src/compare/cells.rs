@@ -101,7 +101,7 @@ pub struct Rules<'a> {
 /// for a model, server or target known by its name alone.
 fn definition(plan: &RunPlan, model: &str) -> Option<String> {
     plan.variants.iter().find(|v| v.name == model).map(|v| {
-        format!("{} {}", v.model, v.args.join(" "))
+        format!("{} {}", v.model, v.settings.text())
             .trim()
             .to_string()
     })

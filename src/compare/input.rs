@@ -400,7 +400,7 @@ fn run_of_loads(path: &Path, reports: Vec<Report>) -> RunData {
         primary,
         per_connection_csv: false,
         buffer: String::new(),
-        server_args: Vec::new(),
+        server_settings: Default::default(),
         variants: Vec::new(),
         servers: Vec::new(),
         targets: Vec::new(),

@@ -219,7 +219,7 @@ mod tests {
         let a = RunPlan::example(&["epoll"], &[10], 3);
         let mut b = RunPlan::example(&["epoll", "poll"], &[10, 100], 5);
         b.workload.message_bytes = 512;
-        b.server_args = vec!["--interval=1ms".into()];
+        b.server_settings.interval_ns = Some(1_000_000);
         let env_a = json!({"kernel": "6.1", "cpu_model": "X", "cpus_online": 2, "hostname": "h"});
         let env_b = json!({"kernel": "6.8", "cpu_model": "X", "cpus_online": 2, "hostname": "h"});
         let keys: Vec<String> = differences(&a, &env_a, &b, &env_b)
@@ -229,7 +229,7 @@ mod tests {
         assert_eq!(
             keys,
             [
-                "server_args",
+                "server_settings.interval_ns",
                 "workload.message_bytes",
                 "environment.kernel"
             ]

@@ -60,13 +60,10 @@ pub fn searched(data: &RunData, n: usize) -> Vec<Searched> {
             let points = cap::rates(&slots, search, &targets);
             let state = state(data, m, n, work.as_ref());
             // With the pool `--tune` kept or the preset sized.
-            let tuned = data
-                .plan
-                .tuned_at(m, n, work.as_ref())
-                .map_or(&[][..], |t| &t.args[..]);
+            let tuned = data.plan.tuned_at(m, n, work.as_ref()).map(|t| &t.settings);
             let bound = search
                 .handlers_of(m, work.as_ref())
-                .map(|c| c.with_flags(tuned))
+                .map(|c| tuned.map_or(c, |t| c.with_settings(t)))
                 .and_then(|c| cap::bound(&c, n, work.as_ref(), &points, search, &targets));
             let above = match (&state, &bound) {
                 (State::Ended(e), Some(b)) => cap::above_bound(e, b),

@@ -530,9 +530,12 @@ fn interval(data: &RunData) -> Table {
             .variants
             .iter()
             .find(|v| v.name == *m)
-            .and_then(|v| v.args.iter().skip_while(|a| *a != "--interval").nth(1))
-            .cloned()
-            .unwrap_or_else(|| "0".into());
+            .and_then(|v| v.settings.interval_ns)
+            .filter(|ns| *ns > 0)
+            .map_or_else(
+                || "0".into(),
+                |ns| crate::present::units::seconds(ns as f64 / 1e9),
+            );
         let mut row = vec![m.clone(), interval];
         for (&n, (p50, p99)) in data.plan.connections.iter().zip(&columns) {
             let Some(tp) = summary(data, m, n, |x| x.throughput) else {

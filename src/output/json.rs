@@ -20,7 +20,7 @@ use crate::stats::Summary;
 
 /// The version of results.json's shape: raised when a field changes
 /// meaning or disappears.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The JSON Schema of [`Results`].
 pub fn schema() -> schemars::Schema {

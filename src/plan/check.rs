@@ -40,7 +40,6 @@ pub fn name(what: &str, name: &str, extra: &str) -> Result<(), String> {
 /// (`cells[1].connections 1000000000 is not one of connections [2, 4]`).
 pub fn check(plan: &RunPlan) -> Result<(), String> {
     plan.workload.check()?;
-    super::check_server_args(&plan.server_args).map_err(|e| format!("server_args: {e}"))?;
     let bytes =
         crate::present::units::parse_size(&plan.buffer).map_err(|e| format!("buffer: {e}"))?;
     if !(64..=64 << 20).contains(&bytes) {
@@ -58,10 +57,15 @@ pub fn check(plan: &RunPlan) -> Result<(), String> {
         if crate::server::find(&v.model).is_none() {
             return Err(format!("{at}.model: unknown model '{}'", v.model));
         }
-        super::check_variant_args(&v.name, &v.model, &v.args).map_err(|e| format!("{at}: {e}"))?;
+        super::check_settings(&format!("{at}.settings"), &v.model, &v.settings)?;
         if !named.insert(v.name.as_str()) {
             return Err(format!("{at}.name: '{}' names two servers", v.name));
         }
+    }
+    // The run's settings with each model's own (a variant's under it).
+    for (model, own) in plan.models.iter().filter_map(|m| plan.model(m)) {
+        let settings = own.over(&plan.server_settings);
+        super::check_settings("server_settings", model.name(), &settings)?;
     }
     for (i, s) in plan.servers.iter().enumerate() {
         let at = format!("servers[{i}]");
@@ -262,11 +266,17 @@ mod tests {
         p.variants.push(matrix::Variant {
             name: "poll@1ms".into(),
             model: "poll".into(),
-            args: vec!["--bogus".into()],
+            settings: crate::server::settings::Settings {
+                ring_entries: Some(64),
+                ..Default::default()
+            },
         });
         p.models.push("poll@1ms".into());
         let e = check(&p).unwrap_err();
-        assert!(e.starts_with("variants[0]: "), "{e}");
+        assert!(
+            e.starts_with("variants[0].settings: --ring-entries: poll has no io_uring ring"),
+            "{e}"
+        );
         let mut p = good.clone();
         p.buffer = "1GiB".into();
         assert!(check(&p).unwrap_err().starts_with("buffer 1GiB"));
@@ -323,7 +333,7 @@ mod tests {
         p.variants.push(matrix::Variant {
             name: "dup".into(),
             model: "poll".into(),
-            args: vec![],
+            settings: Default::default(),
         });
         p.targets.push(crate::child::foreign::Target {
             name: "dup".into(),

@@ -56,8 +56,8 @@ pub fn plan(a: &ConformArgs) -> Result<ConformPlan, String> {
                 crate::server::MODELS.iter().map(|m| m.name()),
             )
         })?;
-        super::check_server_args(&a.server_args)?;
-        request = super::request_bytes(m.name(), &a.server_args)?;
+        let settings = super::serve_settings("--server-arg", Some(m.name()), &a.server_args)?;
+        request = super::request_bytes(m.name(), &settings)?;
         Subject::Model {
             model: m.name().to_string(),
             flags: a.server_args.clone(),

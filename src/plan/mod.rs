@@ -27,7 +27,9 @@ use std::net::SocketAddr;
 
 use crate::cli::ServeArgs;
 use crate::present::units::parse_size;
-use crate::server::{self, run::Setup, work::Work, Config, Model};
+use crate::server::settings::{HandBack, RingRecv, Settings};
+use crate::server::work::{Profile, Work};
+use crate::server::{self, run::Setup, Config, Model};
 use crate::sys::affinity::cpus_available;
 
 /// A validated `c10k serve`.
@@ -37,57 +39,88 @@ pub struct ServePlan {
     pub setup: Setup,
 }
 
+/// Where a server listens and runs, which each cell sets itself: never a
+/// setting a run lays over another ([`Settings`]).
+pub struct Place {
+    pub bind: SocketAddr,
+    pub reuseport: bool,
+    pub cpus: Option<Vec<usize>>,
+}
+
+impl Place {
+    /// Port 0 on loopback, unpinned: a server whose settings alone are
+    /// asked about (its handlers, its request).
+    fn nowhere() -> Place {
+        Place {
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            reuseport: false,
+            cpus: None,
+        }
+    }
+}
+
+/// serve's defaults where a setting is not given; clap shows the same
+/// ones in `--help` (a test holds the two together).
+const DEFAULT_BUFFER: usize = 16 << 10;
+const DEFAULT_BACKLOG: i32 = 4096;
+const DEFAULT_MESSAGE: usize = 64;
+
 impl ServePlan {
+    /// `c10k serve`'s flags as a plan: the settings they give, checked.
     pub fn from_args(a: &ServeArgs) -> Result<ServePlan, String> {
-        let model = server::find(&a.model).ok_or_else(|| {
-            format!(
-                "unknown model '{}': expected one of {}",
-                a.model,
-                server::names().join(", ")
-            )
-        })?;
-        let buffer = parse_size(&a.buffer).map_err(|e| format!("--buffer: {e}"))?;
+        let model = find_model(&a.model)?;
+        let place = Place {
+            bind: SocketAddr::new(a.bind, a.port),
+            reuseport: a.reuseport,
+            cpus: cpus_flag(a.cpus.as_deref())?,
+        };
+        ServePlan::of(model, place, &settings_from(a, &|_| true)?)
+    }
+
+    /// `model` with `s` at `place`, every range and pairing checked with
+    /// a one-line error that names the flag; serve's defaults where `s`
+    /// gives nothing.
+    pub fn of(model: &'static dyn Model, place: Place, s: &Settings) -> Result<ServePlan, String> {
+        let buffer = s.buffer_bytes.unwrap_or(DEFAULT_BUFFER);
         if !(64..=64 << 20).contains(&buffer) {
             return Err(format!("--buffer {buffer}: must be from 64 B to 64 MiB"));
         }
-        let stack_size = match &a.stack_size {
-            Some(s) => {
-                let n = parse_size(s).map_err(|e| format!("--stack-size: {e}"))?;
-                if n < 16 << 10 {
-                    return Err(format!("--stack-size {n}: must be at least 16 KiB"));
-                }
-                Some(n)
+        if let Some(n) = s.stack_bytes {
+            if n < 16 << 10 {
+                return Err(format!("--stack-size {n}: must be at least 16 KiB"));
             }
-            None => None,
-        };
-        let cpus = cpus_flag(a.cpus.as_deref())?;
+        }
         // One per CPU it may use: pinned to one CPU, two uring rings or
         // two epoll loops only take turns on it (as `c10k run` already
         // passes --workers for the CPUs it gives the server).
         let default_workers = if model.worker_per_connection() {
             64
         } else {
-            cpus.as_ref().map_or_else(cpus_available, Vec::len)
+            place.cpus.as_ref().map_or_else(cpus_available, Vec::len)
         };
-        let workers = a.workers.unwrap_or(default_workers);
+        let workers = s.workers.unwrap_or(default_workers);
         if !(1..=100_000).contains(&workers) {
             return Err(format!("--workers {workers}: must be from 1 to 100000"));
         }
-        if a.max_conns == Some(0) {
+        if s.max_conns == Some(0) {
             return Err("--max-conns 0 would refuse every connection".into());
         }
-        if a.backlog < 1 {
-            return Err(format!("--backlog {}: must be at least 1", a.backlog));
+        let backlog = s.backlog.unwrap_or(DEFAULT_BACKLOG);
+        if backlog < 1 {
+            return Err(format!("--backlog {backlog}: must be at least 1"));
         }
-        if a.nofile.is_some_and(|n| n < 16) {
+        if s.nofile.is_some_and(|n| n < 16) {
             return Err("--nofile: below 16 descriptors the server cannot start".into());
         }
-        if a.sigpending == Some(0) {
+        if s.sigpending == Some(0) {
             return Err("--sigpending 0 would leave no room for a single signal".into());
         }
-        let interval = parse_duration(&a.interval).map_err(|e| format!("--interval: {e}"))?;
+        let interval = std::time::Duration::from_nanos(s.interval_ns.unwrap_or(0));
         if interval > server::pace::MAX_INTERVAL {
-            return Err(format!("--interval {}: must be at most 1s", a.interval));
+            return Err(format!(
+                "--interval {}: must be at most 1s",
+                crate::present::units::seconds(interval.as_secs_f64())
+            ));
         }
         if !interval.is_zero() && !model.readiness() {
             return Err(format!(
@@ -101,21 +134,21 @@ impl ServePlan {
                     .join(", ")
             ));
         }
-        if a.global_queue_interval == Some(0) {
+        if s.global_queue_interval == Some(0) {
             return Err(
                 "--global-queue-interval 0: a worker must run at least 1 task between looks".into(),
             );
         }
-        if a.global_queue_interval.is_some() && !model.has_global_queue() {
+        if s.global_queue_interval.is_some() && !model.has_global_queue() {
             return Err(format!(
                 "--global-queue-interval: {} has no runtime with a global queue; it is tokio's",
                 model.name()
             ));
         }
-        if a.blocking_threads == Some(0) {
+        if s.blocking_threads == Some(0) {
             return Err("--blocking-threads 0: the blocking pool needs at least 1 thread".into());
         }
-        if a.blocking_threads.is_some() && !model.offloads_blocking() {
+        if s.blocking_threads.is_some() && !model.offloads_blocking() {
             return Err(format!(
                 "--blocking-threads: {} has no blocking pool; it is tokio's",
                 model.name()
@@ -124,51 +157,113 @@ impl ServePlan {
         ring_flag(
             model,
             "--ring-entries",
-            a.ring_entries.map(u64::from),
+            s.ring_entries.map(u64::from),
             (8, 4096),
         )?;
         ring_flag(
             model,
             "--ring-buffers",
-            a.ring_buffers.map(u64::from),
+            s.ring_buffers.map(u64::from),
             (16, 32_768),
         )?;
-        if a.ring_recv.is_some() {
+        if s.ring_recv.is_some() {
             uring_only(model, "--ring-recv")?;
         }
-        if a.hand_back.is_some() {
+        if s.hand_back.is_some() {
             only_for(model, "--hand-back", "pool fed by a poll loop", "hybrid")?;
         }
-        let work = work_flags(model, a, buffer)?;
+        let work = work_of(model, s, buffer)?;
         Ok(ServePlan {
             model,
             config: Config {
-                bind: SocketAddr::new(a.bind, a.port),
+                bind: place.bind,
                 buffer,
-                max_conns: a.max_conns,
+                max_conns: s.max_conns,
                 workers,
-                stack_size,
-                edge: a.edge,
-                accept: a.accept,
-                backlog: a.backlog,
-                reuseport: a.reuseport,
+                stack_size: s.stack_bytes,
+                edge: s.edge,
+                accept: s.accept.unwrap_or(server::AcceptMode::Reuseport),
+                backlog,
+                reuseport: place.reuseport,
                 interval,
-                shared_state: a.shared_state.then_some(a.lock),
+                shared_state: s.shared_state,
                 work,
-                global_queue_interval: a.global_queue_interval,
-                blocking_threads: a.blocking_threads,
-                ring_entries: a.ring_entries,
-                ring_buffers: a.ring_buffers,
-                ring_recv_once: a.ring_recv == Some(crate::cli::RingRecv::Once),
-                hand_back_each: a.hand_back == Some(crate::cli::HandBack::Each),
+                global_queue_interval: s.global_queue_interval,
+                blocking_threads: s.blocking_threads,
+                ring_entries: s.ring_entries,
+                ring_buffers: s.ring_buffers,
+                ring_recv_once: s.ring_recv == Some(RingRecv::Once),
+                hand_back_each: s.hand_back == Some(HandBack::Each),
             },
             setup: Setup {
-                nofile: a.nofile,
-                sigpending: a.sigpending,
-                cpus,
+                nofile: s.nofile,
+                sigpending: s.sigpending,
+                cpus: place.cpus,
             },
         })
     }
+}
+
+/// The c10k model called `name`, or a one-line refusal naming them all.
+fn find_model(name: &str) -> Result<&'static dyn Model, String> {
+    server::find(name).ok_or_else(|| {
+        format!(
+            "unknown model '{name}': expected one of {}",
+            server::names().join(", ")
+        )
+    })
+}
+
+/// The settings `a` gives, each of the flags `given` names (its clap id)
+/// parsed into its type: the one place serve's flags become
+/// [`Settings`].
+fn settings_from(a: &ServeArgs, given: &dyn Fn(&str) -> bool) -> Result<Settings, String> {
+    let buffer_bytes = match given("buffer") {
+        true => Some(parse_size(&a.buffer).map_err(|e| format!("--buffer: {e}"))?),
+        false => None,
+    };
+    let stack_bytes = match a.stack_size.as_deref().filter(|_| given("stack_size")) {
+        Some(text) => Some(parse_size(text).map_err(|e| format!("--stack-size: {e}"))?),
+        None => None,
+    };
+    let interval_ns = match given("interval") {
+        true => {
+            let d = parse_duration(&a.interval).map_err(|e| format!("--interval: {e}"))?;
+            if d > server::pace::MAX_INTERVAL {
+                return Err(format!("--interval {}: must be at most 1s", a.interval));
+            }
+            Some(d.as_nanos() as u64)
+        }
+        false => None,
+    };
+    let work = match given("work") {
+        true => Some(Profile::parse(&a.work).map_err(|e| format!("--work: {e}"))?),
+        false => None,
+    };
+    Ok(Settings {
+        buffer_bytes,
+        max_conns: a.max_conns.filter(|_| given("max_conns")),
+        workers: a.workers.filter(|_| given("workers")),
+        stack_bytes,
+        edge: a.edge && given("edge"),
+        accept: given("accept").then_some(a.accept),
+        backlog: given("backlog").then_some(a.backlog),
+        interval_ns,
+        shared_state: (a.shared_state && given("shared_state")).then_some(a.lock),
+        work,
+        message_size: given("message_size").then_some(a.message_size),
+        block_inline: a.block_inline && given("block_inline"),
+        global_queue_interval: a
+            .global_queue_interval
+            .filter(|_| given("global_queue_interval")),
+        blocking_threads: a.blocking_threads.filter(|_| given("blocking_threads")),
+        ring_entries: a.ring_entries.filter(|_| given("ring_entries")),
+        ring_buffers: a.ring_buffers.filter(|_| given("ring_buffers")),
+        ring_recv: a.ring_recv.filter(|_| given("ring_recv")),
+        hand_back: a.hand_back.filter(|_| given("hand_back")),
+        nofile: a.nofile.filter(|_| given("nofile")),
+        sigpending: a.sigpending.filter(|_| given("sigpending")),
+    })
 }
 
 /// A ring flag given to a model that does not declare it (only uring has
@@ -180,7 +275,7 @@ fn uring_only(model: &dyn Model, flag: &str) -> Result<(), String> {
 /// A flag that only the model declaring it as a knob takes; the others
 /// are told what they lack and whose flag it is.
 fn only_for(model: &dyn Model, flag: &str, lacks: &str, owner: &str) -> Result<(), String> {
-    if model.knobs().iter().any(|k| k.flag == flag) {
+    if model.knobs().iter().any(|k| k.flag() == flag) {
         Ok(())
     } else {
         Err(format!(
@@ -213,15 +308,16 @@ fn ring_flag(
 /// `--work`, `--message-size` and `--block-inline`, checked together: a
 /// request must fit in the echo buffer, and only tokio hands blocking
 /// calls off.
-fn work_flags(model: &dyn Model, a: &ServeArgs, buffer: usize) -> Result<Work, String> {
-    let mut work = Work::parse(&a.work, a.message_size).map_err(|e| format!("--work: {e}"))?;
-    if !work.is_none() && (a.message_size == 0 || a.message_size > buffer) {
+fn work_of(model: &dyn Model, s: &Settings, buffer: usize) -> Result<Work, String> {
+    let message = s.message_size.unwrap_or(DEFAULT_MESSAGE);
+    let profile = s.work.clone().unwrap_or_default();
+    let mut work = Work::of(profile, message);
+    if !work.is_none() && (message == 0 || message > buffer) {
         return Err(format!(
-            "--message-size {}: a request must be from 1 B to the --buffer ({buffer} B)",
-            a.message_size
+            "--message-size {message}: a request must be from 1 B to the --buffer ({buffer} B)"
         ));
     }
-    if a.block_inline && !model.offloads_blocking() {
+    if s.block_inline && !model.offloads_blocking() {
         return Err(format!(
             "--block-inline: {} makes blocking calls where its handler runs already; the flag is for {}",
             model.name(),
@@ -233,7 +329,7 @@ fn work_flags(model: &dyn Model, a: &ServeArgs, buffer: usize) -> Result<Work, S
                 .join(", ")
         ));
     }
-    work.offload_block = model.offloads_blocking() && !a.block_inline;
+    work.offload_block = model.offloads_blocking() && !s.block_inline;
     Ok(work)
 }
 
@@ -242,50 +338,84 @@ fn work_flags(model: &dyn Model, a: &ServeArgs, buffer: usize) -> Result<Work, S
 /// recorded under the cell's model).
 const CELL_OWNED: [&str; 5] = ["model", "port", "cpus", "bind", "reuseport"];
 
-/// Checks `c10k run --server-arg`s once, with the plan, before any cell
-/// runs (and `c10k conform`'s, before any check): they must be `c10k
-/// serve` flags with valid values, and none may set what each cell sets
-/// itself. Returns the echo buffer the servers will have (`--buffer` among
-/// them, or serve's default).
-pub fn check_server_args(args: &[String]) -> Result<String, String> {
-    check_serve_flags("--server-arg", None, args).map(|(buffer, _)| buffer)
+/// `args`, `c10k serve` flags given as `flag` (`--server-arg`, `--variant
+/// NAME`, a plan's `server_args`), as the settings they give, parsed once
+/// here: none may set what each cell sets itself, and with `model` they
+/// must make a valid server of it.
+pub fn serve_settings(
+    flag: &str,
+    model: Option<&str>,
+    args: &[String],
+) -> Result<Settings, String> {
+    let (settings, owned) = parse_serve(args).map_err(|e| format!("{flag}: {e}"))?;
+    if let Some(id) = owned {
+        return Err(format!(
+            "{flag}: --{id} is set by c10k for each server it starts (its model, port and CPUs), not by hand"
+        ));
+    }
+    // Without a model, as serve would take them: its default model's.
+    let model = find_model(model.unwrap_or("epoll")).map_err(|e| format!("{flag}: {e}"))?;
+    ServePlan::of(model, Place::nowhere(), &settings).map_err(|e| format!("{flag}: {e}"))?;
+    Ok(settings)
 }
 
-/// The bytes of one request a `c10k serve` of `model` with `args` works on
+/// `args` as the settings they give, and the first flag among them that
+/// a cell sets itself ([`CELL_OWNED`]), unchecked beyond their parsing.
+fn parse_serve(args: &[String]) -> Result<(Settings, Option<&'static str>), String> {
+    use clap::{parser::ValueSource, Args, FromArgMatches};
+    let m = ServeArgs::augment_args(clap::Command::new("serve").no_binary_name(true))
+        .try_get_matches_from(args)
+        .map_err(|e| crate::cli::one_line(&e))?;
+    let given = |id: &str| m.value_source(id) == Some(ValueSource::CommandLine);
+    let owned = CELL_OWNED.iter().copied().find(|id| given(id));
+    let a = ServeArgs::from_arg_matches(&m).map_err(|e| e.to_string())?;
+    Ok((settings_from(&a, &given)?, owned))
+}
+
+/// `args` as settings, parsed only (a test's round trip).
+#[cfg(test)]
+fn serve_settings_unchecked(args: &[String]) -> Result<Settings, String> {
+    parse_serve(args).map(|(s, _)| s)
+}
+
+/// Whether `s` makes a valid server of `model` (a plan read back, whose
+/// settings were checked as flags when it was made).
+pub(crate) fn check_settings(what: &str, model: &str, s: &Settings) -> Result<(), String> {
+    let model = find_model(model).map_err(|e| format!("{what}: {e}"))?;
+    ServePlan::of(model, Place::nowhere(), s)
+        .map(drop)
+        .map_err(|e| format!("{what}: {e}"))
+}
+
+/// The bytes of one request a server of `model` with `s` works on
 /// (`--work` with its `--message-size`); 1 for a plain echo, whose every
 /// byte may come back on its own.
-pub(crate) fn request_bytes(model: &str, args: &[String]) -> Result<usize, String> {
-    let (_, plan) = check_serve_flags("--server-arg", Some(model), args)?;
+pub(crate) fn request_bytes(model: &str, s: &Settings) -> Result<usize, String> {
+    let plan = ServePlan::of(find_model(model)?, Place::nowhere(), s)?;
     let work = &plan.config.work;
     Ok(if work.is_none() { 1 } else { work.request })
 }
 
-/// What a `c10k serve` of `model` with `args`, under `work`, on
-/// `server_cpus` (empty: every CPU) can do at once: its handlers, cores,
-/// and whether a block or a wait holds a handler (the capacity search's
-/// queueing bound).
+/// What a server of `model` with `s`, under `work`, on `server_cpus`
+/// (empty: every CPU) can do at once: its handlers, cores, and whether a
+/// block or a wait holds a handler (the capacity search's queueing
+/// bound).
 pub(crate) fn handlers_of(
     model: &str,
-    args: &[String],
-    work: Option<&crate::server::work::Profile>,
+    s: &Settings,
+    work: Option<&Profile>,
     server_cpus: &[usize],
 ) -> Result<crate::server::work::Capacity, String> {
-    let mut all: Vec<String> = args.to_vec();
-    if let Some(w) = work {
-        all.extend(["--work".to_string(), w.to_string()]);
-    }
-    if !server_cpus.is_empty() {
-        let list: Vec<String> = server_cpus.iter().map(ToString::to_string).collect();
-        all.extend(["--cpus".to_string(), list.join(",")]);
-    }
-    let mut line = vec!["--model".to_string(), model.to_string()];
-    line.extend(all);
-    use clap::{Args, FromArgMatches};
-    let m = ServeArgs::augment_args(clap::Command::new("serve").no_binary_name(true))
-        .try_get_matches_from(&line)
-        .map_err(|e| format!("{model}: {}", crate::cli::one_line(&e)))?;
-    let a = ServeArgs::from_arg_matches(&m).map_err(|e| format!("{model}: {e}"))?;
-    let plan = ServePlan::from_args(&a).map_err(|e| format!("{model}: {e}"))?;
+    let with_work = s.over(&Settings {
+        work: work.cloned(),
+        ..Settings::default()
+    });
+    let place = Place {
+        cpus: (!server_cpus.is_empty()).then(|| server_cpus.to_vec()),
+        ..Place::nowhere()
+    };
+    let plan = ServePlan::of(find_model(model)?, place, &with_work)
+        .map_err(|e| format!("{model}: {e}"))?;
     let cores = if server_cpus.is_empty() {
         cpus_available()
     } else {
@@ -296,48 +426,6 @@ pub(crate) fn handlers_of(
         &plan.config,
         cores,
     ))
-}
-
-/// Checks the flags of a `--variant` of `model` as [`check_server_args`]
-/// does, with its model (so a flag the model does not take is refused).
-pub(crate) fn check_variant_args(name: &str, model: &str, args: &[String]) -> Result<(), String> {
-    check_serve_flags(&format!("--variant {name}"), Some(model), args).map(drop)
-}
-
-/// `args` as `c10k serve` flags of `model` (serve's default when `None`),
-/// none of them one a cell sets; errors start with `flag`. Returns the
-/// echo buffer as written and the validated plan.
-fn check_serve_flags(
-    flag: &str,
-    model: Option<&str>,
-    args: &[String],
-) -> Result<(String, ServePlan), String> {
-    use clap::{parser::ValueSource, Args, FromArgMatches};
-    let parse = |args: &[String]| {
-        ServeArgs::augment_args(clap::Command::new("serve").no_binary_name(true))
-            .try_get_matches_from(args)
-            .map_err(|e| format!("{flag}: {}", crate::cli::one_line(&e)))
-    };
-    let m = parse(args)?;
-    if let Some(id) = CELL_OWNED
-        .iter()
-        .find(|id| m.value_source(id) == Some(ValueSource::CommandLine))
-    {
-        return Err(format!(
-            "{flag}: --{id} is set by c10k for each server it starts (its model, port and CPUs), not by hand"
-        ));
-    }
-    let m = match model {
-        Some(model) => {
-            let mut all = vec!["--model".to_string(), model.to_string()];
-            all.extend(args.iter().cloned());
-            parse(&all)?
-        }
-        None => m,
-    };
-    let a = ServeArgs::from_arg_matches(&m).map_err(|e| format!("{flag}: {e}"))?;
-    let plan = ServePlan::from_args(&a).map_err(|e| format!("{flag}: {e}"))?;
-    Ok((a.buffer, plan))
 }
 
 /// `--cpus LIST`: the CPUs named, each one this process may use.
@@ -352,6 +440,7 @@ pub(crate) use crate::present::units::parse_duration;
 #[cfg(test)]
 mod tests {
     use super::parse_size;
+    use crate::server::settings::{Settings, Value};
 
     /// Every knob of every model (`server::knobs`) makes a valid plan of
     /// `c10k serve --model MODEL FLAG VALUE` at both ends of its range and
@@ -373,15 +462,89 @@ mod tests {
                     Values::Choice(words) => words.iter().map(|w| vec![w.to_string()]).collect(),
                 };
                 for v in values {
-                    let mut args = vec!["--model", m.name(), k.flag];
+                    let mut args = vec!["--model", m.name(), k.flag()];
                     args.extend(v.iter().map(String::as_str));
                     // The plan refuses what the server would not take.
-                    let _ = serve(&args);
+                    let flags = serve(&args);
+                    // The same value set on the typed settings makes the
+                    // same server.
+                    let value = match (k.values, v.first()) {
+                        (Values::Switch, _) => Value::Switch(true),
+                        (Values::Micros { .. }, Some(t)) => {
+                            Value::Micros(t.trim_end_matches("us").parse().unwrap())
+                        }
+                        (Values::Choice(words), Some(t)) => {
+                            Value::Word(words.iter().find(|w| *w == t).unwrap())
+                        }
+                        (_, Some(t)) => Value::Count(t.parse().unwrap()),
+                        (_, None) => unreachable!("a valued knob has a value"),
+                    };
+                    let mut typed = Settings::default();
+                    typed.set(k.field, value).unwrap();
+                    let of = super::ServePlan::of(*m, super::Place::nowhere(), &typed).unwrap();
+                    assert_eq!(
+                        format!("{:?}", of.config),
+                        format!("{:?}", flags.config),
+                        "{args:?}"
+                    );
                     seen += 1;
                 }
             }
         }
         assert!(seen >= 20, "only {seen} knob values");
+    }
+
+    /// serve's defaults are one: its flags given nothing make the server
+    /// that settings giving nothing make.
+    #[test]
+    fn no_flag_and_no_setting_make_one_server() {
+        let flags = serve(&["--model", "tokio"]);
+        let tokio = crate::server::find("tokio").unwrap();
+        let typed =
+            super::ServePlan::of(tokio, super::Place::nowhere(), &Settings::default()).unwrap();
+        assert_eq!(format!("{:?}", flags.config), format!("{:?}", typed.config));
+    }
+
+    /// Every setting written as flags ([`Settings::args`]) reads back as
+    /// itself: the child parses what the parent meant.
+    #[test]
+    fn settings_written_as_flags_read_back_as_themselves() {
+        use crate::server::settings::{HandBack, RingRecv};
+        let all = Settings {
+            buffer_bytes: Some(4096),
+            max_conns: Some(900),
+            workers: Some(3),
+            stack_bytes: Some(65536),
+            edge: true,
+            accept: Some(crate::server::AcceptMode::Exclusive),
+            backlog: Some(128),
+            interval_ns: Some(250_000),
+            shared_state: Some(crate::sys::lock::LockKind::Spin),
+            work: Some(crate::server::work::Profile::parse("cpu:20us+block:exp:1ms").unwrap()),
+            message_size: Some(512),
+            block_inline: true,
+            global_queue_interval: Some(7),
+            blocking_threads: Some(9),
+            ring_entries: Some(64),
+            ring_buffers: Some(32),
+            ring_recv: Some(RingRecv::Once),
+            hand_back: Some(HandBack::Each),
+            nofile: Some(5000),
+            sigpending: Some(77),
+        };
+        // Checked as flags without a model: parsed, not made a server.
+        let back = super::serve_settings_unchecked(&all.args()).unwrap();
+        assert_eq!(back, all);
+        let one = Settings {
+            workers: Some(8),
+            ..Settings::default()
+        };
+        assert_eq!(
+            super::serve_settings("--server-arg", Some("hybrid"), &one.args()),
+            Ok(one)
+        );
+        let e = super::serve_settings("--server-arg", None, &["--port".into(), "9".into()]);
+        assert!(e.unwrap_err().contains("--port is set by c10k"));
     }
 
     /// The plan `c10k serve ARGS` makes.

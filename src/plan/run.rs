@@ -8,6 +8,7 @@ use crate::cli::{self, RunArgs};
 use crate::experiments::presets;
 use crate::present::units::parse_size;
 use crate::results::matrix::{self, Order, Pin, RunPlan, WorkloadKind, RESULTS_VERSION};
+use crate::server::settings::Settings;
 use crate::server::work::Profile;
 
 /// The run plan for `args`: the preset's matrix with every flag applied,
@@ -37,7 +38,11 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         repeat_disturbed,
     } = repeats_of(args, &preset)?;
     let (workload, primary) = workload_of(args, &preset)?;
-    let work = work_of(args, &preset, &variants)?;
+    let server_settings = super::serve_settings("--server-arg", None, &args.server_args)?;
+    let buffer = server_settings
+        .buffer_bytes
+        .map_or_else(|| "16KiB".to_string(), |b| b.to_string());
+    let work = work_of(args, &preset, &variants, &server_settings)?;
     let pin = args.pin.unwrap_or(preset.pin);
     // A micro-benchmark places its own threads; the runner pins nothing.
     let (server_cpus, client_cpus) = if preset.bench.is_some() {
@@ -69,7 +74,6 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         _ => runs,
     };
     let customised = args.given.customises;
-    let buffer = super::check_server_args(&args.server_args)?;
     let agents = super::load::agents(&args.agents)?;
     if agents.is_some() && preset.bench.is_some() {
         return Err(format!(
@@ -114,7 +118,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     let (experiment, title) = if custom {
         (
             CUSTOM.to_string(),
-            custom_title(&models, &connections, &work, &workload),
+            custom_title(&models, &connections, &work, &workload, None),
         )
     } else if customised {
         (
@@ -149,7 +153,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         primary,
         per_connection_csv: preset.per_connection_csv || args.per_connection_csv,
         buffer,
-        server_args: args.server_args.clone(),
+        server_settings,
         variants,
         servers,
         targets,
@@ -280,13 +284,13 @@ fn capacity_of(
         }
     }
     for m in &plan.models {
-        let Some((model, flags)) = matrix::resolve(&plan.variants, m) else {
+        let Some((model, own)) = matrix::resolve(&plan.variants, m) else {
             continue;
         };
-        let mut args = plan.server_args.clone();
-        args.extend(flags.iter().cloned());
+        let settings = own.over(&plan.server_settings);
         for w in matrix::profiles(&plan.work) {
-            let capacity = super::handlers_of(model.name(), &args, w.as_ref(), &plan.server_cpus)?;
+            let capacity =
+                super::handlers_of(model.name(), &settings, w.as_ref(), &plan.server_cpus)?;
             search.handlers.push(crate::results::slo::Handlers {
                 model: m.clone(),
                 work: w,
@@ -302,11 +306,16 @@ fn capacity_of(
     plan.auto_runs = None;
     plan.cells =
         crate::runner::capacity::first_cells(&plan.models, &plan.connections, &plan.work, &search);
-    // A custom matrix's title named the closed loop it no longer runs.
-    plan.title = plan.title.replace(
-        ", closed loop",
-        &format!(", capacity at {} (Poisson arrivals)", search.slo.describe()),
-    );
+    // A custom matrix's title names the search it runs now.
+    if plan.experiment == CUSTOM {
+        plan.title = custom_title(
+            &plan.models,
+            &plan.connections,
+            &plan.work,
+            &plan.workload,
+            Some(&search),
+        );
+    }
     plan.capacity = Some(search);
     Ok(())
 }
@@ -786,15 +795,16 @@ fn work_of(
     args: &RunArgs,
     preset: &presets::Preset,
     variants: &[matrix::Variant],
+    server_settings: &Settings,
 ) -> Result<Vec<Profile>, String> {
     let work = match &args.work {
         Some(list) => list.clone(),
         None => preset.work.iter().map(|w| w.to_string()).collect(),
     };
     let work = work_axis(&work)?;
-    refuse_work_flags("--server-arg", &args.server_args)?;
+    refuse_work_flags("--server-arg", server_settings)?;
     for v in variants {
-        refuse_work_flags(&format!("--variant {}", v.name), &v.args)?;
+        refuse_work_flags(&format!("--variant {}", v.name), &v.settings)?;
     }
     Ok(work)
 }
@@ -811,6 +821,7 @@ fn custom_title(
     connections: &[usize],
     work: &[Profile],
     workload: &matrix::Workload,
+    capacity: Option<&crate::results::slo::Search>,
 ) -> String {
     let mut every = crate::server::names();
     every.sort_unstable();
@@ -826,6 +837,10 @@ fn custom_title(
         .map(|&n| crate::present::units::format_count(n as f64))
         .collect();
     let how = match (workload.kind, workload.rate) {
+        _ if capacity.is_some() => format!(
+            "capacity at {} (Poisson arrivals)",
+            capacity.map_or_else(String::new, |c| c.slo.describe())
+        ),
         (WorkloadKind::Closed, Some(rate)) => format!("open loop at {}", rate.text()),
         (WorkloadKind::Closed, None) => "closed loop".to_string(),
         (WorkloadKind::Burst, _) => "burst".to_string(),
@@ -866,19 +881,18 @@ fn work_axis(list: &[String]) -> Result<Vec<Profile>, String> {
 /// bound: flags of `what` (`--server-arg`, a `--variant`) may not set them
 /// too, with the axis or without it (their cells would be filed under
 /// `none`, with no bound and nothing saying what the server did).
-fn refuse_work_flags(what: &str, args: &[String]) -> Result<(), String> {
-    let sets = |a: &String, flag: &str| a == flag || a.starts_with(&format!("{flag}="));
-    match args
-        .iter()
-        .find(|a| sets(a, "--work") || sets(a, "--message-size"))
-    {
-        Some(a) => Err(format!(
-            "{what}: {} is set per cell by --work (each cell's work, a request of one \
-             message); give the profiles to --work",
-            a.split('=').next().unwrap_or(a)
-        )),
-        None => Ok(()),
-    }
+fn refuse_work_flags(what: &str, s: &Settings) -> Result<(), String> {
+    let flag = if s.work.is_some() {
+        "--work"
+    } else if s.message_size.is_some() {
+        "--message-size"
+    } else {
+        return Ok(());
+    };
+    Err(format!(
+        "{what}: {flag} is set per cell by --work (each cell's work, a request of one \
+         message); give the profiles to --work"
+    ))
 }
 
 /// CPUs for the server and the client under `pin`, from the CPUs this
@@ -919,11 +933,11 @@ fn variant(text: &str) -> Result<matrix::Variant, String> {
             crate::server::names().join(", ")
         ));
     }
-    super::check_variant_args(name, model, args)?;
+    let settings = super::serve_settings(&format!("--variant {name}"), Some(model), args)?;
     Ok(matrix::Variant {
         name: name.to_string(),
         model: model.clone(),
-        args: args.to_vec(),
+        settings,
     })
 }
 

@@ -122,8 +122,8 @@ fn chosen(plan: &RunPlan, text: &str) -> Result<Chosen, String> {
         None => (rest, None),
     };
     let all = knobs::of(m);
-    let knob = all.iter().find(|k| k.flag == flag).ok_or_else(|| {
-        let names: Vec<&str> = all.iter().map(|k| k.flag).collect();
+    let knob = all.iter().find(|k| k.flag() == flag).ok_or_else(|| {
+        let names: Vec<&str> = all.iter().map(|k| k.flag()).collect();
         at(if names.is_empty() {
             format!("{model} has no knob (c10k models --knobs)")
         } else {

@@ -10,11 +10,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::plan::LoadKind;
 use crate::present::units::{amount, format_count};
+use crate::server::settings::Settings;
 use crate::server::work::Profile;
 
 /// Version of `plan.json` and `results.jsonl`; bumped when a field changes
 /// meaning or disappears.
-pub const RESULTS_VERSION: u32 = 1;
+pub const RESULTS_VERSION: u32 = 2;
 
 /// Where the server and the client run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -566,9 +567,10 @@ pub struct RunPlan {
     pub per_connection_csv: bool,
     /// Echo buffer of every server.
     pub buffer: String,
-    /// More `c10k serve` arguments for every server (`--server-arg`).
+    /// More settings for every c10k server (`--server-arg`'s flags,
+    /// parsed once when the plan was made).
     #[serde(default)]
-    pub server_args: Vec<String>,
+    pub server_settings: Settings,
     /// c10k models run with more `serve` flags under names of their own
     /// (`--variant`, or a preset's), named in `models`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -625,18 +627,21 @@ fn default_repeat_disturbed() -> usize {
 pub struct Variant {
     pub name: String,
     pub model: String,
-    pub args: Vec<String>,
+    /// What it sets beside the run's settings (its flags, parsed once).
+    #[serde(default, skip_serializing_if = "Settings::is_empty")]
+    pub settings: Settings,
 }
 
-/// The c10k model `name` stands for, and the `serve` flags it adds: a
+/// The c10k model `name` stands for, and the settings it adds: a
 /// variant's, or a model's own with none.
 pub fn resolve<'a>(
     variants: &'a [Variant],
     name: &str,
-) -> Option<(&'static dyn crate::server::Model, &'a [String])> {
+) -> Option<(&'static dyn crate::server::Model, &'a Settings)> {
+    static NONE: std::sync::LazyLock<Settings> = std::sync::LazyLock::new(Settings::default);
     match variants.iter().find(|v| v.name == name) {
-        Some(v) => crate::server::find(&v.model).map(|m| (m, &v.args[..])),
-        None => crate::server::find(name).map(|m| (m, &[][..])),
+        Some(v) => crate::server::find(&v.model).map(|m| (m, &v.settings)),
+        None => crate::server::find(name).map(|m| (m, &*NONE)),
     }
 }
 
@@ -662,11 +667,11 @@ impl RunPlan {
             .map_or_else(|| model.to_string(), super::tune::Tuned::shown)
     }
 
-    /// The c10k model a cell's `name` runs and its variant's flags.
+    /// The c10k model a cell's `name` runs and its variant's settings.
     pub(crate) fn model(
         &self,
         name: &str,
-    ) -> Option<(&'static dyn crate::server::Model, &[String])> {
+    ) -> Option<(&'static dyn crate::server::Model, &Settings)> {
         resolve(&self.variants, name)
     }
 
@@ -836,7 +841,7 @@ impl RunPlan {
             primary: Primary::Throughput,
             per_connection_csv: false,
             buffer: "16KiB".into(),
-            server_args: Vec::new(),
+            server_settings: Settings::default(),
             variants: Vec::new(),
             servers: Vec::new(),
             targets: Vec::new(),
@@ -857,8 +862,8 @@ impl RunPlan {
 /// no model always follows the same one, and what one model leaves behind
 /// (dirty caches, sockets in TIME_WAIT, a CPU's frequency) does not fall
 /// on the same neighbour in every round, where pairing could not cancel it.
-pub(crate) fn round_order(models: &[String], run: usize) -> Vec<&String> {
-    let mut order: Vec<&String> = models.iter().collect();
+pub(crate) fn round_order<T>(models: &[T], run: usize) -> Vec<&T> {
+    let mut order: Vec<&T> = models.iter().collect();
     if run > 1 {
         let seed = crate::stats::rng::mix(0xc10c_0de5 ^ run as u64);
         crate::stats::rng::SplitMix64::new(seed).shuffle(&mut order);

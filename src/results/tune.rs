@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::server::settings::Settings;
 use crate::server::work::Profile;
 
 /// How the knobs are searched.
@@ -46,9 +47,10 @@ pub struct Tuned {
     pub connections: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work: Option<Profile>,
-    /// The `serve` flags the matrix runs the model with here (empty: the
-    /// run's defaults).
-    pub args: Vec<String>,
+    /// The settings the matrix runs the model with here (none: the run's
+    /// defaults).
+    #[serde(default, skip_serializing_if = "Settings::is_empty")]
+    pub settings: Settings,
     /// The setting kept, in words (`pool 128`), or `defaults`.
     pub kept: String,
     /// The run's defaults in words (`pool 2`); empty for a model without
@@ -128,7 +130,7 @@ impl Tuned {
             model: model.to_string(),
             connections,
             work: work.cloned(),
-            args: Vec::new(),
+            settings: Settings::default(),
             kept: "defaults".into(),
             defaults,
             best: "defaults".into(),
@@ -146,7 +148,7 @@ impl Tuned {
 
     /// Whether the matrix runs the model with settings of the search's.
     pub fn changed(&self) -> bool {
-        !self.args.is_empty()
+        !self.settings.is_empty()
     }
 
     /// The model as the tables name it: `hybrid (pool 128)`, or its name
@@ -165,7 +167,8 @@ impl Tuned {
 pub struct Tried {
     /// In words (`pool 64`, `defaults`).
     pub setting: String,
-    pub args: Vec<String>,
+    #[serde(default, skip_serializing_if = "Settings::is_empty")]
+    pub settings: Settings,
     /// Its median figure over the slots that held one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub median: Option<f64>,

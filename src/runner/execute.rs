@@ -18,6 +18,7 @@ use crate::metrics::tree::TreeMemory;
 use crate::metrics::{kernel, tree};
 use crate::results::cell::{CellResult, ServerSide, Status};
 use crate::results::matrix::{CellSpec, RunPlan, WorkloadKind};
+use crate::server::settings::Settings;
 use crate::sys;
 
 /// How long the server's socket count may stand still, short of every
@@ -364,7 +365,7 @@ pub(super) fn start_servers(
             task_per_connection: false,
         });
     }
-    let (model, variant_args) = plan
+    let (model, variant) = plan
         .model(&spec.model)
         .ok_or_else(|| Trouble::Failed(format!("unknown model '{}'", spec.model)))?;
     // Refused up front (the plan says why), or by the limits as they are
@@ -389,7 +390,7 @@ pub(super) fn start_servers(
     let mut args_used = Vec::new();
     for i in 0..instances {
         let port = servers.first().map_or(0, |s| s.addr.port());
-        let args = server_args(plan, (model, variant_args), spec, instances, port, hard);
+        let args = server_args(plan, (model, variant), spec, instances, port, hard);
         match ServerChild::start(&args) {
             Ok(s) => servers.push(s),
             Err(e) => {
@@ -472,34 +473,41 @@ fn start_foreign(
 }
 
 /// The `c10k serve` arguments of one instance of `model` with its
-/// variant's flags, for cell `spec` (its work, when it has some: a
-/// request is one of the workload's messages).
+/// variant's settings, for cell `spec` (its work, when it has some: a
+/// request is one of the workload's messages): the cell's own settings,
+/// the variant's laid over them, what `--tune` kept over both, and a
+/// user's `--server-arg`s over all, written as flags here, where the
+/// child starts.
 fn server_args(
     plan: &RunPlan,
-    (model, variant_args): (&dyn crate::server::Model, &[String]),
+    (model, variant): (&dyn crate::server::Model, &Settings),
     spec: &CellSpec,
     instances: usize,
     port: u16,
     hard: Option<u64>,
 ) -> Vec<String> {
     let connections = spec.connections;
+    let cell = Settings {
+        buffer_bytes: crate::present::units::parse_size(&plan.buffer).ok(),
+        workers: Some(default_workers(plan, model, connections)),
+        nofile: hard,
+        work: spec.work.clone(),
+        message_size: spec.work.as_ref().map(|_| plan.workload.message_size()),
+        ..Settings::default()
+    };
+    let tuned = plan
+        .tuned_at(&spec.model, connections, spec.work.as_ref())
+        .map(|t| t.settings.clone())
+        .unwrap_or_default();
+    let settings = cell.over(variant).over(&tuned).over(&plan.server_settings);
     let mut a: Vec<String> = vec![
         "--model".into(),
         model.name().into(),
         "--port".into(),
         port.to_string(),
-        "--buffer".into(),
-        plan.buffer.clone(),
     ];
     if let Some(ip) = plan.bind {
         a.extend(["--bind".into(), ip.to_string()]);
-    }
-    a.extend([
-        "--workers".into(),
-        default_workers(plan, model, connections).to_string(),
-    ]);
-    if let Some(h) = hard {
-        a.extend(["--nofile".into(), h.to_string()]);
     }
     if !plan.server_cpus.is_empty() {
         a.extend([
@@ -510,21 +518,7 @@ fn server_args(
     if instances > 1 {
         a.push("--reuseport".into());
     }
-    if let Some(work) = &spec.work {
-        a.extend([
-            "--work".into(),
-            work.to_string(),
-            "--message-size".into(),
-            plan.workload.message_size().to_string(),
-        ]);
-    }
-    // Last, so a variant's flag wins over a default above, what `--tune`
-    // kept over both, and a user's over all.
-    a.extend(variant_args.iter().cloned());
-    if let Some(t) = plan.tuned_at(&spec.model, connections, spec.work.as_ref()) {
-        a.extend(t.args.iter().cloned());
-    }
-    a.extend(plan.server_args.iter().cloned());
+    a.extend(settings.args());
     a
 }
 

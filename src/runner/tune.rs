@@ -34,6 +34,7 @@ use crate::results::dir::{self as results, RunData};
 use crate::results::matrix::{profiles, round_order, CellSpec, RunPlan, Variant};
 use crate::results::tune::{AtTarget, Chosen, Tried, Tuned};
 use crate::server::knobs::{self, Knob, Values};
+use crate::server::settings::{Field, Settings, Value};
 use crate::server::work::{Kind, Profile};
 
 /// One search: a c10k model at a count under a profile, and the ladders
@@ -59,7 +60,7 @@ pub(crate) fn jobs(plan: &RunPlan) -> Vec<Job> {
                 if plan.tuned_at(m, n, w.as_ref()).is_some() {
                     continue;
                 }
-                let Some((model, variant_args)) = plan.model(m) else {
+                let Some((model, own)) = plan.model(m) else {
                     continue;
                 };
                 if plan.refused.iter().any(|r| r.model == *m && n >= r.from) {
@@ -76,25 +77,23 @@ pub(crate) fn jobs(plan: &RunPlan) -> Vec<Job> {
                 for mut k in knobs::of(model) {
                     // Knobs chosen for this model are its only ones.
                     if !chosen.is_empty() {
-                        let Some(c) = chosen.iter().find(|c| c.flag == k.flag) else {
+                        let Some(c) = chosen.iter().find(|c| c.flag == k.flag()) else {
                             continue;
                         };
                         if let Some((least, most)) = c.range {
                             k.values = Values::Count { least, most };
                         }
                     }
-                    let given = |args: &[String]| {
-                        args.iter()
-                            .any(|a| a == k.flag || a.starts_with(&format!("{}=", k.flag)))
-                    };
-                    if given(variant_args) || given(&plan.server_args) {
-                        fixed.push(k.flag);
+                    if own.has(k.field) || plan.server_settings.has(k.field) {
+                        fixed.push(k.flag());
                         continue;
                     }
-                    let default = run_default(plan, model, &k, n);
+                    let Some(default) = run_default(plan, model, &k, n) else {
+                        continue;
+                    };
                     let guess = holds(&k).and_then(|h| guess(plan, model, h, n, w.as_ref()));
-                    if let Some(mut l) = Ladder::of(&k, &default, guess) {
-                        if model.worker_per_connection() && k.flag == "--workers" {
+                    if let Some(mut l) = Ladder::of(&k, default, guess) {
+                        if model.worker_per_connection() && k.field == Field::Workers {
                             // One process per connection at a time: fewer
                             // than the connections leaves some unserved.
                             keep_from(&mut l, n as u64);
@@ -134,18 +133,21 @@ pub(crate) fn sized(plan: &RunPlan) -> Vec<Tuned> {
     for job in jobs(plan) {
         let mut setting: Setting = job.ladders.iter().map(|l| l.default).collect();
         for (i, l) in job.ladders.iter().enumerate() {
-            let more = |i: usize| l.values[i].parse::<u64>().unwrap_or(0);
+            let more = |i: usize| match l.values[i] {
+                Value::Count(n) => n,
+                _ => 0,
+            };
             if holds(&l.knob).is_some() && more(l.start) > more(l.default) {
                 setting[i] = l.start;
             }
         }
-        let args = search::args_of(&job.ladders, &setting);
-        if args.is_empty() {
+        let settings = search::settings_of(&job.ladders, &setting);
+        if settings.is_empty() {
             continue;
         }
         let kept = search::label_of(&job.ladders, &setting);
         out.push(Tuned {
-            args,
+            settings,
             kept: kept.clone(),
             best: kept.clone(),
             why: format!(
@@ -164,10 +166,10 @@ pub(crate) fn sized(plan: &RunPlan) -> Vec<Tuned> {
 
 /// Drops the values of a count ladder below `least` (its default stays).
 fn keep_from(l: &mut Ladder, least: u64) {
-    let default = l.values[l.default].clone();
-    let start = l.values[l.start].clone();
+    let default = l.values[l.default];
+    let start = l.values[l.start];
     l.values
-        .retain(|v| *v == default || v.parse::<u64>().is_ok_and(|x| x >= least));
+        .retain(|v| *v == default || matches!(v, Value::Count(x) if *x >= least));
     l.default = l.values.iter().position(|v| *v == default).unwrap_or(0);
     l.start = l
         .values
@@ -176,23 +178,34 @@ fn keep_from(l: &mut Ladder, least: u64) {
         .unwrap_or(l.default);
 }
 
-/// The value `knob` has in the run when nothing sets it, as its flag
-/// takes it.
-fn run_default(plan: &RunPlan, model: &dyn crate::server::Model, k: &Knob, n: usize) -> String {
-    match (k.flag, k.values) {
-        ("--workers", _) => default_workers(plan, model, n).to_string(),
-        ("--blocking-threads", _) => crate::server::TOKIO_BLOCKING_THREADS.to_string(),
-        (_, Values::Switch) => "off".into(),
-        _ => k.default.to_string(),
-    }
+/// The value `knob` has in the run when nothing sets it; `None` where
+/// its declared default is not a value of its kind (tokio's own).
+fn run_default(
+    plan: &RunPlan,
+    model: &dyn crate::server::Model,
+    k: &Knob,
+    n: usize,
+) -> Option<Value> {
+    Some(match (k.field, k.values) {
+        (Field::Workers, _) => Value::Count(default_workers(plan, model, n) as u64),
+        (Field::BlockingThreads, _) => Value::Count(crate::server::TOKIO_BLOCKING_THREADS as u64),
+        (_, Values::Switch) => Value::Switch(false),
+        (_, Values::Count { .. } | Values::Bytes { .. }) => Value::Count(k.default.parse().ok()?),
+        (_, Values::Micros { .. }) => Value::Micros(
+            crate::present::units::parse_duration(k.default)
+                .ok()?
+                .as_micros() as u64,
+        ),
+        (_, Values::Choice(words)) => Value::Word(words.iter().find(|w| **w == k.default)?),
+    })
 }
 
 /// What holds one of the threads a knob counts, for a knob that sizes a
 /// pool.
 fn holds(k: &Knob) -> Option<Holds> {
-    match k.flag {
-        "--workers" => Some(Holds::Handler),
-        "--blocking-threads" => Some(Holds::Block),
+    match k.field {
+        Field::Workers => Some(Holds::Handler),
+        Field::BlockingThreads => Some(Holds::Block),
         _ => None,
     }
 }
@@ -343,14 +356,14 @@ pub(crate) fn line(t: &Tuned) -> String {
     )
 }
 
-/// The name a setting's server runs under in the search: the model's,
-/// with the flags the setting adds.
+/// The name a setting's server runs under in the search, as a tuned
+/// model is shown: the model's for its defaults, `hybrid (pool 128)`
+/// else. A name only: the setting itself travels with each cell
+/// ([`State::settings`]).
 fn name_of(job: &Job, setting: &Setting) -> String {
-    let args = search::args_of(&job.ladders, setting);
-    if args.is_empty() {
-        job.model.clone()
-    } else {
-        format!("{} {}", job.model, args.join(" "))
+    match search::label_of(&job.ladders, setting) {
+        words if words == "defaults" => job.model.clone(),
+        words => format!("{} ({words})", job.model),
     }
 }
 
@@ -386,8 +399,8 @@ fn one(plan: &RunPlan, dir: &Path, job: &Job, share: f64) -> anyhow::Result<Opti
         tuned.why = format!("defaults: {why}");
         return Ok(Some(tuned));
     }
-    let (model, variant_args) = plan.model(&job.model).context("a model the plan names")?;
-    // Each setting a variant of the model's, named for its flags.
+    let (model, own) = plan.model(&job.model).context("a model the plan names")?;
+    // Each setting a variant of the model's, with its settings.
     let mut sub = plan.clone();
     if sub.capacity.take().is_some() {
         // The climb ranks throughput in a closed loop; the capacity
@@ -399,33 +412,34 @@ fn one(plan: &RunPlan, dir: &Path, job: &Job, share: f64) -> anyhow::Result<Opti
     sub.tuned.clear();
     sub.cells.clear();
     sub.models.clear();
-    // Every setting by the name its server runs under, once.
-    let settings: std::collections::BTreeMap<String, Setting> = every_setting(&job.ladders)
+    // Every setting a server of its own, once.
+    let every: Vec<(String, Setting)> = every_setting(&job.ladders)
         .into_iter()
         .map(|s| (name_of(job, &s), s))
         .collect();
-    sub.variants.retain(|v| !settings.contains_key(&v.name));
-    for (name, s) in &settings {
-        let mut args = variant_args.to_vec();
-        args.extend(search::args_of(&job.ladders, s));
+    sub.variants
+        .retain(|v| every.iter().all(|(name, _)| *name != v.name));
+    for (name, s) in &every {
         sub.variants.push(Variant {
             name: name.clone(),
             model: model.name().into(),
-            args,
+            settings: own.over(&search::settings_of(&job.ladders, s)),
         });
         sub.models.push(name.clone());
     }
-    let setting_of = |name: &str| settings.get(name).cloned();
     let state = RefCell::new(State::default());
     let cells_of = |step: &[Setting], state: &mut State| -> Vec<CellSpec> {
-        let names: Vec<String> = step.iter().map(|s| name_of(job, s)).collect();
+        let named: Vec<(String, &Setting)> = step.iter().map(|s| (name_of(job, s), s)).collect();
         let mut cells = Vec::new();
         for _ in 0..method.rounds {
             state.round += 1;
-            for name in round_order(&names, state.round) {
+            for (name, setting) in round_order(&named, state.round) {
+                // Each cell's setting by its index, which the slot's
+                // result carries back.
+                state.settings.push((*setting).clone());
                 cells.push(CellSpec {
                     id: CellSpec::id_of(name, job.work.as_ref(), job.connections, state.round),
-                    index: cells.len(),
+                    index: state.settings.len() - 1,
                     model: name.clone(),
                     work: job.work.clone(),
                     connections: job.connections,
@@ -464,7 +478,7 @@ fn one(plan: &RunPlan, dir: &Path, job: &Job, share: f64) -> anyhow::Result<Opti
             let figure = (result.status == Status::Ok)
                 .then(|| result.metrics().primary(sub.primary))
                 .flatten();
-            if let Some(s) = setting_of(&result.cell.model) {
+            if let Some(s) = st.settings.get(result.cell.index).cloned() {
                 st.history
                     .entry(s)
                     .or_default()
@@ -516,7 +530,7 @@ fn one(plan: &RunPlan, dir: &Path, job: &Job, share: f64) -> anyhow::Result<Opti
         Step::Measure(_) => search::so_far(&job.ladders, &method, &st.history),
     };
     let defaults: Setting = job.ladders.iter().map(|l| l.default).collect();
-    tuned.args = search::args_of(&job.ladders, &found.setting);
+    tuned.settings = search::settings_of(&job.ladders, &found.setting);
     tuned.kept = search::label_of(&job.ladders, &found.setting);
     tuned.best = search::label_of(&job.ladders, &found.best);
     tuned.default_figure = search::median(&st.history, &defaults);
@@ -536,7 +550,7 @@ fn one(plan: &RunPlan, dir: &Path, job: &Job, share: f64) -> anyhow::Result<Opti
                 .map_or(0, |v| v.iter().filter(|x| x.1.is_none()).count());
             Tried {
                 setting: search::label_of(&job.ladders, s),
-                args: search::args_of(&job.ladders, s),
+                settings: search::settings_of(&job.ladders, s),
                 median: search::median(&st.history, s),
                 slots,
                 failed,
@@ -785,7 +799,7 @@ fn settle_at_target(tuned: &mut Tuned, at: AtTarget) {
                 .as_ref()
                 .map_or_else(String::new, |s| format!(" before {s} ({} slots)", at.slots)),
         );
-        tuned.args.clear();
+        tuned.settings = Settings::default();
         tuned.kept = "defaults".into();
     }
     tuned.at_target = Some(at);
@@ -809,6 +823,8 @@ struct State {
     history: search::History,
     /// Settings in the order first measured.
     order: Vec<Setting>,
+    /// Each cell's setting, by the cell's index.
+    settings: Vec<Setting>,
     round: usize,
     slots: usize,
     slot_seconds: f64,
@@ -875,8 +891,10 @@ mod tests {
         p
     }
 
-    fn args_at<'a>(t: &'a [Tuned], model: &str) -> Option<&'a [String]> {
-        t.iter().find(|t| t.model == model).map(|t| &t.args[..])
+    fn workers_at(t: &[Tuned], model: &str) -> Option<usize> {
+        t.iter()
+            .find(|t| t.model == model)
+            .and_then(|t| t.settings.workers)
     }
 
     #[test]
@@ -891,20 +909,14 @@ mod tests {
             "prefork",
         ];
         let t = sized(&plan(&models, 100, "block:1ms"));
-        assert_eq!(
-            args_at(&t, "hybrid"),
-            Some(&["--workers".to_string(), "100".into()][..])
-        );
-        assert_eq!(
-            args_at(&t, "epoll-workers").map(|a| a[1].as_str()),
-            Some("100")
-        );
-        assert_eq!(args_at(&t, "uring").map(|a| a[1].as_str()), Some("100"));
+        assert_eq!(workers_at(&t, "hybrid"), Some(100));
+        assert_eq!(workers_at(&t, "epoll-workers"), Some(100));
+        assert_eq!(workers_at(&t, "uring"), Some(100));
         // tokio hands blocks to its pool, whose 512 threads hold 100
         // blocks; one task per connection and a process per connection
         // already hold them; a single loop has nothing to size.
         for m in ["tokio", "threads", "epoll", "prefork"] {
-            assert_eq!(args_at(&t, m), None, "{m}: {t:?}");
+            assert!(t.iter().all(|t| t.model != m), "{m}: {t:?}");
         }
         assert_eq!(
             t.iter().find(|t| t.model == "hybrid").map(Tuned::shown),
@@ -913,11 +925,12 @@ mod tests {
         // 1,000 blocking calls at once pass tokio's 512; uring's rings
         // stop at their range's end.
         let t = sized(&plan(&models, 1000, "block:1ms"));
+        let tokio = t.iter().find(|t| t.model == "tokio").map(|t| &t.settings);
         assert_eq!(
-            args_at(&t, "tokio"),
-            Some(&["--blocking-threads".to_string(), "1000".into()][..])
+            tokio.map(|s| (s.blocking_threads, s.workers)),
+            Some((Some(1000), None))
         );
-        assert_eq!(args_at(&t, "uring").map(|a| a[1].as_str()), Some("256"));
+        assert_eq!(workers_at(&t, "uring"), Some(256));
         // CPU work needs a thread per CPU, the default: nothing sized.
         assert!(sized(&plan(&models, 1000, "cpu:100us")).is_empty());
     }
@@ -925,11 +938,11 @@ mod tests {
     #[test]
     fn a_knob_fixed_by_the_run_is_not_searched() {
         let mut p = plan(&["hybrid", "fork"], 16, "block:1ms");
-        p.server_args = vec!["--workers".into(), "4".into()];
+        p.server_settings.workers = Some(4);
         let jobs = jobs(&p);
         let h = jobs.iter().find(|j| j.model == "hybrid").unwrap();
-        assert!(h.ladders.iter().all(|l| l.knob.flag != "--workers"));
-        assert!(h.ladders.iter().any(|l| l.knob.flag == "--interval"));
+        assert!(h.ladders.iter().all(|l| l.knob.field != Field::Workers));
+        assert!(h.ladders.iter().any(|l| l.knob.field == Field::Interval));
         let f = jobs.iter().find(|j| j.model == "fork").unwrap();
         assert!(f.ladders.is_empty() && f.nothing.is_some());
     }

@@ -40,7 +40,7 @@ impl Model for EpollWorkers {
         &[
             LOOPS,
             Knob {
-                flag: "--accept",
+                field: crate::server::settings::Field::Accept,
                 what: "how the loops share the listener",
                 values: Values::Choice(&["acceptor", "shared", "exclusive", "reuseport"]),
                 default: "reuseport",

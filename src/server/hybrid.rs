@@ -80,7 +80,7 @@ impl Model for Hybrid {
         &[
             POOL,
             Knob {
-                flag: "--hand-back",
+                field: crate::server::settings::Field::HandBack,
                 what: "when a pool thread wakes the loop to take connections back",
                 values: Values::Choice(&["idle", "each"]),
                 default: "idle",

@@ -6,6 +6,7 @@
 //! belongs to every readiness loop and is added here. Cost: none until
 //! read.
 
+use super::settings::Field;
 use super::Model;
 
 /// What values a knob takes.
@@ -26,8 +27,8 @@ pub enum Values {
 /// One setting of a model worth tuning.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Knob {
-    /// The `c10k serve` flag.
-    pub flag: &'static str,
+    /// The setting it moves (its `c10k serve` flag: [`Knob::flag`]).
+    pub field: Field,
     /// What it sets, in a few words.
     pub what: &'static str,
     pub values: Values,
@@ -43,7 +44,7 @@ pub struct Knob {
 
 /// The pool of `--workers` threads, sized for blocking work.
 pub const POOL: Knob = Knob {
-    flag: "--workers",
+    field: Field::Workers,
     what: "handler threads in the pool",
     values: Values::Count {
         least: 1,
@@ -58,7 +59,7 @@ pub const POOL: Knob = Knob {
 /// they help only where a handler blocks its loop (a loop per connection
 /// at most).
 pub const LOOPS: Knob = Knob {
-    flag: "--workers",
+    field: Field::Workers,
     what: "event loops, one thread each",
     values: Values::Count {
         least: 1,
@@ -71,7 +72,7 @@ pub const LOOPS: Knob = Knob {
 
 /// Edge- rather than level-triggered epoll.
 pub const EDGE: Knob = Knob {
-    flag: "--edge",
+    field: Field::Edge,
     what: "edge-triggered epoll (else level)",
     values: Values::Switch,
     default: "off",
@@ -81,7 +82,7 @@ pub const EDGE: Knob = Knob {
 
 /// Every readiness loop's least time between two waits.
 pub const INTERVAL: Knob = Knob {
-    flag: "--interval",
+    field: Field::Interval,
     what: "least time between two waits (batches readiness)",
     values: Values::Micros {
         least: 0,
@@ -91,6 +92,13 @@ pub const INTERVAL: Knob = Knob {
     short: "interval",
     unsearched: None,
 };
+
+impl Knob {
+    /// The `c10k serve` flag that sets it.
+    pub fn flag(&self) -> &'static str {
+        self.field.flag()
+    }
+}
 
 /// Every knob of `model`: its own, then `--interval` for a readiness
 /// loop.
@@ -157,7 +165,7 @@ pub fn table() -> crate::export::table::Table {
         for k in knobs {
             t.rows.push(vec![
                 m.name().into(),
-                k.flag.into(),
+                k.flag().into(),
                 k.what.into(),
                 values_text(&k.values),
                 k.default.into(),
@@ -190,7 +198,7 @@ mod tests {
         let flags = |name: &str| -> Vec<&'static str> {
             of(crate::server::find(name).unwrap())
                 .iter()
-                .map(|k| k.flag)
+                .map(|k| k.flag())
                 .collect()
         };
         assert_eq!(flags("hybrid"), ["--workers", "--hand-back", "--interval"]);

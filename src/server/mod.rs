@@ -15,6 +15,7 @@ pub mod knobs;
 pub mod pace;
 pub mod reactor;
 pub mod run;
+pub mod settings;
 pub mod shared_state;
 pub mod stats;
 pub mod table;
@@ -44,7 +45,9 @@ pub use stats::{Stats, Summary};
 use crate::sys::signals::Shutdown;
 
 /// How `epoll-workers` shares the listening socket among its threads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum AcceptMode {
     /// One thread accepts and hands sockets out round-robin.

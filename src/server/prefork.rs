@@ -49,7 +49,7 @@ impl Model for Prefork {
     fn knobs(&self) -> &'static [super::knobs::Knob] {
         use super::knobs::{Knob, Values};
         &[Knob {
-            flag: "--workers",
+            field: crate::server::settings::Field::Workers,
             what: "processes in the pool, one connection each",
             values: Values::Count {
                 least: 1,

@@ -27,7 +27,7 @@ impl Model for Threads {
     fn knobs(&self) -> &'static [super::knobs::Knob] {
         use super::knobs::{Knob, Values};
         &[Knob {
-            flag: "--stack-size",
+            field: crate::server::settings::Field::StackSize,
             what: "each connection thread's stack",
             values: Values::Bytes {
                 least: 16 * 1024,

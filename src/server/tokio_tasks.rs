@@ -62,7 +62,7 @@ impl Model for Tokio {
                 ..LOOPS
             },
             Knob {
-                flag: "--blocking-threads",
+                field: crate::server::settings::Field::BlockingThreads,
                 what: "most threads of the spawn_blocking pool",
                 values: Values::Count {
                     least: 1,
@@ -73,7 +73,7 @@ impl Model for Tokio {
                 unsearched: None,
             },
             Knob {
-                flag: "--global-queue-interval",
+                field: crate::server::settings::Field::GlobalQueueInterval,
                 what: "tasks a worker runs between looks at the global queue",
                 values: Values::Count {
                     least: 1,

@@ -107,7 +107,7 @@ impl Model for Uring {
                 ..super::knobs::LOOPS
             },
             super::knobs::Knob {
-                flag: "--ring-entries",
+                field: crate::server::settings::Field::RingEntries,
                 what: "submission queue entries of each ring",
                 values: super::knobs::Values::Count {
                     least: 8,
@@ -118,7 +118,7 @@ impl Model for Uring {
                 unsearched: None,
             },
             super::knobs::Knob {
-                flag: "--ring-buffers",
+                field: crate::server::settings::Field::RingBuffers,
                 what: "provided buffers in each ring's buffer ring",
                 values: super::knobs::Values::Count {
                     least: 16,
@@ -129,7 +129,7 @@ impl Model for Uring {
                 unsearched: None,
             },
             super::knobs::Knob {
-                flag: "--ring-recv",
+                field: crate::server::settings::Field::RingRecv,
                 what: "how each connection receives",
                 values: super::knobs::Values::Choice(&["multishot", "once"]),
                 default: "multishot",

@@ -206,11 +206,16 @@ impl Work {
     /// Parses a SPEC (`none`, `cpu:20us`, `block:exp:1ms+wait:2ms`) for
     /// requests of `request` bytes.
     pub fn parse(spec: &str, request: usize) -> Result<Work, String> {
-        Ok(Work {
-            profile: Profile::parse(spec)?,
+        Ok(Work::of(Profile::parse(spec)?, request))
+    }
+
+    /// `profile` for requests of `request` bytes.
+    pub fn of(profile: Profile, request: usize) -> Work {
+        Work {
+            profile,
             request: request.max(1),
             offload_block: false,
-        })
+        }
     }
 
     /// No work: the plain echo.
@@ -317,27 +322,6 @@ impl Capacity {
                     .unwrap_or(super::TOKIO_BLOCKING_THREADS)
             }),
         }
-    }
-
-    /// This capacity with the pool sizes `flags` set (`serve`'s
-    /// `--workers N`, which every model with a pool counts its handlers
-    /// by, and `--blocking-threads N`), as `--tune` or a sized preset adds
-    /// them to a model's flags; the last of each wins, as for `serve`.
-    pub fn with_flags(mut self, flags: &[String]) -> Capacity {
-        let value = |flag: &str| {
-            flags
-                .iter()
-                .rposition(|a| a == flag)
-                .and_then(|i| flags.get(i + 1))
-                .and_then(|v| v.parse::<usize>().ok())
-        };
-        if let (Some(_), Some(n)) = (self.handlers, value("--workers")) {
-            self.handlers = Some(n);
-        }
-        if let (Some(_), Some(n)) = (self.blockers, value("--blocking-threads")) {
-            self.blockers = Some(n);
-        }
-        self
     }
 }
 
@@ -479,47 +463,6 @@ fn spin(d: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_capacity_takes_the_pool_sizes_a_search_kept() {
-        let flags = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let pool = Capacity {
-            handlers: Some(2),
-            cores: 2,
-            block_holds: true,
-            wait_holds: false,
-            blockers: None,
-        };
-        let c = pool.with_flags(&flags(&[
-            "--workers",
-            "8",
-            "--interval",
-            "50us",
-            "--workers",
-            "64",
-        ]));
-        assert_eq!((c.handlers, c.blockers), (Some(64), None));
-        // One task per connection stays so; a pool of blocking threads
-        // only where blocks go to one.
-        let per_connection = Capacity {
-            handlers: None,
-            ..pool
-        };
-        assert_eq!(
-            per_connection
-                .with_flags(&flags(&["--workers", "8"]))
-                .handlers,
-            None
-        );
-        let tokio = Capacity {
-            blockers: Some(512),
-            block_holds: false,
-            ..pool
-        };
-        let t = tokio.with_flags(&flags(&["--blocking-threads", "1000"]));
-        assert_eq!((t.handlers, t.blockers), (Some(2), Some(1000)));
-        assert_eq!(pool.with_flags(&flags(&["--workers", "x"])), pool);
-    }
 
     #[test]
     fn specs_parse_and_print_back() {

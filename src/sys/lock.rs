@@ -17,7 +17,10 @@ use std::io;
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
 /// The kinds of lock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum LockKind {
     /// A process-shared pthread mutex (futex).
     Mutex,

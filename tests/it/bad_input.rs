@@ -769,9 +769,9 @@ fn resume_refuses_results_of_another_plan() -> Result<(), Failed> {
         ),
         (
             &|p: &mut serde_json::Value| {
-                p["server_args"] = serde_json::json!(["--model", "threads"])
+                p["server_settings"] = serde_json::json!({"model": "threads"})
             },
-            &["plan.json", "--server-arg", "--model"][..],
+            &["plan.json", "unknown field `model`"][..],
         ),
     ] {
         edit(edit_plan)?;
@@ -906,11 +906,11 @@ fn resume_checks_the_plan_as_a_fresh_run_does() -> Result<(), Failed> {
         (
             "a bogus variant",
             &|p| {
-                p["variants"] =
-                    serde_json::json!([{"name": "poll@x", "model": "poll", "args": ["--bogus"]}]);
+                p["variants"] = serde_json::json!([{"name": "poll@x", "model": "poll",
+                        "settings": {"ring_entries": 64}}]);
                 p["models"] = serde_json::json!(["epoll", "poll@x"]);
             },
-            "variants[0]: --variant poll@x: ",
+            "variants[0].settings: --ring-entries: poll has no io_uring ring",
         ),
         (
             "a gibibyte buffer",

@@ -245,14 +245,14 @@ fn one_side_only_cells_are_listed() -> Result<(), Failed> {
     // A variant defined otherwise on each side is not the same model.
     let work = scratch("compare-variant")?;
     let (base, new) = (work.join("base"), work.join("new"));
-    let variant = |args: &'static str| {
+    let variant = |ns: u64| {
         move |plan: &mut Value, _: &mut Value| {
-            plan["variants"] =
-                serde_json::json!([{"name": "poll@v", "model": "poll", "args": [args]}]);
+            plan["variants"] = serde_json::json!([{"name": "poll@v", "model": "poll",
+                "settings": {"interval_ns": ns}}]);
         }
     };
-    side(&a, &base, &steady([1.0; 3]), &variant("--interval=1ms"))?;
-    side(&a, &new, &steady([1.0; 3]), &variant("--interval=2ms"))?;
+    side(&a, &base, &steady([1.0; 3]), &variant(1_000_000))?;
+    side(&a, &new, &steady([1.0; 3]), &variant(2_000_000))?;
     // poll becomes the variant poll@v in the plan and its records.
     for dir in [&base, &new] {
         for f in ["plan.json", "results.jsonl"] {
@@ -274,7 +274,7 @@ fn one_side_only_cells_are_listed() -> Result<(), Failed> {
     let ran = compare(&[&s(&base), &s(&new)])?;
     has(
         &ran.stdout,
-        "only in BASE: poll@v at 2 and 4 (poll@v is poll --interval=1ms in BASE, poll --interval=2ms in NEW)",
+        "only in BASE: poll@v at 2 and 4 (poll@v is poll --interval 1ms in BASE, poll --interval 2ms in NEW)",
         "the head",
     )?;
     Ok(())
@@ -286,7 +286,7 @@ fn differing_settings_are_named() -> Result<(), Failed> {
     let (base, new) = (work.join("base"), work.join("new"));
     side(&t, &base, &steady([1.0; 3]), &no_edit)?;
     let other = |plan: &mut Value, env: &mut Value| {
-        plan["server_args"] = serde_json::json!(["--interval=1ms"]);
+        plan["server_settings"] = serde_json::json!({"interval_ns": 1_000_000});
         plan["workload"]["duration_seconds"] = 0.06.into();
         env["kernel"] = "Linux 9.9.9 #1 SMP x86_64".into();
         env["cpu_model"] = "Another CPU".into();
@@ -296,7 +296,7 @@ fn differing_settings_are_named() -> Result<(), Failed> {
     expect(&ran, 0, "settings that differ")?;
     has(
         &ran.stdout,
-        "server_args [] → [\"--interval=1ms\"]",
+        "server_settings.interval_ns null → 1000000",
         "the head",
     )?;
     has(

@@ -270,7 +270,7 @@ fn plan(
         primary,
         per_connection_csv: false,
         buffer: "16KiB".into(),
-        server_args: Vec::new(),
+        server_settings: Default::default(),
         variants: Vec::new(),
         servers: Vec::new(),
         targets: Vec::new(),

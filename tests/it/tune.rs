@@ -47,18 +47,9 @@ fn a_pool_is_sized_for_blocking_work_and_the_matrix_runs_with_it() -> Result<(),
     // hybrid: a pool of at least 8 (1 ms blocks, 16 connections), kept
     // because it beat the defaults in the paired rounds.
     let h = of("hybrid")?;
-    let args: Vec<&str> = h["args"]
-        .as_array()
-        .ok_or("no args")?
-        .iter()
-        .filter_map(|a| a.as_str())
-        .collect();
-    let pool: usize = match args.iter().position(|a| *a == "--workers") {
-        Some(i) => args.get(i + 1).and_then(|v| v.parse().ok()).unwrap_or(0),
-        None => 0,
-    };
+    let pool = h["settings"]["workers"].as_u64().unwrap_or(0);
     if pool < 8 {
-        return Err(format!("hybrid kept {args:?}: {h}").into());
+        return Err(format!("hybrid kept {}: {h}", h["settings"]).into());
     }
     let lo = h["interval"][0].as_f64().ok_or("no interval")?;
     if lo <= 1.0 || h["kept"] != format!("pool {pool}") {
@@ -69,9 +60,7 @@ fn a_pool_is_sized_for_blocking_work_and_the_matrix_runs_with_it() -> Result<(),
     }
     // fork: nothing to size, its defaults kept, and why.
     let f = of("fork")?;
-    if f["args"].as_array().is_none_or(|a| !a.is_empty())
-        || !f["why"].as_str().unwrap_or("").contains("no knob")
-    {
+    if f.get("settings").is_some() || !f["why"].as_str().unwrap_or("").contains("no knob") {
         return Err(format!("fork's search: {f}").into());
     }
     // Every slot of the search is kept beside the results.
