@@ -80,12 +80,17 @@
 //! | repeating disturbed runs, `--runs auto`, the cells' order | `runner/mod.rs`, `auto.rs`, `analysis/settled.rs`, `results/matrix.rs` |
 //! | resident slots: the servers of a count up together, the load moving between them in shuffled rounds | `runner/resident.rs` (the round order: `results/matrix.rs` `round_order`) |
 //! | looks of rounds over slots (`--runs auto`), each read at Pocock's level | `runner/mod.rs` (`next_look`), `stats/looks.rs` |
-//! | the capacity search (`--slo`): its target and settings, its next rate, what it found, its bound | `results/slo.rs`, `runner/capacity.rs`, `analysis/capacity.rs` |
-//! | the capacity and cost tables, the curve and their answers as data | `experiments/capacity.rs` (`answers`) |
-//! | tuning (`--tune`): the search of a model's knobs, its rounds, what it kept | `analysis/tune.rs`, `runner/tune.rs`, `results/tune.rs`, `analysis/tuned.rs` |
+//! | capacity at a target (`--slo`): the room, and what lives outside it | `capacity/mod.rs` |
+//! | the capacity search: each rate's call, the next rate and round, what it found, the knee | `capacity/search.rs` (target data: `results/slo.rs`) |
+//! | the queueing bound beside a capacity | `capacity/queue.rs` |
+//! | the capacity and cost tables and their answers as data | `capacity/tables.rs` (`answers`); the curves: `report/curves.rs` |
+//! | tuning (`--tune`): the room, and what lives outside it | `tuning/mod.rs` |
+//! | the search of a model's knobs (ladders, Little's law, the climb) | `tuning/climb.rs`; run in slots by `runner/tuner.rs` |
+//! | what tuning kept, as data and as its table | `tuning/answers.rs` (recorded in `results/tuned.rs`) |
+//! | one server's settings, from the plan to the child's flags | `server/settings.rs` (flags parsed in `plan/mod.rs`, `serve_settings`) |
 //! | each model's knobs and their ranges (`c10k models --knobs`) | `server/knobs.rs` |
 //! | the paired per-round ratio (ranking, tuning, `compare --reference`) | `stats/compare.rs` (`per_round`) |
-//! | results.json and its schema (every answer as data) | `output/json.rs`, `schema/results.v1.schema.json` |
+//! | results.json and its schema (every answer as data) | `output/json.rs`, `schema/results.v2.schema.json` |
 //! | comparing two runs (matching cells, the test, the verdict) | `compare/cells.rs` |
 //! | a run's plan checked whole, made from flags or read back from plan.json | `plan/check.rs` |
 //! | starting a thread or a process that may fail (one line, the rest stopped) | `client/spawn.rs` |
@@ -114,6 +119,7 @@
 #![allow(rustdoc::private_intra_doc_links)]
 
 pub mod analysis;
+pub mod capacity;
 pub mod child;
 pub mod cli;
 pub mod client;
@@ -136,6 +142,7 @@ pub mod server;
 pub mod stats;
 #[allow(unsafe_code)]
 pub mod sys;
+pub mod tuning;
 
 /// The top-level modules form a DAG: flags ([`cli`]) over [`plan`] over the
 /// engines ([`server`], [`client`], [`micro`], [`herd`], [`runner`] with

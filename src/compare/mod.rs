@@ -24,7 +24,7 @@
 //! strongest comparison is still one run holding both servers (`c10k run
 //! --server old=… --server new=…`), whose rounds are paired.
 
-pub mod capacity;
+pub mod at_target;
 pub mod cells;
 pub mod input;
 pub mod report;
@@ -160,7 +160,7 @@ pub fn compare(settings: &Settings, base: &Side, new: &Side) -> Result<Compariso
             .collect()
     };
     let capacity: Vec<report::Capacity> = if searches {
-        capacity::cells(
+        at_target::cells(
             base,
             new,
             &matched,
@@ -200,8 +200,8 @@ pub fn compare(settings: &Settings, base: &Side, new: &Side) -> Result<Compariso
             .map(|(k, c)| Row {
                 key: k.text(),
                 verdict: c.verdict,
-                worse: capacity::worse_by(c),
-                ratio: capacity::range_text(c),
+                worse: at_target::worse_by(c),
+                ratio: at_target::range_text(c),
                 gate_failed: c.gate_failed,
             })
             .collect()

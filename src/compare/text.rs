@@ -313,7 +313,7 @@ pub fn tables(c: &Comparison, work: Option<&str>, cells: &[&Cell]) -> Vec<Table>
 /// Two capacity searches, one table per work profile (`None`: no work
 /// axis).
 pub fn capacity_tables(c: &Comparison) -> Vec<(Option<String>, Table)> {
-    use super::capacity::{bracket_text, range_text};
+    use super::at_target::{bracket_text, range_text};
     let mut out: Vec<(Option<String>, Table)> = Vec::new();
     for cell in &c.capacity {
         if !out.iter().any(|(w, _)| *w == cell.work) {

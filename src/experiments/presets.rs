@@ -43,7 +43,7 @@ pub struct Preset {
     /// many seconds unless `--budget` says.
     pub slo: Option<(&'static str, f64)>,
     /// Pools sized for the work by Little's law unless `--tune` searches
-    /// them ([`crate::runner::tune::sized`]).
+    /// them ([`crate::runner::tuner::sized`]).
     pub size_pools: bool,
 }
 

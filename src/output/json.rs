@@ -63,12 +63,12 @@ pub struct Results<'a> {
     /// A capacity search's answer (`--slo`), per work profile and count.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     #[schemars(default)]
-    pub capacity: Vec<crate::experiments::capacity::Answer>,
+    pub capacity: Vec<crate::capacity::tables::Answer>,
     /// What `--tune` kept (or the pools a preset sized), per model, count
     /// and work profile.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     #[schemars(default)]
-    pub tuned: Vec<crate::analysis::tuned::TunedAnswer>,
+    pub tuned: Vec<crate::tuning::answers::TunedAnswer>,
 }
 
 /// One model's place at one count (and work profile) in the ranking.
@@ -116,7 +116,7 @@ pub fn results(data: &RunData) -> Results<'_> {
     for part in crate::results::axis::parts(data) {
         let part_data = &part.data;
         if searched {
-            capacity.extend(crate::experiments::capacity::answers(part_data));
+            capacity.extend(crate::capacity::tables::answers(part_data));
             continue;
         }
         for (n, rows) in crate::analysis::summary::standings(part_data) {
@@ -149,6 +149,6 @@ pub fn results(data: &RunData) -> Results<'_> {
         primary_figure: data.plan.primary,
         summary,
         capacity,
-        tuned: crate::analysis::tuned::answers(data),
+        tuned: crate::tuning::answers::answers(data),
     }
 }

@@ -180,7 +180,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     if let Some(text) = &args.tune {
         super::tune::tune_of(&mut plan, text, &args.tune_knob)?;
     } else if preset.size_pools && plan.bench.is_none() {
-        plan.tuned = crate::runner::tune::sized(&plan);
+        plan.tuned = crate::runner::tuner::sized(&plan);
     }
     // Its errors name the plan's field, `work`: here, the flag.
     plan.check_work().map_err(|e| format!("--{e}"))?;
@@ -305,7 +305,7 @@ fn capacity_of(
     plan.looks = None;
     plan.auto_runs = None;
     plan.cells =
-        crate::runner::capacity::first_cells(&plan.models, &plan.connections, &plan.work, &search);
+        crate::capacity::search::first_cells(&plan.models, &plan.connections, &plan.work, &search);
     // A custom matrix's title names the search it runs now.
     if plan.experiment == CUSTOM {
         plan.title = custom_title(

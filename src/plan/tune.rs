@@ -1,12 +1,12 @@
 //! `c10k run --tune [BUDGET]` checked and added to a run plan: what the
 //! search can run on (resident slots of c10k models, a throughput to
 //! rank, a capacity at the target with `--slo`) and a budget that holds at least the first step of every search
-//! ([`crate::runner::tune`] runs them). Errors are one line saying what to
+//! ([`crate::runner::tuner`] runs them). Errors are one line saying what to
 //! change.
 
 use crate::present::units::{parse_duration, seconds};
 use crate::results::matrix::{self, RunPlan};
-use crate::results::tune::{Chosen, Tune};
+use crate::results::tuned::{Chosen, Tune};
 
 /// What `--tune` alone may spend: this many times the first steps of its
 /// searches (room for two more steps each, where most end), and at least
@@ -60,7 +60,7 @@ pub(crate) fn tune_of(plan: &mut RunPlan, text: &str, knobs: &[String]) -> Resul
         most_steps: Tune::MOST_STEPS,
         knobs: picked,
     });
-    let jobs = crate::runner::tune::jobs(plan);
+    let jobs = crate::runner::tuner::jobs(plan);
     let searched: Vec<_> = jobs.iter().filter(|j| !j.ladders.is_empty()).collect();
     if searched.is_empty() {
         return Err(
@@ -69,7 +69,7 @@ pub(crate) fn tune_of(plan: &mut RunPlan, text: &str, knobs: &[String]) -> Resul
         );
     }
     for j in &searched {
-        let first = crate::runner::tune::first_settings(plan, j);
+        let first = crate::runner::tuner::first_settings(plan, j);
         if let Some(why) = matrix::unfit(j.connections, first) {
             return Err(format!(
                 "--tune at {} connections: the first step of {}'s search is {why}; tune at fewer connections",
@@ -79,7 +79,7 @@ pub(crate) fn tune_of(plan: &mut RunPlan, text: &str, knobs: &[String]) -> Resul
     }
     let least: f64 = searched
         .iter()
-        .map(|j| crate::runner::tune::first_step_seconds(plan, j))
+        .map(|j| crate::runner::tuner::first_step_seconds(plan, j))
         .sum();
     let budget = given.unwrap_or((AUTO_STEPS * least).max(LEAST_AUTO_SECONDS));
     if let Some(t) = plan.tune.as_mut() {

@@ -19,7 +19,7 @@
 //! - [`figures`]: which charts the run gets and their data;
 //! - [`memory`]: the memory-per-connection chart (slopes, cells below
 //!   resolution listed);
-//! - [`capacity`]: a capacity run's curves against the offered rate;
+//! - [`curves`]: a capacity run's curves against the offered rate;
 //! - [`charts`]: drawing a figure with plotters;
 //! - [`summary`]: the primary figure per model × connections, and the
 //!   skipped and failed cells;
@@ -29,9 +29,9 @@
 //! - [`page`]: the HTML around them; [`crate::present::units`]: numbers for people;
 //! - [`compare`]: the page of `c10k compare`.
 
-pub mod capacity;
 pub mod charts;
 pub mod compare;
+pub mod curves;
 pub mod environment;
 pub mod figures;
 pub mod forest;

@@ -171,7 +171,7 @@ pub fn render(data: &RunData) -> anyhow::Result<String> {
             .work
             .map_or_else(String::new, |_| format!("-w{}", i + 1));
         if part.data.plan.capacity.is_some() {
-            for (n, chart) in super::capacity::charts(&part.data) {
+            for (n, chart) in super::curves::charts(&part.data) {
                 out.push_str(&chart_html(&chart, &format!("-c{n}{suffix}"))?);
             }
             continue;

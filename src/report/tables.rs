@@ -51,17 +51,17 @@ impl RunTables {
         // A capacity search ranks no figure over its slots: its tables are
         // the answer, the curves the summary.
         if data.plan.capacity.is_some() {
-            let mut t = crate::experiments::capacity::tables(data);
+            let mut t = crate::capacity::tables::tables(data);
             let summary = t.pop().unwrap_or_else(|| Table::new("", &[]));
             return RunTables {
                 verdict: t,
-                study: crate::analysis::tuned::table(data).into_iter().collect(),
+                study: crate::tuning::answers::table(data).into_iter().collect(),
                 ranking: Vec::new(),
                 memory: None,
                 summary,
             };
         }
-        let mut study: Vec<Table> = crate::analysis::tuned::table(data).into_iter().collect();
+        let mut study: Vec<Table> = crate::tuning::answers::table(data).into_iter().collect();
         study.extend(crate::experiments::tables(data));
         RunTables {
             verdict: crate::analysis::verdict::tables(data),
@@ -175,7 +175,7 @@ pub fn glance(data: &RunData) -> String {
             .map_or_else(String::new, |h| format!("{h}, "));
         let capacity = part.data.plan.capacity.is_some();
         let part_lines = if capacity {
-            crate::experiments::capacity::glance(&part.data)
+            crate::capacity::tables::glance(&part.data)
         } else {
             crate::analysis::summary::glance(&part.data)
         };

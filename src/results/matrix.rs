@@ -534,16 +534,16 @@ pub struct RunPlan {
     pub slots: Option<Slots>,
     /// `--slo`: a capacity search per model, count and profile, against
     /// these targets; the cells are then the search's slots, added as it
-    /// goes ([`crate::runner::capacity`]).
+    /// goes ([`crate::capacity::search`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<super::slo::Search>,
     /// `--tune`: before the matrix, every c10k model's knobs searched at
-    /// each count and profile ([`crate::runner::tune`]).
+    /// each count and profile ([`crate::runner::tuner`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tune: Option<super::tune::Tune>,
+    pub tune: Option<super::tuned::Tune>,
     /// What each search kept: the matrix runs each model with it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tuned: Vec<super::tune::Tuned>,
+    pub tuned: Vec<super::tuned::Tuned>,
     /// `--runs auto` over slots: rounds added look by look; `runs` is
     /// then the rounds of the first look.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -652,7 +652,7 @@ impl RunPlan {
         model: &str,
         n: usize,
         work: Option<&Profile>,
-    ) -> Option<&super::tune::Tuned> {
+    ) -> Option<&super::tuned::Tuned> {
         self.tuned
             .iter()
             .find(|t| t.model == model && t.connections == n && t.work.as_ref() == work)
@@ -664,7 +664,7 @@ impl RunPlan {
         self.tuned
             .iter()
             .find(|t| t.model == model && t.connections == n)
-            .map_or_else(|| model.to_string(), super::tune::Tuned::shown)
+            .map_or_else(|| model.to_string(), super::tuned::Tuned::shown)
     }
 
     /// The c10k model a cell's `name` runs and its variant's settings.

@@ -4,7 +4,7 @@
 //! resumed ([`dir`]), its lock ([`lock`]), which plan a record belongs to
 //! ([`identity`]), and the records arranged by work profile ([`axis`]) and
 //! for charts ([`series`]), and the latency target a capacity run
-//! searches against ([`slo`]), and the settings `--tune` kept ([`tune`]).
+//! searches against ([`slo`]), and the settings `--tune` kept ([`tuned`]).
 //! Nothing here measures or runs anything.
 
 pub mod axis;
@@ -15,4 +15,4 @@ pub mod lock;
 pub mod matrix;
 pub mod series;
 pub mod slo;
-pub mod tune;
+pub mod tuned;

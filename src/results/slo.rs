@@ -4,7 +4,7 @@
 //! so one target reads the same under `none` and `block:1ms`), and the
 //! settings of the search ([`Search`]) that finds, per model, count and
 //! work profile, the highest offered rate that holds it
-//! ([`crate::analysis::capacity`] decides, [`crate::runner::capacity`]
+//! ([`crate::capacity::search`] decides, [`crate::capacity::search`]
 //! runs). Parsing and arithmetic only; nothing here measures.
 
 use serde::{Deserialize, Serialize};

@@ -8,19 +8,18 @@
 //! its directory's lock from start to exit ([`lock`]), and a resume takes
 //! only the results of the plan it finishes ([`identity`]). With `--runs
 //! auto` the plan grows as cells settle or not ([`auto`]); with `--slo`
-//! as each model's capacity search asks ([`capacity`]). At the end:
+//! as each model's capacity search asks ([`crate::capacity::search`]). At the end:
 //! the ranking with ties ([`summary`]), memory per connection as slopes
 //! ([`memory`]) and the verdict ([`verdict`]), each per work profile, with
 //! the bound the work allows beside the figure ([`bound`]).
 
 pub mod auto;
 pub mod bench;
-pub mod capacity;
 pub mod execute;
 pub mod preflight;
 pub mod progress;
 pub mod resident;
-pub mod tune;
+pub mod tuner;
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -126,7 +125,7 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
         .context("installing the Ctrl-C and SIGTERM handlers")?;
     // `--tune`: every search the plan has not recorded runs first, so
     // every cell runs with what its model's search kept.
-    if !tune::run(data)? {
+    if !tuner::run(data)? {
         return Ok(Finish::Interrupted {
             left: data.remaining().len(),
             abandoned: None,
@@ -158,7 +157,7 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
         for (n, work) in blocks(&data.plan) {
             let open = left.iter().any(|c| c.connections == n && c.work == work);
             if !open {
-                let cells = capacity::next_round(data, n, work.as_ref(), false);
+                let cells = crate::capacity::search::next_round(data, n, work.as_ref(), false);
                 if !cells.is_empty() {
                     auto::append(&mut data.plan, &cells);
                     results::save_plan(&data.dir, &data.plan)?;
@@ -397,7 +396,7 @@ fn blocks(
 }
 
 /// With `--slo`, the next round at `n` connections under `work`
-/// ([`capacity::next_round`]), added to the plan (and `plan.json`) before
+/// ([`crate::capacity::search::next_round`]), added to the plan (and `plan.json`) before
 /// it runs, unless it would run past `deadline` (the block's share of the
 /// budget, on the run's clock); how the searches ended is said on the
 /// terminal when they end.
@@ -411,7 +410,7 @@ fn capacity_round(
 ) -> anyhow::Result<Vec<crate::results::matrix::CellSpec>> {
     use crate::present::units::{format_count, seconds};
     let at = block_label(&data.plan, n, work);
-    let mut cells = capacity::next_round(data, n, work, false);
+    let mut cells = crate::capacity::search::next_round(data, n, work, false);
     let first_cost = cells
         .first()
         .and_then(|c| c.offered)
@@ -462,11 +461,11 @@ fn capacity_round(
         if !searching {
             return Ok(Vec::new());
         }
-        for l in crate::analysis::capacity::ended_lines(data, n, work) {
+        for l in crate::capacity::search::ended_lines(data, n, work) {
             progress.note(&l);
         }
         // The cost phase still runs, with the rates decided so far.
-        cells = capacity::next_round(data, n, work, true);
+        cells = crate::capacity::search::next_round(data, n, work, true);
         if cells.is_empty() || spent + search.cost_rounds as f64 * round_seconds(&cells) > deadline
         {
             return Ok(Vec::new());
@@ -478,7 +477,7 @@ fn capacity_round(
     }
     if first_cost || (cells.is_empty() && !cost_ran(data, n, work)) {
         progress.note(&format!("{at}: every search has ended"));
-        for l in crate::analysis::capacity::ended_lines(data, n, work) {
+        for l in crate::capacity::search::ended_lines(data, n, work) {
             progress.note(&l);
         }
         cost_note(&cells);

@@ -6,7 +6,7 @@
 //! least-squares line with its interval ([`slope`], memory per
 //! connection); the power-law fit of time against connections ([`fit`]);
 //! Student's t quantiles ([`student`]); the stricter level of repeated
-//! looks ([`looks`]); the queueing bound of c handlers ([`queue`]); and
+//! looks ([`looks`]); and
 //! Jain's fairness index ([`fairness`]).
 
 pub mod compare;
@@ -14,7 +14,6 @@ pub mod fairness;
 pub mod fit;
 pub mod looks;
 pub mod median;
-pub mod queue;
 pub mod rng;
 pub mod slope;
 pub mod student;

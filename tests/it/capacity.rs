@@ -14,7 +14,7 @@ use std::process::Command;
 use libtest_mimic::Failed;
 
 use crate::support::{bin, lines, results_dir, run_c10k, scratch, succeeded};
-use c10k::analysis::capacity::{End, State};
+use c10k::capacity::search::{End, State};
 
 tests![
     one_blocking_handler_is_searched_below_its_1000_a_second,
@@ -76,7 +76,7 @@ fn one_blocking_handler_is_searched_below_its_1000_a_second() -> Result<(), Fail
     }
     // The search's outcome, read back as the tables read it.
     let (data, _) = c10k::results::dir::load(&dir, c10k::plan::check::check)?;
-    let all = c10k::experiments::capacity::searched(&data, 10);
+    let all = c10k::capacity::tables::searched(&data, 10);
     let s = all.first().ok_or("no search")?;
     match &s.state {
         State::Ended(End::Found { held, missed }) => {
@@ -130,7 +130,7 @@ fn one_blocking_handler_is_searched_below_its_1000_a_second() -> Result<(), Fail
 /// its latency at the target); its decided rates, `held` and `missed`,
 /// are rates it measured, `held` below `missed`.
 fn measured_points(
-    s: &c10k::experiments::capacity::Searched,
+    s: &c10k::capacity::tables::Searched,
     held: Option<f64>,
     missed: Option<f64>,
 ) -> Result<(), Failed> {
@@ -189,7 +189,7 @@ fn measured_points(
 /// and `--reference`, refused in one line.
 fn compares_by_decided_rates(
     dir: &Path,
-    s: &c10k::experiments::capacity::Searched,
+    s: &c10k::capacity::tables::Searched,
 ) -> Result<(), Failed> {
     let d = dir.to_string_lossy().into_owned();
     let json = dir.join("compare.json");
@@ -382,7 +382,7 @@ fn a_target_never_met_is_said_and_every_point_kept() -> Result<(), Failed> {
     if records.len() != plan_cells || records.is_empty() {
         return Err(format!("{} records of {plan_cells} slots planned", records.len()).into());
     }
-    let all = c10k::experiments::capacity::searched(&data, 2);
+    let all = c10k::capacity::tables::searched(&data, 2);
     let search = all.first().ok_or("no search")?;
     match &search.state {
         State::Ended(End::NeverMet(r)) => {
@@ -439,7 +439,7 @@ fn a_foreign_server_gets_its_curve_and_no_bound() -> Result<(), Failed> {
     )?;
     let dir = results_dir(&out)?;
     let (data, _) = c10k::results::dir::load(&dir, c10k::plan::check::check)?;
-    let all = c10k::experiments::capacity::searched(&data, 10);
+    let all = c10k::capacity::tables::searched(&data, 10);
     let asyncio = all
         .iter()
         .find(|s| s.model == "asyncio")
@@ -526,7 +526,7 @@ fn a_running_target_is_searched_from_agents() -> Result<(), Failed> {
         }
     }
     let (data, _) = c10k::results::dir::load(&dir, c10k::plan::check::check)?;
-    let all = c10k::experiments::capacity::searched(&data, 10);
+    let all = c10k::capacity::tables::searched(&data, 10);
     let mine = all.first().ok_or("no search")?;
     if mine.model != "mine" || mine.points.len() < 2 || mine.bound.is_some() {
         return Err(format!(

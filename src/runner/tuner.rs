@@ -1,6 +1,6 @@
 //! `c10k run --tune`: before the matrix, each c10k model's knobs
 //! ([`crate::server::knobs`]) are searched at every count and work
-//! profile ([`crate::analysis::tune`] decides what to measure next), and
+//! profile ([`crate::tuning::climb`] decides what to measure next), and
 //! what each search keeps goes into the plan (`plan.json`), so the matrix
 //! runs every model with it and a resumed run does not search again.
 //!
@@ -9,7 +9,7 @@
 //! settings measured once in every round in a shuffled order with the
 //! run's defaults among them, so two settings are compared within
 //! seconds. With `--slo`, the setting a climb found then gets a capacity
-//! search at the target ([`super::capacity`]), the defaults are measured
+//! search at the target ([`crate::capacity::search`]), the defaults are measured
 //! at the highest rate it held, and the setting is kept only when the
 //! defaults missed that rate.
 //! Every slot is kept in `tune.jsonl` beside the results. The
@@ -27,15 +27,15 @@ use anyhow::Context as _;
 
 use super::execute::{default_workers, server_cores};
 use super::resident;
-use crate::analysis::tune::{self as search, Holds, Ladder, Method, Setting, Step, Why};
 use crate::present::units::{format_count, seconds};
 use crate::results::cell::{CellResult, Status};
 use crate::results::dir::{self as results, RunData};
 use crate::results::matrix::{profiles, round_order, CellSpec, RunPlan, Variant};
-use crate::results::tune::{AtTarget, Chosen, Tried, Tuned};
+use crate::results::tuned::{AtTarget, Chosen, Tried, Tuned};
 use crate::server::knobs::{self, Knob, Values};
 use crate::server::settings::{Field, Settings, Value};
 use crate::server::work::{Kind, Profile};
+use crate::tuning::climb::{self as search, Holds, Ladder, Method, Setting, Step, Why};
 
 /// One search: a c10k model at a count under a profile, and the ladders
 /// of the knobs it searches (none: nothing to search, and why).
@@ -590,7 +590,7 @@ fn one(plan: &RunPlan, dir: &Path, job: &Job, share: f64) -> anyhow::Result<Opti
 /// the rate it held (one to six).
 const CHECK_SLOTS: usize = 26;
 
-/// With `--slo`: the capacity search ([`super::capacity`]) of the
+/// With `--slo`: the capacity search ([`crate::capacity::search`]) of the
 /// setting the climb found (`names[1]`, a variant of `sub`'s) at the
 /// job's count and profile, with no cost phase; then its defaults
 /// (`names[0]`) at the highest rate it held, slot after slot until that
@@ -607,7 +607,7 @@ fn at_target(
     (names, found): (&[String; 2], &str),
     seconds_left: f64,
 ) -> anyhow::Result<Option<AtTarget>> {
-    use crate::analysis::capacity::{self as cap, Call};
+    use crate::capacity::search::{self as cap, Call};
     let t0 = Instant::now();
     let mut search = plan.capacity.clone().context("a plan without --slo")?;
     search.cost_rounds = 0;
@@ -618,7 +618,7 @@ fn at_target(
     p.primary = plan.primary;
     p.models = vec![names[1].clone()];
     let profiles: Vec<Profile> = job.work.iter().cloned().collect();
-    p.cells = super::capacity::first_cells(&p.models, &[n], &profiles, &search);
+    p.cells = crate::capacity::search::first_cells(&p.models, &[n], &profiles, &search);
     p.capacity = Some(search.clone());
     let mut data = RunData {
         dir: dir.to_path_buf(),
@@ -634,7 +634,7 @@ fn at_target(
         stopped: None,
     };
     let first = data.plan.cells.clone();
-    let next = &mut |d: &RunData| super::capacity::next_round(d, n, work, false);
+    let next = &mut |d: &RunData| crate::capacity::search::next_round(d, n, work, false);
     if !slots.run(&mut data, &first, next)? {
         return Ok(None);
     }

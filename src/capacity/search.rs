@@ -28,13 +28,23 @@
 //! The search is a function of the recorded slots alone, so a resumed run
 //! takes up exactly where it stopped. Cost: a pass over a search's slots
 //! per step.
+//!
+//! The rounds a search runs are made here too ([`first_cells`],
+//! [`next_round`]): each round gives every model still searching one
+//! resident slot at the rate its search asks for next, in the round's
+//! shuffled order; when every search has ended, the cost phase runs every
+//! model that held a rate at the highest rate all of them held, in paired
+//! rounds, for their CPU per message and memory at one load. Each round
+//! is added to the plan before it runs, so a resumed run adds the round a
+//! stopped one owed.
 
+use super::queue::Queue;
 use crate::present::units::format_count;
 use crate::results::cell::{CellResult, Status};
 use crate::results::dir::RunData;
+use crate::results::matrix::{round_order, CellSpec, Offered};
 use crate::results::slo::{round_rate, Search};
 use crate::server::work::{Capacity, Kind, Profile};
-use crate::stats::queue::Queue;
 
 /// One slot of a search, as the analysis reads it.
 #[derive(Debug, Clone, PartialEq)]
@@ -883,6 +893,126 @@ pub fn end_text(e: &End) -> String {
             missed.map_or("none decided".into(), |r| format!("{}/s", format_count(r)))
         ),
     }
+}
+
+// The rounds the search runs: the first, and each next one.
+
+/// The next round at `n` under `work`: a slot for every model still
+/// searching, or a round of the cost phase; empty when both are done.
+/// The search phase is over once a cost round is planned, or when
+/// `stop_search` says (the budget).
+pub(crate) fn next_round(
+    data: &RunData,
+    n: usize,
+    work: Option<&Profile>,
+    stop_search: bool,
+) -> Vec<CellSpec> {
+    let Some(search) = &data.plan.capacity else {
+        return Vec::new();
+    };
+    let here = |c: &&CellSpec| c.connections == n && c.work.as_ref() == work;
+    let last_run = |m: &str| {
+        data.plan
+            .cells
+            .iter()
+            .filter(here)
+            .filter(|c| c.model == m)
+            .map(|c| c.run)
+            .max()
+            .unwrap_or(0)
+    };
+    let costing = data
+        .plan
+        .cells
+        .iter()
+        .filter(here)
+        .any(|c| c.offered.is_some_and(|o| o.cost_round.is_some()));
+    let mut wanted: Vec<(String, f64, Option<usize>)> = Vec::new();
+    if !(stop_search || costing) {
+        for m in &data.plan.models {
+            if let State::Measure(r) = state(data, m, n, work) {
+                wanted.push((m.clone(), r, None));
+            }
+        }
+    }
+    let round = data
+        .plan
+        .cells
+        .iter()
+        .filter(here)
+        .map(|c| c.run)
+        .max()
+        .unwrap_or(0)
+        + 1;
+    if wanted.is_empty() {
+        let done = data
+            .plan
+            .cells
+            .iter()
+            .filter(here)
+            .filter_map(|c| c.offered.and_then(|o| o.cost_round))
+            .max()
+            .unwrap_or(0);
+        if done >= search.cost_rounds {
+            return Vec::new();
+        }
+        let Some((rate, models)) = common_rate(data, n, work) else {
+            return Vec::new();
+        };
+        for m in models {
+            wanted.push((m, rate, Some(done + 1)));
+        }
+    }
+    let order = round_order(&data.plan.models, round);
+    wanted.sort_by_key(|(m, _, _)| order.iter().position(|x| *x == m));
+    wanted
+        .into_iter()
+        .map(|(model, rate, cost_round)| {
+            let run = last_run(&model) + 1;
+            CellSpec {
+                id: CellSpec::id_of(&model, work, n, run),
+                index: 0,
+                model,
+                work: work.cloned(),
+                connections: n,
+                run,
+                offered: Some(Offered {
+                    rate: rate.round().max(1.0) as u64,
+                    cost_round,
+                }),
+            }
+        })
+        .collect()
+}
+
+/// The first slot of every model at every count and profile: the search's
+/// first rate, in the plan's order.
+pub(crate) fn first_cells(
+    models: &[String],
+    connections: &[usize],
+    work: &[Profile],
+    search: &Search,
+) -> Vec<CellSpec> {
+    let mut cells = Vec::new();
+    for &n in connections {
+        for w in crate::results::matrix::profiles(work) {
+            for m in models {
+                cells.push(CellSpec {
+                    id: CellSpec::id_of(m, w.as_ref(), n, 1),
+                    index: cells.len(),
+                    model: m.clone(),
+                    work: w.clone(),
+                    connections: n,
+                    run: 1,
+                    offered: Some(Offered {
+                        rate: search.start_rate.round() as u64,
+                        cost_round: None,
+                    }),
+                });
+            }
+        }
+    }
+    cells
 }
 
 #[cfg(test)]

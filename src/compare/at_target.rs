@@ -2,7 +2,7 @@
 //! search's slots each offer a rate of their own, so no figure of theirs
 //! is compared run by run; what each side decided is. A side's capacity
 //! lies between the highest rate it held and the lowest it missed (each
-//! decided by its own interval, [`crate::analysis::capacity`]), so NEW's
+//! decided by its own interval, [`crate::capacity::search`]), so NEW's
 //! over BASE's lies between NEW held / BASE missed and NEW missed / BASE
 //! held. That range is read as a cell's interval is ([`super::cells`]):
 //! *higher* or *lower* when it lies wholly beyond ±margin, *equivalent*
@@ -16,7 +16,7 @@
 use super::cells::Key;
 use super::input::Side;
 use super::report::{Bracket, Capacity, Verdict};
-use crate::analysis::capacity::{self as cap, State};
+use crate::capacity::search::{self as cap, State};
 use crate::present::units::format_count;
 use crate::results::axis::{parts, Part};
 use crate::results::cell::Status;

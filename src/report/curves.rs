@@ -8,8 +8,8 @@
 
 use super::charts::{Entry, Figure, Line, Panel, Point, XFormat};
 use super::figures::Chart;
-use crate::analysis::capacity::RatePoint;
-use crate::experiments::capacity::{searched, work_of, Searched};
+use crate::capacity::search::RatePoint;
+use crate::capacity::tables::{searched, work_of, Searched};
 use crate::present::units::{format_count, Unit};
 use crate::results::dir::RunData;
 

@@ -2,8 +2,8 @@
 //! ([`Tune`]) and, per model, count and work profile, what it kept and
 //! what it measured on the way ([`Tuned`]), so the matrix runs each model
 //! with its settings and every table can say which they were and what
-//! they bought. The search itself is [`crate::analysis::tune`]; the
-//! runner is [`crate::runner::tune`]. Data only.
+//! they bought. The search itself is [`crate::tuning::climb`]; the
+//! runner is [`crate::runner::tuner`]. Data only.
 
 use serde::{Deserialize, Serialize};
 
@@ -87,7 +87,7 @@ pub struct Tuned {
 
 /// With `--slo`, the climb's setting against the run's defaults at the
 /// target: its capacity search's highest rate held and lowest missed
-/// ([`crate::analysis::capacity`]), and the defaults at the rate it held:
+/// ([`crate::capacity::search`]), and the defaults at the rate it held:
 /// held there (`defaults_held`), missed (`defaults_missed`), or neither,
 /// undecided.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -8,7 +8,7 @@
 //! the offered rate). And the lines of the answer at a glance. Cost: one
 //! analysis of each model's slots per count.
 
-use crate::analysis::capacity::{self as cap, end_text, state, Bound, End, RatePoint, State};
+use crate::capacity::search::{self as cap, end_text, state, Bound, End, RatePoint, State};
 use crate::export::table::Table;
 use crate::present::units::{format_count, seconds};
 use crate::results::dir::RunData;
@@ -816,7 +816,7 @@ fn curve_table(search: &Search, work: Option<&Profile>, n: usize, all: &[Searche
 }
 
 fn call_text(p: &RatePoint) -> String {
-    use crate::analysis::capacity::{Call, Miss};
+    use crate::capacity::search::{Call, Miss};
     let q = if p.decided { "" } else { "?" };
     match &p.call {
         Call::Holds => format!("holds{q}"),

@@ -12,7 +12,7 @@ use crate::present::units::{format_count, sig3};
 use crate::results::dir::RunData;
 
 /// The tuning table: what `--tune` kept, or the pools a preset sized
-/// ([`crate::runner::tune::sized`]); `None` when neither.
+/// ([`crate::runner::tuner::sized`]); `None` when neither.
 pub fn table(data: &RunData) -> Option<Table> {
     let tune = data.plan.tune.as_ref();
     let p = data.plan.tune_primary();
@@ -144,8 +144,8 @@ pub fn table(data: &RunData) -> Option<Table> {
 }
 
 /// What the plan's searches kept, by count and then the plan's order.
-fn sorted(data: &RunData) -> Vec<&crate::results::tune::Tuned> {
-    let mut rows: Vec<&crate::results::tune::Tuned> = data.plan.tuned.iter().collect();
+fn sorted(data: &RunData) -> Vec<&crate::results::tuned::Tuned> {
+    let mut rows: Vec<&crate::results::tuned::Tuned> = data.plan.tuned.iter().collect();
     rows.sort_by_key(|r| {
         (
             r.connections,
@@ -167,7 +167,7 @@ pub enum Defaults {
 }
 
 impl Defaults {
-    fn of(a: &crate::results::tune::AtTarget) -> Defaults {
+    fn of(a: &crate::results::tuned::AtTarget) -> Defaults {
         match (a.defaults_held, a.defaults_missed) {
             (_, Some(_)) => Defaults::Missed,
             (Some(_), _) => Defaults::Held,
