@@ -89,7 +89,7 @@
 //! | what tuning kept, as data and as its table | `tuning/answers.rs` (recorded in `results/tuned.rs`) |
 //! | one server's settings, from the plan to the child's flags | `server/settings.rs` (flags parsed in `plan/mod.rs`, `serve_settings`) |
 //! | each model's knobs and their ranges (`c10k models --knobs`) | `server/knobs.rs` |
-//! | the paired per-round ratio (ranking, tuning, `compare --reference`) | `stats/compare.rs` (`per_round`) |
+//! | the paired per-round ratio (ranking, tuning, `compare --reference`) | `stats/paired.rs` (`per_round`) |
 //! | results.json and its schema (every answer as data) | `output/json.rs`, `schema/results.v2.schema.json` |
 //! | comparing two runs (matching cells, the test, the verdict) | `compare/cells.rs` |
 //! | a run's plan checked whole, made from flags or read back from plan.json | `plan/check.rs` |

@@ -17,7 +17,7 @@ use crate::results::dir::RunData;
 use crate::results::matrix::{CellSpec, RunPlan, WorkloadKind};
 use crate::server::stats::WorkSummary;
 use crate::server::work::{Capacity, Kind, Profile};
-use crate::stats::compare::{self, Comparison, Sample};
+use crate::stats::paired::{self, Comparison, Sample};
 
 /// The work record of a cell of `plan` under `spec`'s work, from the JSON
 /// summaries its servers printed; `None` for a cell without work or
@@ -185,7 +185,7 @@ pub(crate) fn share(data: &RunData, model: &str, n: usize) -> Option<Share> {
         .collect();
     let median = |v: &[f64]| crate::stats::Summary::of(v).map(|s| s.median);
     let above = match (Sample::new(&measured), Sample::new(&limit)) {
-        (Some(m), Some(b)) => Some(compare::compare(&m, &b, data.plan.rule())),
+        (Some(m), Some(b)) => Some(paired::compare(&m, &b, data.plan.rule())),
         _ => None,
     }
     .filter(Comparison::larger);

@@ -3,7 +3,7 @@
 //! experiment's figure, best first, each with its spread over the repeats
 //! and how it compares with the best: faster or slower beyond noise and
 //! margin, equivalent within the margin, or inconclusive, with what would
-//! settle it ([`crate::stats::compare`] holds the rules). The heading, the
+//! settle it ([`crate::stats::paired`] holds the rules). The heading, the
 //! rank column and every row say the same thing. Costs a comparison per
 //! pair of models and connection count (microseconds).
 
@@ -17,7 +17,7 @@ use crate::present::units::{format_count, sig3};
 use crate::present::words::and_list;
 use crate::results::cell::{Metrics, Status};
 use crate::results::dir::RunData;
-use crate::stats::compare::{self, Comparison, Outcome, Sample};
+use crate::stats::paired::{self, Comparison, Outcome, Sample};
 use crate::stats::Summary;
 
 /// The values of one figure, each with its round, of every model measured
@@ -126,7 +126,7 @@ pub(crate) fn rank(
             }),
         }
     }
-    let mut out: Vec<Ranked> = compare::standings(&samples, higher_is_better, data.plan.rule())
+    let mut out: Vec<Ranked> = paired::standings(&samples, higher_is_better, data.plan.rule())
         .into_iter()
         .map(|st| {
             let (model, summary, repeated, disturbed) = testable[st.index].clone();

@@ -9,7 +9,7 @@
 //!
 //! A model *beats* another on a figure only beyond noise and margin: on the
 //! repeated figures (throughput, p99, CPU per message) by the comparison of
-//! [`crate::stats::compare`]; on memory per connection when the two slopes'
+//! [`crate::stats::paired`]; on memory per connection when the two slopes'
 //! intervals are disjoint and more than [`MEMORY_FLOOR_KIB`] apart; on idle
 //! CPU when the two differ by more than [`IDLE_FLOOR_CPUS`]. An open loop
 //! ranks by corrected p99, so p99 is its first figure. Costs what the
@@ -23,7 +23,7 @@ use crate::present::units::{format_count, sig3, Scale};
 use crate::present::words::and_list;
 use crate::results::cell::{CellResult, Metrics, RunsFigure, Status};
 use crate::results::dir::RunData;
-use crate::stats::compare::{self, Comparison, Sample};
+use crate::stats::paired::{self, Comparison, Sample};
 use crate::stats::Summary;
 
 /// Memory per connection differs only past this (1 KiB: a sixth of what
@@ -84,7 +84,7 @@ pub(crate) fn limit_note(cells: &[&CellResult]) -> Option<String> {
 
 /// The figures a model is judged on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Figure {
+enum Aspect {
     /// The experiment's own (throughput, time, accept rate, or p99 in an
     /// open loop).
     Primary,
@@ -156,32 +156,32 @@ fn judged(data: &RunData, n: usize, slopes: &[memory::Slope]) -> Vec<Judged> {
 
 /// `a` beats `b` on figure `f`, beyond noise and margin: how `b` falls
 /// short, in words; `None` when it does not.
-fn beats(data: &RunData, f: Figure, a: &Judged, b: &Judged) -> Option<String> {
+fn beats(data: &RunData, f: Aspect, a: &Judged, b: &Judged) -> Option<String> {
     let margin = data.plan.rule();
     let p = data.plan.primary;
     // How many times worse b is than a, when lower is better.
     let worse_lower = |x: &Option<Sample>, y: &Option<Sample>| -> Option<Comparison> {
-        let c = compare::compare(y.as_ref()?, x.as_ref()?, margin);
+        let c = paired::compare(y.as_ref()?, x.as_ref()?, margin);
         c.larger().then_some(c)
     };
     match f {
-        Figure::Primary => {
+        Aspect::Primary => {
             let (x, y) = (a.primary.as_ref()?, b.primary.as_ref()?);
             let c = if p.higher_is_better() {
-                compare::compare(x, y, margin)
+                paired::compare(x, y, margin)
             } else {
-                compare::compare(y, x, margin)
+                paired::compare(y, x, margin)
             };
             c.larger().then(|| {
                 let (worse, _) = summary::words(p.higher_is_better());
                 format!("{}× {worse} than {}", summary::times(c.ratio), a.model)
             })
         }
-        Figure::P99 => worse_lower(&a.p99, &b.p99)
+        Aspect::P99 => worse_lower(&a.p99, &b.p99)
             .map(|c| format!("p99 {}× {}'s", summary::times(c.ratio), a.model)),
-        Figure::Cpu => worse_lower(&a.cpu, &b.cpu)
+        Aspect::Cpu => worse_lower(&a.cpu, &b.cpu)
             .map(|c| format!("server CPU {}× {}'s", summary::times(c.ratio), a.model)),
-        Figure::Memory => {
+        Aspect::Memory => {
             let ((xa, _, hi_a), (xb, lo_b, _)) = (a.memory?, b.memory?);
             (lo_b > hi_a && xb - xa > MEMORY_FLOOR_KIB).then(|| {
                 format!(
@@ -192,7 +192,7 @@ fn beats(data: &RunData, f: Figure, a: &Judged, b: &Judged) -> Option<String> {
                 )
             })
         }
-        Figure::Idle => {
+        Aspect::Idle => {
             let lo_b = b.idle.iter().copied().reduce(f64::min)?;
             let hi_a = a.idle.iter().copied().reduce(f64::max)?;
             let pct = cpu_pct;
@@ -224,12 +224,12 @@ fn cpu_pct(v: f64) -> String {
     }
 }
 
-const FIGURES: [Figure; 5] = [
-    Figure::Primary,
-    Figure::P99,
-    Figure::Cpu,
-    Figure::Memory,
-    Figure::Idle,
+const FIGURES: [Aspect; 5] = [
+    Aspect::Primary,
+    Aspect::P99,
+    Aspect::Cpu,
+    Aspect::Memory,
+    Aspect::Idle,
 ];
 
 /// The dominance verdict at one count: the models not dominated, then
@@ -303,9 +303,9 @@ fn best_by(data: &RunData, n: usize, pick: &dyn Fn(&Metrics) -> Option<f64>) -> 
 
 /// The models no other one beats on a figure of its own (memory, idle
 /// CPU): `every model but busy`, or the list.
-fn least(data: &RunData, all: &[Judged], f: Figure, order: &[String]) -> Option<String> {
+fn least(data: &RunData, all: &[Judged], f: Aspect, order: &[String]) -> Option<String> {
     let has = |j: &Judged| match f {
-        Figure::Memory => j.memory.is_some(),
+        Aspect::Memory => j.memory.is_some(),
         _ => !j.idle.is_empty(),
     };
     let with: Vec<&Judged> = order
@@ -359,10 +359,10 @@ fn judgement(data: &RunData, n: usize, rows: &[Ranked], user: &[memory::Slope]) 
             if churn { "connection" } else { "message" }
         ));
     }
-    if let Some(b) = least(data, &all, Figure::Memory, &order) {
+    if let Some(b) = least(data, &all, Aspect::Memory, &order) {
         best.push(format!("memory/connection: {b}"));
     }
-    if let Some(b) = least(data, &all, Figure::Idle, &order) {
+    if let Some(b) = least(data, &all, Aspect::Idle, &order) {
         best.push(format!("idle CPU: {b}"));
     }
     let (free, out) = dominance(data, &all, &order);

@@ -182,7 +182,7 @@ pub enum Call {
 /// A geometric mean with its interval (`None` below [`Search::confirm`]
 /// slots).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Figure {
+pub struct GeoMean {
     pub value: f64,
     pub interval: Option<(f64, f64)>,
 }
@@ -204,7 +204,7 @@ pub struct RatePoint {
     pub at: Vec<f64>,
     /// The share of echoes slower than each target: pooled over the
     /// slots, with the interval of the slots' shares.
-    pub above: Vec<Figure>,
+    pub above: Vec<GeoMean>,
     /// Geometric means over the measured slots, seconds.
     pub p50: f64,
     pub p99: f64,
@@ -314,7 +314,7 @@ fn point(rate: f64, here: &[&SlotPoint], search: &Search, targets: &[f64]) -> Ra
                     (mean + half).max(3.0 / total.max(1.0)),
                 )
             });
-            Figure {
+            GeoMean {
                 value: pooled,
                 interval,
             }
@@ -1184,7 +1184,7 @@ mod tests {
             decided: true,
             share: 1.0,
             at: vec![1.1e-3],
-            above: vec![Figure {
+            above: vec![GeoMean {
                 value: 0.0,
                 interval: None,
             }],

@@ -14,7 +14,7 @@ use crate::present::units::{format_count, seconds};
 use crate::results::dir::RunData;
 use crate::results::slo::Search;
 use crate::server::work::Profile;
-use crate::stats::compare::{self, Outcome, Sample};
+use crate::stats::paired::{self, Outcome, Sample};
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -659,7 +659,7 @@ fn cost_of(data: &RunData, n: usize, all: &[Searched]) -> Option<Cost> {
                 call: LeastCall::Least,
             }),
             (Some(a), Some((lm, b))) => {
-                let c = compare::compare(a, b, data.plan.rule());
+                let c = paired::compare(a, b, data.plan.rule());
                 Some(VersusLeast {
                     least: lm.clone(),
                     ratio: c.ratio,

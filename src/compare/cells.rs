@@ -12,7 +12,7 @@
 //! **The test.** The repeats of two sessions are not paired (round r of
 //! one has nothing in common with round r of the other), so every figure
 //! is compared by Welch's t on the logarithms of each side's runs
-//! ([`crate::stats::compare::welch`]), giving NEW/BASE with its 95 %
+//! ([`crate::stats::paired::welch`]), giving NEW/BASE with its 95 %
 //! interval. The verdict is read off that interval as criterion.rs reads
 //! its own: *slower* or *faster* only when the whole interval lies beyond
 //! ±margin, *equivalent* when it lies wholly within it, *inconclusive*
@@ -36,11 +36,11 @@ use crate::present::words::and_list;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::input::Side;
-use super::report::{Cell, Curve, Figure, Memory, Pair, Quantile, Runs, Unmatched, Verdict};
+use super::report::{Cell, Curve, FigurePair, Memory, Pair, Quantile, Runs, Unmatched, Verdict};
 use crate::results::cell::{CellResult, Metrics, Status};
 use crate::results::dir::RunData;
 use crate::results::matrix::RunPlan;
-use crate::stats::compare::{welch, Outcome, Sample};
+use crate::stats::paired::{welch, Outcome, Sample};
 
 /// What a cell is, across runs.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -223,7 +223,7 @@ impl Runs {
     }
 }
 
-impl Figure {
+impl FigurePair {
     /// The ratio of `b`'s worse-way figure: NEW/BASE where lower is
     /// better, BASE/NEW where higher is; with its interval.
     pub fn worse(&self, higher_is_better: bool) -> Option<(f64, Option<(f64, f64)>)> {
@@ -252,8 +252,8 @@ pub fn figure(
     new: Vec<(usize, f64)>,
     higher_is_better: bool,
     margin: f64,
-) -> Figure {
-    let mut f = Figure {
+) -> FigurePair {
+    let mut f = FigurePair {
         base: Runs::of(base),
         new: Runs::of(new),
         ratio: None,
@@ -274,7 +274,7 @@ pub fn figure(
         f.noise = Some(0.0);
         return f;
     }
-    let c = welch(&n, &b, crate::stats::compare::Rule::new(margin));
+    let c = welch(&n, &b, crate::stats::paired::Rule::new(margin));
     f.ratio = Some(c.ratio);
     f.interval = c.interval;
     if c.outcome == Outcome::Untested {
@@ -432,7 +432,7 @@ pub fn cell(base: &Side, new: &Side, key: &Key, rules: &Rules) -> Cell {
         let raw = values(cells, &|c| c.metrics().primary(primary));
         match &reference {
             None => raw,
-            Some(r) => crate::stats::compare::per_round(
+            Some(r) => crate::stats::paired::per_round(
                 &raw,
                 &values(&cells_of(data, r), &|c| c.metrics().primary(primary)),
             ),

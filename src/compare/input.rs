@@ -391,7 +391,7 @@ fn run_of_loads(path: &Path, reports: Vec<Report>) -> RunData {
         order: Order::Interleaved,
         slots: None,
         looks: None,
-        margin: crate::stats::compare::DEFAULT_MARGIN,
+        margin: crate::stats::paired::DEFAULT_MARGIN,
         repeat_disturbed: 0,
         pin: Pin::None,
         server_cpus: Vec::new(),

@@ -312,7 +312,7 @@ fn capacity_test_text(s: &Settings) -> String {
 
 /// `0.91× [0.88, 0.94]`, `0.0685× [0.0601, 0.0781]`: two decimals, or
 /// three significant digits below 0.1.
-pub fn ratio_text(f: &report::Figure) -> String {
+pub fn ratio_text(f: &report::FigurePair) -> String {
     let t = crate::analysis::summary::small_times;
     match (f.ratio, f.interval) {
         (Some(r), Some((lo, hi))) => format!("{}× [{}, {}]", t(r), t(lo), t(hi)),

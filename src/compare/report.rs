@@ -151,8 +151,8 @@ pub struct Runs {
 
 /// A figure on both sides, and what changed.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct Figure {
+#[schemars(deny_unknown_fields, rename = "Figure")]
+pub struct FigurePair {
     pub base: Runs,
     pub new: Runs,
     /// NEW over BASE: the ratio of geometric means (tested), or of medians.
@@ -175,7 +175,7 @@ pub struct Quantile {
     pub q: f64,
     /// Lower is better; untested where a run has fewer than 10/(1−q)
     /// latencies.
-    pub figure: Figure,
+    pub figure: FigurePair,
 }
 
 /// A value on each side.
@@ -206,7 +206,7 @@ pub struct Cell {
     pub model: String,
     pub connections: usize,
     /// The figure that ranks (see `primary`).
-    pub primary: Figure,
+    pub primary: FigurePair,
     /// Does `--fail-if-slower` fail on this cell.
     pub gate_failed: bool,
     /// The round trip's quantiles (corrected in an open loop).
@@ -217,7 +217,7 @@ pub struct Cell {
     pub shift: String,
     /// The server's CPU per message, µs (lower is better); absent where
     /// not measured.
-    pub server_cpu_per_message_us: Option<Figure>,
+    pub server_cpu_per_message_us: Option<FigurePair>,
     /// Why the server's CPU per message is not a figure on either side
     /// (`unresolved (± 4 ms CPU)`: below the kernel's accounting), when
     /// it is not.

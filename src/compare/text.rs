@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 
-use super::report::{Cell, Comparison, Figure, Runs, Unmatched, Verdict};
+use super::report::{Cell, Comparison, FigurePair, Runs, Unmatched, Verdict};
 use crate::analysis::summary::{margin_text, times};
 use crate::export::table::Table;
 use crate::present::units::{format_count, seconds, sig3};
@@ -98,7 +98,7 @@ fn runs_text(r: &Runs, fmt: &dyn Fn(f64) -> String) -> String {
 }
 
 /// What a verdict is called for this figure.
-pub fn verdict_text(f: &Figure, worse: &str, better: &str) -> String {
+pub fn verdict_text(f: &FigurePair, worse: &str, better: &str) -> String {
     match f.verdict {
         Verdict::Slower => worse.to_string(),
         Verdict::Faster => better.to_string(),

@@ -20,7 +20,7 @@ use crate::stats::fairness::jain;
 
 /// One worker's counters.
 #[derive(Debug, Default)]
-pub struct Slot {
+pub struct WorkerTally {
     /// Times the wait returned to user space with something ready (or, for
     /// blocking accept, times accept returned).
     pub returns: AtomicU64,
@@ -41,7 +41,7 @@ pub struct Counts {
     pub errors: u64,
 }
 
-impl Slot {
+impl WorkerTally {
     pub fn add(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::SeqCst);
     }
@@ -65,7 +65,7 @@ impl Slot {
 /// A slot for every worker a cell may fork, in memory shared with them.
 #[derive(Debug, Clone, Copy)]
 pub struct Board {
-    slots: &'static [Slot],
+    slots: &'static [WorkerTally],
 }
 
 impl Board {
@@ -73,7 +73,7 @@ impl Board {
     /// after this call.
     pub fn shared(n: usize) -> std::io::Result<Board> {
         Ok(Board {
-            slots: crate::sys::shared::shared_slice::<Slot>(n.max(1))?,
+            slots: crate::sys::shared::shared_slice::<WorkerTally>(n.max(1))?,
         })
     }
 
@@ -84,17 +84,17 @@ impl Board {
 
     /// Zeroes the first `n` slots before a cell.
     pub fn clear(&self, n: usize) {
-        self.slots.iter().take(n).for_each(Slot::clear);
+        self.slots.iter().take(n).for_each(WorkerTally::clear);
     }
 
     /// Worker `i`'s slot (the last one past the end).
-    pub fn slot(&self, i: usize) -> &'static Slot {
+    pub fn slot(&self, i: usize) -> &'static WorkerTally {
         &self.slots[i.min(self.slots.len() - 1)]
     }
 
     /// The first `n` slots, read.
     pub fn read(&self, n: usize) -> Vec<Counts> {
-        self.slots.iter().take(n).map(Slot::read).collect()
+        self.slots.iter().take(n).map(WorkerTally::read).collect()
     }
 
     /// Accepts summed over the first `n` slots.
@@ -213,7 +213,7 @@ mod tests {
         let Ok(b) = Board::shared(MAX_WORKERS) else {
             panic!("cannot map the board");
         };
-        Slot::add(&b.slot(MAX_WORKERS - 1).accepts);
+        WorkerTally::add(&b.slot(MAX_WORKERS - 1).accepts);
         assert_eq!(b.accepts(MAX_WORKERS), 1);
         b.clear(MAX_WORKERS);
         assert_eq!(b.accepts(MAX_WORKERS), 0);

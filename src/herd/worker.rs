@@ -31,7 +31,7 @@
 //! The worker ends when the parent signals it (SIGTERM, the normal end), at
 //! its deadline (exit 0), when its loop reaches its iteration cap (exit 4),
 //! or when the wait fails (exit 3); it exits with 2 when setup failed.
-//! Counts go to its [`Slot`] in shared memory as they happen.
+//! Counts go to its [`WorkerTally`] in shared memory as they happen.
 
 use std::net::SocketAddrV4;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -42,7 +42,7 @@ use rustix::io::Errno;
 use rustix::net::{accept_with, SocketFlags};
 
 use super::method::Method;
-use super::tally::Slot;
+use super::tally::WorkerTally;
 use crate::sys::fdset::{self, FdSet};
 use crate::sys::pollset::{self, POLLIN};
 use crate::sys::process::{die_with_parent, exit_now};
@@ -74,7 +74,7 @@ pub struct Setup<'a> {
 }
 
 /// The body of a freshly forked worker; never returns.
-pub fn run(setup: &Setup<'_>, slot: &Slot, parent: i32) -> ! {
+pub fn run(setup: &Setup<'_>, slot: &WorkerTally, parent: i32) -> ! {
     // The parent turns SIGINT and SIGTERM into a flag; a worker must die
     // of them instead.
     crate::sys::signals::reset_in_child();
@@ -170,21 +170,21 @@ fn left(deadline: Instant) -> Option<Duration> {
 }
 
 /// One non-blocking accept; the connection is closed at once.
-fn try_accept(listener: BorrowedFd<'_>, slot: &Slot) {
+fn try_accept(listener: BorrowedFd<'_>, slot: &WorkerTally) {
     for _ in 0..8 {
         match accept_with(listener, SocketFlags::CLOEXEC) {
             Ok(conn) => {
                 drop(conn);
-                Slot::add(&slot.accepts);
+                WorkerTally::add(&slot.accepts);
                 return;
             }
             Err(Errno::AGAIN) => {
-                Slot::add(&slot.again);
+                WorkerTally::add(&slot.again);
                 return;
             }
             Err(Errno::INTR) => continue,
             Err(_) => {
-                Slot::add(&slot.errors);
+                WorkerTally::add(&slot.errors);
                 return;
             }
         }
@@ -197,7 +197,7 @@ fn try_accept(listener: BorrowedFd<'_>, slot: &Slot) {
 fn wait_loop(
     listener: BorrowedFd<'_>,
     setup: &Setup<'_>,
-    slot: &Slot,
+    slot: &WorkerTally,
     mut wait: impl FnMut(Duration) -> Result<usize, Errno>,
 ) -> i32 {
     tell(setup.ready, b'R');
@@ -208,7 +208,7 @@ fn wait_loop(
         match wait(left) {
             Ok(0) | Err(Errno::INTR) => {}
             Ok(_) => {
-                Slot::add(&slot.returns);
+                WorkerTally::add(&slot.returns);
                 try_accept(listener, slot);
             }
             Err(_) => return EXIT_WAIT,
@@ -217,7 +217,7 @@ fn wait_loop(
     EXIT_CAP
 }
 
-fn select_loop(fds: &[BorrowedFd<'_>], setup: &Setup<'_>, slot: &Slot) -> i32 {
+fn select_loop(fds: &[BorrowedFd<'_>], setup: &Setup<'_>, slot: &WorkerTally) -> i32 {
     let nfds = fds.iter().map(|f| f.as_raw_fd()).max().unwrap_or(0) as usize + 1;
     let mut master = FdSet::with_capacity(nfds);
     for f in fds {
@@ -230,7 +230,7 @@ fn select_loop(fds: &[BorrowedFd<'_>], setup: &Setup<'_>, slot: &Slot) -> i32 {
     })
 }
 
-fn poll_loop(fds: &[BorrowedFd<'_>], setup: &Setup<'_>, slot: &Slot) -> i32 {
+fn poll_loop(fds: &[BorrowedFd<'_>], setup: &Setup<'_>, slot: &WorkerTally) -> i32 {
     let mut set: Vec<pollset::PollFd> = fds
         .iter()
         .map(|f| pollset::pollfd(f.as_raw_fd(), POLLIN))
@@ -245,7 +245,12 @@ fn io_errno(e: std::io::Error) -> Errno {
     e.raw_os_error().map_or(Errno::IO, Errno::from_raw_os_error)
 }
 
-fn epoll_loop(fds: &[BorrowedFd<'_>], exclusive: bool, setup: &Setup<'_>, slot: &Slot) -> i32 {
+fn epoll_loop(
+    fds: &[BorrowedFd<'_>],
+    exclusive: bool,
+    setup: &Setup<'_>,
+    slot: &WorkerTally,
+) -> i32 {
     let Ok(ep) = epoll::create(CreateFlags::CLOEXEC) else {
         tell(setup.ready, b'F');
         return EXIT_SETUP;
@@ -277,7 +282,7 @@ fn epoll_loop(fds: &[BorrowedFd<'_>], exclusive: bool, setup: &Setup<'_>, slot: 
 /// Blocking accept. The parent set SO_RCVTIMEO on the listener to the
 /// workers' lifetime, so accept returns EAGAIN only at the deadline, never
 /// during a measurement (a periodic timeout would add wakeups of its own).
-fn accept_loop(listener: BorrowedFd<'_>, setup: &Setup<'_>, slot: &Slot) -> i32 {
+fn accept_loop(listener: BorrowedFd<'_>, setup: &Setup<'_>, slot: &WorkerTally) -> i32 {
     tell(setup.ready, b'R');
     for _ in 0..setup.cap {
         if left(setup.deadline).is_none() {
@@ -286,13 +291,13 @@ fn accept_loop(listener: BorrowedFd<'_>, setup: &Setup<'_>, slot: &Slot) -> i32 
         match accept_with(listener, SocketFlags::CLOEXEC) {
             Ok(conn) => {
                 drop(conn);
-                Slot::add(&slot.returns);
-                Slot::add(&slot.accepts);
+                WorkerTally::add(&slot.returns);
+                WorkerTally::add(&slot.accepts);
             }
             Err(Errno::AGAIN | Errno::INTR) => {}
             Err(_) => {
-                Slot::add(&slot.returns);
-                Slot::add(&slot.errors);
+                WorkerTally::add(&slot.returns);
+                WorkerTally::add(&slot.errors);
             }
         }
     }

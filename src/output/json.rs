@@ -15,7 +15,7 @@ use crate::analysis::summary::Beaten;
 use crate::results::cell::{Bound, CellResult};
 use crate::results::dir::RunData;
 use crate::results::matrix::{Primary, RunPlan};
-use crate::stats::compare::Comparison;
+use crate::stats::paired::Comparison;
 use crate::stats::Summary;
 
 /// The version of results.json's shape: raised when a field changes

@@ -25,7 +25,7 @@ pub struct ComparePlan {
 pub fn plan(args: &CompareArgs, command: String) -> Result<ComparePlan, String> {
     let margin = match &args.margin {
         Some(m) => super::run::parse_percent("--margin", m)?,
-        None => crate::stats::compare::DEFAULT_MARGIN,
+        None => crate::stats::paired::DEFAULT_MARGIN,
     };
     check_flag("--json", args.json.as_deref())?;
     check_flag("--markdown", args.markdown.as_deref())?;

@@ -650,7 +650,7 @@ fn repeats_of(args: &RunArgs, preset: &presets::Preset) -> Result<Repeats, Strin
         },
     };
     let margin = match args.margin.as_deref() {
-        None => crate::stats::compare::DEFAULT_MARGIN,
+        None => crate::stats::paired::DEFAULT_MARGIN,
         Some(text) => parse_percent("--margin", text)?,
     };
     let repeat_disturbed = match args.repeat_disturbed {

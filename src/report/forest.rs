@@ -18,7 +18,7 @@ use crate::analysis::summary::{standings, Ranked};
 use crate::export::table::escape_html;
 use crate::present::units::{format_count, sig3};
 use crate::results::dir::RunData;
-use crate::stats::compare::Outcome;
+use crate::stats::paired::Outcome;
 
 const WIDTH: u32 = 760;
 const ROW: u32 = 26;
@@ -45,7 +45,7 @@ fn svg(rows: &[&Ranked], margin: f64) -> anyhow::Result<String> {
     let level = rows
         .iter()
         .find_map(|r| r.versus_best.map(|c| c.level))
-        .unwrap_or(crate::stats::compare::DEFAULT_LEVEL);
+        .unwrap_or(crate::stats::paired::DEFAULT_LEVEL);
     let band = (1.0 / (1.0 + margin), 1.0 + margin);
     let mut xs = vec![band.0, band.1];
     for r in rows {

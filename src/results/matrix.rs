@@ -412,7 +412,7 @@ pub fn unfit(n: usize, servers: usize) -> Option<String> {
 }
 
 /// Rounds of a resident plan unless `--runs` says: 10 pairs decide a 10 %
-/// difference in every try of the simulation in [`crate::stats::compare`].
+/// difference in every try of the simulation in [`crate::stats::paired`].
 pub const DEFAULT_ROUNDS: usize = 10;
 
 /// `--runs auto`: repeat each model at each connection count until the 95 %
@@ -549,7 +549,7 @@ pub struct RunPlan {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub looks: Option<Looks>,
     /// Two models whose ratio's 95 % interval lies within ±`margin` are
-    /// equivalent (0.05: ±5 %; [`crate::stats::compare`]).
+    /// equivalent (0.05: ±5 %; [`crate::stats::paired`]).
     #[serde(default = "default_margin")]
     pub margin: f64,
     /// How many times a run disturbed from outside (interference or
@@ -610,7 +610,7 @@ pub struct RunPlan {
 }
 
 fn default_margin() -> f64 {
-    crate::stats::compare::DEFAULT_MARGIN
+    crate::stats::paired::DEFAULT_MARGIN
 }
 
 /// Repeats of a disturbed run unless `--repeat-disturbed` says otherwise.
@@ -708,12 +708,12 @@ impl RunPlan {
 
     /// What every comparison of the run is held to: its margin, at 95 %,
     /// or at the stricter level of its looks.
-    pub(crate) fn rule(&self) -> crate::stats::compare::Rule {
-        crate::stats::compare::Rule {
+    pub(crate) fn rule(&self) -> crate::stats::paired::Rule {
+        crate::stats::paired::Rule {
             margin: self.margin,
             level: self
                 .looks
-                .map_or(crate::stats::compare::DEFAULT_LEVEL, |l| l.level()),
+                .map_or(crate::stats::paired::DEFAULT_LEVEL, |l| l.level()),
         }
     }
 

@@ -33,7 +33,7 @@ use crate::results::cell::CellResult;
 use crate::results::dir::RunData;
 use crate::results::matrix::{CellSpec, Order, RunPlan};
 use crate::server::work::Profile;
-use crate::stats::compare::Outcome;
+use crate::stats::paired::Outcome;
 
 /// Adds to the plan the next run of every group that needs one (see the
 /// module's doc for where it goes) and numbers the cells again in run

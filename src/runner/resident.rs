@@ -4,7 +4,7 @@
 //! round, in the round's shuffled order ([`crate::results::matrix::round_order`]).
 //! Two models are then measured within a round of a few seconds, so the
 //! machine's drift, which moves in seconds, is shared by both and cancels
-//! in their ratio (the pairing of [`crate::stats::compare`]); one at a time,
+//! in their ratio (the pairing of [`crate::stats::paired`]); one at a time,
 //! a round spanned tens of seconds and it did not.
 //!
 //! Each server is started, sampled idle (memory, and its CPU when it holds

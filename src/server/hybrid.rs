@@ -4,7 +4,7 @@
 //! with the `poll` waiter: every idle connection is in a `poll(2)` array
 //! (updated in place) beside the listener, the stop pipe and an eventfd.
 //! The pool is the loop's [`Handler`]: when a connection is ready, the loop
-//! stops watching it, takes its [`Slot`] out of the connection table and
+//! stops watching it, takes its [`Served`] out of the connection table and
 //! sends it down a job channel.
 //!
 //! Who runs the handler: one of `--workers` pool threads receives the slot,
@@ -65,7 +65,7 @@ use rustix::event::{eventfd, EventfdFlags};
 use super::conn::Reads;
 use super::poll::PollWaiter;
 use super::reactor::{Core, Handler, Reactor, Waiter};
-use super::table::{service, Slot, Step};
+use super::table::{service, Served, Step};
 use super::work::Work;
 use super::{Context, Model, Stats, Variant};
 
@@ -135,9 +135,9 @@ impl Model for Hybrid {
 /// The worker threads, the sending end of their job channel, and the
 /// channel and doorbell on which they give connections back.
 struct Pool {
-    jobs: Option<Sender<Slot>>,
+    jobs: Option<Sender<Served>>,
     threads: Vec<JoinHandle<()>>,
-    done: Receiver<(Slot, Step)>,
+    done: Receiver<(Served, Step)>,
     bell: Arc<Doorbell>,
 }
 
@@ -188,7 +188,7 @@ impl Pool {
             fd: eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).context("eventfd")?,
             rung: AtomicBool::new(false),
         });
-        let (jobs, rx) = mpsc::channel::<Slot>();
+        let (jobs, rx) = mpsc::channel::<Served>();
         let (done_tx, done) = mpsc::channel();
         let rx = Arc::new(Mutex::new(rx));
         let mut pool = Pool {
@@ -263,8 +263,8 @@ impl Handler for Pool {
 /// timers), and ring the loop's doorbell once `hold` are given back or no
 /// job is waiting, so one wake-up of the loop takes back a batch.
 fn serve(
-    jobs: &Mutex<Receiver<Slot>>,
-    done: &Sender<(Slot, Step)>,
+    jobs: &Mutex<Receiver<Served>>,
+    done: &Sender<(Served, Step)>,
     bell: &Doorbell,
     hold: usize,
     stats: &Stats,

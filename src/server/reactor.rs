@@ -47,7 +47,7 @@ use anyhow::Context as _;
 use super::accept::{accept_all, Gate};
 use super::conn::{Reads, Want};
 use super::pace::Pace;
-use super::table::{Slot, Step, Table};
+use super::table::{Served, Step, Table};
 use super::Context;
 
 /// One loop's waits and the descriptors they returned, added to its
@@ -243,7 +243,7 @@ impl<W: Waiter> Core<'_, W> {
 
     /// Takes a connection out of the loop (no longer watched) so another
     /// thread can serve it.
-    pub fn take(&mut self, fd: RawFd) -> anyhow::Result<Option<Slot>> {
+    pub fn take(&mut self, fd: RawFd) -> anyhow::Result<Option<Served>> {
         let Some(slot) = self.table.take(fd) else {
             return Ok(None);
         };
@@ -258,7 +258,7 @@ impl<W: Waiter> Core<'_, W> {
     /// Takes back a connection served elsewhere: watched for what it wants
     /// next (or timed while its request waits), or closed (its close
     /// already counted) when it is finished.
-    pub(crate) fn put_back(&mut self, slot: Slot, step: Step) -> anyhow::Result<()> {
+    pub(crate) fn put_back(&mut self, slot: Served, step: Step) -> anyhow::Result<()> {
         match step {
             Step::Closed => {
                 drop(slot);

@@ -14,7 +14,7 @@ pub(crate) const READ_BUDGET: usize = 16;
 
 /// One served connection.
 #[derive(Debug)]
-pub struct Slot {
+pub struct Served {
     pub stream: TcpStream,
     pub conn: Conn,
     /// What it waits for now (Read or Write).
@@ -33,7 +33,7 @@ pub(crate) enum Step {
 /// Open connections by descriptor.
 #[derive(Debug)]
 pub struct Table {
-    slots: Vec<Option<Slot>>,
+    slots: Vec<Option<Served>>,
     buffer: usize,
     work: Work,
 }
@@ -57,7 +57,7 @@ impl Table {
             self.slots.resize_with(i + 1, || None);
         }
         debug_assert!(self.slots[i].is_none());
-        self.slots[i] = Some(Slot {
+        self.slots[i] = Some(Served {
             stream,
             conn: Conn::new(self.buffer),
             want: Want::Read,
@@ -66,18 +66,18 @@ impl Table {
     }
 
     /// The connection on `fd`, if any.
-    pub fn get(&self, fd: RawFd) -> Option<&Slot> {
+    pub fn get(&self, fd: RawFd) -> Option<&Served> {
         self.slots.get(fd as usize).and_then(Option::as_ref)
     }
 
     /// Removes and returns the connection on `fd` (it stays open until
     /// dropped).
-    pub fn take(&mut self, fd: RawFd) -> Option<Slot> {
+    pub fn take(&mut self, fd: RawFd) -> Option<Served> {
         self.slots.get_mut(fd as usize)?.take()
     }
 
     /// Puts back a connection taken with [`Table::take`].
-    pub(crate) fn put(&mut self, slot: Slot) {
+    pub(crate) fn put(&mut self, slot: Served) {
         let i = slot.stream.as_raw_fd() as usize;
         if i >= self.slots.len() {
             self.slots.resize_with(i + 1, || None);
@@ -103,7 +103,7 @@ impl Table {
 
 /// Services one connection; on `Closed` the caller drops the slot (closing
 /// the socket), and the close is already counted in `stats`.
-pub(crate) fn service(slot: &mut Slot, reads: Reads, stats: &Stats, work: &Work) -> Step {
+pub(crate) fn service(slot: &mut Served, reads: Reads, stats: &Stats, work: &Work) -> Step {
     match slot
         .conn
         .drive(&mut slot.stream, READ_BUDGET, reads, stats, work)

@@ -10,7 +10,7 @@
 //! at an early look, or runs fewer looks than planned, errs on the safe
 //! side. Pocock's constants are for a normal statistic; the intervals here
 //! are Student's or Yuen's t on the per-round log ratios, and the
-//! simulation in [`super::compare`]'s tests checks that the boundary holds
+//! simulation in [`super::paired`]'s tests checks that the boundary holds
 //! them to 5 % too. Costs nothing: a table.
 
 /// Pocock's critical value for K = 1…5 looks at a two-sided 5 %.

@@ -1,7 +1,7 @@
 //! Statistics over repeats: a summary with a spread (median, mean, standard
 //! deviation, quartiles, outliers); whether two models differ, are
 //! equivalent within a margin or cannot be told apart yet, and the ranking
-//! that follows ([`compare`]: Student's t over paired rounds); the interval of a
+//! that follows ([`paired`]: Student's t over paired rounds); the interval of a
 //! median and the `--runs auto` stopping rule ([`median`]); the slope of a
 //! least-squares line with its interval ([`slope`], memory per
 //! connection); the power-law fit of time against connections ([`fit`]);
@@ -9,11 +9,11 @@
 //! looks ([`looks`]); and
 //! Jain's fairness index ([`fairness`]).
 
-pub mod compare;
 pub mod fairness;
 pub mod fit;
 pub mod looks;
 pub mod median;
+pub mod paired;
 pub mod rng;
 pub mod slope;
 pub mod student;

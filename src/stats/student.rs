@@ -1,5 +1,5 @@
 //! Student's t: the two-sided 95 % quantile `t(0.975, df)` that the
-//! intervals of [`super::compare`] (Welch) and [`super::slope`] (least
+//! intervals of [`super::paired`] (Welch) and [`super::slope`] (least
 //! squares) need: a table for 1 to 30 degrees of freedom, its logarithm
 //! interpolated against `1/df` between entries (Welch's degrees of freedom
 //! are fractional), and beyond 30 the Cornish–Fisher expansion around the

@@ -7,7 +7,7 @@
 //! a step at a time, to a neighbour faster than the current value in
 //! every round they shared and by more than the margin at the median; the run's defaults are
 //! measured in every round, and the settings found are kept only when
-//! they beat the defaults by the paired test ([`crate::stats::compare`]),
+//! they beat the defaults by the paired test ([`crate::stats::paired`]),
 //! else the defaults stay and the search says so. Cost: a few medians per
 //! step.
 
@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use crate::server::knobs::{Knob, Values};
 use crate::server::settings::{Settings, Value};
-use crate::stats::compare::{self, Comparison, Rule, Sample};
+use crate::stats::paired::{self, Comparison, Rule, Sample};
 
 /// What holds one of the threads a sizing knob counts, for its starting
 /// value.
@@ -276,7 +276,7 @@ fn ratios(history: &History, a: &Setting, b: &Setting) -> Vec<f64> {
     // A failed slot of `a` counts as nothing; one of `b` pairs with none.
     let ha: Vec<(usize, f64)> = ha.iter().map(|&(r, x)| (r, x.unwrap_or(0.0))).collect();
     let hb: Vec<(usize, f64)> = hb.iter().filter_map(|&(r, y)| Some((r, y?))).collect();
-    let mut ratios: Vec<f64> = crate::stats::compare::per_round(&ha, &hb)
+    let mut ratios: Vec<f64> = crate::stats::paired::per_round(&ha, &hb)
         .into_iter()
         .map(|(_, x)| x)
         .collect();
@@ -418,7 +418,7 @@ fn found(history: &History, method: &Method, defaults: Setting, best: Setting) -
             why: Why::DefaultBest,
         };
     }
-    let c = sample(history, &best).map(|b| compare::compare(&b, &d, method.rule));
+    let c = sample(history, &best).map(|b| paired::compare(&b, &d, method.rule));
     let faster = c.is_some_and(|c| c.larger());
     Found {
         setting: if faster { best.clone() } else { defaults },
