@@ -78,7 +78,7 @@
 //! | results, resume, locking, which plan a record belongs to | `results/dir.rs`, `lock.rs`, `identity.rs` |
 //! | the ranking, the verdict, memory per connection, the bound of the work | `analysis/summary.rs`, `verdict.rs`, `memory.rs`, `bound.rs` |
 //! | repeating disturbed runs, `--runs auto`, the cells' order | `runner/mod.rs`, `auto.rs`, `analysis/settled.rs`, `results/matrix.rs` |
-//! | resident slots: the servers of a count up together, the load moving between them in shuffled rounds | `runner/resident.rs` (the round order: `results/matrix.rs` `round_order`) |
+//! | resident slots: the servers of a count up together, the load moving between them in shuffled rounds | `runner/resident.rs` (the round order: `results/schedule.rs`) |
 //! | looks of rounds over slots (`--runs auto`), each read at Pocock's level | `runner/mod.rs` (`next_look`), `stats/looks.rs` |
 //! | capacity at a target (`--slo`): the room, and what lives outside it | `capacity/mod.rs` |
 //! | the capacity search: each rate's call, the next rate and round, what it found, the knee | `capacity/search.rs` (target data: `results/slo.rs`) |

@@ -42,7 +42,8 @@ use super::queue::Queue;
 use crate::present::units::format_count;
 use crate::results::cell::{CellResult, Status};
 use crate::results::dir::RunData;
-use crate::results::matrix::{round_order, CellSpec, Offered};
+use crate::results::matrix::{CellSpec, Offered};
+use crate::results::schedule::{round_order, slot};
 use crate::results::slo::{round_rate, Search};
 use crate::server::work::{Capacity, Kind, Profile};
 
@@ -968,19 +969,11 @@ pub(crate) fn next_round(
     wanted
         .into_iter()
         .map(|(model, rate, cost_round)| {
-            let run = last_run(&model) + 1;
-            CellSpec {
-                id: CellSpec::id_of(&model, work, n, run),
-                index: 0,
-                model,
-                work: work.cloned(),
-                connections: n,
-                run,
-                offered: Some(Offered {
-                    rate: rate.round().max(1.0) as u64,
-                    cost_round,
-                }),
-            }
+            let offered = Offered {
+                rate: rate.round().max(1.0) as u64,
+                cost_round,
+            };
+            slot(&model, work, n, last_run(&model) + 1, Some(offered))
         })
         .collect()
 }
@@ -997,17 +990,13 @@ pub(crate) fn first_cells(
     for &n in connections {
         for w in crate::results::matrix::profiles(work) {
             for m in models {
+                let offered = Offered {
+                    rate: search.start_rate.round() as u64,
+                    cost_round: None,
+                };
                 cells.push(CellSpec {
-                    id: CellSpec::id_of(m, w.as_ref(), n, 1),
                     index: cells.len(),
-                    model: m.clone(),
-                    work: w.clone(),
-                    connections: n,
-                    run: 1,
-                    offered: Some(Offered {
-                        rate: search.start_rate.round() as u64,
-                        cost_round: None,
-                    }),
+                    ..slot(m, w.as_ref(), n, 1, Some(offered))
                 });
             }
         }

@@ -100,7 +100,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     {
         return Err("--server-arg=--bind: use --bind, which the client connects to as well".into());
     }
-    let cells = matrix::expand(&models, &connections, &work, runs, order);
+    let cells = crate::results::schedule::expand(&models, &connections, &work, runs, order);
     let refused = if preset.bench.is_some() {
         Vec::new()
     } else {
@@ -957,7 +957,7 @@ pub fn from_baseline(
     plan.command = command;
     let runs = plan.auto_runs.map_or(plan.runs, |a| a.min);
     plan.runs = runs;
-    plan.cells = matrix::expand(
+    plan.cells = crate::results::schedule::expand(
         &plan.models,
         &plan.connections,
         &plan.work,

@@ -70,7 +70,8 @@ pub fn parts(data: &RunData) -> Vec<Part<'_>> {
 mod tests {
     use super::*;
     use crate::results::dir::Figures;
-    use crate::results::matrix::{expand, Order, RunPlan};
+    use crate::results::matrix::{Order, RunPlan};
+    use crate::results::schedule::expand;
 
     #[test]
     fn a_run_splits_by_profile_and_one_without_the_axis_stays_whole() {

@@ -13,6 +13,7 @@ pub mod dir;
 pub mod identity;
 pub mod lock;
 pub mod matrix;
+pub mod schedule;
 pub mod series;
 pub mod slo;
 pub mod tuned;

@@ -59,7 +59,7 @@ pub fn extend(plan: &mut RunPlan, cells: &[CellResult]) -> usize {
     }
     // Within a round, count and profile, in that round's shuffled order.
     wanted.sort_by_key(|(m, w, n, run)| {
-        let place = crate::results::matrix::round_order(&plan.models, *run)
+        let place = crate::results::schedule::round_order(&plan.models, *run)
             .iter()
             .position(|x| *x == m);
         (
@@ -70,15 +70,7 @@ pub fn extend(plan: &mut RunPlan, cells: &[CellResult]) -> usize {
         )
     });
     for (model, work, n, run) in &wanted {
-        let spec = CellSpec {
-            offered: None,
-            id: CellSpec::id_of(model, work.as_ref(), *n, *run),
-            index: 0,
-            model: model.clone(),
-            work: work.clone(),
-            connections: *n,
-            run: *run,
-        };
+        let spec = crate::results::schedule::slot(model, work.as_ref(), *n, *run, None);
         let at = match plan.order {
             Order::Interleaved => plan.cells.len(),
             Order::Sequential => plan
@@ -149,17 +141,9 @@ pub(crate) fn look(data: &RunData, n: usize, work: Option<&Profile>) -> Look {
     let go = |m: &String| *m == best.model || undecided.contains(m);
     let mut cells = Vec::new();
     for run in rounds + 1..=rounds + looks.every {
-        for model in crate::results::matrix::round_order(&data.plan.models, run) {
+        for model in crate::results::schedule::round_order(&data.plan.models, run) {
             if go(model) {
-                cells.push(CellSpec {
-                    offered: None,
-                    id: CellSpec::id_of(model, work, n, run),
-                    index: 0,
-                    model: model.clone(),
-                    work: work.cloned(),
-                    connections: n,
-                    run,
-                });
+                cells.push(crate::results::schedule::slot(model, work, n, run, None));
             }
         }
     }
@@ -190,7 +174,7 @@ mod tests {
         let auto = AutoRuns::default();
         let mut p = RunPlan::example(&["a", "b"], &[10, 100], auto.min);
         p.command = "c10k run --runs auto".into();
-        p.cells = matrix::expand(&p.models, &p.connections, &[], auto.min, order);
+        p.cells = crate::results::schedule::expand(&p.models, &p.connections, &[], auto.min, order);
         p.auto_runs = Some(auto);
         p.order = order;
         p.workload = Workload {
@@ -370,7 +354,13 @@ mod tests {
         let mut p = plan(Order::Interleaved);
         p.bench = None;
         p.work = vec!["none".parse().unwrap(), "block:1ms".parse().unwrap()];
-        p.cells = matrix::expand(&p.models, &p.connections, &p.work, 3, Order::Interleaved);
+        p.cells = crate::results::schedule::expand(
+            &p.models,
+            &p.connections,
+            &p.work,
+            3,
+            Order::Interleaved,
+        );
         // Only a/block:1ms at 10 varies: only it gets a fourth run.
         let cells: Vec<CellResult> = p
             .cells
@@ -446,7 +436,7 @@ mod tests {
         assert!(cells.iter().all(|c| (11..=20).contains(&c.run)));
         assert!(cells.iter().all(|c| c.model != "b" && c.connections == 10));
         for run in 11..=20 {
-            let order: Vec<&str> = crate::results::matrix::round_order(&data.plan.models, run)
+            let order: Vec<&str> = crate::results::schedule::round_order(&data.plan.models, run)
                 .into_iter()
                 .filter(|m| *m != "b")
                 .map(String::as_str)

@@ -1,7 +1,7 @@
 //! Resident slots: the servers of one connection count (under one work
 //! profile) stay up together, each holding its connections, and the load
 //! moves from one to the next in short slots, one per server in each
-//! round, in the round's shuffled order ([`crate::results::matrix::round_order`]).
+//! round, in the round's shuffled order ([`crate::results::schedule::round_order`]).
 //! Two models are then measured within a round of a few seconds, so the
 //! machine's drift, which moves in seconds, is shared by both and cancels
 //! in their ratio (the pairing of [`crate::stats::paired`]); one at a time,

@@ -30,7 +30,8 @@ use super::resident;
 use crate::present::units::{format_count, seconds};
 use crate::results::cell::{CellResult, Status};
 use crate::results::dir::{self as results, RunData};
-use crate::results::matrix::{profiles, round_order, CellSpec, RunPlan, Variant};
+use crate::results::matrix::{profiles, CellSpec, RunPlan, Variant};
+use crate::results::schedule::{round_order, slot};
 use crate::results::tuned::{AtTarget, Chosen, Tried, Tuned};
 use crate::server::knobs::{self, Knob, Values};
 use crate::server::settings::{Field, Settings, Value};
@@ -438,13 +439,8 @@ fn one(plan: &RunPlan, dir: &Path, job: &Job, share: f64) -> anyhow::Result<Opti
                 // result carries back.
                 state.settings.push((*setting).clone());
                 cells.push(CellSpec {
-                    id: CellSpec::id_of(name, job.work.as_ref(), job.connections, state.round),
                     index: state.settings.len() - 1,
-                    model: name.clone(),
-                    work: job.work.clone(),
-                    connections: job.connections,
-                    run: state.round,
-                    offered: None,
+                    ..slot(name, job.work.as_ref(), job.connections, state.round, None)
                 });
             }
         }
@@ -657,18 +653,11 @@ fn at_target(
                 return Vec::new();
             }
             let run = point.map_or(0, |p| p.slots) + 1;
-            vec![CellSpec {
-                id: CellSpec::id_of(&names[0], work, n, run),
-                index: 0,
-                model: names[0].clone(),
-                work: job.work.clone(),
-                connections: n,
-                run,
-                offered: Some(crate::results::matrix::Offered {
-                    rate: h.round() as u64,
-                    cost_round: None,
-                }),
-            }]
+            let offered = crate::results::matrix::Offered {
+                rate: h.round() as u64,
+                cost_round: None,
+            };
+            vec![slot(&names[0], work, n, run, Some(offered))]
         };
         data.plan.models.push(names[0].clone());
         let first = next(&data);

@@ -236,7 +236,7 @@ fn plan(
         experiment: experiment.into(),
         title: format!("synthetic {experiment} run <for tests> & checks"),
         command: format!("c10k run {experiment} --runs 2 --out 'results/{experiment}'"),
-        cells: matrix::expand(&models, connections, &[], 2, Order::Interleaved),
+        cells: c10k::results::schedule::expand(&models, connections, &[], 2, Order::Interleaved),
         models,
         connections: connections.to_vec(),
         work: Vec::new(),
@@ -494,7 +494,8 @@ fn churn_run() -> RunData {
 
 /// `plan`'s matrix with `runs` repeats of every cell.
 fn with_runs(mut p: RunPlan, runs: usize) -> RunPlan {
-    p.cells = matrix::expand(&p.models, &p.connections, &[], runs, Order::Interleaved);
+    p.cells =
+        c10k::results::schedule::expand(&p.models, &p.connections, &[], runs, Order::Interleaved);
     p.runs = runs;
     p
 }
@@ -1136,7 +1137,8 @@ fn runs_auto_names_unsettled_cells() -> Result<(), Failed> {
     );
     p.auto_runs = Some(matrix::AutoRuns::default());
     p.runs = 3;
-    p.cells = matrix::expand(&p.models, &p.connections, &[], 3, Order::Interleaved);
+    p.cells =
+        c10k::results::schedule::expand(&p.models, &p.connections, &[], 3, Order::Interleaved);
     for run in 4..=10 {
         let index = p.cells.len();
         p.cells.push(matrix::CellSpec {
