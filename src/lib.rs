@@ -57,6 +57,7 @@
 //! |---|---|
 //! | the echo state machine every model runs | `server/conn.rs` |
 //! | accepting, `--max-conns`, the EMFILE pause | `server/accept.rs` |
+//! | a pool's threads set up before READY, and the limits checked first | `server/start.rs` |
 //! | the readiness loop of busy, select, poll, sigio, epoll, epoll-workers, hybrid | `server/reactor.rs` |
 //! | how busy, select, poll, sigio, epoll wait (one waiter each) | `server/busy.rs`, `select.rs`, `poll.rs`, `sigio.rs`, `epoll.rs` |
 //! | interval control (`--interval`) | `server/pace.rs` |

@@ -40,9 +40,10 @@ impl Model for Busy {
         Some("busy polls every socket without ever sleeping, by design: its CPU is a full core even when idle")
     }
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
-        Reactor::new(ctx, BusyWaiter::default(), Inline)?
-            .listen(&listener, false)
-            .run()
+        let mut reactor =
+            Reactor::new(ctx, BusyWaiter::default(), Inline)?.listen(&listener, false);
+        ctx.ready();
+        reactor.run()
     }
 }
 

@@ -58,9 +58,10 @@ impl Model for Epoll {
         ]
     }
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
-        Reactor::new(ctx, EpollWaiter::new(ctx.config.edge)?, Inline)?
-            .listen(&listener, false)
-            .run()
+        let mut reactor =
+            Reactor::new(ctx, EpollWaiter::new(ctx.config.edge)?, Inline)?.listen(&listener, false);
+        ctx.ready();
+        reactor.run()
     }
 }
 

@@ -27,6 +27,7 @@ use super::accept::accept_loop;
 use super::epoll::EpollWaiter;
 use super::reactor::{Core, Handler, Inline, Reactor, Waiter};
 use super::run::listen;
+use super::start::{threads_fit, StartLine, STD_STACK};
 use super::{AcceptMode, Config, Context, Model, Variant};
 
 pub(crate) struct EpollWorkers;
@@ -91,7 +92,9 @@ impl Model for EpollWorkers {
             AcceptMode::Reuseport => (1..cfg.workers)
                 .map(|_| listen(cfg.bind, cfg.backlog, true))
                 .collect::<Result<Vec<_>, _>>()
-                .context("opening a listener per worker")?,
+                .with_context(|| {
+                    format!("cannot open a listener for each of {} loops", cfg.workers)
+                })?,
             _ => Vec::new(),
         };
         let workers = (0..cfg.workers)
@@ -106,7 +109,8 @@ impl Model for EpollWorkers {
                     }),
                 })
             })
-            .collect::<anyhow::Result<Vec<_>>>()?;
+            .collect::<anyhow::Result<Vec<_>>>()
+            .with_context(|| format!("cannot set up {} epoll loops", cfg.workers))?;
         run_workers(ctx, workers, || Ok(()))
     }
 }
@@ -122,14 +126,23 @@ struct Worker<'a, H> {
 /// `--accept acceptor`: the workers serve what one accepting thread deals
 /// out to their inboxes.
 fn with_acceptor(listener: &TcpListener, ctx: &Context) -> anyhow::Result<()> {
-    let mut workers = Vec::with_capacity(ctx.config.workers);
+    let n = ctx.config.workers;
+    let mut workers = Vec::with_capacity(n);
     let mut inboxes: Vec<(Sender<TcpStream>, OwnedFd)> = Vec::new();
-    for _ in 0..ctx.config.workers {
+    let cannot = || format!("cannot set up {n} epoll loops");
+    for _ in 0..n {
         let (tx, rx) = channel();
-        let wake = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).context("eventfd")?;
-        inboxes.push((tx, wake.try_clone().context("dup eventfd")?));
+        let wake = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
+            .context("eventfd")
+            .with_context(cannot)?;
+        inboxes.push((
+            tx,
+            wake.try_clone()
+                .context("dup eventfd")
+                .with_context(cannot)?,
+        ));
         workers.push(Worker {
-            ep: EpollWaiter::instance()?,
+            ep: EpollWaiter::instance().with_context(cannot)?,
             handler: Inbox { rx, wake },
             listener: None,
         });
@@ -139,38 +152,71 @@ fn with_acceptor(listener: &TcpListener, ctx: &Context) -> anyhow::Result<()> {
 
 /// Runs each worker's loop on a thread of its own and `main` on this one,
 /// and returns once all of them have (the workers, once a stop is
-/// requested).
+/// requested). Every loop is set up before any runs and before READY
+/// ([`StartLine`]); if one cannot start or set up, none runs, the ones
+/// started return, and so does the error.
 fn run_workers<H: Handler + Send>(
     ctx: &Context,
     workers: Vec<Worker<'_, H>>,
     main: impl FnOnce() -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let edge = ctx.config.edge;
+    let n = workers.len();
+    let cannot = || format!("cannot start {n} epoll loops");
+    threads_fit(n, STD_STACK)
+        .map_err(anyhow::Error::msg)
+        .with_context(cannot)?;
+    // Every worker and this thread.
+    let line = StartLine::new(n + 1);
+    let line = &line;
     std::thread::scope(|scope| {
-        let handles: Vec<_> = workers
-            .into_iter()
-            .enumerate()
-            .map(|(i, w)| {
-                std::thread::Builder::new()
-                    .name(format!("epoll-worker-{i}"))
-                    .spawn_scoped(scope, move || {
-                        let mut reactor =
-                            Reactor::new(ctx, EpollWaiter::on(w.ep, edge), w.handler)?;
-                        if let Some((l, exclusive)) = w.listener {
-                            reactor = reactor.listen(l, exclusive);
-                        }
-                        reactor.run()
-                    })
-            })
-            .collect::<Result<_, _>>()
-            .context("starting a worker thread")?;
-        let ran = main();
-        // Workers return once the stop pipe is readable, which it stays.
-        for h in handles {
-            h.join()
-                .map_err(|_| anyhow::anyhow!("a worker thread panicked"))??;
+        let mut handles = Vec::with_capacity(n);
+        let mut spawned = Ok(());
+        for (i, w) in workers.into_iter().enumerate() {
+            let started = std::thread::Builder::new()
+                .name(format!("epoll-worker-{i}"))
+                .spawn_scoped(scope, move || {
+                    let made = Reactor::new(ctx, EpollWaiter::on(w.ep, edge), w.handler);
+                    let made = match w.listener {
+                        Some((l, exclusive)) => made.map(|r| r.listen(l, exclusive)),
+                        None => made,
+                    };
+                    if line.arrive(made.is_ok()) {
+                        made?.run()
+                    } else {
+                        made.map(drop)
+                    }
+                });
+            match started {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    spawned = Err(e.into());
+                    break;
+                }
+            }
         }
-        ran
+        // Releases the workers started either way.
+        let all = line.arrive(spawned.is_ok());
+        let ran = if all {
+            ctx.ready();
+            main()
+        } else {
+            Ok(())
+        };
+        // Workers return once the stop pipe is readable, which it stays.
+        let mut result = spawned;
+        for h in handles {
+            let r = h
+                .join()
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("a worker thread panicked")));
+            if result.is_ok() {
+                result = r;
+            }
+        }
+        if !all {
+            result = result.with_context(cannot);
+        }
+        result.and(ran)
     })
 }
 

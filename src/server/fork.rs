@@ -80,6 +80,8 @@ impl Model for Fork {
         let mut gate = Gate::default();
         // Each child's echo buffer, ready before the first fork.
         keep_buffer(ctx.config.buffer);
+        // A process starts per connection, as it comes.
+        ctx.ready();
         loop {
             let woke = wait_for_listener(&listener, ctx, &mut gate).context("poll")?;
             let Some(readable) = woke else {

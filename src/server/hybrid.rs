@@ -65,6 +65,7 @@ use rustix::event::{eventfd, EventfdFlags};
 use super::conn::Reads;
 use super::poll::PollWaiter;
 use super::reactor::{Core, Handler, Reactor, Waiter};
+use super::start::{threads_fit, STD_STACK};
 use super::table::{service, Served, Step};
 use super::work::Work;
 use super::{Context, Model, Stats, Variant};
@@ -123,12 +124,15 @@ impl Model for Hybrid {
         } else {
             1
         };
-        let pool = Pool::start(ctx.config.workers.max(1), ctx.stats, &ctx.config.work, hold)?;
+        let n = ctx.config.workers.max(1);
+        let pool = Pool::start(n, ctx.stats, &ctx.config.work, hold)
+            .with_context(|| format!("cannot start {n} pool threads"))?;
         // Dropping the loop (also on an error) stops the pool: the job
         // channel closes and the workers are joined.
-        Reactor::new(ctx, PollWaiter::default(), pool)?
-            .listen(&listener, false)
-            .run()
+        let mut reactor = Reactor::new(ctx, PollWaiter::default(), pool)?.listen(&listener, false);
+        // Every pool thread is running.
+        ctx.ready();
+        reactor.run()
     }
 }
 
@@ -182,8 +186,11 @@ impl Doorbell {
 impl Pool {
     /// Starts `n` workers that service the slots sent to them and return
     /// each with its next step, ringing the loop's doorbell once they have
-    /// given back `hold` (1: after each job) or find no job waiting.
+    /// given back `hold` (1: after each job) or find no job waiting. Fails,
+    /// with the threads started stopped, when any of the `n` cannot start;
+    /// refused before the first when they would not fit ([`threads_fit`]).
     fn start(n: usize, stats: &'static Stats, work: &Work, hold: usize) -> anyhow::Result<Pool> {
+        threads_fit(n, STD_STACK).map_err(anyhow::Error::msg)?;
         let bell = Arc::new(Doorbell {
             fd: eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).context("eventfd")?,
             rung: AtomicBool::new(false),
@@ -204,8 +211,7 @@ impl Pool {
             let job = work.clone();
             let thread = std::thread::Builder::new()
                 .name(format!("c10k-pool-{i}"))
-                .spawn(move || serve(&rx, &done, &bell, hold, stats, &job))
-                .context("starting a pool thread")?;
+                .spawn(move || serve(&rx, &done, &bell, hold, stats, &job))?;
             // On an error above, dropping `pool` stops the threads started.
             pool.threads.push(thread);
         }

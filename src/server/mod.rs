@@ -31,6 +31,7 @@ mod poll;
 mod prefork;
 mod select;
 mod sigio;
+mod start;
 mod threads;
 mod tokio_tasks;
 mod uring;
@@ -118,7 +119,8 @@ pub struct Context<'a> {
 }
 
 impl Context<'_> {
-    /// Tells whoever started us that connections are being served.
+    /// Tells whoever started us that connections are being served: called
+    /// by the model once its setup is done, never before.
     pub fn ready(&self) {
         (self.ready)()
     }
@@ -178,12 +180,6 @@ pub trait Model: Sync {
     fn worker_per_connection(&self) -> bool {
         false
     }
-    /// Whether the model calls `ctx.ready()` itself once its setup is done
-    /// (forking a pool, say); otherwise READY is printed just before
-    /// [`Model::serve`] runs.
-    fn announces_ready(&self) -> bool {
-        false
-    }
     /// The configurations the conformance suite checks.
     fn variants(&self) -> &'static [Variant] {
         &[Variant {
@@ -222,6 +218,9 @@ pub trait Model: Sync {
         false
     }
     /// Serves on `listener` (non-blocking) until `ctx.shutdown` is requested.
+    /// Calls `ctx.ready()` once every worker, ring, pool or runtime it was
+    /// asked for exists, and only then: a setup that fails returns its error
+    /// before READY, with whatever it started stopped ([`start`]).
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()>;
 }
 

@@ -34,9 +34,10 @@ impl Model for Poll {
         "one thread, poll(2) over an incrementally kept pollfd array: O(connections) per call"
     }
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
-        Reactor::new(ctx, PollWaiter::default(), Inline)?
-            .listen(&listener, false)
-            .run()
+        let mut reactor =
+            Reactor::new(ctx, PollWaiter::default(), Inline)?.listen(&listener, false);
+        ctx.ready();
+        reactor.run()
     }
 }
 

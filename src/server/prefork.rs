@@ -78,9 +78,6 @@ impl Model for Prefork {
     fn sleeps_through_waits(&self) -> bool {
         true
     }
-    fn announces_ready(&self) -> bool {
-        true
-    }
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
         listener
             .set_nonblocking(false)

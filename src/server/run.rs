@@ -2,9 +2,11 @@
 //! SIGTERM or SIGINT, print the JSON summary.
 //!
 //! The READY line is the contract with whoever started us (the runner, the
-//! tests, a person): it appears once the model serves connections (for
-//! prefork, once its pool exists) and carries the bound address, so nobody
-//! has to sleep and hope.
+//! tests, a person): it appears once the model serves connections with
+//! everything it was asked for (every worker thread, ring, pool process or
+//! runtime: the model says so itself, `ctx.ready()`, once its setup is
+//! done) and carries the bound address, so nobody has to sleep and hope. A
+//! setup that fails prints no READY: its error is the one line on stderr.
 
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener};
@@ -98,9 +100,6 @@ pub fn serve(
         shutdown: &shutdown,
         ready: &ready,
     };
-    if !model.announces_ready() {
-        ctx.ready();
-    }
     model.serve(listener, &ctx)?;
     let mut summary = stats.summary(model.name());
     if !config.work.is_none() {

@@ -44,9 +44,9 @@ impl Model for Select {
         "one thread, select(2) over a bitmap sized past FD_SETSIZE: O(highest fd) per call"
     }
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
-        Reactor::new(ctx, SelectWaiter::new(), Inline)?
-            .listen(&listener, false)
-            .run()
+        let mut reactor = Reactor::new(ctx, SelectWaiter::new(), Inline)?.listen(&listener, false);
+        ctx.ready();
+        reactor.run()
     }
 }
 

@@ -62,9 +62,10 @@ impl Model for Sigio {
         ]
     }
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
-        Reactor::new(ctx, SigioWaiter::new(ctx.stats)?, Inline)?
-            .listen(&listener, false)
-            .run()
+        let mut reactor =
+            Reactor::new(ctx, SigioWaiter::new(ctx.stats)?, Inline)?.listen(&listener, false);
+        ctx.ready();
+        reactor.run()
     }
 }
 

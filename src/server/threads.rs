@@ -69,6 +69,8 @@ impl Model for Threads {
     }
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
         let stats: &'static Stats = ctx.stats;
+        // Nothing to set up: a thread starts per connection, as it comes.
+        ctx.ready();
         // Connection threads die with the process when this returns.
         accept_loop(&listener, ctx, false, |s| spawn(s, ctx, stats)).context("accept loop")
     }

@@ -44,6 +44,7 @@ use tokio::sync::Notify;
 
 use super::accept::{accept, Accepted, Gate};
 use super::conn::{Conn, Reads, Want};
+use super::start::{threads_fit, try_threads, STD_STACK};
 use super::table::READ_BUDGET;
 use super::work::{block, Work};
 use super::{Context, Model, Stats, Variant};
@@ -117,9 +118,17 @@ impl Model for Tokio {
         ]
     }
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
+        let n = ctx.config.workers.max(1);
+        // tokio starts every worker thread in `build` and panics on one it
+        // cannot start (then hangs joining the rest): ask the kernel first.
+        // Its blocking pool starts threads as `block` calls come.
+        threads_fit(n, STD_STACK)
+            .map_err(anyhow::Error::msg)
+            .and_then(|()| try_threads(n).map_err(anyhow::Error::from))
+            .with_context(|| format!("cannot start {n} runtime worker threads"))?;
         let mut builder = tokio::runtime::Builder::new_multi_thread();
         builder
-            .worker_threads(ctx.config.workers.max(1))
+            .worker_threads(n)
             .thread_name("c10k-tokio")
             .enable_io()
             .enable_time();
@@ -157,6 +166,8 @@ async fn accept_loop(listener: TcpListener, ctx: &Context<'_>) -> anyhow::Result
         .context("watching the stop signal")?;
     let stop = stopped(&pipe, ctx.shutdown);
     tokio::pin!(stop);
+    // The runtime and its worker threads exist, the listener is watched.
+    ctx.ready();
     // Signalled by every connection task after it closed its socket.
     let freed = Arc::new(Notify::new());
     loop {

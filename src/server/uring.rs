@@ -79,12 +79,12 @@
 use std::io;
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::{Condvar, Mutex};
 
 use anyhow::Context as _;
 use rustix::event::{eventfd, EventfdFlags};
 
 use super::accept::{admit, Gate};
+use super::start::{threads_fit, StartLine, STD_STACK};
 use super::work::{Next, Requests, Work};
 use super::{run, Config, Context, Model, Variant};
 use crate::sys::uring::{self, Completion, OpId, Ring, Sizes};
@@ -187,10 +187,16 @@ impl Model for Uring {
         ]
     }
     fn serve(&self, listener: TcpListener, ctx: &Context) -> anyhow::Result<()> {
-        let extra = (1..ctx.config.workers.max(1))
+        let n = ctx.config.workers.max(1);
+        let cannot = || format!("cannot start {n} rings");
+        // This thread runs the first ring.
+        threads_fit(n - 1, STD_STACK)
+            .map_err(anyhow::Error::msg)
+            .with_context(cannot)?;
+        let extra = (1..n)
             .map(|_| run::listen(ctx.config.bind, ctx.config.backlog, true))
             .collect::<io::Result<Vec<_>>>()
-            .context("opening a listener per worker")?;
+            .with_context(|| format!("cannot open a listener for each of {n} rings"))?;
         // A worker that fails wakes the others through this, so the server
         // stops as a whole instead of silently losing a listener.
         let abort =
@@ -210,7 +216,7 @@ impl Model for Uring {
                     Err(e) => {
                         start.arrive(false);
                         raise(abort);
-                        result = Err(e).context("starting a worker thread");
+                        result = Err(e).with_context(cannot);
                         break;
                     }
                 }
@@ -261,15 +267,18 @@ fn tag(slot: usize, kind: u64) -> u64 {
 /// A ring must be made on the thread that submits to it (SINGLE_ISSUER), so
 /// each worker makes its own, then waits at `start` until every worker has
 /// one: a worker that began accepting first could take the descriptors the
-/// others' rings need. If any worker could not set up, none starts.
+/// others' rings need. If any worker could not set up, none starts;
+/// otherwise the first past the line says READY (once for all).
 fn worker(
     listener: &TcpListener,
     ctx: &Context,
     abort: &OwnedFd,
     start: &StartLine,
 ) -> anyhow::Result<()> {
-    let made = Worker::new(listener, ctx, abort);
+    let made = Worker::new(listener, ctx, abort)
+        .with_context(|| format!("cannot start {} rings", ctx.config.workers.max(1)));
     let result = if start.arrive(made.is_ok()) {
+        ctx.ready();
         made.and_then(|mut w| w.run())
     } else {
         made.map(drop)
@@ -278,35 +287,6 @@ fn worker(
         raise(abort);
     }
     result
-}
-
-/// Where the workers wait for each other before serving: like a barrier,
-/// but one that any failure releases at once.
-struct StartLine {
-    state: Mutex<(usize, bool)>,
-    all: Condvar,
-}
-
-impl StartLine {
-    fn new(workers: usize) -> Self {
-        StartLine {
-            state: Mutex::new((workers, true)),
-            all: Condvar::new(),
-        }
-    }
-
-    /// Reports this worker's setup (`ok`) and waits for the rest; returns
-    /// whether every worker set up.
-    fn arrive(&self, ok: bool) -> bool {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        s.0 = s.0.saturating_sub(1);
-        s.1 &= ok;
-        self.all.notify_all();
-        while s.0 > 0 && s.1 {
-            s = self.all.wait(s).unwrap_or_else(|e| e.into_inner());
-        }
-        s.1
-    }
 }
 
 fn raise(abort: &OwnedFd) {

@@ -1,6 +1,8 @@
 //! The open-files limit (RLIMIT_NOFILE): read it, lower it, raise it to the
 //! hard limit. Descriptor-hungry code checks it before it runs out. Also
-//! the real-time signal queue's (RLIMIT_SIGPENDING), lowered for `sigio`.
+//! the real-time signal queue's (RLIMIT_SIGPENDING), lowered for `sigio`,
+//! and the address-space limit (RLIMIT_AS), read before a pool of threads
+//! starts.
 
 use std::io;
 
@@ -20,6 +22,12 @@ pub fn nofile() -> NoFile {
         soft: current,
         hard: maximum,
     }
+}
+
+/// The soft address-space limit (RLIMIT_AS, `ulimit -v`) in bytes, `None`
+/// when unlimited: what every thread's stack is mapped against.
+pub(crate) fn address_space() -> Option<u64> {
+    getrlimit(Resource::As).current
 }
 
 /// Sets the soft open-files limit, keeping the hard limit.

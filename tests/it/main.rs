@@ -61,6 +61,7 @@ mod runner;
 mod scale;
 mod schema;
 mod sshd;
+mod startup;
 mod stopping_servers;
 mod support;
 mod tune;
@@ -95,6 +96,7 @@ const GROUPS: &[fn() -> Vec<Trial>] = &[
     scale::trials,
     schema::trials,
     sshd::trials,
+    startup::trials,
     stopping_servers::trials,
     tune::trials,
     twins::trials,
