@@ -47,12 +47,45 @@ for each side, median: it checks a page by visiting every process that maps it, 
 pays for it in its own figures (the fork family at thousands of connections). Where a server had not yet
 accepted every connection during the run, the point also prints how many waited in its accept queue at most
 and at the end of the measured window, median per side: such a server served fewer than N, and its figures are those of fewer
-connections (a thread per connection on one CPU at 1,000). Exit 0 when nothing is behind. Traffic goes to 127.0.0.1 only; every server it starts is stopped,
+connections (a thread per connection on one CPU at 1,000). Exit 0 when nothing is behind, 1 when something is,
+2 for arguments it cannot run (one line on stderr naming what was typed, before anything is built or run). Traffic goes to 127.0.0.1 only; every server it starts is stopped,
 and every C server exits by itself after 60 s.
 """
 import json, math, os, random, re, select, shutil, signal, socket, statistics, subprocess, sys, tempfile, threading, time
 
 HERE = os.path.join(os.path.dirname(os.path.realpath(__file__)), "c")
+# The models with a C twin (TWINS below, once they are built).
+TWIN_NAMES = ("epoll", "uring", "hybrid", "epoll-workers", "prefork", "tokio", "threads", "fork", "select", "poll")
+
+
+def refuse(why):
+    """An argument that cannot be run: one line naming what was typed, exit 2 (1 is "something behind"),
+    before anything is built or run."""
+    print(why, file=sys.stderr)
+    sys.exit(2)
+
+
+def seconds(name, default, least_exclusive=True):
+    """GRID_<NAME> in seconds: a finite number above 0 (at least 0 where `least_exclusive` is False)."""
+    text = os.environ.get(name, default)
+    try:
+        v = float(text)
+    except ValueError:
+        v = math.nan
+    if not math.isfinite(v) or v < 0 or (least_exclusive and v == 0):
+        refuse(f"{name}={text}: not a number of seconds{' above 0' if least_exclusive else ', 0 or more'}")
+    return v
+
+
+def point(text):
+    """A point N:D (connections, messages in flight on each), both whole numbers from 1."""
+    parts = text.split(":")
+    if len(parts) != 2 or not all(p.isdigit() and int(p) >= 1 for p in parts):
+        refuse(f"{text}: a point is N:D, connections and messages in flight on each, whole numbers from 1 "
+               f"(e.g. 100:16)")
+    return int(parts[0]), int(parts[1])
+
+
 args = sys.argv[1:]
 models = None
 tails = "--tails" in args
@@ -63,33 +96,51 @@ also = []
 if "--also" in args:
     i = args.index("--also")
     if i + 1 >= len(args):
-        sys.exit('--also needs c10k serve flags, e.g. --also "--ring-recv once"')
+        refuse('--also needs c10k serve flags, e.g. --also "--ring-recv once"')
     also = args[i + 1].split()
     del args[i:i + 2]
 if "--models" in args:
     i = args.index("--models")
     if i + 1 >= len(args):
-        sys.exit("--models needs a list, e.g. --models hybrid,epoll-workers")
+        refuse("--models needs a list, e.g. --models hybrid,epoll-workers")
     models = args[i + 1].split(",")
     del args[i:i + 2]
+    unknown = [m for m in models if m not in TWIN_NAMES]
+    if unknown:
+        refuse(f"--models: no C twin is known for {', '.join(unknown)} (known: {', '.join(sorted(TWIN_NAMES))})")
 if also and not models:
-    sys.exit("--also adds a side to the server grid: give --models too")
+    refuse("--also adds a side to the server grid: give --models too")
 if settled and not models:
-    sys.exit("--settled opens the server grid's window once every connection is answered: give --models too")
+    refuse("--settled opens the server grid's window once every connection is answered: give --models too")
 if not args:
     print(__doc__)
     sys.exit(2)
+flags = [a for a in args if a.startswith("--")]
+if flags:
+    refuse(f"{flags[0]}: not a flag of bench/grid.py (--models, --also, --tails, --switches, --settled)")
 BIN = os.path.abspath(args[0])
 if not os.access(BIN, os.X_OK):
-    sys.exit(f"{BIN}: not an executable (cargo build --release first)")
-ROUNDS = int(args[1]) if len(args) > 1 and args[1].isdigit() else 5
-GRID = [tuple(map(int, a.split(":"))) for a in args[1:] if ":" in a] or [(100, 1), (100, 16), (1000, 1)]
-SEED = int(os.environ.get("GRID_SEED", time.time_ns() % 100000))
+    refuse(f"{BIN}: not an executable (cargo build --release first)")
+rest = args[1:]
+ROUNDS = 5
+if rest and ":" not in rest[0]:
+    if not rest[0].isdigit():
+        refuse(f"{rest[0]}: not a number of rounds nor a point N:D (bench/grid.py BIN [ROUNDS] [N:D ...])")
+    ROUNDS = int(rest[0])
+    # A ratio's interval takes two rounds; with fewer every row would read "no result", behind.
+    if ROUNDS < 2:
+        refuse(f"ROUNDS {rest[0]}: a ratio and its interval need at least 2 rounds per point")
+    rest = rest[1:]
+GRID = [point(a) for a in rest] or [(100, 1), (100, 16), (1000, 1)]
+seed = os.environ.get("GRID_SEED")
+if seed is not None and not seed.isdigit():
+    refuse(f"GRID_SEED={seed}: not a whole number")
+SEED = int(seed) if seed is not None else time.time_ns() % 100000
 # The warm-up and measured seconds of every side (a quick check of the script: GRID_MEASURE=0.5).
-WARMUP = float(os.environ.get("GRID_WARMUP", "1"))
-MEASURE = float(os.environ.get("GRID_MEASURE", "4"))
+WARMUP = seconds("GRID_WARMUP", "1", least_exclusive=False)
+MEASURE = seconds("GRID_MEASURE", "4")
 # --settled: the longest the window waits for every connection to be answered once.
-SETTLE = float(os.environ.get("GRID_SETTLE", "30"))
+SETTLE = seconds("GRID_SETTLE", "30")
 # How long a C twin serves before it exits by itself: past the longest client run.
 ALIVE = str(int(max(60, (SETTLE if settled else WARMUP) + MEASURE + 30)))
 # cargo puts the example beside the binary: target/release/examples/tokio_echo
@@ -168,6 +219,7 @@ TWINS = {
 }
 for m in ("threads", "fork", "select", "poll"):
     TWINS[m] = ([REFSRV, m, "{port}", "0", ALIVE], None)
+assert set(TWINS) == set(TWIN_NAMES), "TWIN_NAMES lists the models of TWINS"
 
 
 def workers(n):
@@ -397,9 +449,6 @@ def verdict(lo, hi, lower_is_better=False):
 
 
 if models:
-    unknown = [m for m in models if m not in TWINS]
-    if unknown:
-        sys.exit(f"--models: no C twin is known for {', '.join(unknown)} (known: {', '.join(sorted(TWINS))})")
     plans = [(m, {"C " + m: (c_server(m), c_client), "c10k " + m: (c10k_server(m), c_client),
                   **({f"c10k {m} {' '.join(also)}": (c10k_server(m, also), c_client)} if also else {})})
              for m in models]

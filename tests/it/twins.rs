@@ -5,7 +5,8 @@
 //! ahead, level or behind, each ratio is a positive figure inside its
 //! interval, with the verdict that interval gives, and the exit code says
 //! whether anything is behind); a model it has no twin for is refused in
-//! a line. `--settled` opens each window once
+//! a line, as is every argument it cannot run (exit 2, before anything is
+//! built or run). `--settled` opens each window once
 //! every connection has been answered, and says when that was.
 
 use std::process::Command;
@@ -16,10 +17,17 @@ use crate::support::bin;
 
 tests![
     the_grid_puts_each_model_beside_its_c_twin,
-    settled_opens_the_window_once_every_connection_is_answered
+    settled_opens_the_window_once_every_connection_is_answered,
+    arguments_it_cannot_run_are_one_line_before_anything_runs,
 ];
 
 fn grid(args: &[&str]) -> Result<(Option<i32>, String, String), Failed> {
+    grid_with(args, &[])
+}
+
+/// [`grid`] with `env` set after the quick settings (so it may override
+/// them).
+fn grid_with(args: &[&str], env: &[(&str, &str)]) -> Result<(Option<i32>, String, String), Failed> {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/grid.py");
     let out = Command::new("python3")
         .arg(script)
@@ -28,6 +36,7 @@ fn grid(args: &[&str]) -> Result<(Option<i32>, String, String), Failed> {
         .env("GRID_WARMUP", "0.2")
         .env("GRID_MEASURE", "0.3")
         .env("GRID_SEED", "7")
+        .envs(env.iter().copied())
         .output()
         .map_err(|e| format!("python3 {script}: {e}"))?;
     Ok((
@@ -130,7 +139,7 @@ fn the_grid_puts_each_model_beside_its_c_twin() -> Result<(), Failed> {
     }
     // A model it has no twin for: one line, before anything runs.
     let (code, text, err) = grid(&["2", "20:1", "--models", "busy"])?;
-    if code != Some(1) || !err.contains("no C twin is known for busy") || !text.is_empty() {
+    if code != Some(2) || !err.contains("no C twin is known for busy") || !text.is_empty() {
         return Err(format!("busy: exit {code:?}: {text}{err}").into());
     }
     Ok(())
@@ -169,9 +178,68 @@ fn settled_opens_the_window_once_every_connection_is_answered() -> Result<(), Fa
         return Err(format!("no all answered row: {text}").into());
     }
     let (code, text, err) = grid(&["2", "20:1", "--settled"])?;
-    if code != Some(1) || !err.contains("--settled") || !text.is_empty() || err.lines().count() != 1
+    if code != Some(2) || !err.contains("--settled") || !text.is_empty() || err.lines().count() != 1
     {
         return Err(format!("client grid: exit {code:?}: {text}{err}").into());
+    }
+    Ok(())
+}
+
+/// A point that is not N:D, a round count that gives no interval (0 would
+/// run nothing and call every row behind), a flag it does not have and a
+/// setting that is not seconds: each is exit 2 (1 means something is
+/// behind) with one line on stderr naming what was typed, and nothing on
+/// stdout, where a grid that started prints its seed first.
+fn arguments_it_cannot_run_are_one_line_before_anything_runs() -> Result<(), Failed> {
+    /// The arguments after BIN, the environment and what the line says.
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: &[Case] = &[
+        (&["2", "abc:1"], &[], "abc:1: a point is N:D"),
+        (&["2", "100:1:5"], &[], "100:1:5: a point is N:D"),
+        (&["2", "0:1"], &[], "0:1: a point is N:D"),
+        (&["2", "20:1", "7"], &[], "7: a point is N:D"),
+        (
+            &["0", "20:1"],
+            &[],
+            "ROUNDS 0: a ratio and its interval need at least 2 rounds",
+        ),
+        (&["1", "20:1"], &[], "ROUNDS 1:"),
+        (&["abc"], &[], "abc: not a number of rounds nor a point N:D"),
+        (
+            &["2", "20:1", "--tail"],
+            &[],
+            "--tail: not a flag of bench/grid.py",
+        ),
+        (
+            &["2", "20:1"],
+            &[("GRID_MEASURE", "abc")],
+            "GRID_MEASURE=abc: not a number of seconds",
+        ),
+        (
+            &["2", "20:1"],
+            &[("GRID_MEASURE", "0")],
+            "GRID_MEASURE=0: not a number of seconds above 0",
+        ),
+        (
+            &["2", "20:1"],
+            &[("GRID_WARMUP", "-1")],
+            "GRID_WARMUP=-1: not a number of seconds",
+        ),
+        (
+            &["2", "20:1"],
+            &[("GRID_SEED", "x")],
+            "GRID_SEED=x: not a whole number",
+        ),
+    ];
+    for &(args, env, says) in cases {
+        let (code, text, err) = grid_with(args, env)?;
+        if code != Some(2) || !text.is_empty() || err.lines().count() != 1 || !err.contains(says) {
+            return Err(format!(
+                "{env:?} {args:?}: expected exit 2 and one line with {says:?}; got exit {code:?}, \
+                 stdout {text:?}, stderr {err:?}"
+            )
+            .into());
+        }
     }
     Ok(())
 }
