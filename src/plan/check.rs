@@ -115,6 +115,7 @@ pub fn check(plan: &RunPlan) -> Result<(), String> {
             crate::present::units::format_count(MAX_CONNECTIONS as f64)
         ));
     }
+    tuning(plan)?;
     if let Some(c) = &plan.capacity {
         c.check()?;
         if plan.slots.is_none() || plan.looks.is_some() || plan.auto_runs.is_some() {
@@ -198,6 +199,100 @@ pub fn check(plan: &RunPlan) -> Result<(), String> {
 
 /// Every cell is one of the matrix's (its model, count, work profile and
 /// run), under the id it would have, once.
+/// `--tune`'s sections, `tune` (how to search) and `tuned` (what each
+/// search kept), checked as the flags were: rounds a paired test reads, a
+/// budget, knobs of the run's models, and every kept setting one the
+/// model takes, for a model, count and profile of the plan, once.
+fn tuning(plan: &RunPlan) -> Result<(), String> {
+    use crate::server::knobs::{self, Values};
+    if let Some(t) = &plan.tune {
+        if !(2..=100).contains(&t.rounds) {
+            return Err(format!(
+                "tune.rounds {}: must be from 2 to 100 (a paired test needs two rounds)",
+                t.rounds
+            ));
+        }
+        if !(1..=100).contains(&t.most_steps) {
+            return Err(format!(
+                "tune.most_steps {}: must be from 1 to 100",
+                t.most_steps
+            ));
+        }
+        if !(t.budget_seconds.is_finite() && t.budget_seconds > 0.0) {
+            return Err(format!(
+                "tune.budget_seconds {}: must be a time above 0",
+                t.budget_seconds
+            ));
+        }
+        let mut seen = BTreeSet::new();
+        for (i, c) in t.knobs.iter().enumerate() {
+            let at = format!("tune.knobs[{i}]");
+            let model = plan
+                .models
+                .contains(&c.model)
+                .then(|| plan.model(&c.model))
+                .flatten()
+                .ok_or_else(|| format!("{at}: {} is not a c10k model of this run", c.model))?
+                .0;
+            let knob = knobs::of(model)
+                .into_iter()
+                .find(|k| k.flag() == c.flag && k.unsearched.is_none())
+                .ok_or_else(|| format!("{at}: {} has no knob {} to search", c.model, c.flag))?;
+            if let Some((lo, hi)) = c.range {
+                let fits = match knob.values {
+                    Values::Count { least, most } => least <= lo && lo <= hi && hi <= most,
+                    _ => false,
+                };
+                if !fits {
+                    return Err(format!(
+                        "{at}: {lo}..{hi} is not a range of {} {} ({})",
+                        c.model,
+                        c.flag,
+                        knobs::values_text(&knob.values)
+                    ));
+                }
+            }
+            if !seen.insert((c.model.as_str(), c.flag.as_str())) {
+                return Err(format!("{at}: {}:{} is given twice", c.model, c.flag));
+            }
+        }
+    }
+    let profiles = matrix::profiles(&plan.work);
+    let mut seen = BTreeSet::new();
+    for (i, t) in plan.tuned.iter().enumerate() {
+        let at = format!("tuned[{i}]");
+        let Some((model, own)) = plan
+            .models
+            .contains(&t.model)
+            .then(|| plan.model(&t.model))
+            .flatten()
+        else {
+            return Err(format!(
+                "{at}.model: {} is not a c10k model of this run",
+                t.model
+            ));
+        };
+        if !plan.connections.contains(&t.connections) {
+            return Err(format!(
+                "{at}.connections {} is not one of connections {:?}",
+                t.connections, plan.connections
+            ));
+        }
+        if !profiles.contains(&t.work) {
+            return Err(format!("{at}.work: not one of the plan's profiles"));
+        }
+        let settings = own.over(&t.settings).over(&plan.server_settings);
+        super::check_settings(&format!("{at}.settings"), model.name(), &settings)?;
+        if !seen.insert((t.model.as_str(), t.connections, t.work.clone())) {
+            return Err(format!(
+                "{at}: {} at {} is tuned twice",
+                t.model, t.connections
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn cells(plan: &RunPlan) -> Result<(), String> {
     let profiles = matrix::profiles(&plan.work);
     let most_runs = most_runs(plan);
@@ -322,6 +417,64 @@ mod tests {
             .looks
             .map(|l| crate::results::matrix::Looks { most: 9, ..l });
         assert!(check(&p).unwrap_err().starts_with("looks: "));
+    }
+
+    /// plan.json's tuning sections are refused as the flags would be:
+    /// a kept setting the model does not take, rounds no test reads, a
+    /// budget below zero, a knob a model lacks.
+    #[test]
+    fn the_tuning_sections_are_checked_as_the_flags_were() {
+        use crate::results::tuned::{Chosen, Tune, Tuned};
+        let mut good = RunPlan::example(&["epoll", "hybrid"], &[2], 1);
+        good.tune = Some(Tune {
+            budget_seconds: 60.0,
+            rounds: Tune::ROUNDS,
+            most_steps: Tune::MOST_STEPS,
+            knobs: vec![Chosen {
+                model: "hybrid".into(),
+                flag: "--workers".into(),
+                range: Some((8, 64)),
+            }],
+        });
+        let mut kept = Tuned::at_defaults("hybrid", 2, None, "pool 2".into());
+        kept.settings.workers = Some(16);
+        good.tuned = vec![kept];
+        check(&good).expect("a good tuned plan");
+        let refused = |edit: &dyn Fn(&mut RunPlan), says: &str| {
+            let mut p = good.clone();
+            edit(&mut p);
+            let e = check(&p).unwrap_err();
+            assert!(e.starts_with(says), "{says}: {e}");
+        };
+        refused(
+            &|p| p.tuned[0].settings.workers = Some(0),
+            "tuned[0].settings: --workers 0",
+        );
+        refused(
+            &|p| p.tuned[0].settings.ring_entries = Some(64),
+            "tuned[0].settings: --ring-entries: hybrid has no io_uring ring",
+        );
+        refused(
+            &|p| p.tuned[0].model = "fork".into(),
+            "tuned[0].model: fork",
+        );
+        refused(
+            &|p| p.tuned.push(p.tuned[0].clone()),
+            "tuned[1]: hybrid at 2 is tuned twice",
+        );
+        fn tune(p: &mut RunPlan) -> &mut Tune {
+            p.tune.as_mut().expect("a tune section")
+        }
+        refused(&|p| tune(p).rounds = 0, "tune.rounds 0");
+        refused(&|p| tune(p).budget_seconds = -5.0, "tune.budget_seconds -5");
+        refused(
+            &|p| tune(p).knobs[0].flag = "--nosuch".into(),
+            "tune.knobs[0]: hybrid has no knob --nosuch",
+        );
+        refused(
+            &|p| tune(p).knobs[0].range = Some((8, 100_000)),
+            "tune.knobs[0]: 8..100000",
+        );
     }
 
     #[test]
