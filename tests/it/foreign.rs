@@ -368,15 +368,22 @@ fn a_noisy_server_is_inconclusive_against_a_steady_one_never_tied() -> Result<()
         .lines()
         .find(|l| l.starts_with("2 connections: "))
         .ok_or_else(|| format!("no heading: {stdout}"))?;
-    // Fast, slow, fast: the noisy server's median is the fast one.
-    let fine = heading.contains("noisy is best; steady not told apart from it (inconclusive)")
-        && rows.len() == 2
-        && rows[0].starts_with("1 ")
-        && rows[0].contains("noisy")
-        && rows[0].ends_with("best")
-        && rows[1].starts_with("1? ")
-        && rows[1].contains("steady")
-        && rows[1].contains("inconclusive (")
+    // Fast, slow, fast: the noisy server's median is the fast one on a
+    // quiet machine; beside the rest of the suite its fast runs may be
+    // starved of CPU, and the steady one is best. Either way the two are
+    // not told apart, and nothing reads as a tie.
+    let told = |best: &str, other: &str| {
+        heading.contains(&format!(
+            "{best} is best; {other} not told apart from it (inconclusive)"
+        )) && rows.len() == 2
+            && rows[0].starts_with("1 ")
+            && rows[0].contains(best)
+            && rows[0].ends_with("best")
+            && rows[1].starts_with("1? ")
+            && rows[1].contains(other)
+            && rows[1].contains("inconclusive (")
+    };
+    let fine = (told("noisy", "steady") || told("steady", "noisy"))
         && !stdout.contains("tied")
         && !stdout.contains("equivalent (");
     if !fine {
