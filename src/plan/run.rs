@@ -93,13 +93,6 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
             ));
         }
     }
-    if args
-        .server_args
-        .iter()
-        .any(|a| a == "--bind" || a.starts_with("--bind="))
-    {
-        return Err("--server-arg=--bind: use --bind, which the client connects to as well".into());
-    }
     let cells = crate::results::schedule::expand(&models, &connections, &work, runs, order);
     let refused = if preset.bench.is_some() {
         Vec::new()

@@ -154,19 +154,6 @@ pub enum Value {
     Word(&'static str),
 }
 
-impl Value {
-    /// As `c10k serve` takes it after the flag: `64`, `200us`, a word;
-    /// `None` for a switch, which is the flag alone.
-    pub fn text(self) -> Option<String> {
-        match self {
-            Value::Count(n) => Some(n.to_string()),
-            Value::Micros(us) => Some(format!("{us}us")),
-            Value::Switch(_) => None,
-            Value::Word(w) => Some(w.to_string()),
-        }
-    }
-}
-
 impl AcceptMode {
     /// Its `--accept` word.
     pub fn name(self) -> &'static str {
