@@ -355,9 +355,10 @@ fn bad_targets_are_refused_in_one_line() -> Result<(), Failed> {
 
 fn a_target_never_met_is_said_and_every_point_kept() -> Result<(), Failed> {
     let out = scratch("capacity-never")?;
-    // A block drawn from an exponential of 1 ms mean, and a 2 ms p99:
-    // above the round trip and the mean work, so allowed, yet no load is
-    // light enough: 13 % of the blocks alone last past 2 ms (e^-2), far
+    // A block drawn from an exponential of 1 ms mean, and a 3 ms p99:
+    // above the round trip and the mean work, so allowed (2 ms was refused
+    // on a busy host, whose round trip reached 1.2 ms), yet no load is
+    // light enough: 5 % of the blocks alone last past 3 ms (e^-3), far
     // enough past the 1 % allowed for a few slots to decide it.
     let (stdout, stderr) = run_ok(
         &out,
@@ -369,7 +370,7 @@ fn a_target_never_met_is_said_and_every_point_kept() -> Result<(), Failed> {
             "-c",
             "2",
             "--slo",
-            "p99=2ms",
+            "p99=3ms",
             "--budget",
             "60s",
             "--no-report",
