@@ -116,12 +116,6 @@ impl ServePlan {
             return Err("--sigpending 0 would leave no room for a single signal".into());
         }
         let interval = std::time::Duration::from_nanos(s.interval_ns.unwrap_or(0));
-        if interval > server::pace::MAX_INTERVAL {
-            return Err(format!(
-                "--interval {}: must be at most 1s",
-                crate::present::units::seconds(interval.as_secs_f64())
-            ));
-        }
         if !interval.is_zero() && !model.readiness() {
             return Err(format!(
                 "--interval: {} does not wait for readiness in a loop; interval control is for {}",
@@ -134,19 +128,11 @@ impl ServePlan {
                     .join(", ")
             ));
         }
-        if s.global_queue_interval == Some(0) {
-            return Err(
-                "--global-queue-interval 0: a worker must run at least 1 task between looks".into(),
-            );
-        }
         if s.global_queue_interval.is_some() && !model.has_global_queue() {
             return Err(format!(
                 "--global-queue-interval: {} has no runtime with a global queue; it is tokio's",
                 model.name()
             ));
-        }
-        if s.blocking_threads == Some(0) {
-            return Err("--blocking-threads 0: the blocking pool needs at least 1 thread".into());
         }
         if s.blocking_threads.is_some() && !model.offloads_blocking() {
             return Err(format!(
@@ -154,23 +140,26 @@ impl ServePlan {
                 model.name()
             ));
         }
-        ring_flag(
-            model,
-            "--ring-entries",
-            s.ring_entries.map(u64::from),
-            (8, 4096),
-        )?;
-        ring_flag(
-            model,
-            "--ring-buffers",
-            s.ring_buffers.map(u64::from),
-            (16, 32_768),
-        )?;
-        if s.ring_recv.is_some() {
-            uring_only(model, "--ring-recv")?;
+        for (flag, given) in [
+            ("--ring-entries", s.ring_entries.is_some()),
+            ("--ring-buffers", s.ring_buffers.is_some()),
+            ("--ring-recv", s.ring_recv.is_some()),
+        ] {
+            if given {
+                uring_only(model, flag)?;
+            }
         }
         if s.hand_back.is_some() {
             only_for(model, "--hand-back", "pool fed by a poll loop", "hybrid")?;
+        }
+        knob_ranges(model, s)?;
+        for (flag, size) in [
+            ("--ring-entries", s.ring_entries.map(u64::from)),
+            ("--ring-buffers", s.ring_buffers.map(u64::from)),
+        ] {
+            if let Some(n) = size.filter(|n| !n.is_power_of_two()) {
+                return Err(format!("{flag} {n}: must be a power of two"));
+            }
         }
         let work = work_of(model, s, buffer)?;
         Ok(ServePlan {
@@ -285,22 +274,34 @@ fn only_for(model: &dyn Model, flag: &str, lacks: &str, owner: &str) -> Result<(
     }
 }
 
-/// A ring size (`--ring-entries`, `--ring-buffers`): only for a model
-/// that declares the knob, a power of two within `range`.
-fn ring_flag(
-    model: &dyn Model,
-    flag: &str,
-    value: Option<u64>,
-    (least, most): (u64, u64),
-) -> Result<(), String> {
-    let Some(v) = value else {
-        return Ok(());
-    };
-    uring_only(model, flag)?;
-    if !v.is_power_of_two() || !(least..=most).contains(&v) {
-        return Err(format!(
-            "{flag} {v}: must be a power of two from {least} to {most}"
-        ));
+/// Each knob `model` declares ([`server::knobs`]), where `s` sets it,
+/// within the knob's range: the one range `c10k models --knobs` lists,
+/// serve takes and `--tune` searches within.
+fn knob_ranges(model: &dyn Model, s: &Settings) -> Result<(), String> {
+    use crate::present::units::{kib, seconds};
+    use server::knobs::{self, Values};
+    for k in knobs::of(model) {
+        let Some(n) = s.number(k.field) else {
+            continue;
+        };
+        let (inside, shown) = match k.values {
+            Values::Count { least, most } => ((least..=most).contains(&n), n.to_string()),
+            Values::Bytes { least, most } => ((least..=most).contains(&n), kib(n as f64 / 1024.0)),
+            Values::Micros { least, most } => (
+                (least * 1000..=most * 1000).contains(&n),
+                seconds(n as f64 / 1e9),
+            ),
+            Values::Switch | Values::Choice(_) => (true, String::new()),
+        };
+        if !inside {
+            return Err(format!(
+                "{} {shown}: {} takes {} ({}; c10k models --knobs)",
+                k.flag(),
+                model.name(),
+                knobs::values_text(&k.values),
+                k.what
+            ));
+        }
     }
     Ok(())
 }
@@ -494,6 +495,43 @@ mod tests {
         assert!(seen >= 20, "only {seen} knob values");
     }
 
+    /// Just past either end of a knob's declared range, serve refuses it
+    /// naming the flag: the range `models --knobs` lists is the one it
+    /// takes (issue 58.3: hybrid's pool listed to 4,096, taken to 100,000).
+    #[test]
+    fn serve_refuses_a_knob_just_outside_its_declared_range() {
+        use crate::server::knobs::{of, Values};
+        let mut seen = 0;
+        for m in crate::server::MODELS {
+            for k in of(*m) {
+                let past: Vec<String> = match k.values {
+                    Values::Count { least, most } | Values::Bytes { least, most } => {
+                        let mut v = vec![(most + 1).to_string()];
+                        v.extend(least.checked_sub(1).map(|n| n.to_string()));
+                        v
+                    }
+                    Values::Micros { most, .. } => vec![format!("{}us", most + 1)],
+                    Values::Switch | Values::Choice(_) => continue,
+                };
+                for v in past {
+                    let args = ["--model", m.name(), k.flag(), v.as_str()];
+                    let e = try_serve(&args).err();
+                    let e = e.unwrap_or_else(|| panic!("{args:?} was taken"));
+                    assert!(e.starts_with(k.flag()), "{args:?}: {e}");
+                    seen += 1;
+                }
+            }
+        }
+        assert!(seen >= 15, "only {seen} values past a range");
+        let e = try_serve(&["--model", "hybrid", "--workers", "4097"])
+            .err()
+            .unwrap_or_default();
+        assert_eq!(
+            e,
+            "--workers 4097: hybrid takes 1–4,096 (handler threads in the pool; c10k models --knobs)"
+        );
+    }
+
     /// serve's defaults are one: its flags given nothing make the server
     /// that settings giving nothing make.
     #[test]
@@ -575,11 +613,11 @@ mod tests {
         );
         refused(
             &["--model", "uring", "--ring-entries", "100"],
-            "power of two from 8 to 4096",
+            "--ring-entries 100: must be a power of two",
         );
         refused(
             &["--model", "uring", "--ring-buffers", "8"],
-            "power of two from 16",
+            "--ring-buffers 8: uring takes 16–32,768",
         );
         refused(
             &["--model", "poll", "--ring-recv", "once"],
@@ -611,7 +649,7 @@ mod tests {
         );
         refused(
             &["--model", "tokio", "--blocking-threads", "0"],
-            "at least 1 thread",
+            "--blocking-threads 0: tokio takes 1–4,096",
         );
         let p = serve(&["--model", "tokio", "--blocking-threads", "1000"]);
         assert_eq!(p.config.blocking_threads, Some(1000));

@@ -1,7 +1,9 @@
 //! The settings a practitioner would tune in each model, declared in one
-//! place: each is a `c10k serve` flag with the range worth searching and
-//! the model's default, so that a comparison can put each model at its
-//! best rather than at its defaults (`c10k models --knobs` lists them).
+//! place: each is a `c10k serve` flag with its range and the model's
+//! default, so that a comparison can put each model at its best rather
+//! than at its defaults (`c10k models --knobs` lists them). The range is
+//! the one `serve` takes (the plan refuses a value outside it) and the
+//! one `--tune` searches within.
 //! A model declares its own ([`super::Model::knobs`]); `--interval`
 //! belongs to every readiness loop and is added here. Cost: none until
 //! read.
@@ -86,7 +88,7 @@ pub const INTERVAL: Knob = Knob {
     what: "least time between two waits (batches readiness)",
     values: Values::Micros {
         least: 0,
-        most: 10_000,
+        most: super::pace::MAX_INTERVAL.as_micros() as u64,
     },
     default: "0",
     short: "interval",
@@ -110,7 +112,7 @@ pub fn of(model: &dyn Model) -> Vec<Knob> {
     out
 }
 
-/// A knob's values in words: `1–4,096`, `16 KiB–8 MiB`, `0–10 ms`,
+/// A knob's values in words: `1–4,096`, `16 KiB–1 GiB`, `0–1 s`,
 /// `on or off`, `acceptor, shared, exclusive or reuseport`.
 pub fn values_text(v: &Values) -> String {
     use crate::present::units::{format_count, kib, seconds};

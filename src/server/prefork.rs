@@ -53,7 +53,9 @@ impl Model for Prefork {
             what: "processes in the pool, one connection each",
             values: Values::Count {
                 least: 1,
-                most: 4096,
+                // A run gives it a process per connection (and 8 spare),
+                // as it is meant to run: up to serve's 100,000 workers.
+                most: 100_000,
             },
             default: "64",
             short: "processes",

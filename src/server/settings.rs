@@ -258,6 +258,23 @@ impl Settings {
         }
     }
 
+    /// The number `field` is set to, where it is one: a count, bytes, or
+    /// for `--interval` nanoseconds; `None` where it is not set or not a
+    /// number (a switch, a word).
+    pub fn number(&self, field: Field) -> Option<u64> {
+        let n = |v: Option<usize>| v.map(|v| v as u64);
+        match field {
+            Field::Workers => n(self.workers),
+            Field::StackSize => n(self.stack_bytes),
+            Field::Interval => self.interval_ns,
+            Field::GlobalQueueInterval => self.global_queue_interval.map(u64::from),
+            Field::BlockingThreads => n(self.blocking_threads),
+            Field::RingEntries => self.ring_entries.map(u64::from),
+            Field::RingBuffers => self.ring_buffers.map(u64::from),
+            Field::Edge | Field::Accept | Field::RingRecv | Field::HandBack => None,
+        }
+    }
+
     /// `self` with `field` at `value`; an error names a value the field
     /// does not take (a word of another knob's, a count for a switch).
     pub fn set(&mut self, field: Field, value: Value) -> Result<(), String> {

@@ -31,7 +31,7 @@ impl Model for Threads {
             what: "each connection thread's stack",
             values: Values::Bytes {
                 least: 16 * 1024,
-                most: 8 * 1024 * 1024,
+                most: 1 << 30,
             },
             default: "the platform's (8 MiB)",
             short: "stack",
