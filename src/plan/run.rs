@@ -326,22 +326,37 @@ fn budget_of(text: &str) -> Result<f64, String> {
 /// cannot fit in `budget` seconds.
 fn within_budget(plan: &RunPlan, budget: f64) -> Result<(), String> {
     use crate::present::units::seconds;
-    let least = plan.least_seconds(&plan.cells);
-    if least <= budget {
+    let mut least = plan.least_seconds(&plan.cells);
+    // A search keeps each block's cost rounds in reserve from its first
+    // round (`runner` times both the same way).
+    let blocks = matrix::profiles(&plan.work).len() * plan.connections.len();
+    let reserve = plan.capacity.as_ref().map(|s| {
+        let warmup = plan.slots.map_or(0.0, |s| s.warmup_seconds);
+        blocks as f64 * s.cost_reserve(plan.models.len(), warmup)
+    });
+    least += reserve.unwrap_or(0.0);
+    if crate::results::schedule::fits(least, budget) {
         return Ok(());
     }
     let what = if plan.looks.is_some() {
         "the first look's"
+    } else if plan.capacity.is_some() {
+        "the first search round's"
     } else {
         "its"
     };
-    let how = if plan.slots.is_some() {
-        "slots"
+    let how = match (reserve, plan.slots.is_some()) {
+        (Some(r), _) => format!("slots and {} of cost rounds kept in reserve", seconds(r)),
+        (None, true) => "slots".into(),
+        (None, false) => "warm-ups and windows".into(),
+    };
+    let fewer = if plan.capacity.is_some() {
+        "search fewer models, counts or profiles"
     } else {
-        "warm-ups and windows"
+        "lower --runs, the models or the counts"
     };
     Err(format!(
-        "--budget {}: the plan's {} cells take at least {} ({what} {how} alone); lower --runs, the models or the counts, or raise --budget",
+        "--budget {}: the plan's {} cells take at least {} ({what} {how} alone); {fewer}, or raise --budget",
         seconds(budget),
         plan.cells.len(),
         seconds(least)
@@ -1027,6 +1042,38 @@ mod tests {
         assert_eq!(
             p.title,
             "a custom matrix: every model at 2, 1,000 connections, open loop at 500 messages/s in total"
+        );
+    }
+
+    /// Slots that sum to the budget fit it, whatever floating point makes
+    /// of their sum (twenty 0.1 s slots are 2.0000000000000004 s); a
+    /// budget a slot short is refused (issue 58.4).
+    #[test]
+    fn slots_that_sum_to_the_budget_fit_it() {
+        let args = |budget: &'static str| {
+            [
+                "--models",
+                "epoll,poll",
+                "-c",
+                "4",
+                "--runs",
+                "10",
+                "--slot",
+                "100ms",
+                "--slot-warmup",
+                "50ms",
+                "--pin",
+                "none",
+                "--budget",
+                budget,
+            ]
+        };
+        let p = from_args(&args("2s")).expect("twenty 0.1 s slots in 2 s");
+        assert_eq!(p.cells.len(), 20);
+        let e = from_args(&args("1.95s")).err().unwrap_or_default();
+        assert!(
+            e.starts_with("--budget 1.95 s: the plan's 20 cells take at least 2 s"),
+            "{e}"
         );
     }
 

@@ -85,7 +85,7 @@ pub(crate) fn tune_of(plan: &mut RunPlan, text: &str, knobs: &[String]) -> Resul
     if let Some(t) = plan.tune.as_mut() {
         t.budget_seconds = budget;
     }
-    if least > budget {
+    if !crate::results::schedule::fits(least, budget) {
         return Err(format!(
             "--tune {text}: too small for one step of each search: the first steps of its {} searches take at least {} of slots; give at least that, or fewer models, counts or profiles",
             searched.len(),

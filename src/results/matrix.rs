@@ -724,8 +724,14 @@ impl RunPlan {
         let timed = self.workload.warmup_seconds + self.workload.duration_seconds;
         cells
             .iter()
-            .map(|c| match self.slots {
-                Some(s) if unfit(c.connections, self.models.len()).is_none() => {
+            .map(|c| match (self.slots, &self.capacity, c.offered) {
+                // A capacity search's slot, as the search times it.
+                (Some(s), Some(search), Some(o)) => search.slot_wall_seconds(
+                    o.rate as f64,
+                    o.cost_round.is_some(),
+                    s.warmup_seconds,
+                ),
+                (Some(s), _, _) if unfit(c.connections, self.models.len()).is_none() => {
                     s.for_block(c.connections, c.work.as_ref()).seconds
                 }
                 _ => timed,

@@ -9,6 +9,13 @@
 use super::matrix::{profiles, CellSpec, Offered, Order};
 use crate::server::work::Profile;
 
+/// Whether `seconds` of slots fit in `budget` seconds, to the
+/// microsecond: twenty 0.1 s slots fit in 2 s, though their sum in
+/// floating point is 2.0000000000000004. Every budget compares this way.
+pub fn fits(seconds: f64, budget: f64) -> bool {
+    seconds <= budget + 1e-6
+}
+
 /// The slot of `model` at `n` connections under `work` in round `run`,
 /// at the rate `offered` where a capacity search gives one (its index is
 /// set when it joins a plan).

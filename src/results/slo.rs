@@ -315,6 +315,15 @@ impl Search {
         self.slot_seconds(rate, cost) + warmup + SLOT_OVERHEAD
     }
 
+    /// What a block's cost phase takes on the clock: `cost_rounds` rounds
+    /// of `models` slots, each at most [`COST_MEASURED`] measured. A
+    /// search keeps it in reserve from its first round, and a plan's
+    /// budget must hold it beside that round.
+    pub fn cost_reserve(&self, models: usize, warmup: f64) -> f64 {
+        let each = COST_MEASURED + warmup + SLOT_OVERHEAD;
+        self.cost_rounds as f64 * models as f64 * each
+    }
+
     /// The targets in seconds under `work`, in the order of `slo`.
     pub fn targets_under(&self, work: Option<&Profile>) -> Vec<f64> {
         self.slo

@@ -27,6 +27,7 @@ use std::sync::atomic::Ordering;
 use anyhow::Context as _;
 
 use crate::results::dir::{self as results, RunData};
+use crate::results::schedule::fits;
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -341,7 +342,7 @@ fn next_look(
     };
     let cost = per_slot * cells.len() as f64;
     let spent = clock.spent();
-    if spent + cost + later > looks.budget_seconds {
+    if !fits(spent + cost + later, looks.budget_seconds) {
         progress.note(&format!(
             "{at}: after {rounds} rounds, {} not yet told apart from {best}; another look ({}) would pass the budget ({}, {} spent, {} still to run): stopping here",
             crate::present::words::and_list(&undecided),
@@ -443,15 +444,22 @@ fn capacity_round(
     let cost = round_seconds(&cells);
     // A search leaves the cost phase its rounds.
     let reserve = if searching {
-        let each = crate::results::slo::COST_MEASURED + warmup + crate::results::slo::SLOT_OVERHEAD;
-        search.cost_rounds as f64 * data.plan.models.len() as f64 * each
+        search.cost_reserve(data.plan.models.len(), warmup)
     } else {
         0.0
     };
     let spent = clock.spent();
-    if !cells.is_empty() && spent + cost + reserve > deadline {
+    if !cells.is_empty() && !fits(spent + cost + reserve, deadline) {
+        let kept = if reserve > 0.0 {
+            format!(
+                " with the cost rounds kept in reserve ({})",
+                seconds(reserve)
+            )
+        } else {
+            String::new()
+        };
         progress.note(&format!(
-            "{at}: the next round ({}) would pass this block's share of the budget (up to {} of {}, {} spent): {}",
+            "{at}: the next round ({}){kept} would pass this block's share of the budget (up to {} of {}, {} spent): {}",
             seconds(cost),
             seconds(deadline),
             seconds(search.budget_seconds),
@@ -466,7 +474,11 @@ fn capacity_round(
         }
         // The cost phase still runs, with the rates decided so far.
         cells = crate::capacity::search::next_round(data, n, work, true);
-        if cells.is_empty() || spent + search.cost_rounds as f64 * round_seconds(&cells) > deadline
+        if cells.is_empty()
+            || !fits(
+                spent + search.cost_rounds as f64 * round_seconds(&cells),
+                deadline,
+            )
         {
             return Ok(Vec::new());
         }

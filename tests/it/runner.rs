@@ -476,6 +476,14 @@ fn bad_input_is_one_line() -> Result<(), Failed> {
             &["run", "--runs", "auto", "--budget", "1m"],
             "the first look's slots alone",
         ),
+        // A search slot at the first rate and the cost rounds it keeps in
+        // reserve, as the search times them (issue 58.4).
+        (
+            &[
+                "run", "--models", "epoll,poll", "-c", "4", "--slo", "p99=50ms", "--budget", "1s",
+            ],
+            "--budget 1 s: the plan's 2 cells take at least 5.4 s (the first search round's slots and 4.2 s of cost rounds kept in reserve alone); search fewer models",
+        ),
         (
             &["run", "--slot", "1s", "--workload", "burst"],
             "--slot, --slot-warmup: the burst workload times its own rounds",
