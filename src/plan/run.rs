@@ -241,8 +241,10 @@ fn capacity_of(
     }
     let budget = budget.unwrap_or(matrix::DEFAULT_BUDGET_SECONDS);
     let mut search = crate::results::slo::Search::new(slo, budget);
-    // No server answers faster than the machine's own round trip.
-    if plan.agents.is_none() && plan.bind.is_none() {
+    // No server on this machine answers faster than its own round trip
+    // over loopback, whether its clients run here, from agents (a network
+    // only adds to it) or to another of its addresses (--bind).
+    {
         let trips = crate::micro::round_trip::measure(&plan.server_cpus, &plan.client_cpus)
             .map_err(|e| format!("--slo: measuring this machine's round trip: {e}"))?;
         // And no server answers past the host's own stalls.

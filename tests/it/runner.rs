@@ -476,6 +476,19 @@ fn bad_input_is_one_line() -> Result<(), Failed> {
             &["run", "--runs", "auto", "--budget", "1m"],
             "the first look's slots alone",
         ),
+        // The machine's floor holds whoever runs the clients (58.6).
+        (
+            &[
+                "run", "--models", "epoll", "-c", "4", "--slo", "p99=10us", "--agent", "{cmd}",
+            ],
+            "--slo p99=10us: below what this machine allows: its unloaded round trip is",
+        ),
+        (
+            &[
+                "run", "--models", "epoll", "-c", "4", "--slo", "p99=10us", "--bind", "127.0.0.2",
+            ],
+            "--slo p99=10us: below what this machine allows",
+        ),
         // A search slot at the first rate and the cost rounds it keeps in
         // reserve, as the search times them (issue 58.4).
         (
