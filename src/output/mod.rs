@@ -73,7 +73,9 @@ fn memory_cost(c: &CellResult, kind: Kind, cpus: usize) -> Option<f64> {
 /// where it does not apply, and memory per connection where the cell
 /// resolves no cost: [`memory_cost`]). `work` is the cell's profile
 /// (`none` without work), `work_bound` the term that set its bound (empty
-/// without work).
+/// without work); `offered_rate` the messages per second a capacity
+/// search offered the slot and `cost_round` its round of the cost phase
+/// (both empty outside a search, the round empty on a search step).
 fn csv_bytes(data: &RunData) -> anyhow::Result<Vec<u8>> {
     // As the memory tables read it (1 where it was not recorded).
     let cpus = data.environment["cpus_online"].as_u64().unwrap_or(1) as usize;
@@ -89,6 +91,8 @@ fn csv_bytes(data: &RunData) -> anyhow::Result<Vec<u8>> {
         "server_instances",
         "work",
         "work_bound",
+        "offered_rate",
+        "cost_round",
     ];
     let metric_names: Vec<String> =
         match serde_json::to_value(crate::results::cell::Metrics::default())? {
@@ -119,6 +123,11 @@ fn csv_bytes(data: &RunData) -> anyhow::Result<Vec<u8>> {
                 .as_ref()
                 .and_then(|w| w.bound.as_ref())
                 .map_or(String::new(), |b| b.why.clone()),
+            c.cell.offered.map_or(String::new(), |o| o.rate.to_string()),
+            c.cell
+                .offered
+                .and_then(|o| o.cost_round)
+                .map_or(String::new(), |r| r.to_string()),
         ];
         for name in &metric_names {
             let memory = MEMORY.iter().find(|(m, _)| m == name);

@@ -13,7 +13,7 @@ use std::process::Command;
 
 use libtest_mimic::Failed;
 
-use crate::support::{bin, lines, results_dir, run_c10k, scratch, succeeded};
+use crate::support::{bin, column, lines, results_dir, run_c10k, scratch, succeeded};
 use c10k::capacity::search::{End, State};
 
 tests![
@@ -73,6 +73,29 @@ fn one_blocking_handler_is_searched_below_its_1000_a_second() -> Result<(), Fail
     }
     if records.len() < 4 {
         return Err(format!("only {} slots: no search", records.len()).into());
+    }
+    // results.csv gives each slot the rate it was offered, and its cost
+    // round where it was one (58.8).
+    let mut csv = csv::Reader::from_path(dir.join("results.csv"))?;
+    let header = csv.headers()?.clone();
+    let (id, rate, round) = (
+        column(&header, "id")?,
+        column(&header, "offered_rate")?,
+        column(&header, "cost_round")?,
+    );
+    for row in csv.records() {
+        let row = row?;
+        let r = records
+            .iter()
+            .find(|r| r["id"] == row[id])
+            .ok_or_else(|| format!("results.csv row {} is no slot", &row[id]))?;
+        let want_round = r["offered"]["cost_round"]
+            .as_u64()
+            .map_or(String::new(), |n| n.to_string());
+        let want_rate = r["offered"]["rate"].as_u64().map(|n| n.to_string());
+        if Some(&row[rate]) != want_rate.as_deref() || row[round] != want_round {
+            return Err(format!("results.csv row {row:?} against {}", r["offered"]).into());
+        }
     }
     // The search's outcome, read back as the tables read it.
     let (data, _) = c10k::results::dir::load(&dir, c10k::plan::check::check)?;
