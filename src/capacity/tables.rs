@@ -56,7 +56,9 @@ pub fn searched(data: &RunData, n: usize) -> Vec<Searched> {
         .models
         .iter()
         .map(|m| {
-            let slots = cap::slots_of(&data.cells, search, m, n, work.as_ref());
+            // The search's own slots, as its call reads them: the cost
+            // rounds are the cost table's.
+            let slots = cap::search_slots(data, search, m, n, work.as_ref());
             let points = cap::rates(&slots, search, &targets);
             let state = state(data, m, n, work.as_ref());
             // With the pool `--tune` kept or the preset sized.

@@ -101,6 +101,20 @@ fn one_blocking_handler_is_searched_below_its_1000_a_second() -> Result<(), Fail
     let (data, _) = c10k::results::dir::load(&dir, c10k::plan::check::check)?;
     let all = c10k::capacity::tables::searched(&data, 10);
     let s = all.first().ok_or("no search")?;
+    // The table's points, curve and estimate read the search's own slots,
+    // as its call does: the cost rounds are the cost table's (58.9).
+    let searched = records
+        .iter()
+        .filter(|r| r["offered"]["cost_round"].is_null())
+        .count();
+    let costs = records.len() - searched;
+    let pointed: usize = s.points.iter().map(|p| p.slots).sum();
+    if pointed != searched {
+        return Err(format!(
+            "the points hold {pointed} slots; the search ran {searched} and {costs} cost rounds"
+        )
+        .into());
+    }
     match &s.state {
         State::Ended(End::Found { held, missed }) => {
             // One handler blocking 1 ms cannot carry 1,000/s.
