@@ -167,6 +167,26 @@ pub(crate) fn run(
             },
         };
         let next = match state {
+            // Gone since its last slot (or since it started): this slot
+            // never ran, and its reason says when the server died.
+            State::Up(r) if r.started.servers.iter().any(|s| !s.running()) => {
+                let gone = r.started.servers.iter().position(|s| !s.running());
+                let when = match r.slots {
+                    0 => "after it started, before its first slot".to_string(),
+                    n => format!("between its slots {n} and {}", n + 1),
+                };
+                let stopped = stop(*r);
+                let cause = gone
+                    .and_then(|i| stopped.get(i))
+                    .and_then(Stopped::trouble)
+                    .unwrap_or_else(|| "the server exited".into());
+                let cause = format!("{cause} {when}");
+                result.reason = Some(cause.clone());
+                State::Out(
+                    Status::Failed,
+                    format!("its server stopped earlier: {cause}"),
+                )
+            }
             State::Out(status, why) => {
                 result.status = status;
                 result.reason = Some(why.clone());

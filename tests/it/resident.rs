@@ -6,16 +6,20 @@
 //! adding looks of rounds with the plan written before they run.
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::Instant;
 
 use libtest_mimic::Failed;
 
 use crate::runner::{has_word, marked, spawn_marked, terminate, wait_for_marked};
-use crate::support::{bin, expect_eq, lines, results_dir, scratch, succeeded, PATIENCE};
+use crate::support::{
+    bin, ensure, expect_contains, expect_eq, lines, results_dir, scratch, succeeded, PATIENCE,
+};
 
 tests![
     slots_record_their_place_and_a_spinning_model_sleeps_between_its_own,
     a_resident_server_that_dies_loses_only_its_own_cells,
+    a_server_gone_between_its_slots_is_not_said_to_die_during_one,
     sigterm_stops_every_resident_server_and_client,
     runs_auto_adds_looks_of_rounds_to_the_undecided_and_the_plan_says_so_first,
 ];
@@ -183,6 +187,111 @@ fn a_resident_server_that_dies_loses_only_its_own_cells() -> Result<(), Failed> 
     let left = crate::foreign::left_running(&dir);
     if !left.is_empty() {
         return Err(format!("the dead server's processes are left: {left:?}").into());
+    }
+    Ok(())
+}
+
+/// A resident server killed between its slots (while epoll has the
+/// slot) fails the slot it misses with when it died, not "during the
+/// slot" (issue 58.12); epoll's slots are all measured.
+fn a_server_gone_between_its_slots_is_not_said_to_die_during_one() -> Result<(), Failed> {
+    let dir = scratch("resident-between")?;
+    let script = dir.join("dies_echoing.py");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers/dies_echoing.py"),
+        &script,
+    )?;
+    let pidfile = dir.join("server.pid");
+    // It would echo a terabyte before dying of itself.
+    let spec = format!(
+        "dies=python3 {} {{port}} 1000000000000 {}",
+        script.display(),
+        pidfile.display()
+    );
+    let out = dir.join("out");
+    let mut child = Command::new(bin())
+        .arg("run")
+        .args([
+            "--models",
+            "dies,epoll",
+            "--server",
+            &spec,
+            "-c",
+            "4",
+            "--runs",
+            "3",
+            "--slot",
+            "1s",
+            "--no-report",
+            "--out",
+        ])
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    // dies runs first in the first round: once its slot is recorded,
+    // epoll's second-long slot has begun, and the kill lands in it.
+    let recorded = |id: &str| {
+        results_dir(&out)
+            .ok()
+            .and_then(|d| std::fs::read_to_string(d.join("results.jsonl")).ok())
+            .is_some_and(|t| {
+                t.lines()
+                    .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                    .any(|r| r["id"] == id)
+            })
+    };
+    let started = Instant::now();
+    while !recorded("dies/c4/r1") {
+        if started.elapsed() > PATIENCE || child.try_wait()?.is_some() {
+            let _ = child.kill();
+            return Err("the first slot of dies was never recorded".into());
+        }
+        std::thread::yield_now();
+    }
+    let pid: i32 = std::fs::read_to_string(&pidfile)?
+        .trim()
+        .parse()
+        .map_err(|e| format!("{}: {e}", pidfile.display()))?;
+    c10k::sys::process::kill(pid, 9)?;
+    let status = crate::support::wait_bounded(&mut child)?;
+    ensure(status.success(), || format!("the run exited {status}"))?;
+    let cells = lines(&results_dir(&out)?)?;
+    let reason = |id: &str| -> Result<String, Failed> {
+        let c = cells
+            .iter()
+            .find(|c| c["id"] == id)
+            .ok_or_else(|| format!("no record of {id}"))?;
+        Ok(format!(
+            "{} {}",
+            c["status"],
+            c["reason"].as_str().unwrap_or("")
+        ))
+    };
+    expect_eq(
+        "dies' first slot",
+        &reason("dies/c4/r1")?.as_str(),
+        &"\"ok\" ",
+    )?;
+    let second = reason("dies/c4/r2")?;
+    expect_contains(
+        "dies' second slot",
+        &second,
+        "\"failed\" the server was killed by signal 9 between its slots 1 and 2",
+    )?;
+    ensure(!second.contains("during"), || second.clone())?;
+    expect_contains(
+        "dies' third slot",
+        &reason("dies/c4/r3")?,
+        "its server stopped earlier: the server was killed by signal 9 between its slots 1 and 2",
+    )?;
+    for run in 1..=3 {
+        expect_eq(
+            "epoll's slots",
+            &reason(&format!("epoll/c4/r{run}"))?.as_str(),
+            &"\"ok\" ",
+        )?;
     }
     Ok(())
 }

@@ -3,12 +3,14 @@
 server's death in `c10k run` loses its own cells only, named with the
 cause.
 
-usage: dies_echoing.py PORT
+usage: dies_echoing.py PORT [LIMIT [PIDFILE]]
 
 One thread, a selectors loop, standard library only. It echoes every byte
-until it has echoed 4 KiB in all (over every connection), then exits at
-once with code 3 and a message on stderr, its connections reset by the
-kernel. Prints `READY 127.0.0.1:PORT` once it listens.
+until it has echoed LIMIT bytes in all (4 KiB unless given; over every
+connection), then exits at once with code 3 and a message on stderr, its
+connections reset by the kernel. With PIDFILE it writes its pid there
+first (for a test that kills it at a moment of its own). Prints
+`READY 127.0.0.1:PORT` once it listens.
 """
 
 import os
@@ -16,10 +18,11 @@ import selectors
 import socket
 import sys
 
-LIMIT = 4096
 
-
-def main(port):
+def main(port, limit, pidfile):
+    if pidfile:
+        with open(pidfile, "w") as f:
+            f.write(str(os.getpid()))
     sel = selectors.DefaultSelector()
     lsock = socket.socket()
     lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -47,10 +50,14 @@ def main(port):
                 continue
             conn.sendall(data)
             echoed += len(data)
-            if echoed >= LIMIT:
+            if echoed >= limit:
                 print(f"dies_echoing: echoed {echoed} bytes, exiting", file=sys.stderr, flush=True)
                 os._exit(3)
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]))
+    main(
+        int(sys.argv[1]),
+        int(sys.argv[2]) if len(sys.argv) > 2 else 4096,
+        sys.argv[3] if len(sys.argv) > 3 else None,
+    )
