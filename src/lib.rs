@@ -91,7 +91,7 @@
 //! | one server's settings, from the plan to the child's flags | `server/settings.rs` (flags parsed in `plan/mod.rs`, `serve_settings`) |
 //! | each model's knobs and their ranges (`c10k models --knobs`) | `server/knobs.rs` |
 //! | the paired per-round ratio (ranking, tuning, `compare --reference`) | `stats/paired.rs` (`per_round`) |
-//! | results.json and its schema (every answer as data) | `output/json.rs`, `schema/results.v2.schema.json` |
+//! | results.json and its schema (every answer as data) | `output/json.rs`, `schema/results.v3.schema.json` |
 //! | comparing two runs (matching cells, the test, the verdict) | `compare/cells.rs` |
 //! | a run's plan checked whole, made from flags or read back from plan.json | `plan/check.rs` |
 //! | starting a thread or a process that may fail (one line, the rest stopped) | `client/spawn.rs` |

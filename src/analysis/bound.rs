@@ -224,20 +224,6 @@ pub(crate) fn share_text(s: &Share) -> String {
     }
 }
 
-/// The share with its bound, for the verdict's column: `97 % of
-/// 1,000/s`, `130 % of 1,000/s ⚠ a defect`; `–` with no throughput.
-pub(crate) fn of_bound_text(s: &Share) -> String {
-    match (s.share, s.above) {
-        (Some(v), above) => format!(
-            "{} % of {}/s{}",
-            sig3(v * 100.0),
-            format_count(s.bound.per_second),
-            if above.is_some() { " ⚠ a defect" } else { "" }
-        ),
-        (None, _) => "–".into(),
-    }
-}
-
 /// The models above their bound beyond noise, for the line under a
 /// verdict: `select (112 %)`.
 pub(crate) fn above_text(data: &RunData, n: usize, models: &[&str]) -> Option<String> {

@@ -51,6 +51,9 @@
 //! table says so whenever two models' slopes above zero coincide
 //! ([`identical`]). Cost: one pass over the results.
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
 use crate::client::plan::LoadKind;
 use crate::export::table::Table;
 use crate::present::units::{kib, sig3, Scale};
@@ -216,7 +219,8 @@ pub fn slopes(data: &RunData, kind: Kind) -> Vec<Slope> {
 
 /// What a slope says of the cost per connection, KiB: never a negative
 /// cost.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum Cost {
     /// The interval is above zero: a cost, with its interval.
     Per { slope: f64, lo: f64, hi: f64 },
@@ -273,7 +277,8 @@ impl Cost {
 }
 
 /// What one count's cells say per connection, without a slope.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum CellsCost {
     /// The median of the cells that resolve a cost, above zero.
     Median(f64),
@@ -331,7 +336,8 @@ impl CellsCost {
 
 /// A model's memory per connection, as a table shows it: its slope's cost
 /// over the run, or without a slope, what its cells say.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum PerConnection {
     Slope(Cost),
     Cells(CellsCost),
@@ -372,27 +378,6 @@ impl PerConnection {
             PerConnection::Cells(c) => c.text(scale, true),
         }
     }
-}
-
-/// What a model's memory per connection reads in the verdict, at `n`
-/// connections: one string per model of `models`, `None` where it has no
-/// figure, all in one unit. `user` is [`slopes`] of [`Kind::User`].
-pub fn verdict_column(
-    data: &RunData,
-    user: &[Slope],
-    models: &[&str],
-    n: usize,
-) -> Vec<Option<String>> {
-    let deltas = deltas(data, Kind::User);
-    let figures: Vec<Option<PerConnection>> = models
-        .iter()
-        .map(|m| PerConnection::of(user, &deltas, m, Some(n)))
-        .collect();
-    let scale = Scale::kib(figures.iter().flatten().map(PerConnection::magnitude));
-    figures
-        .iter()
-        .map(|f| f.map(|f| f.text(&scale, false)))
-        .collect()
 }
 
 /// What one count's cells say, in their own unit ([`CellsCost`]); `None`

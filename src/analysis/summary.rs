@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::disturbed::{self, Tally};
 use crate::export::table::Table;
@@ -46,7 +46,7 @@ pub(crate) fn rounds(
 
 /// A model that placed another in a lower group: it is better beyond
 /// noise and margin.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Beaten {
     pub by: String,
     /// How many times worse the placed model is.

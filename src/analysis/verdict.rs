@@ -15,6 +15,9 @@
 //! ranks by corrected p99, so p99 is its first figure. Costs what the
 //! ranking costs, once per figure.
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
 use super::memory::{self, Kind};
 use super::summary::{self, Ranked};
 use crate::client::limit::LimitedBy;
@@ -23,6 +26,7 @@ use crate::present::units::{format_count, sig3, Scale};
 use crate::present::words::and_list;
 use crate::results::cell::{CellResult, Metrics, RunsFigure, Status};
 use crate::results::dir::RunData;
+use crate::results::matrix::RunPlan;
 use crate::stats::paired::{self, Comparison, Sample};
 use crate::stats::Summary;
 
@@ -384,116 +388,310 @@ fn judgement(data: &RunData, n: usize, rows: &[Ranked], user: &[memory::Slope]) 
     lines
 }
 
-/// One table per connection count: the best first, then every model with
-/// its cost, and under it the verdict on every figure; the last carries
-/// the notes. Columns no model has a figure for are left out.
-pub fn tables(data: &RunData) -> Vec<Table> {
-    let p = data.plan.primary;
+/// One model's place at one count (and work profile) in the ranking,
+/// with what it costs there: a row of the ranking's table and of
+/// results.json's `summary`, which hold the same values (the table is
+/// rendered from these, [`ranking_rows`]).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Standing {
+    pub model: String,
+    pub connections: usize,
+    /// The work profile; absent without a work axis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<String>,
+    /// The primary figure over its runs.
+    pub primary: Summary,
+    /// Its group's rank; `null` when untested.
+    pub rank: Option<usize>,
+    /// Its group's first model.
+    pub group_leader: String,
+    /// How many times worse than the first row; `null` for that row.
+    pub versus_best: Option<Comparison>,
+    /// How many times worse than its group's first; `null` for that one.
+    pub versus_leader: Option<Comparison>,
+    /// For a group's first model below the top: what placed it there.
+    pub placed_by: Option<summary::Beaten>,
+    /// Disturbed runs that were run again (not counted).
+    pub repeated: usize,
+    /// Runs counted although disturbed.
+    pub disturbed: usize,
+    /// Under work: the throughput the work allows, and the term that set
+    /// it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<crate::results::cell::Bound>,
+    /// Throughput over that bound (`null`: nothing to set against it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound_share: Option<Option<f64>>,
+    /// Above the bound beyond noise and margin (a defect).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub above_bound: Option<bool>,
+    /// What it costs there, as the table's columns give it.
+    pub costs: Costs,
+}
+
+/// What a model costs at one count, over its measured runs: each `null`
+/// where it has no figure (a `--target`'s server runs outside c10k, and
+/// is not observed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Costs {
+    /// The median p99 latency, µs.
+    pub p99_us: Option<f64>,
+    /// The server's CPU per message (per connection under churn).
+    pub server_cpu: Option<RunsCost>,
+    /// The server's user memory (PSS) per connection, KiB: its slope over
+    /// the counts, or without one what its cells say.
+    pub memory_per_connection: Option<memory::PerConnection>,
+    /// The server's CPU while idle, in CPUs: the median.
+    pub idle_cpus: Option<f64>,
+    /// What limited it, in words (`server`, `client (a lower bound)`,
+    /// `mixed: server 2, client 1`), from its runs' verdicts.
+    pub limited_by: Option<String>,
+}
+
+/// A checked CPU figure over a model's runs ([`RunsFigure`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct RunsCost {
+    /// The median µs of the runs within bounds, when most runs have one.
+    pub us: Option<f64>,
+    /// Runs with the figure within its bounds, of those with a figure or
+    /// a reason.
+    pub measured: usize,
+    pub runs: usize,
+    /// Why the others have none (the first such run's reason), in words.
+    pub unmeasurable: Option<String>,
+}
+
+impl RunsCost {
+    fn of(f: &RunsFigure) -> RunsCost {
+        RunsCost {
+            us: f.value(),
+            measured: f.measured,
+            runs: f.runs,
+            unmeasurable: f.unmeasurable.as_ref().map(|u| u.short()),
+        }
+    }
+
+    /// As [`RunsFigure::text`] writes it, in `scale`.
+    fn text(&self, scale: &Scale) -> String {
+        match (self.us, &self.unmeasurable) {
+            (Some(v), _) if self.measured == self.runs => scale.format(v),
+            (Some(v), _) => format!(
+                "{} ({} of {} runs)",
+                scale.format(v),
+                self.measured,
+                self.runs
+            ),
+            (None, Some(u)) => u.clone(),
+            (None, None) => "–".into(),
+        }
+    }
+}
+
+impl Standing {
+    /// Its place, as the ranking's words read it.
+    fn ranked(&self) -> Ranked {
+        Ranked {
+            model: self.model.clone(),
+            summary: self.primary,
+            rank: self.rank,
+            leader: self.group_leader.clone(),
+            versus_best: self.versus_best,
+            versus_leader: self.versus_leader,
+            placed_by: self.placed_by.clone(),
+            repeated: self.repeated,
+            disturbed: self.disturbed,
+        }
+    }
+}
+
+/// Every count's standings in `data` (one work profile's part), best
+/// first, each with its costs: what the ranking's tables print and
+/// results.json's `summary` holds.
+pub fn standings(data: &RunData) -> Vec<(usize, Vec<Standing>)> {
     let user = memory::slopes(data, Kind::User);
     let churn = data.plan.workload.kind == crate::results::matrix::WorkloadKind::Churn;
-    let mut out = Vec::new();
-    for (n, rows) in summary::standings(data) {
-        let cells_of = |model: &str| -> Vec<&CellResult> {
-            data.cells
-                .iter()
-                .filter(|c| c.cell.model == model && c.cell.connections == n)
-                .collect()
-        };
-        let median = |cells: &[&CellResult], pick: &dyn Fn(&Metrics) -> Option<f64>| {
-            let v: Vec<f64> = cells
-                .iter()
-                .filter(|c| c.status == Status::Ok)
-                .filter_map(|c| pick(&c.metrics()))
-                .filter(|v| v.is_finite())
+    let deltas = memory::deltas(data, Kind::User);
+    summary::standings(data)
+        .into_iter()
+        .map(|(n, rows)| {
+            let out = rows
+                .into_iter()
+                .map(|r| {
+                    let cells: Vec<&CellResult> = data
+                        .cells
+                        .iter()
+                        .filter(|c| c.cell.model == r.model && c.cell.connections == n)
+                        .collect();
+                    let median = |pick: &dyn Fn(&Metrics) -> Option<f64>| {
+                        let v: Vec<f64> = cells
+                            .iter()
+                            .filter(|c| c.status == Status::Ok)
+                            .filter_map(|c| pick(&c.metrics()))
+                            .filter(|v| v.is_finite())
+                            .collect();
+                        Summary::of(&v).map(|s| s.median)
+                    };
+                    let server_cpu = if churn {
+                        let v: Vec<f64> = cells
+                            .iter()
+                            .filter(|c| c.status == Status::Ok)
+                            .filter_map(|c| c.metrics().server_cpu_per_connection_us)
+                            .filter(|v| v.is_finite())
+                            .collect();
+                        Summary::of(&v).map(|s| RunsCost {
+                            us: Some(s.median),
+                            measured: s.n,
+                            runs: s.n,
+                            unmeasurable: None,
+                        })
+                    } else {
+                        RunsFigure::of(&cells, CellResult::server_cpu_per_message)
+                            .map(|f| RunsCost::of(&f))
+                    };
+                    let share = super::bound::share(data, &r.model, n);
+                    Standing {
+                        connections: n,
+                        work: None,
+                        primary: r.summary,
+                        rank: r.rank,
+                        group_leader: r.leader,
+                        versus_best: r.versus_best,
+                        versus_leader: r.versus_leader,
+                        placed_by: r.placed_by,
+                        repeated: r.repeated,
+                        disturbed: r.disturbed,
+                        bound: share.as_ref().map(|b| b.bound.clone()),
+                        bound_share: share.as_ref().map(|b| b.share),
+                        above_bound: share.as_ref().map(|b| b.above.is_some()),
+                        costs: Costs {
+                            p99_us: median(&|m| m.latency_p99_us),
+                            server_cpu,
+                            memory_per_connection: memory::PerConnection::of(
+                                &user,
+                                &deltas,
+                                &r.model,
+                                Some(n),
+                            ),
+                            idle_cpus: median(&|m| m.server_idle_cpus),
+                            limited_by: limit_note(&cells),
+                        },
+                        model: r.model,
+                    }
+                })
                 .collect();
-            Summary::of(&v).map(|s| s.median)
-        };
-        let mut header = vec![
-            "#".to_string(),
-            "model".to_string(),
-            p.label().to_string(),
-            "vs best".to_string(),
-            "p99 latency".to_string(),
-            if churn {
-                "server CPU/conn".to_string()
-            } else {
-                "server CPU/msg".to_string()
-            },
-            "memory/conn".to_string(),
-            "idle CPU".to_string(),
-            "of bound".to_string(),
-            "limited by".to_string(),
-            "at its defaults".to_string(),
-        ];
-        let cells: Vec<Vec<&CellResult>> = rows.iter().map(|r| cells_of(&r.model)).collect();
-        // Each column in one unit.
-        let p99: Vec<Option<f64>> = cells
-            .iter()
-            .map(|c| median(c, &|m| m.latency_p99_us))
-            .collect();
-        let p99_scale = Scale::micros(p99.iter().flatten().copied());
-        let cpu: Vec<Option<String>> = if churn {
-            let v: Vec<Option<f64>> = cells
-                .iter()
-                .map(|c| median(c, &|m| m.server_cpu_per_connection_us))
-                .collect();
-            let scale = Scale::micros(v.iter().flatten().copied());
-            v.iter().map(|x| x.map(|x| scale.format(x))).collect()
+            (n, out)
+        })
+        .collect()
+}
+
+/// The ranking's table at one count from its standings (best first) and
+/// the plan: its header and rows, a function of what results.json holds
+/// (`plan` and `summary`) alone. Columns no model has a figure for are
+/// left out, and the p99 when it is the ranked figure.
+pub fn ranking_rows(plan: &RunPlan, rows: &[Standing]) -> (Vec<String>, Vec<Vec<String>>) {
+    let p = plan.primary;
+    let churn = plan.workload.kind == crate::results::matrix::WorkloadKind::Churn;
+    let mut header = vec![
+        "#".to_string(),
+        "model".to_string(),
+        p.label().to_string(),
+        "vs best".to_string(),
+        "p99 latency".to_string(),
+        if churn {
+            "server CPU/conn".to_string()
         } else {
-            let v: Vec<Option<RunsFigure>> = cells
-                .iter()
-                .map(|c| RunsFigure::of(c, CellResult::server_cpu_per_message))
-                .collect();
-            let scale = Scale::micros(v.iter().flatten().filter_map(RunsFigure::value));
-            v.iter()
-                .map(|f| f.as_ref().map(|f| f.text(&scale)))
-                .collect()
+            "server CPU/msg".to_string()
+        },
+        "memory/conn".to_string(),
+        "idle CPU".to_string(),
+        "of bound".to_string(),
+        "limited by".to_string(),
+        "at its defaults".to_string(),
+    ];
+    // Each column in one unit.
+    let p99_scale = Scale::micros(rows.iter().filter_map(|r| r.costs.p99_us));
+    let cpu_scale = Scale::micros(
+        rows.iter()
+            .filter_map(|r| r.costs.server_cpu.as_ref().and_then(|c| c.us)),
+    );
+    let mem_scale = Scale::kib(
+        rows.iter()
+            .filter_map(|r| r.costs.memory_per_connection.map(|m| m.magnitude())),
+    );
+    let primary = summary::primary_scale(p, rows.iter().map(|r| r.primary.median));
+    let mut body: Vec<Vec<String>> = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        let n = row.connections;
+        let ranked = row.ranked();
+        let dash = || "–".to_string();
+        // A --target's server runs outside c10k: nothing of it is seen.
+        let unseen = || {
+            if plan.targets.iter().any(|t| t.name == row.model) {
+                "not observed".to_string()
+            } else {
+                dash()
+            }
         };
-        let models: Vec<&str> = rows.iter().map(|r| r.model.as_str()).collect();
-        let mem = memory::verdict_column(data, &user, &models, n);
-        let primary = summary::primary_scale(p, rows.iter().map(|r| r.summary.median));
-        let mut body: Vec<Vec<String>> = Vec::new();
-        for (i, row) in rows.iter().enumerate() {
-            let idle = median(&cells[i], &|m| m.server_idle_cpus).map(cpu_pct);
-            let dash = || "–".to_string();
-            // A --target's server runs outside c10k: nothing of it is seen.
-            let unseen = || {
-                if data.plan.targets.iter().any(|t| t.name == row.model) {
-                    "not observed".to_string()
+        let c = &row.costs;
+        let of_bound = match (&row.bound, row.bound_share.flatten()) {
+            (Some(b), Some(v)) => format!(
+                "{} % of {}/s{}",
+                sig3(v * 100.0),
+                format_count(b.per_second),
+                if row.above_bound == Some(true) {
+                    " ⚠ a defect"
                 } else {
-                    dash()
+                    ""
                 }
-            };
-            body.push(vec![
-                summary::rank_text(row),
-                data.plan.shown(&row.model, n),
-                primary(row.summary.median),
-                summary::versus_text(p.higher_is_better(), row, i == 0),
-                p99[i].map(|v| p99_scale.format(v)).unwrap_or_else(dash),
-                cpu[i].clone().unwrap_or_else(unseen),
-                mem[i].clone().unwrap_or_else(unseen),
-                idle.unwrap_or_else(dash),
-                super::bound::share(data, &row.model, n)
-                    .map(|s| super::bound::of_bound_text(&s))
-                    .unwrap_or_else(dash),
-                limit_note(&cells[i]).unwrap_or_else(dash),
-                at_defaults(data, &row.model, n).unwrap_or_else(dash),
-            ]);
-        }
-        // Leave out the cost columns (from the fifth) no row has, and
-        // the p99 when it is already the ranked figure.
-        let keep: Vec<bool> = (0..header.len())
-            .map(|i| {
-                (i < 4 || body.iter().any(|r| r[i] != "–"))
-                    && !(i == 4 && p == crate::results::matrix::Primary::Latency)
-            })
-            .collect();
-        header = only(header, &keep);
+            ),
+            _ => dash(),
+        };
+        body.push(vec![
+            summary::rank_text(&ranked),
+            plan.shown(&row.model, n),
+            primary(row.primary.median),
+            summary::versus_text(p.higher_is_better(), &ranked, i == 0),
+            c.p99_us.map(|v| p99_scale.format(v)).unwrap_or_else(dash),
+            c.server_cpu
+                .as_ref()
+                .map(|f| f.text(&cpu_scale))
+                .unwrap_or_else(unseen),
+            c.memory_per_connection
+                .map(|m| m.text(&mem_scale, false))
+                .unwrap_or_else(unseen),
+            c.idle_cpus.map(cpu_pct).unwrap_or_else(dash),
+            of_bound,
+            c.limited_by.clone().unwrap_or_else(dash),
+            at_defaults(plan, &row.model, n).unwrap_or_else(dash),
+        ]);
+    }
+    let keep: Vec<bool> = (0..header.len())
+        .map(|i| {
+            (i < 4 || body.iter().any(|r| r[i] != "–"))
+                && !(i == 4 && p == crate::results::matrix::Primary::Latency)
+        })
+        .collect();
+    header = only(header, &keep);
+    (header, body.into_iter().map(|r| only(r, &keep)).collect())
+}
+
+/// One table per connection count: the best first, then every model with
+/// its cost ([`ranking_rows`]), and under it the verdict on every figure;
+/// the last carries the notes.
+pub fn tables(data: &RunData) -> Vec<Table> {
+    let user = memory::slopes(data, Kind::User);
+    let mut out = Vec::new();
+    for (n, rows) in standings(data) {
+        let ranked: Vec<Ranked> = rows.iter().map(Standing::ranked).collect();
+        let (header, body) = ranking_rows(&data.plan, &rows);
         out.push(Table {
-            title: title(data, n, &rows),
+            title: title(data, n, &ranked),
             header,
-            rows: body.into_iter().map(|r| only(r, &keep)).collect(),
-            notes: judgement(data, n, &rows, &user),
+            rows: body,
+            notes: judgement(data, n, &ranked, &user),
             fold: true,
         });
     }
@@ -506,14 +704,13 @@ pub fn tables(data: &RunData) -> Vec<Table> {
 /// A model `--tune` moved off its defaults at `n`: its defaults' figure
 /// in the search's rounds, and what the settings kept gave beside it
 /// (`1,820 (tuned 44.1×)`).
-fn at_defaults(data: &RunData, model: &str, n: usize) -> Option<String> {
-    let t = data
-        .plan
+fn at_defaults(plan: &RunPlan, model: &str, n: usize) -> Option<String> {
+    let t = plan
         .tuned
         .iter()
         .find(|t| t.model == model && t.connections == n)
         .filter(|t| t.changed())?;
-    let figure = data.plan.primary.format(t.default_figure?);
+    let figure = plan.primary.format(t.default_figure?);
     Some(match t.ratio {
         Some(r) => format!("{figure} (tuned {}×)", sig3(r)),
         None => figure,

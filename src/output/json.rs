@@ -11,16 +11,15 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::analysis::summary::Beaten;
-use crate::results::cell::{Bound, CellResult};
+use crate::analysis::verdict::Standing;
+use crate::results::cell::CellResult;
 use crate::results::dir::RunData;
 use crate::results::matrix::{Primary, RunPlan};
-use crate::stats::paired::Comparison;
-use crate::stats::Summary;
 
 /// The version of results.json's shape: raised when a field changes
-/// meaning or disappears.
-pub const SCHEMA_VERSION: u32 = 2;
+/// meaning, disappears or is required anew (3: each ranking row's
+/// `costs`, each tuned answer's `threads` and `processes`).
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The JSON Schema of [`Results`].
 pub fn schema() -> schemars::Schema {
@@ -71,43 +70,6 @@ pub struct Results<'a> {
     pub tuned: Vec<crate::tuning::answers::TunedAnswer>,
 }
 
-/// One model's place at one count (and work profile) in the ranking.
-#[derive(Debug, Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct Standing {
-    pub model: String,
-    pub connections: usize,
-    /// The work profile; absent without a work axis.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub work: Option<String>,
-    /// The primary figure over its runs.
-    pub primary: Summary,
-    /// Its group's rank; `null` when untested.
-    pub rank: Option<usize>,
-    /// Its group's first model.
-    pub group_leader: String,
-    /// How many times worse than the first row; `null` for that row.
-    pub versus_best: Option<Comparison>,
-    /// How many times worse than its group's first; `null` for that one.
-    pub versus_leader: Option<Comparison>,
-    /// For a group's first model below the top: what placed it there.
-    pub placed_by: Option<Beaten>,
-    /// Disturbed runs that were run again (not counted).
-    pub repeated: usize,
-    /// Runs counted although disturbed.
-    pub disturbed: usize,
-    /// Under work: the throughput the work allows, and the term that set
-    /// it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bound: Option<Bound>,
-    /// Throughput over that bound (`null`: nothing to set against it).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bound_share: Option<Option<f64>>,
-    /// Above the bound beyond noise and margin (a defect).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub above_bound: Option<bool>,
-}
-
 /// The whole of results.json for `data`.
 pub fn results(data: &RunData) -> Results<'_> {
     let searched = data.plan.capacity.is_some();
@@ -119,26 +81,11 @@ pub fn results(data: &RunData) -> Results<'_> {
             capacity.extend(crate::capacity::tables::answers(part_data));
             continue;
         }
-        for (n, rows) in crate::analysis::summary::standings(part_data) {
-            for r in rows {
-                let share = crate::analysis::bound::share(part_data, &r.model, n);
-                summary.push(Standing {
-                    connections: n,
-                    work: part.work.map(|w| w.to_string()),
-                    primary: r.summary,
-                    rank: r.rank,
-                    group_leader: r.leader,
-                    versus_best: r.versus_best,
-                    versus_leader: r.versus_leader,
-                    placed_by: r.placed_by,
-                    repeated: r.repeated,
-                    disturbed: r.disturbed,
-                    bound: share.as_ref().map(|b| b.bound.clone()),
-                    bound_share: share.as_ref().map(|b| b.share),
-                    above_bound: share.as_ref().map(|b| b.above.is_some()),
-                    model: r.model,
-                });
-            }
+        for (_, rows) in crate::analysis::verdict::standings(part_data) {
+            summary.extend(rows.into_iter().map(|r| Standing {
+                work: part.work.map(|w| w.to_string()),
+                ..r
+            }));
         }
     }
     Results {

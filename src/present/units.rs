@@ -37,7 +37,7 @@ const PLAIN: std::ops::RangeInclusive<i32> = -9..=15;
 
 /// `v` to three significant digits (all the digits of a whole number
 /// above 999), trailing zeros dropped; `1.00e300` out of [`PLAIN`].
-pub(crate) fn sig3(v: f64) -> String {
+pub fn sig3(v: f64) -> String {
     if !v.is_finite() {
         return "–".into();
     }

@@ -18,10 +18,10 @@ pub mod rng;
 pub mod slope;
 pub mod student;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Summary of one figure over the repeats of a cell.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Summary {
     pub n: usize,
     pub mean: f64,

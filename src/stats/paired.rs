@@ -90,7 +90,7 @@
 //!
 //! Cost: per pair of models, one pass over their rounds; nothing random.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The equivalence margin unless a run sets its own: ±5 %.
 pub const DEFAULT_MARGIN: f64 = 0.05;
@@ -188,7 +188,7 @@ fn mean_var(v: &[f64]) -> (f64, f64) {
 }
 
 /// What a comparison found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
     /// A single run on one side: nothing to test.
@@ -202,7 +202,7 @@ pub enum Outcome {
 }
 
 /// Which test gave the interval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Test {
     /// Student's t over the per-round ratios.
@@ -216,7 +216,7 @@ pub enum Test {
 
 /// The ratio of two models' figures with its 95 % interval and what it
 /// says (see the module's doc).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Comparison {
     /// The first over the second: the geometric mean of the per-round
     /// ratios (paired), the same with a tenth at each end left out

@@ -38,27 +38,9 @@ pub fn table(data: &RunData) -> Option<Table> {
             "why",
         ],
     );
-    // What the model costs as it ran: the threads and processes of its
-    // server holding its connections, in the matrix's cells.
-    let tasks = |model: &str, n: usize| -> Option<String> {
-        let mut v: Vec<(u64, u64)> = data
-            .cells
-            .iter()
-            .filter(|c| c.cell.model == model && c.cell.connections == n)
-            .filter_map(|c| c.server.as_ref())
-            .map(|s| (s.loaded.threads, s.loaded.processes))
-            .filter(|(t, _)| *t > 0)
-            .collect();
-        v.sort_unstable();
-        let (t, p) = *v.get(v.len() / 2)?;
-        Some(format!(
-            "{}, {}",
-            format_count(t as f64),
-            format_count(p as f64)
-        ))
-    };
     let dash = || "–".to_string();
-    for r in sorted(data) {
+    let all = answers(data);
+    for r in &all {
         t.rows.push(vec![
             r.model.clone(),
             format_count(r.connections as f64),
@@ -77,8 +59,13 @@ pub fn table(data: &RunData) -> Option<Table> {
                 (Some(x), None) => format!("{}×", sig3(x)),
                 _ => dash(),
             },
-            r.tried.len().to_string(),
-            tasks(&r.model, r.connections).unwrap_or_else(dash),
+            r.tried.to_string(),
+            match (r.threads, r.processes) {
+                (Some(t), Some(p)) => {
+                    format!("{}, {}", format_count(t as f64), format_count(p as f64))
+                }
+                _ => dash(),
+            },
             match &r.stopped {
                 Some(s) => format!("{} (stopped by {s})", r.why),
                 None => r.why.clone(),
@@ -112,21 +99,17 @@ pub fn table(data: &RunData) -> Option<Table> {
             7,
             "at the target: held, missed (defaults at that rate)".into(),
         );
-        for (row, r) in t.rows.iter_mut().zip(sorted(data)) {
+        for (row, r) in t.rows.iter_mut().zip(&all) {
             row.insert(
                 7,
                 r.at_target.as_ref().map_or_else(dash, |a| {
-                    let defaults = match Defaults::of(a) {
+                    let defaults = match a.defaults {
                         Defaults::Missed => "missed it",
                         Defaults::Held => "held it",
                         Defaults::Undecided => "undecided",
                         Defaults::NotMeasured => "not measured",
                     };
-                    format!(
-                        "{}, {} (defaults {defaults})",
-                        rate(a.found_held),
-                        rate(a.found_missed),
-                    )
+                    format!("{}, {} (defaults {defaults})", rate(a.held), rate(a.missed),)
                 }),
             );
         }
@@ -215,6 +198,10 @@ pub struct TunedAnswer {
     pub interval: Option<(f64, f64)>,
     /// Settings measured.
     pub tried: usize,
+    /// The threads and processes of its server holding its connections
+    /// in the matrix's cells (the median cell's), as it ran.
+    pub threads: Option<u64>,
+    pub processes: Option<u64>,
     /// Why the setting kept is kept.
     pub why: String,
     /// The search stopped before it ended, in words.
@@ -228,7 +215,10 @@ pub fn answers(data: &RunData) -> Vec<TunedAnswer> {
     let figure = data.plan.tune_primary();
     sorted(data)
         .into_iter()
-        .map(|r| TunedAnswer {
+        .map(|r| (r, tasks(data, &r.model, r.connections)))
+        .map(|(r, tasks)| TunedAnswer {
+            threads: tasks.map(|t| t.0),
+            processes: tasks.map(|t| t.1),
             model: r.model.clone(),
             connections: r.connections,
             work: r.work.as_ref().map(|w| w.to_string()),
@@ -252,4 +242,19 @@ pub fn answers(data: &RunData) -> Vec<TunedAnswer> {
             }),
         })
         .collect()
+}
+
+/// What `model` costs as it ran at `n`: the threads and processes of its
+/// server holding its connections, the median of the matrix's cells.
+fn tasks(data: &RunData, model: &str, n: usize) -> Option<(u64, u64)> {
+    let mut v: Vec<(u64, u64)> = data
+        .cells
+        .iter()
+        .filter(|c| c.cell.model == model && c.cell.connections == n)
+        .filter_map(|c| c.server.as_ref())
+        .map(|s| (s.loaded.threads, s.loaded.processes))
+        .filter(|(t, _)| *t > 0)
+        .collect();
+    v.sort_unstable();
+    v.get(v.len() / 2).copied()
 }

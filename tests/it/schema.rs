@@ -268,6 +268,7 @@ pub fn results_agree(dir: &std::path::Path) -> Result<Value, Failed> {
     // A search is ranked by what each model held, never by pooling
     // slots of unlike offered rates; a ranking's tables list the models
     // of each count in the summary's order.
+    tuning_agrees(&doc, &tables)?;
     let summary = doc["summary"]
         .as_array()
         .ok_or("results.json has no summary")?;
@@ -284,34 +285,151 @@ pub fn results_agree(dir: &std::path::Path) -> Result<Value, Failed> {
     if doc.get("capacity").is_some() {
         return Err("results.json of a run that searched nothing has capacity answers".into());
     }
-    let mut counts: Vec<u64> = summary
+    // Every cell of each count's ranking, rendered from what results.json
+    // holds alone (its plan and summary rows), is the cell results.md
+    // prints; its repeats table names the same models, ranks and calls.
+    let plan: c10k::results::matrix::RunPlan = serde_json::from_value(doc["plan"].clone())?;
+    let standings: Vec<c10k::analysis::verdict::Standing> = summary
         .iter()
         .filter(|r| r.get("work").is_none())
-        .filter_map(|r| r["connections"].as_u64())
-        .collect();
+        .map(|r| serde_json::from_value(r.clone()))
+        .collect::<Result<_, _>>()?;
+    let mut counts: Vec<usize> = standings.iter().map(|s| s.connections).collect();
     counts.dedup();
     for n in counts {
-        let named: Vec<&str> = summary
+        let here: Vec<_> = standings
             .iter()
-            .filter(|r| r["connections"].as_u64() == Some(n) && r.get("work").is_none())
-            .filter_map(|r| r["model"].as_str())
+            .filter(|s| s.connections == n)
+            .cloned()
             .collect();
+        let (_, json_rows) = c10k::analysis::verdict::ranking_rows(&plan, &here);
         let title = format!("{} connections:", format_count(n as f64));
-        let (_, rows) = tables
-            .iter()
-            .find(|(t, _)| t.starts_with(&title))
+        let mut titled = tables.iter().filter(|(t, _)| t.starts_with(&title));
+        let (_, rows) = titled
+            .next()
             .ok_or_else(|| format!("results.md has no ranking at {n}"))?;
-        let shown: Vec<String> = rows.iter().map(|r| cell(r, 1)).collect();
-        let same =
-            shown.len() == named.len() && shown.iter().zip(&named).all(|(s, m)| s.starts_with(m));
-        if !same {
+        agree(
+            format!("rows of the ranking at {n}"),
+            rows.len().to_string(),
+            json_rows.len().to_string(),
+        )?;
+        for (i, (md_row, json_row)) in rows.iter().zip(&json_rows).enumerate() {
+            for (j, want) in json_row.iter().enumerate() {
+                agree(
+                    format!("the ranking at {n}, row {i}, column {j}"),
+                    cell(md_row, j),
+                    c10k::export::table::escape_markdown(want),
+                )?;
+            }
+        }
+        if let Some((_, repeats)) = titled.next() {
+            for (i, (md_row, json_row)) in repeats.iter().zip(&json_rows).enumerate() {
+                for (j, k) in [(0, 0), (1, 1), (6, 3)] {
+                    agree(
+                        format!("the repeats at {n}, row {i}, column {j}"),
+                        cell(md_row, j),
+                        c10k::export::table::escape_markdown(&json_row[k]),
+                    )?;
+                }
+            }
+        }
+    }
+    Ok(doc)
+}
+
+/// The tuning table of results.md, cell for cell, from results.json's
+/// `tuned` answers (where the run tuned or sized a pool).
+fn tuning_agrees(doc: &Value, tables: &[(String, Vec<Vec<String>>)]) -> Result<(), Failed> {
+    use c10k::present::units::{format_count, sig3};
+    let Some(tuned) = doc["tuned"].as_array().filter(|t| !t.is_empty()) else {
+        return Ok(());
+    };
+    let (title, rows) = tables
+        .iter()
+        .find(|(t, _)| t.starts_with("Each model at its best") || t.starts_with("Pools sized"))
+        .ok_or("results.json has tuned answers and results.md no tuning table")?;
+    let searched = title.starts_with("Each model at its best");
+    if rows.len() != tuned.len() {
+        return Err(format!(
+            "the tuning table has {} rows, results.json {} answers",
+            rows.len(),
+            tuned.len()
+        )
+        .into());
+    }
+    let dash = || "–".to_string();
+    for (row, t) in rows.iter().zip(tuned) {
+        let figure: c10k::results::matrix::Primary = serde_json::from_value(t["figure"].clone())?;
+        let f = |v: &Value| v.as_f64().map_or_else(dash, |v| figure.format(v));
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        let defaults = match text(&t["defaults"]) {
+            d if d.is_empty() => dash(),
+            d => d,
+        };
+        let ratio = match (t["ratio"].as_f64(), t["interval"].as_array()) {
+            (Some(x), Some(i)) => format!(
+                "{}× [{}, {}]",
+                sig3(x),
+                sig3(i[0].as_f64().unwrap_or(f64::NAN)),
+                sig3(i[1].as_f64().unwrap_or(f64::NAN))
+            ),
+            (Some(x), None) => format!("{}×", sig3(x)),
+            _ => dash(),
+        };
+        let tasks = match (t["threads"].as_f64(), t["processes"].as_f64()) {
+            (Some(a), Some(b)) => format!("{}, {}", format_count(a), format_count(b)),
+            _ => dash(),
+        };
+        let why = match t["stopped"].as_str() {
+            Some(s) => format!("{} (stopped by {s})", text(&t["why"])),
+            None => text(&t["why"]),
+        };
+        let mut want = vec![
+            text(&t["model"]),
+            format_count(t["connections"].as_f64().unwrap_or_default()),
+            text(&t["kept"]),
+            defaults,
+        ];
+        if searched {
+            want.extend([f(&t["default_figure"]), f(&t["best_figure"]), ratio]);
+            if !doc["plan"]["capacity"].is_null() {
+                let a = &t["at_target"];
+                let rate = |v: &Value| {
+                    v.as_f64()
+                        .map_or_else(dash, |v| format!("{}/s", format_count(v)))
+                };
+                let defaults = match a["defaults"].as_str() {
+                    Some("missed") => "missed it",
+                    Some("held") => "held it",
+                    Some("undecided") => "undecided",
+                    _ => "not measured",
+                };
+                want.push(if a.is_null() {
+                    dash()
+                } else {
+                    format!(
+                        "{}, {} (defaults {defaults})",
+                        rate(&a["held"]),
+                        rate(&a["missed"])
+                    )
+                });
+            }
+            want.push(t["tried"].to_string());
+        }
+        want.extend([tasks, why]);
+        let want: Vec<String> = want
+            .iter()
+            .map(|w| c10k::export::table::escape_markdown(w))
+            .collect();
+        if *row != want {
             return Err(format!(
-                "the ranking at {n}: results.md lists {shown:?}, results.json {named:?}"
+                "the tuning table of {}: results.md {row:?}, results.json {want:?}",
+                t["model"]
             )
             .into());
         }
     }
-    Ok(doc)
+    Ok(())
 }
 
 /// Every Markdown table of `md`: its `### ` title and its rows' cells.

@@ -93,6 +93,8 @@ fn a_pool_is_sized_for_blocking_work_and_the_matrix_runs_with_it() -> Result<(),
     if !r.stdout.contains(&shown) || !r.stdout.contains("Each model at its best (--tune)") {
         return Err(format!("no {shown} or tuning table on the terminal:\n{}", r.stdout).into());
     }
+    // Its tables are data too: results.json's answers, cell for cell.
+    crate::schema::results_agree(&dir)?;
     let md = std::fs::read_to_string(dir.join("results.md"))?;
     if !md.contains(&shown) {
         return Err(format!("results.md does not name {shown}").into());
