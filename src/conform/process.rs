@@ -14,6 +14,7 @@ use super::subject::Needs;
 use super::wire::{self, count, finish, pattern};
 use super::{ensure, Checked, Stop, Suite};
 use crate::child::server::GRACE;
+use crate::server::settings::Settings;
 
 /// A client sends up to 64 MiB and reads nothing: the server must stop
 /// taking it in (the client's socket stays unwritable), its resident memory
@@ -26,7 +27,10 @@ pub(super) fn slow_reader_bounded_memory(suite: &Checking) -> Checked {
     let is_model = suite.subject.model().is_some();
     let buffer: u64 = if is_model { 16 << 10 } else { 64 << 10 };
     let server = suite.start(Needs {
-        flags: &["--buffer", "16KiB"],
+        settings: Settings {
+            buffer_bytes: Some(16 << 10),
+            ..Settings::default()
+        },
         process: Some("memory"),
         ..Needs::default()
     })?;
@@ -154,13 +158,11 @@ pub(super) fn slow_reader_bounded_memory(suite: &Checking) -> Checked {
 /// waiting client is served once others leave.
 pub(super) fn emfile(suite: &Checking) -> Checked {
     const CLIENTS: usize = 100;
-    let flags: &[&str] = if suite.subject.model() == Some("prefork") {
-        &["--workers", "8"]
-    } else {
-        &[]
-    };
     let server = suite.start(Needs {
-        flags,
+        settings: Settings {
+            workers: (suite.subject.model() == Some("prefork")).then_some(8),
+            ..Settings::default()
+        },
         process: Some("open-files limit and CPU"),
         nofile: Some(64),
         ..Needs::default()
@@ -478,7 +480,10 @@ pub(super) fn sigterm(suite: &Checking) -> Checked {
 /// is served.
 pub(super) fn max_conns_refuses_the_rest(suite: &Checking) -> Checked {
     let server = suite.start(Needs {
-        flags: &["--max-conns", "3"],
+        settings: Settings {
+            max_conns: Some(3),
+            ..Settings::default()
+        },
         c10k_only: Some("--max-conns"),
         ..Needs::default()
     })?;

@@ -15,13 +15,14 @@ use super::watch::Watch;
 use super::{ensure, wire, Stop, Suite};
 use crate::child::foreign::{free_port, Foreign};
 use crate::child::server::{Launcher, ServerChild, StartError, Terminated};
+use crate::server::settings::Settings;
 use crate::server::Summary;
 
 /// What the suite checks.
 #[derive(Debug, Clone)]
 pub enum Subject {
-    /// A c10k model: `c10k serve --model MODEL FLAGS…`.
-    Model { model: String, flags: Vec<String> },
+    /// A c10k model: `c10k serve --model MODEL` with these settings.
+    Model { model: String, settings: Settings },
     /// A server c10k starts from a command (`--server`, `--peer`).
     Command(Foreign),
     /// A server already listening: only the wire can be checked.
@@ -32,9 +33,11 @@ impl Subject {
     /// The subject in words, for the table's title.
     pub fn describe(&self) -> String {
         match self {
-            Subject::Model { model, flags } if flags.is_empty() => format!("c10k model {model}"),
-            Subject::Model { model, flags } => {
-                format!("c10k model {model} ({})", flags.join(" "))
+            Subject::Model { model, settings } if *settings == Settings::default() => {
+                format!("c10k model {model}")
+            }
+            Subject::Model { model, settings } => {
+                format!("c10k model {model} ({})", settings.text())
             }
             Subject::Command(f) => format!("{} ({})", f.name, f.command.join(" ")),
             Subject::Address(a) => format!("the server at {a}"),
@@ -51,11 +54,11 @@ impl Subject {
 }
 
 /// What a check needs of its server.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Needs<'a> {
-    /// `c10k serve` flags a model gets (later ones win over the subject's
-    /// own); other servers start without them.
-    pub flags: &'a [&'a str],
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Needs {
+    /// Settings a model gets, laid over the subject's own; other servers
+    /// start without them.
+    pub settings: Settings,
     /// The check tests a c10k-only flag, named here: other servers skip it.
     pub c10k_only: Option<&'static str>,
     /// The check reads the server's process, for this: a bare address
@@ -114,8 +117,8 @@ impl Checking {
             )));
         }
         let (child, model) = match &self.subject {
-            Subject::Model { model, flags } => {
-                let args = serve_args(model, flags, &needs);
+            Subject::Model { model, settings } => {
+                let args = serve_args(model, settings, &needs);
                 let child = launcher
                     .start_telling(&args, &spawned)
                     .map_err(|e| match e {
@@ -161,23 +164,13 @@ impl Checking {
 
 /// `--model MODEL`, the subject's flags, then the check's (a check's flag
 /// replaces the subject's flag of the same name), then `--nofile`.
-fn serve_args(model: &str, flags: &[String], needs: &Needs) -> Vec<String> {
-    let mut own: Vec<String> = flags.to_vec();
-    for pair in needs.flags.chunks(2) {
-        let joined = format!("{}=", pair[0]);
-        if let Some(i) = own.iter().position(|f| f == pair[0]) {
-            let end = (i + 2).min(own.len());
-            own.drain(i..end);
-        } else if let Some(i) = own.iter().position(|f| f.starts_with(&joined)) {
-            own.remove(i);
-        }
-    }
+fn serve_args(model: &str, own: &Settings, needs: &Needs) -> Vec<String> {
+    let settings = own.over(&Settings {
+        nofile: needs.nofile,
+        ..needs.settings.clone()
+    });
     let mut args = vec!["--model".to_string(), model.to_string()];
-    args.extend(own);
-    args.extend(needs.flags.iter().map(|s| s.to_string()));
-    if let Some(n) = needs.nofile {
-        args.extend(["--nofile".to_string(), n.to_string()]);
-    }
+    args.extend(settings.args());
     args
 }
 
@@ -303,24 +296,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_check_flag_replaces_the_subject_one() {
+    fn a_check_setting_replaces_the_subject_one() {
         let needs = Needs {
-            flags: &["--workers", "8"],
+            settings: Settings {
+                workers: Some(8),
+                ..Settings::default()
+            },
             nofile: Some(64),
             ..Needs::default()
         };
-        let flags = ["--workers", "2", "--edge"].map(String::from);
-        assert_eq!(
-            serve_args("prefork", &flags, &needs),
-            [
-                "--model",
-                "prefork",
-                "--edge",
-                "--workers",
-                "8",
-                "--nofile",
-                "64"
-            ]
-        );
+        let own = Settings {
+            workers: Some(2),
+            edge: true,
+            ..Settings::default()
+        };
+        let want = Settings {
+            workers: Some(8),
+            edge: true,
+            nofile: Some(64),
+            ..Settings::default()
+        };
+        let mut args = vec!["--model".to_string(), "prefork".to_string()];
+        args.extend(want.args());
+        assert_eq!(serve_args("prefork", &own, &needs), args);
     }
 }

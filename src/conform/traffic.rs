@@ -12,6 +12,7 @@ use super::subject::Checking;
 use super::subject::Needs;
 use super::wire::{self, count, echo_fragmented, expect_eof, finish, pattern, Rng};
 use super::{ensure, Checked, Stop};
+use crate::server::settings::Settings;
 
 /// 1 B, 100 B, 64 KiB and 1 MiB, each written in random fragments, on 16
 /// connections at once; every echo must equal what was sent.
@@ -89,14 +90,11 @@ pub(super) fn past_fd_setsize(suite: &Checking) -> Checked {
     // The client needs more than 1,100 descriptors.
     let _ = crate::sys::rlimit::raise_nofile();
     // prefork serves one connection per worker.
-    let workers = N.to_string();
-    let flags: &[&str] = if suite.subject.model() == Some("prefork") {
-        &["--workers", &workers]
-    } else {
-        &[]
-    };
     let server = suite.start(Needs {
-        flags,
+        settings: Settings {
+            workers: (suite.subject.model() == Some("prefork")).then_some(N),
+            ..Settings::default()
+        },
         ..Needs::default()
     })?;
     let mut streams = server.connect_many(N)?;

@@ -60,7 +60,7 @@ pub fn plan(a: &ConformArgs) -> Result<ConformPlan, String> {
         request = super::request_bytes(m.name(), &settings)?;
         Subject::Model {
             model: m.name().to_string(),
-            flags: a.server_args.clone(),
+            settings,
         }
     } else if let Some(spec) = &a.server {
         Subject::Command(Foreign::parse(&named(spec))?)

@@ -99,10 +99,12 @@ fn cases() -> Vec<Case> {
 /// Runs `check` on `case`: a pass completes, a skip is ignored with its
 /// reason, a failure fails with the check's evidence.
 fn run(case: &Case, check: &Check) -> Result<Completion, Failed> {
+    // The case's flags, parsed as `c10k conform --server-arg` parses them.
+    let settings = c10k::plan::serve_settings("--server-arg", Some(case.model), &case.flags)?;
     let suite = Suite {
         subject: Subject::Model {
             model: case.model.to_string(),
-            flags: case.flags.clone(),
+            settings,
         },
         program: Some(bin().into()),
         patience: PATIENCE,
