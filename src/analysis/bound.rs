@@ -41,11 +41,11 @@ pub(crate) fn of_cell(
     let w = &plan.workload;
     // Churn measures connections a second, which the work per request
     // does not bound: no bound stands beside it.
-    let mut bound = match w.kind {
+    let mut bound = match w.kind() {
         WorkloadKind::Churn => None,
-        _ => bound(profile, &capacity, spec.connections, w.depth),
+        _ => bound(profile, &capacity, spec.connections, w.depth()),
     };
-    if let (WorkloadKind::Closed, Some(rate)) = (w.kind, w.rate) {
+    if let (WorkloadKind::Closed, Some(rate)) = (w.kind(), w.rate) {
         let offered = rate.total(spec.connections);
         if bound.as_ref().is_none_or(|b| offered < b.per_second) {
             bound = Some(Bound {
@@ -387,7 +387,7 @@ mod tests {
         // Churn counts connections a second: the work is recorded, with no
         // bound beside it.
         plan.workload = crate::results::matrix::Workload {
-            kind: WorkloadKind::Churn,
+            shape: crate::results::matrix::Shape::of(WorkloadKind::Churn),
             ..plan.workload.clone()
         };
         let w = of_cell(&plan, &spec, &[summary]).expect("work");

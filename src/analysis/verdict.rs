@@ -123,7 +123,7 @@ fn cpu_pick(churn: bool) -> fn(&Metrics) -> Option<f64> {
 /// Every measured model's figures at count `n`.
 fn judged(data: &RunData, n: usize, slopes: &[memory::Slope]) -> Vec<Judged> {
     let p = data.plan.primary;
-    let churn = data.plan.workload.kind == crate::results::matrix::WorkloadKind::Churn;
+    let churn = data.plan.workload.kind() == crate::results::matrix::WorkloadKind::Churn;
     let cpu = cpu_pick(churn);
     let sample_of = |rows: &[(String, Vec<(usize, f64)>)], m: &str| {
         rows.iter()
@@ -342,7 +342,7 @@ fn judgement(data: &RunData, n: usize, rows: &[Ranked], user: &[memory::Slope]) 
         return vec!["One run each: no model is shown to beat another (untested).".into()];
     }
     let all = judged(data, n, user);
-    let churn = data.plan.workload.kind == crate::results::matrix::WorkloadKind::Churn;
+    let churn = data.plan.workload.kind() == crate::results::matrix::WorkloadKind::Churn;
     let mut best = vec![format!(
         "{}: {}",
         data.plan.primary.label(),
@@ -512,7 +512,7 @@ impl Standing {
 /// results.json's `summary` holds.
 pub fn standings(data: &RunData) -> Vec<(usize, Vec<Standing>)> {
     let user = memory::slopes(data, Kind::User);
-    let churn = data.plan.workload.kind == crate::results::matrix::WorkloadKind::Churn;
+    let churn = data.plan.workload.kind() == crate::results::matrix::WorkloadKind::Churn;
     let deltas = memory::deltas(data, Kind::User);
     summary::standings(data)
         .into_iter()
@@ -593,7 +593,7 @@ pub fn standings(data: &RunData) -> Vec<(usize, Vec<Standing>)> {
 /// left out, and the p99 when it is the ranked figure.
 pub fn ranking_rows(plan: &RunPlan, rows: &[Standing]) -> (Vec<String>, Vec<Vec<String>>) {
     let p = plan.primary;
-    let churn = plan.workload.kind == crate::results::matrix::WorkloadKind::Churn;
+    let churn = plan.workload.kind() == crate::results::matrix::WorkloadKind::Churn;
     let mut header = vec![
         "#".to_string(),
         "model".to_string(),

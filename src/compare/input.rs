@@ -22,7 +22,7 @@ use crate::client::report::{Report, SCHEMA_VERSION};
 use crate::results::cell::{CellResult, Status};
 use crate::results::dir::{self as results, PlanCheck, RunData};
 use crate::results::matrix::{
-    CellSpec, Order, Pin, Primary, Rate, RunPlan, Workload, WorkloadKind, RESULTS_VERSION,
+    CellSpec, Order, Pin, Primary, Rate, RunPlan, Shape, Workload, WorkloadKind, RESULTS_VERSION,
 };
 
 /// What a side was read from.
@@ -347,18 +347,20 @@ fn run_of_loads(path: &Path, reports: Vec<Report>) -> RunData {
     let n = first.connections.requested;
     let mut workload = Workload::closed(first.measured_seconds, first.warmup_seconds);
     workload.message_bytes = first.message_bytes;
-    workload.depth = first.depth.max(1);
+    workload.shape = Shape::Closed {
+        depth: first.depth.max(1),
+    };
     let primary = match first.workload {
         LoadKind::Open => {
             workload.rate = first.open_loop.as_ref().map(|o| Rate::Total(o.target_rate));
             Primary::Latency
         }
         LoadKind::Burst => {
-            workload.kind = WorkloadKind::Burst;
+            workload.shape = Shape::of(WorkloadKind::Burst);
             Primary::Time
         }
         LoadKind::Churn => {
-            workload.kind = WorkloadKind::Churn;
+            workload.shape = Shape::of(WorkloadKind::Churn);
             Primary::AcceptRate
         }
         LoadKind::Closed => Primary::Throughput,

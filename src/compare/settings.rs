@@ -160,7 +160,7 @@ pub fn frame(base: &RunPlan, new: &RunPlan) -> Option<String> {
             "{} ({} loop, depth {}{}{})",
             p.primary.label(),
             p.workload.load_kind(),
-            p.workload.depth,
+            p.workload.depth(),
             p.workload
                 .rate
                 .map_or_else(String::new, |r| format!(", {}", r.text())),
@@ -176,7 +176,7 @@ pub fn frame(base: &RunPlan, new: &RunPlan) -> Option<String> {
     }
     let same = base.primary == new.primary
         && b.load_kind() == n.load_kind()
-        && b.depth == n.depth
+        && b.depth() == n.depth()
         && b.rate == n.rate
         && b.messages_for(1).is_some() == n.messages_for(1).is_some();
     (!same).then(|| {

@@ -1,7 +1,7 @@
 //! The presets: each a matrix that follows one study's method. Flags given
 //! to `c10k run` change a preset's matrix; the plan records the result.
 
-use crate::results::matrix::{Bench, Pin, Rate, Workload, WorkloadKind};
+use crate::results::matrix::{Bench, Pin, Rate, Shape, Workload, WorkloadKind};
 
 /// A named experiment before flags change it.
 #[derive(Debug, Clone)]
@@ -103,7 +103,7 @@ pub fn all() -> Vec<Preset> {
         &[2, 4, 8, 16, 32, 64, 128, 200, 256, 300, 400, 512],
         10,
         Workload {
-            kind: WorkloadKind::Burst,
+            shape: Shape::of(WorkloadKind::Burst),
             ..Workload::closed(0.0, 0.0)
         },
     );
@@ -297,7 +297,7 @@ pub fn all() -> Vec<Preset> {
             &[1, 8, 64],
             3,
             Workload {
-                kind: WorkloadKind::Churn,
+                shape: Shape::of(WorkloadKind::Churn),
                 ..Workload::closed(2.0, 0.5)
             },
         ),
@@ -307,7 +307,7 @@ pub fn all() -> Vec<Preset> {
             title: "interval control against connection churn: select and epoll waiting at least 0, 100 µs, 1 ms or 10 ms between waits, accepts per second",
             connections: &[1, 8, 64],
             workload: Workload {
-                kind: WorkloadKind::Churn,
+                shape: Shape::of(WorkloadKind::Churn),
                 ..Workload::closed(2.0, 0.5)
             },
             ..interval

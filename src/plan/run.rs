@@ -80,7 +80,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
             "--agent: the {name} experiment runs a micro-benchmark, which has no client to place"
         ));
     }
-    let one_process = match workload.kind {
+    let one_process = match workload.kind() {
         WorkloadKind::Burst => Some("the burst workload"),
         WorkloadKind::Churn => Some("the churn workload"),
         _ => None,
@@ -217,7 +217,7 @@ fn capacity_of(
     if args.rate.is_some() || args.rate_per_connection.is_some() {
         return refuse("--rate", "the search chooses the offered rates");
     }
-    if plan.workload.kind != WorkloadKind::Closed || plan.workload.messages_for(1).is_some() {
+    if plan.workload.kind() != WorkloadKind::Closed || plan.workload.messages_for(1).is_some() {
         return refuse(
             "this workload",
             "the search offers an open loop on the connections it keeps (a timed closed loop's)",
@@ -573,9 +573,9 @@ fn slots_of(
     let asked = args.slot.is_some() || args.slot_warmup.is_some();
     let why_not = if bench {
         Some("a micro-benchmark has no slots")
-    } else if workload.kind == WorkloadKind::Burst {
+    } else if workload.kind() == WorkloadKind::Burst {
         Some("the burst workload times its own rounds")
-    } else if workload.kind == WorkloadKind::Churn {
+    } else if workload.kind() == WorkloadKind::Churn {
         Some("the churn workload keeps no connections")
     } else if workload.messages_for(1).is_some() {
         Some("a fixed count of messages is not a timed slot")
@@ -687,8 +687,8 @@ fn workload_of(
 ) -> Result<(matrix::Workload, matrix::Primary), String> {
     let mut workload = preset.workload.clone();
     if let Some(kind) = args.workload {
-        if kind != workload.kind {
-            workload.kind = kind;
+        if kind != workload.kind() {
+            workload.shape = matrix::Shape::of(kind);
             // A preset's open loop is of its closed workload.
             workload.rate = None;
             workload.total_messages = None;
@@ -703,7 +703,7 @@ fn workload_of(
         if n == 0 {
             return Err("--messages must be at least 1".into());
         }
-        if workload.kind != WorkloadKind::Closed {
+        if workload.kind() != WorkloadKind::Closed {
             return Err("--messages applies to the closed workload only".into());
         }
         workload.messages_per_connection = Some(n);
@@ -752,7 +752,7 @@ fn workload_of(
         (None, None) => None,
     };
     if rate.is_some() {
-        if workload.kind != WorkloadKind::Closed {
+        if workload.kind() != WorkloadKind::Closed {
             return Err(format!(
                 "--rate: an open loop sends messages on connections it keeps; the {} workload \
                  has none (use it with --workload closed)",
@@ -779,7 +779,7 @@ fn workload_of(
         }
         workload.client_interval_seconds = (!d.is_zero()).then_some(d.as_secs_f64());
     }
-    if workload.kind != WorkloadKind::Burst
+    if workload.kind() != WorkloadKind::Burst
         && workload.messages_for(1).is_none()
         && workload.duration_seconds <= 0.0
     {
@@ -787,7 +787,7 @@ fn workload_of(
     }
     // From the workload as changed by the flags: a preset's fixed amount of
     // work turned into a timed window is ranked by throughput, not time.
-    let primary = match workload.kind {
+    let primary = match workload.kind() {
         _ if preset.bench == Some(matrix::Bench::Accept) => matrix::Primary::AcceptRate,
         _ if preset.bench.is_some() => matrix::Primary::Time,
         WorkloadKind::Burst => matrix::Primary::Time,
@@ -846,7 +846,7 @@ fn custom_title(
         .iter()
         .map(|&n| crate::present::units::format_count(n as f64))
         .collect();
-    let how = match (workload.kind, workload.rate) {
+    let how = match (workload.kind(), workload.rate) {
         _ if capacity.is_some() => format!(
             "capacity at {} (Poisson arrivals)",
             capacity.map_or_else(String::new, |c| c.slo.describe())

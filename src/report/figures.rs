@@ -135,7 +135,7 @@ pub fn charts(data: &RunData) -> Vec<Chart> {
             fit: None,
         });
     }
-    if data.plan.bench.is_none() && data.plan.workload.kind == WorkloadKind::Closed {
+    if data.plan.bench.is_none() && data.plan.workload.kind() == WorkloadKind::Closed {
         specs.push(Spec {
             id: "fairness",
             title: "Fairness across connections".into(),
@@ -175,7 +175,7 @@ pub fn charts(data: &RunData) -> Vec<Chart> {
             fit: None,
         });
     }
-    if data.plan.workload.kind == WorkloadKind::Churn
+    if data.plan.workload.kind() == WorkloadKind::Churn
         || matches!(
             data.plan.bench,
             Some(crate::results::matrix::Bench::Herd | crate::results::matrix::Bench::Accept)

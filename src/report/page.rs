@@ -15,7 +15,7 @@ use crate::export::table::escape_html;
 use crate::present::units;
 use crate::results::axis;
 use crate::results::dir::RunData;
-use crate::results::matrix::{Order, RunPlan, WorkloadKind};
+use crate::results::matrix::{Order, RunPlan, Shape};
 use crate::results::series;
 
 const STYLE: &str = "
@@ -384,15 +384,15 @@ fn workload_kind(w: &crate::results::matrix::Workload) -> String {
         units::sig3(w.duration_seconds),
         units::sig3(w.warmup_seconds)
     );
-    match w.kind {
-        WorkloadKind::Burst => format!(
+    match (w.shape, w.rate) {
+        (Shape::Burst { rounds }, _) => format!(
             "each cell connects every socket, sends {bytes} on all of them at once and times \
              until every echo is back ({} round{}, the mean reported)",
-            w.rounds,
-            if w.rounds == 1 { "" } else { "s" }
+            rounds,
+            if rounds == 1 { "" } else { "s" }
         ),
-        WorkloadKind::Closed if w.rate.is_some() => {
-            let rate = w.rate.map(|r| r.text()).unwrap_or_default();
+        (Shape::Closed { depth }, Some(rate)) => {
+            let rate = rate.text();
             let work = match w.messages_for(1) {
                 Some(m) => format!(
                     "{m} message{} on every connection, then the cell ends",
@@ -405,14 +405,14 @@ fn workload_kind(w: &crate::results::matrix::Workload) -> String {
                  staggered over the interval) whatever the server's pace, at most {} in flight \
                  per connection, {work}; latency counted from when each message was due \
                  (corrected for coordinated omission)",
-                w.depth
+                depth
             )
         }
-        WorkloadKind::Closed => {
+        (Shape::Closed { depth }, None) => {
             let depth = format!(
                 "{} message{} in flight per connection",
-                w.depth,
-                if w.depth == 1 { "" } else { "s" }
+                depth,
+                if depth == 1 { "" } else { "s" }
             );
             match (w.total_messages, w.messages_per_connection) {
                 (Some(t), _) => format!(
@@ -428,10 +428,10 @@ fn workload_kind(w: &crate::results::matrix::Workload) -> String {
                 }
             }
         }
-        WorkloadKind::Churn => format!(
+        (Shape::Churn { churn_echo }, _) => format!(
             "connections opened{} and closed as fast as the server takes them, as many at \
              once as the cell's connection count, {timed}",
-            if w.churn_echo {
+            if churn_echo {
                 format!(", echoing {bytes},")
             } else {
                 String::new()

@@ -28,7 +28,7 @@ use anyhow::Context as _;
 
 use super::cell::CellResult;
 use super::identity::Identity;
-use super::matrix::{RunPlan, RESULTS_VERSION};
+use super::matrix::{RunPlan, READS};
 
 pub(crate) const PLAN: &str = "plan.json";
 pub(crate) const ENVIRONMENT: &str = "environment.json";
@@ -412,11 +412,12 @@ pub fn load(dir: &Path, check: PlanCheck) -> anyhow::Result<(RunData, Vec<Proble
     };
     let plan: RunPlan = serde_json::from_slice(&read(PLAN)?)
         .with_context(|| format!("{} does not parse", dir.join(PLAN).display()))?;
-    if plan.version != RESULTS_VERSION {
+    if !READS.contains(&plan.version) {
         anyhow::bail!(
-            "{} is results format {}, this c10k reads {RESULTS_VERSION}",
+            "{} is results format {}, this c10k reads {}",
             dir.display(),
-            plan.version
+            plan.version,
+            crate::present::words::and_list(&READS.map(|v| v.to_string())).replace(" and ", " or ")
         );
     }
     check(&plan).map_err(|e| anyhow::anyhow!("{}: {e}", dir.join(PLAN).display()))?;
@@ -687,7 +688,7 @@ mod tests {
     fn results_of_another_plan_are_not_counted() {
         let p = plan();
         let mut other = plan();
-        other.workload.kind = WorkloadKind::Burst;
+        other.workload.shape = crate::results::matrix::Shape::of(WorkloadKind::Burst);
         let mut moved = result(&p, 1);
         moved.cell.connections = 3;
         let mut legacy_burst = result(&p, 2);

@@ -14,8 +14,13 @@ use crate::server::settings::Settings;
 use crate::server::work::Profile;
 
 /// Version of `plan.json` and `results.jsonl`; bumped when a field changes
-/// meaning or disappears.
-pub const RESULTS_VERSION: u32 = 2;
+/// meaning or disappears (3: the workload holds only its own kind's
+/// settings, [`Shape`]).
+pub const RESULTS_VERSION: u32 = 3;
+
+/// The results formats this c10k reads: 2 reads as 3 (its workload's
+/// settings of the other kinds are left aside).
+pub const READS: [u32; 2] = [2, RESULTS_VERSION];
 
 /// Where the server and the client run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,7 +48,8 @@ pub enum Order {
     Sequential,
 }
 
-/// What the client does in every cell.
+/// What the client does in every cell, without its settings: the tag of
+/// [`Shape`], and the value of `c10k run --workload`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum WorkloadKind {
@@ -120,10 +126,64 @@ pub(crate) fn format_seconds(s: f64) -> String {
     crate::present::units::seconds(s)
 }
 
-/// The client's work in each cell.
+/// What the client does in every cell, with the settings of that kind
+/// alone: plan.json's `workload.kind` and, beside it, `depth`, `rounds` or
+/// `churn_echo`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Shape {
+    /// Closed loop (an open one with a [`Workload::rate`]): `depth`
+    /// messages in flight per connection.
+    Closed {
+        #[serde(default = "one")]
+        depth: usize,
+    },
+    /// Connect every socket, then send one message on each and time until
+    /// every echo is back, `rounds` times a cell.
+    Burst {
+        #[serde(default = "one")]
+        rounds: usize,
+    },
+    /// Open, close, repeat; echo one message before closing with
+    /// `churn_echo`.
+    Churn {
+        #[serde(default)]
+        churn_echo: bool,
+    },
+}
+
+/// A kind's setting a plan.json edited by hand left out: as [`Shape::of`].
+fn one() -> usize {
+    1
+}
+
+impl Shape {
+    /// Its tag.
+    pub fn kind(self) -> WorkloadKind {
+        match self {
+            Shape::Closed { .. } => WorkloadKind::Closed,
+            Shape::Burst { .. } => WorkloadKind::Burst,
+            Shape::Churn { .. } => WorkloadKind::Churn,
+        }
+    }
+
+    /// `kind` with its defaults: one message in flight, one round, no echo.
+    pub fn of(kind: WorkloadKind) -> Shape {
+        match kind {
+            WorkloadKind::Closed => Shape::Closed { depth: 1 },
+            WorkloadKind::Burst => Shape::Burst { rounds: 1 },
+            WorkloadKind::Churn => Shape::Churn { churn_echo: false },
+        }
+    }
+}
+
+/// The client's work in each cell: its [`Shape`] and what every kind
+/// shares. (A plan.json of results format 2, which held every kind's
+/// settings beside each other, reads as this: the others are ignored.)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Workload {
-    pub kind: WorkloadKind,
+    #[serde(flatten)]
+    pub shape: Shape,
     /// Messages per connection (a fixed amount of work); `None`: timed.
     pub messages_per_connection: Option<u64>,
     /// When set, messages per connection are this total divided by the
@@ -137,12 +197,6 @@ pub struct Workload {
     pub message_bytes: usize,
     /// The text of every message, when the study names one.
     pub payload: Option<String>,
-    /// Messages in flight per connection (closed loop).
-    pub depth: usize,
-    /// Churn: echo one message before closing.
-    pub churn_echo: bool,
-    /// Burst rounds per cell.
-    pub rounds: usize,
     /// A connect or an echo not answered within this many seconds fails
     /// its connection.
     #[serde(default = "default_timeout")]
@@ -213,16 +267,13 @@ impl Workload {
     /// connection, timed over `duration` seconds after `warmup`.
     pub fn closed(duration: f64, warmup: f64) -> Workload {
         Workload {
-            kind: WorkloadKind::Closed,
+            shape: Shape::Closed { depth: 1 },
             messages_per_connection: None,
             total_messages: None,
             duration_seconds: duration,
             warmup_seconds: warmup,
             message_bytes: 64,
             payload: None,
-            depth: 1,
-            churn_echo: false,
-            rounds: 1,
             timeout_seconds: default_timeout(),
             rate: None,
             connect_rate: None,
@@ -234,7 +285,7 @@ impl Workload {
     /// The workload as a load report names it: an open loop is a closed
     /// one given a rate.
     pub fn load_kind(&self) -> LoadKind {
-        match self.kind {
+        match self.kind() {
             WorkloadKind::Closed if self.rate.is_some() => LoadKind::Open,
             WorkloadKind::Closed => LoadKind::Closed,
             WorkloadKind::Burst => LoadKind::Burst,
@@ -290,13 +341,15 @@ impl Workload {
                 );
             }
         }
-        if !(1..=MAX_DEPTH).contains(&self.depth) || !(1..=MAX_ROUNDS).contains(&self.rounds) {
-            return Err(format!(
-                "workload.depth {} or workload.rounds {} is out of range",
-                self.depth, self.rounds
-            ));
+        match self.shape {
+            Shape::Closed { depth } if !(1..=MAX_DEPTH).contains(&depth) => Err(format!(
+                "workload.depth {depth}: must be from 1 to {MAX_DEPTH}"
+            )),
+            Shape::Burst { rounds } if !(1..=MAX_ROUNDS).contains(&rounds) => Err(format!(
+                "workload.rounds {rounds}: must be from 1 to {MAX_ROUNDS}"
+            )),
+            _ => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -305,6 +358,20 @@ fn default_size_label() -> String {
 }
 
 impl Workload {
+    /// What kind of workload it is.
+    pub fn kind(&self) -> WorkloadKind {
+        self.shape.kind()
+    }
+
+    /// Messages in flight per connection: a closed (or open) loop's depth,
+    /// one for the others.
+    pub fn depth(&self) -> usize {
+        match self.shape {
+            Shape::Closed { depth } => depth,
+            Shape::Burst { .. } | Shape::Churn { .. } => 1,
+        }
+    }
+
     /// Bytes of each message on the wire: the payload's when one is given.
     /// A request under `--work` is one message.
     pub(crate) fn message_size(&self) -> usize {
@@ -937,6 +1004,48 @@ mod tests {
         assert!(big.check_work().unwrap_err().contains("echo buffer"));
         // A plan without the axis has cells without work.
         assert_eq!(RunPlan::example(&["a"], &[2], 1).check_work(), Ok(()));
+    }
+
+    /// The workload is one tagged value: each kind writes its own settings
+    /// alone, and a format-2 plan.json, which wrote every kind's, reads as
+    /// its own kind's (issue 57.2).
+    #[test]
+    fn a_workload_holds_its_own_kinds_settings_alone() {
+        let mut w = Workload::closed(1.0, 0.25);
+        w.shape = Shape::Burst { rounds: 3 };
+        let json = serde_json::to_value(&w).unwrap();
+        assert_eq!(
+            (&json["kind"], &json["rounds"]),
+            (&"burst".into(), &3.into())
+        );
+        assert!(json.get("depth").is_none() && json.get("churn_echo").is_none());
+        assert_eq!(serde_json::from_value::<Workload>(json).unwrap(), w);
+        let mut old = serde_json::to_value(Workload::closed(2.0, 0.5)).unwrap();
+        for (k, v) in [
+            ("depth", 4.into()),
+            ("churn_echo", true.into()),
+            ("rounds", 9.into()),
+        ] {
+            old[k] = v;
+        }
+        let read: Workload = serde_json::from_value(old).unwrap();
+        assert_eq!((read.shape, read.depth()), (Shape::Closed { depth: 4 }, 4));
+        let churn = Workload {
+            shape: Shape::of(WorkloadKind::Churn),
+            ..Workload::closed(2.0, 0.5)
+        };
+        assert_eq!((churn.kind(), churn.depth()), (WorkloadKind::Churn, 1));
+        let deep = Workload {
+            shape: Shape::Closed { depth: 0 },
+            ..Workload::closed(2.0, 0.5)
+        };
+        assert_eq!(
+            deep.check().unwrap_err(),
+            format!(
+                "workload.depth 0: must be from 1 to {}",
+                crate::client::plan::MAX_DEPTH
+            )
+        );
     }
 
     #[test]

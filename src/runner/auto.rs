@@ -178,7 +178,7 @@ mod tests {
         p.auto_runs = Some(auto);
         p.order = order;
         p.workload = Workload {
-            kind: WorkloadKind::Burst,
+            shape: matrix::Shape::of(WorkloadKind::Burst),
             messages_per_connection: Some(1),
             ..Workload::closed(0.0, 0.0)
         };

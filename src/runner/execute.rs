@@ -17,7 +17,7 @@ use crate::metrics::kernel::KernelMemory;
 use crate::metrics::tree::TreeMemory;
 use crate::metrics::{kernel, tree};
 use crate::results::cell::{CellResult, ServerSide, Status};
-use crate::results::matrix::{CellSpec, RunPlan, WorkloadKind};
+use crate::results::matrix::{CellSpec, RunPlan, Shape, WorkloadKind};
 use crate::server::settings::Settings;
 use crate::sys;
 
@@ -58,7 +58,7 @@ pub(crate) fn run_cell(plan: &RunPlan, spec: &CellSpec, dir: &Path) -> Ended {
         .map_or(0.0, |d| d.as_secs_f64());
     let mut result = CellResult {
         started_unix,
-        messages_per_connection: if plan.workload.kind == WorkloadKind::Closed {
+        messages_per_connection: if plan.workload.kind() == WorkloadKind::Closed {
             plan.workload.messages_for(spec.connections)
         } else {
             None
@@ -122,7 +122,7 @@ fn measure(
     let observed = !servers.is_empty();
     let pids: Vec<u32> = servers.iter().map(ServerChild::pid).collect();
     let idle = tree::sample(&pids);
-    let idle_cpus = (observed && spec.run == 1 && plan.workload.kind != WorkloadKind::Churn)
+    let idle_cpus = (observed && spec.run == 1 && plan.workload.kind() != WorkloadKind::Churn)
         .then(|| idle_cpu(&pids))
         .flatten();
     let csv = plan.per_connection_csv.then(|| {
@@ -150,7 +150,7 @@ fn measure(
     let mut kernel_loaded: Option<KernelMemory> = None;
     let mut traffic_from = None;
     let mut all_accepted = true;
-    let churn = plan.workload.kind == WorkloadKind::Churn;
+    let churn = plan.workload.kind() == WorkloadKind::Churn;
     let outcome = crate::client::run::run_in_workers(load_plan, &mut || {
         // The client's connects completed before the server accepted them
         // all (they wait in the backlog): sample once the server holds them.
@@ -560,26 +560,26 @@ pub(super) fn load_plan(
     let w = &plan.workload;
     let n = spec.connections;
     let messages = w.messages_for(n);
-    let workload = match (w.kind, w.rate) {
-        (WorkloadKind::Closed, Some(r)) => Workload::Open {
+    let workload = match (w.shape, w.rate) {
+        (Shape::Closed { depth }, Some(r)) => Workload::Open {
             rate: r.total(n),
-            depth: w.depth,
+            depth,
         },
-        (WorkloadKind::Closed, None) => Workload::Closed { depth: w.depth },
-        (WorkloadKind::Burst, _) => Workload::Burst { rounds: w.rounds },
-        (WorkloadKind::Churn, _) => Workload::Churn { echo: w.churn_echo },
+        (Shape::Closed { depth }, None) => Workload::Closed { depth },
+        (Shape::Burst { rounds }, _) => Workload::Burst { rounds },
+        (Shape::Churn { churn_echo }, _) => Workload::Churn { echo: churn_echo },
     };
-    let fixed = w.kind == WorkloadKind::Closed && messages.is_some();
+    let fixed = w.kind() == WorkloadKind::Closed && messages.is_some();
     let stop = match (fixed, messages) {
         (true, Some(m)) => Stop::Messages(m),
         // A burst ends with its rounds: the flags' default, which its
         // command line leaves out.
-        _ if w.kind == WorkloadKind::Burst => Stop::Duration(DEFAULT_DURATION),
+        _ if w.kind() == WorkloadKind::Burst => Stop::Duration(DEFAULT_DURATION),
         _ => Stop::Duration(Duration::from_secs_f64(w.duration_seconds)),
     };
     // An open loop's fixed work is still paced: its warm-up settles the
     // schedule before the counted messages, as a timed window's does.
-    let warmup = if (fixed && w.rate.is_none()) || w.kind == WorkloadKind::Burst {
+    let warmup = if (fixed && w.rate.is_none()) || w.kind() == WorkloadKind::Burst {
         Duration::ZERO
     } else {
         Duration::from_secs_f64(w.warmup_seconds)

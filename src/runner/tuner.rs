@@ -244,7 +244,7 @@ fn guess(
         .filter(|_| plan.capacity.is_none())
         .map(|r| r.total(n));
     search::little(
-        n * plan.workload.depth.max(1),
+        n * plan.workload.depth().max(1),
         offered,
         cpu + block + wait,
         hold,

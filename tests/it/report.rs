@@ -26,7 +26,7 @@ use c10k::metrics::kernel::KernelMemory;
 use c10k::metrics::tree::TreeMemory;
 use c10k::results::cell::{CellResult, ServerSide, Status};
 use c10k::results::dir::RunData;
-use c10k::results::matrix::{self, Order, Pin, Primary, RunPlan, Workload, WorkloadKind};
+use c10k::results::matrix::{self, Order, Pin, Primary, RunPlan, Shape, Workload, WorkloadKind};
 use libtest_mimic::Failed;
 
 use quick_xml::events::Event;
@@ -251,16 +251,16 @@ fn plan(
         server_cpus: vec![0],
         client_cpus: vec![1],
         workload: Workload {
-            kind,
+            shape: match kind {
+                WorkloadKind::Burst => Shape::Burst { rounds: 3 },
+                k => Shape::of(k),
+            },
             messages_per_connection: (kind == WorkloadKind::Burst).then_some(1),
             total_messages: None,
             duration_seconds: 2.0,
             warmup_seconds: 0.5,
             message_bytes: 64,
             payload: None,
-            depth: 1,
-            churn_echo: false,
-            rounds: 3,
             timeout_seconds: 10.0,
             rate: None,
             connect_rate: None,
