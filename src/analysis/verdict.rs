@@ -514,6 +514,8 @@ pub fn standings(data: &RunData) -> Vec<(usize, Vec<Standing>)> {
     let user = memory::slopes(data, Kind::User);
     let churn = data.plan.workload.kind() == crate::results::matrix::WorkloadKind::Churn;
     let deltas = memory::deltas(data, Kind::User);
+    // A part of a run with a work axis has its one profile.
+    let work = data.plan.work.first().map(ToString::to_string);
     summary::standings(data)
         .into_iter()
         .map(|(n, rows)| {
@@ -554,7 +556,7 @@ pub fn standings(data: &RunData) -> Vec<(usize, Vec<Standing>)> {
                     let share = super::bound::share(data, &r.model, n);
                     Standing {
                         connections: n,
-                        work: None,
+                        work: work.clone(),
                         primary: r.summary,
                         rank: r.rank,
                         group_leader: r.leader,
@@ -624,7 +626,6 @@ pub fn ranking_rows(plan: &RunPlan, rows: &[Standing]) -> (Vec<String>, Vec<Vec<
     let primary = summary::primary_scale(p, rows.iter().map(|r| r.primary.median));
     let mut body: Vec<Vec<String>> = Vec::new();
     for (i, row) in rows.iter().enumerate() {
-        let n = row.connections;
         let ranked = row.ranked();
         let dash = || "–".to_string();
         // A --target's server runs outside c10k: nothing of it is seen.
@@ -651,7 +652,7 @@ pub fn ranking_rows(plan: &RunPlan, rows: &[Standing]) -> (Vec<String>, Vec<Vec<
         };
         body.push(vec![
             summary::rank_text(&ranked),
-            plan.shown(&row.model, n),
+            tuned_of(plan, row).map_or_else(|| row.model.clone(), |t| t.shown()),
             primary(row.primary.median),
             summary::versus_text(p.higher_is_better(), &ranked, i == 0),
             c.p99_us.map(|v| p99_scale.format(v)).unwrap_or_else(dash),
@@ -665,7 +666,7 @@ pub fn ranking_rows(plan: &RunPlan, rows: &[Standing]) -> (Vec<String>, Vec<Vec<
             c.idle_cpus.map(cpu_pct).unwrap_or_else(dash),
             of_bound,
             c.limited_by.clone().unwrap_or_else(dash),
-            at_defaults(plan, &row.model, n).unwrap_or_else(dash),
+            at_defaults(plan, row).unwrap_or_else(dash),
         ]);
     }
     let keep: Vec<bool> = (0..header.len())
@@ -704,16 +705,22 @@ pub fn tables(data: &RunData) -> Vec<Table> {
 /// A model `--tune` moved off its defaults at `n`: its defaults' figure
 /// in the search's rounds, and what the settings kept gave beside it
 /// (`1,820 (tuned 44.1×)`).
-fn at_defaults(plan: &RunPlan, model: &str, n: usize) -> Option<String> {
-    let t = plan
-        .tuned
-        .iter()
-        .find(|t| t.model == model && t.connections == n)
-        .filter(|t| t.changed())?;
+fn at_defaults(plan: &RunPlan, row: &Standing) -> Option<String> {
+    let t = tuned_of(plan, row).filter(|t| t.changed())?;
     let figure = plan.primary.format(t.default_figure?);
     Some(match t.ratio {
         Some(r) => format!("{figure} (tuned {}×)", sig3(r)),
         None => figure,
+    })
+}
+
+/// What `--tune` kept for `row`'s model at its count and work profile.
+fn tuned_of<'p>(plan: &'p RunPlan, row: &Standing) -> Option<&'p crate::results::tuned::Tuned> {
+    let profile = |w: Option<String>| w.unwrap_or_else(|| "none".into());
+    plan.tuned.iter().find(|t| {
+        t.model == row.model
+            && t.connections == row.connections
+            && profile(t.work.as_ref().map(ToString::to_string)) == profile(row.work.clone())
     })
 }
 

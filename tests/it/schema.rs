@@ -291,42 +291,64 @@ pub fn results_agree(dir: &std::path::Path) -> Result<Value, Failed> {
     let plan: c10k::results::matrix::RunPlan = serde_json::from_value(doc["plan"].clone())?;
     let standings: Vec<c10k::analysis::verdict::Standing> = summary
         .iter()
-        .filter(|r| r.get("work").is_none())
         .map(|r| serde_json::from_value(r.clone()))
         .collect::<Result<_, _>>()?;
-    let mut counts: Vec<usize> = standings.iter().map(|s| s.connections).collect();
-    counts.dedup();
-    for n in counts {
-        let here: Vec<_> = standings
-            .iter()
-            .filter(|s| s.connections == n)
-            .cloned()
-            .collect();
-        let (_, json_rows) = c10k::analysis::verdict::ranking_rows(&plan, &here);
-        let title = format!("{} connections:", format_count(n as f64));
-        let mut titled = tables.iter().filter(|(t, _)| t.starts_with(&title));
-        let (_, rows) = titled
-            .next()
-            .ok_or_else(|| format!("results.md has no ranking at {n}"))?;
-        agree(
-            format!("rows of the ranking at {n}"),
-            rows.len().to_string(),
-            json_rows.len().to_string(),
-        )?;
-        for (i, (md_row, json_row)) in rows.iter().zip(&json_rows).enumerate() {
-            for (j, want) in json_row.iter().enumerate() {
-                agree(
-                    format!("the ranking at {n}, row {i}, column {j}"),
-                    cell(md_row, j),
-                    c10k::export::table::escape_markdown(want),
-                )?;
+    let mut parts: Vec<Option<String>> = standings.iter().map(|s| s.work.clone()).collect();
+    parts.dedup();
+    for work in parts {
+        // A work profile's tables are under its own heading.
+        let tables = match &work {
+            None => tables.clone(),
+            Some(w) => {
+                let head = format!("## Work: {w}\n");
+                let from = md
+                    .find(&head)
+                    .ok_or_else(|| format!("results.md has no section {head:?}"))?;
+                let rest = &md[from + head.len()..];
+                markdown_tables(&rest[..rest.find("\n## ").unwrap_or(rest.len())])
             }
-        }
-        if let Some((_, repeats)) = titled.next() {
+        };
+        let at = |n: usize| match &work {
+            Some(w) => format!("{n} under {w}"),
+            None => n.to_string(),
+        };
+        let mine: Vec<_> = standings.iter().filter(|s| s.work == work).collect();
+        let mut counts: Vec<usize> = mine.iter().map(|s| s.connections).collect();
+        counts.dedup();
+        for n in counts {
+            let here: Vec<_> = mine
+                .iter()
+                .filter(|s| s.connections == n)
+                .map(|s| (*s).clone())
+                .collect();
+            let (_, json_rows) = c10k::analysis::verdict::ranking_rows(&plan, &here);
+            let title = format!("{} connections:", format_count(n as f64));
+            let mut titled = tables.iter().filter(|(t, _)| t.starts_with(&title));
+            let (_, rows) = titled
+                .next()
+                .ok_or_else(|| format!("results.md has no ranking at {}", at(n)))?;
+            agree(
+                format!("rows of the ranking at {}", at(n)),
+                rows.len().to_string(),
+                json_rows.len().to_string(),
+            )?;
+            for (i, (md_row, json_row)) in rows.iter().zip(&json_rows).enumerate() {
+                for (j, want) in json_row.iter().enumerate() {
+                    agree(
+                        format!("the ranking at {}, row {i}, column {j}", at(n)),
+                        cell(md_row, j),
+                        c10k::export::table::escape_markdown(want),
+                    )?;
+                }
+            }
+            // Its repeats: the same models, ranks and calls.
+            let (_, repeats) = titled
+                .next()
+                .ok_or_else(|| format!("results.md has no repeats at {}", at(n)))?;
             for (i, (md_row, json_row)) in repeats.iter().zip(&json_rows).enumerate() {
                 for (j, k) in [(0, 0), (1, 1), (6, 3)] {
                     agree(
-                        format!("the repeats at {n}, row {i}, column {j}"),
+                        format!("the repeats at {}, row {i}, column {j}", at(n)),
                         cell(md_row, j),
                         c10k::export::table::escape_markdown(&json_row[k]),
                     )?;
