@@ -24,7 +24,7 @@ use crate::client::limit::LimitedBy;
 use crate::export::table::Table;
 use crate::present::units::{format_count, sig3, Scale};
 use crate::present::words::and_list;
-use crate::results::cell::{CellResult, Metrics, RunsFigure, Status};
+use crate::results::cell::{CellResult, Metrics, RunsCost, RunsFigure, Status};
 use crate::results::dir::RunData;
 use crate::results::matrix::RunPlan;
 use crate::stats::paired::{self, Comparison, Sample};
@@ -450,46 +450,6 @@ pub struct Costs {
     pub limited_by: Option<String>,
 }
 
-/// A checked CPU figure over a model's runs ([`RunsFigure`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct RunsCost {
-    /// The median µs of the runs within bounds, when most runs have one.
-    pub us: Option<f64>,
-    /// Runs with the figure within its bounds, of those with a figure or
-    /// a reason.
-    pub measured: usize,
-    pub runs: usize,
-    /// Why the others have none (the first such run's reason), in words.
-    pub unmeasurable: Option<String>,
-}
-
-impl RunsCost {
-    fn of(f: &RunsFigure) -> RunsCost {
-        RunsCost {
-            us: f.value(),
-            measured: f.measured,
-            runs: f.runs,
-            unmeasurable: f.unmeasurable.as_ref().map(|u| u.short()),
-        }
-    }
-
-    /// As [`RunsFigure::text`] writes it, in `scale`.
-    fn text(&self, scale: &Scale) -> String {
-        match (self.us, &self.unmeasurable) {
-            (Some(v), _) if self.measured == self.runs => scale.format(v),
-            (Some(v), _) => format!(
-                "{} ({} of {} runs)",
-                scale.format(v),
-                self.measured,
-                self.runs
-            ),
-            (None, Some(u)) => u.clone(),
-            (None, None) => "–".into(),
-        }
-    }
-}
-
 impl Standing {
     /// Its place, as the ranking's words read it.
     fn ranked(&self) -> Ranked {
@@ -550,8 +510,7 @@ pub fn standings(data: &RunData) -> Vec<(usize, Vec<Standing>)> {
                             unmeasurable: None,
                         })
                     } else {
-                        RunsFigure::of(&cells, CellResult::server_cpu_per_message)
-                            .map(|f| RunsCost::of(&f))
+                        RunsFigure::of(&cells, CellResult::server_cpu_per_message).map(|f| f.cost())
                     };
                     let share = super::bound::share(data, &r.model, n);
                     Standing {

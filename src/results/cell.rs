@@ -444,10 +444,37 @@ impl RunsFigure {
         self.median.filter(|_| self.measured * 2 > self.runs)
     }
 
+    /// What the runs say, as a table column and results.json hold it.
+    pub fn cost(&self) -> RunsCost {
+        RunsCost {
+            us: self.value(),
+            measured: self.measured,
+            runs: self.runs,
+            unmeasurable: self.unmeasurable.as_ref().map(Unmeasurable::short),
+        }
+    }
+}
+
+/// A checked figure over a model's runs ([`RunsFigure`]), in µs, as the
+/// ranking shows it and results.json holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct RunsCost {
+    /// The median µs of the runs within bounds, when most runs have one.
+    pub us: Option<f64>,
+    /// Runs with the figure within its bounds, of those with a figure or
+    /// a reason.
+    pub measured: usize,
+    pub runs: usize,
+    /// Why the others have none (the first such run's reason), in words.
+    pub unmeasurable: Option<String>,
+}
+
+impl RunsCost {
     /// For a table column in `scale`: the median when most runs have the
     /// figure (with how many when not all do), or why most have none.
     pub fn text(&self, scale: &Scale) -> String {
-        match (self.value(), &self.unmeasurable) {
+        match (self.us, &self.unmeasurable) {
             (Some(v), _) if self.measured == self.runs => scale.format(v),
             (Some(v), _) => format!(
                 "{} ({} of {} runs)",
@@ -455,7 +482,7 @@ impl RunsFigure {
                 self.measured,
                 self.runs
             ),
-            (None, Some(u)) => u.short(),
+            (None, Some(u)) => u.clone(),
             (None, None) => "–".into(),
         }
     }
@@ -904,12 +931,12 @@ mod tests {
         let all = of(&[&ok[0], &ok[1], &ok[2]]);
         assert_eq!(all.value(), Some(60.0));
         let scale = Scale::micros([60.0]);
-        assert_eq!(all.text(&scale), "60 µs");
+        assert_eq!(all.cost().text(&scale), "60 µs");
         let most = of(&[&ok[0], &ok[1], &bad]);
-        assert_eq!(most.text(&scale), "62.5 µs (2 of 3 runs)");
+        assert_eq!(most.cost().text(&scale), "62.5 µs (2 of 3 runs)");
         let few = of(&[&ok[0], &bad, &bad]);
         assert_eq!(few.value(), None);
-        assert_eq!(few.text(&scale), "unresolved (± 20 ms CPU)");
+        assert_eq!(few.cost().text(&scale), "unresolved (± 20 ms CPU)");
         assert_eq!(
             RunsFigure::of(&[], CellResult::server_cpu_per_message),
             None
