@@ -333,19 +333,29 @@ pub(crate) fn rank_text(row: &Ranked) -> String {
 }
 
 /// The top group beside its first row: the models shown equivalent to it,
-/// and those not told apart from it (inconclusive).
-pub(crate) fn top_group(rows: &[Ranked]) -> (Vec<&str>, Vec<&str>) {
-    let group = rows.iter().filter(|r| r.rank == Some(1));
-    let equivalent = group
-        .clone()
-        .filter(|r| r.versus_leader.is_some() && !r.unsettled())
-        .map(|r| r.model.as_str())
-        .collect();
-    let open = group
-        .filter(|r| r.unsettled())
-        .map(|r| r.model.as_str())
-        .collect();
-    (equivalent, open)
+/// those the paired rounds put ahead of it though their medians are not
+/// ([`ahead_by_rounds`]), and those not told apart from it (inconclusive).
+pub(crate) struct TopGroup<'a> {
+    pub equivalent: Vec<&'a str>,
+    pub ahead: Vec<&'a str>,
+    pub open: Vec<&'a str>,
+}
+
+pub(crate) fn top_group(rows: &[Ranked]) -> TopGroup<'_> {
+    let mut g = TopGroup {
+        equivalent: Vec::new(),
+        ahead: Vec::new(),
+        open: Vec::new(),
+    };
+    for r in rows.iter().filter(|r| r.rank == Some(1)) {
+        match r.versus_leader {
+            Some(c) if ahead_by_rounds(&c) => g.ahead.push(r.model.as_str()),
+            Some(_) if r.unsettled() => g.open.push(r.model.as_str()),
+            Some(_) => g.equivalent.push(r.model.as_str()),
+            None => {}
+        }
+    }
+    g
 }
 
 /// Who leads, in words the rank column and the rows agree with: `uring is
@@ -366,13 +376,11 @@ pub(crate) fn leaders(rows: &[Ranked], margin: f64) -> String {
             }
         );
     }
-    let (equivalent, open) = top_group(rows);
-    // Ahead of the first by the paired rounds, behind it by the median:
-    // told apart from it, the other way.
-    let (ahead, open): (Vec<&str>, Vec<&str>) = open.into_iter().partition(|m| {
-        rows.iter()
-            .any(|r| r.model == *m && r.versus_leader.is_some_and(|c| ahead_by_rounds(&c)))
-    });
+    let TopGroup {
+        equivalent,
+        ahead,
+        open,
+    } = top_group(rows);
     let mut s = format!("{} is best", top.model);
     if !equivalent.is_empty() {
         s += &format!(
@@ -401,7 +409,7 @@ pub(crate) fn leaders(rows: &[Ranked], margin: f64) -> String {
 
 /// Different from the best beyond noise and margin, and better: the
 /// paired rounds put it ahead of the model with the best median.
-fn ahead_by_rounds(c: &Comparison) -> bool {
+pub(crate) fn ahead_by_rounds(c: &Comparison) -> bool {
     c.outcome == Outcome::Different && !c.larger()
 }
 

@@ -290,10 +290,17 @@ fn best_by(data: &RunData, n: usize, pick: &dyn Fn(&Metrics) -> Option<f64>) -> 
     if top.rank.is_none() {
         return Some(format!("{} (untested)", top.model));
     }
-    let (equivalent, open) = summary::top_group(&rows);
+    let summary::TopGroup {
+        equivalent,
+        ahead,
+        open,
+    } = summary::top_group(&rows);
     let mut more = Vec::new();
     if !equivalent.is_empty() {
         more.push(format!("{} equivalent", and_list(&equivalent)));
+    }
+    if !ahead.is_empty() {
+        more.push(format!("{} ahead by the paired rounds", and_list(&ahead)));
     }
     if !open.is_empty() {
         more.push(format!("{} not told apart", and_list(&open)));
@@ -471,7 +478,11 @@ impl Standing {
 /// first, each with its costs: what the ranking's tables print and
 /// results.json's `summary` holds.
 pub fn standings(data: &RunData) -> Vec<(usize, Vec<Standing>)> {
-    let user = memory::slopes(data, Kind::User);
+    standings_with(data, &memory::slopes(data, Kind::User))
+}
+
+/// [`standings`], with `user` the memory slopes of [`Kind::User`].
+fn standings_with(data: &RunData, user: &[memory::Slope]) -> Vec<(usize, Vec<Standing>)> {
     let churn = data.plan.workload.kind() == crate::results::matrix::WorkloadKind::Churn;
     let deltas = memory::deltas(data, Kind::User);
     // A part of a run with a work axis has its one profile.
@@ -531,7 +542,7 @@ pub fn standings(data: &RunData) -> Vec<(usize, Vec<Standing>)> {
                             p99_us: median(&|m| m.latency_p99_us),
                             server_cpu,
                             memory_per_connection: memory::PerConnection::of(
-                                &user,
+                                user,
                                 &deltas,
                                 &r.model,
                                 Some(n),
@@ -644,7 +655,7 @@ pub fn ranking_rows(plan: &RunPlan, rows: &[Standing]) -> (Vec<String>, Vec<Vec<
 pub fn tables(data: &RunData) -> Vec<Table> {
     let user = memory::slopes(data, Kind::User);
     let mut out = Vec::new();
-    for (n, rows) in standings(data) {
+    for (n, rows) in standings_with(data, &user) {
         let ranked: Vec<Ranked> = rows.iter().map(Standing::ranked).collect();
         let (header, body) = ranking_rows(&data.plan, &rows);
         out.push(Table {

@@ -81,11 +81,9 @@ pub fn results(data: &RunData) -> Results<'_> {
             capacity.extend(crate::capacity::tables::answers(part_data));
             continue;
         }
+        // Each row names its part's work profile itself.
         for (_, rows) in crate::analysis::verdict::standings(part_data) {
-            summary.extend(rows.into_iter().map(|r| Standing {
-                work: part.work.map(|w| w.to_string()),
-                ..r
-            }));
+            summary.extend(rows);
         }
     }
     Results {
