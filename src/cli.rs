@@ -6,6 +6,7 @@
 use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
 use crate::client::plan::Arrivals;
+use crate::protocol::Protocol;
 use crate::results::matrix::{Order, Pin, WorkloadKind};
 use crate::server::settings::{HandBack, RingRecv};
 use crate::server::AcceptMode;
@@ -915,6 +916,14 @@ pub struct ServeArgs {
     /// Bytes of one request under --work (c10k run passes its -m).
     #[arg(long, default_value_t = 64, value_name = "BYTES")]
     pub message_size: usize,
+    /// What the server speaks: echo (every byte back), or http
+    /// (HTTP/1.1: keep-alive, pipelining, a `--response-size` body).
+    #[arg(long, value_enum, default_value = "echo")]
+    pub protocol: Protocol,
+    /// --protocol http: bytes of every response's body, `Hello, World!`
+    /// repeated (13: TechEmpower's plaintext), e.g. 13, 1KiB [max 64MiB].
+    #[arg(long, default_value = "13", value_name = "BYTES")]
+    pub response_size: String,
     /// tokio: make block calls inside the connection's task (the common
     /// mistake) instead of through spawn_blocking (the documented answer).
     #[arg(long)]
@@ -1017,6 +1026,11 @@ macro_rules! flag_values {
         }
     };
 }
+
+flag_values!(Protocol {
+    Echo = "echo": "Echo (RFC 862): every byte sent comes back",
+    Http = "http": "HTTP/1.1: a request, a response; keep-alive and pipelining",
+});
 
 flag_values!(Pin {
     Split = "split": "Server and client on different CPUs (each wake-up crosses cores)",

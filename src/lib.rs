@@ -136,6 +136,7 @@ pub mod micro;
 pub mod output;
 pub mod plan;
 pub mod present;
+pub mod protocol;
 pub mod report;
 pub mod results;
 pub mod runner;

@@ -27,8 +27,10 @@ use std::net::SocketAddr;
 
 use crate::cli::ServeArgs;
 use crate::present::units::parse_size;
+use crate::protocol::{Protocol, HELLO};
+use crate::server::http::MAX_RESPONSE;
 use crate::server::settings::{HandBack, RingRecv, Settings};
-use crate::server::work::{Profile, Work};
+use crate::server::work::{Http, Profile, Work};
 use crate::server::{self, run::Setup, Config, Model};
 use crate::sys::affinity::cpus_available;
 
@@ -241,6 +243,13 @@ fn settings_from(a: &ServeArgs, given: &dyn Fn(&str) -> bool) -> Result<Settings
         shared_state: (a.shared_state && given("shared_state")).then_some(a.lock),
         work,
         message_size: given("message_size").then_some(a.message_size),
+        protocol: given("protocol").then_some(a.protocol),
+        response_bytes: match given("response_size") {
+            true => {
+                Some(parse_size(&a.response_size).map_err(|e| format!("--response-size: {e}"))?)
+            }
+            false => None,
+        },
         block_inline: a.block_inline && given("block_inline"),
         global_queue_interval: a
             .global_queue_interval
@@ -331,6 +340,27 @@ fn work_of(model: &dyn Model, s: &Settings, buffer: usize) -> Result<Work, Strin
         ));
     }
     work.offload_block = model.offloads_blocking() && !s.block_inline;
+    let response = s.response_bytes.unwrap_or(HELLO.len());
+    match s.protocol.unwrap_or_default() {
+        Protocol::Http if response > MAX_RESPONSE => {
+            return Err(format!(
+                "--response-size {response}: at most {MAX_RESPONSE} B (64 MiB)"
+            ));
+        }
+        Protocol::Http => {
+            work.http = Some(Http {
+                response,
+                header_limit: buffer,
+            })
+        }
+        // serve's own default (13) is not a choice.
+        Protocol::Echo if response != HELLO.len() => {
+            return Err(format!(
+                "--response-size {response}: an echo server sends back what it reads; the flag is for --protocol http"
+            ));
+        }
+        Protocol::Echo => {}
+    }
     Ok(work)
 }
 
@@ -560,6 +590,8 @@ mod tests {
             shared_state: Some(crate::sys::lock::LockKind::Spin),
             work: Some(crate::server::work::Profile::parse("cpu:20us+block:exp:1ms").unwrap()),
             message_size: Some(512),
+            protocol: Some(crate::protocol::Protocol::Http),
+            response_bytes: Some(1000),
             block_inline: true,
             global_queue_interval: Some(7),
             blocking_threads: Some(9),
@@ -599,6 +631,40 @@ mod tests {
                 .expect("flags");
         let a = crate::cli::ServeArgs::from_arg_matches(&m).expect("flags");
         super::ServePlan::from_args(&a)
+    }
+
+    /// `--protocol http` makes every model an HTTP server, its response
+    /// size checked; a response size without it is refused.
+    #[test]
+    fn http_is_served_by_every_model_and_its_size_checked() {
+        for m in crate::server::MODELS {
+            let plan = serve(&[
+                "--model",
+                m.name(),
+                "--protocol",
+                "http",
+                "--buffer",
+                "8KiB",
+            ]);
+            assert_eq!(
+                plan.config.work.http,
+                Some(crate::server::work::Http {
+                    response: 13,
+                    header_limit: 8192
+                }),
+                "{}",
+                m.name()
+            );
+        }
+        assert_eq!(serve(&["--model", "poll"]).config.work.http, None);
+        let e = try_serve(&["--response-size", "20"])
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("--response-size 20: an echo server"), "{e}");
+        let e = try_serve(&["--protocol", "http", "--response-size", "65MiB"])
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("at most"), "{e}");
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The one echo state machine every model runs (RFC 862).
+//! The one connection state machine every model runs: echo (RFC 862), or
+//! HTTP/1.1 with `--protocol http`.
 //!
 //! A connection owns a bounded buffer (`--buffer`, 16 KiB by default). It
 //! reads into the buffer, writes it all back, and only then reads again, so a
@@ -18,6 +19,16 @@
 //! done) and non-blocking ones (it returns what to wait for next), so the
 //! thread, process, readiness and async models differ only in how they wait.
 //!
+//! With `--protocol http` ([`Work::http`]) the bytes read are requests,
+//! answered by [`super::http::Exchange`] into an output queue that is
+//! written before more is read, on the same terms: a request's work first,
+//! answers in order, a peer that does not read stops the reading once
+//! [`super::http::OUT_LIMIT`] bytes of answers wait, a head not yet whole
+//! stays at the front of the buffer for its rest. A response that ends the
+//! connection (`Connection: close`, HTTP/1.0, a refusal) is written, what
+//! the peer sent meanwhile is read and dropped, and the connection is
+//! `Done`.
+//!
 //! Memory: a connection holds its buffer only while it needs one. When a
 //! non-blocking read would block with nothing owed, the buffer goes back to
 //! a small per-thread spare list and the next readable event takes one from
@@ -29,8 +40,10 @@
 use std::cell::RefCell;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
+use std::os::fd::AsFd;
 
-use super::work::{Next, Requests, Work};
+use super::http::{Exchange, OUT_LIMIT};
+use super::work::{Http, Next, Requests, Work};
 use super::Stats;
 
 /// How far a connection reads on one report that it is readable.
@@ -74,6 +87,29 @@ const SPARES: usize = 64;
 
 thread_local! {
     static SPARE: RefCell<Vec<Box<[u8]>>> = const { RefCell::new(Vec::new()) };
+    static SPARE_OUT: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// An empty output queue for HTTP answers: a spare one if this thread has
+/// it, its capacity kept from the connection that last used it.
+fn take_out() -> Vec<u8> {
+    SPARE_OUT.with(|s| s.borrow_mut().pop()).unwrap_or_default()
+}
+
+/// Keeps an emptied output queue for the next connection on this thread,
+/// up to [`SPARES`], unless it grew past [`OUT_LIMIT`] twice over (a large
+/// `--response-size`): that one is freed.
+fn give_out(mut out: Vec<u8>) {
+    if out.capacity() == 0 || out.capacity() > 2 * OUT_LIMIT {
+        return;
+    }
+    out.clear();
+    let _ = SPARE_OUT.try_with(|s| {
+        let mut s = s.borrow_mut();
+        if s.len() < SPARES {
+            s.push(out);
+        }
+    });
 }
 
 /// A buffer of `capacity` bytes: a spare one if this thread has it.
@@ -127,6 +163,19 @@ pub struct Conn {
     /// With `--work`: where its requests stand (boxed: a plain echo pays
     /// 8 bytes for it, not its size).
     framed: Option<Box<Framed>>,
+    /// With `--protocol http`: its requests and the answers not yet
+    /// written (boxed, as `framed`).
+    http: Option<Box<Served>>,
+}
+
+/// A connection's HTTP requests and the answers queued for it.
+#[derive(Debug, Default)]
+struct Served {
+    exchange: Exchange,
+    /// Answers not yet written: `out[sent..]`. Empty and given back to the
+    /// spare list while nothing is owed.
+    out: Vec<u8>,
+    sent: usize,
 }
 
 /// A connection's requests under `--work`.
@@ -149,6 +198,7 @@ impl Conn {
             eof: false,
             id: None,
             framed: None,
+            http: None,
         }
     }
 
@@ -165,6 +215,10 @@ impl Conn {
         if let Some(b) = self.buf.take() {
             give_buffer(b);
         }
+        if let Some(h) = &mut self.http {
+            give_out(std::mem::take(&mut h.out));
+            h.sent = 0;
+        }
     }
 
     /// Whether the connection holds a buffer now.
@@ -178,7 +232,7 @@ impl Conn {
     /// until the peer is done (or a request waits). Echoed bytes are added
     /// to `stats`. With `work`, each request is echoed once its work is
     /// done ([`Conn::drive_framed`]).
-    pub(crate) fn drive<S: Read + Write>(
+    pub(crate) fn drive<S: Read + Write + AsFd>(
         &mut self,
         sock: &mut S,
         budget: usize,
@@ -186,7 +240,12 @@ impl Conn {
         stats: &Stats,
         work: &Work,
     ) -> io::Result<Want> {
-        if work.is_none() {
+        if let Some(http) = &work.http {
+            let mut h = self.http.take().unwrap_or_default();
+            let want = self.serve_http(sock, budget, reads, stats, work, http, &mut h);
+            self.http = Some(h);
+            want
+        } else if work.is_none() {
             self.drive_plain(sock, budget, reads, stats)
         } else {
             self.drive_framed(sock, budget, stats, work)
@@ -324,10 +383,128 @@ impl Conn {
         }
     }
 
+    /// HTTP: answers the requests read, writes the answers, and reads
+    /// again only once they are written (or fewer than [`OUT_LIMIT`] wait
+    /// while the socket takes no more): see the module docs.
+    #[allow(clippy::too_many_arguments)]
+    fn serve_http<S: Read + Write + AsFd>(
+        &mut self,
+        sock: &mut S,
+        budget: usize,
+        until: Reads,
+        stats: &Stats,
+        work: &Work,
+        http: &Http,
+        h: &mut Served,
+    ) -> io::Result<Want> {
+        let mut reads = 0;
+        let mut short = false;
+        loop {
+            let input = match self.buf.as_deref() {
+                Some(buf) => &buf[self.head..self.tail],
+                None => &[][..],
+            };
+            let mut next = Next::Idle;
+            let mut full = false;
+            if !input.is_empty() || h.exchange.busy() {
+                if h.out.capacity() == 0 {
+                    h.out = take_out();
+                }
+                let (used, n) = h.exchange.answer(input, &mut h.out, http, work, stats);
+                self.head += used;
+                next = n;
+                full = h.out.len() >= OUT_LIMIT;
+            }
+            while h.sent < h.out.len() {
+                match sock.write(&h.out[h.sent..]) {
+                    Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                    Ok(n) => {
+                        h.sent += n;
+                        stats.add_bytes(n as u64);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Want::Write),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            h.out.clear();
+            h.sent = 0;
+            if h.exchange.closing() {
+                linger(sock.as_fd());
+                self.head = 0;
+                self.tail = 0;
+                return Ok(Want::Done);
+            }
+            match next {
+                Next::Wait(until) => return Ok(Want::Wait(until)),
+                Next::Block(d) => return Ok(Want::Block(d)),
+                Next::Idle => {}
+            }
+            if full {
+                // Answering stopped at the queue's bound: answer on.
+                continue;
+            }
+            if self.eof {
+                // A head the peer never finished gets no answer.
+                return Ok(Want::Done);
+            }
+            if self.head == self.tail {
+                self.head = 0;
+                self.tail = 0;
+            }
+            if short {
+                self.idle(h);
+                return Ok(Want::Read);
+            }
+            if reads == budget {
+                return Ok(Want::More);
+            }
+            let capacity = self.capacity;
+            let buf = self.buf.get_or_insert_with(|| take_buffer(capacity));
+            if self.head > 0 {
+                // Part of a head is left: move it to the front.
+                buf.copy_within(self.head..self.tail, 0);
+                self.tail -= self.head;
+                self.head = 0;
+            }
+            // The buffer is never full here: a part of a head as long as
+            // it (the header limit) was refused above.
+            match sock.read(&mut buf[self.tail..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => {
+                    short = until == Reads::UntilShort && self.tail + n < buf.len();
+                    self.tail += n;
+                    reads += 1;
+                    stats.state.read(&mut self.id, n as u64);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.idle(h);
+                    return Ok(Want::Read);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Gives back the buffers of an HTTP connection that owes nothing and
+    /// holds no part of a head.
+    fn idle(&mut self, h: &mut Served) {
+        if self.tail == 0 {
+            if let Some(b) = self.buf.take() {
+                give_buffer(b);
+            }
+        }
+        give_out(std::mem::take(&mut h.out));
+    }
+
     /// The blocking call handed out with [`Want::Block`] returned.
     pub(crate) fn blocked(&mut self) {
         if let Some(f) = &mut self.framed {
             f.requests.blocked();
+        }
+        if let Some(h) = &mut self.http {
+            h.exchange.blocked();
         }
     }
 
@@ -357,6 +534,25 @@ impl Conn {
             self.tail = 0;
         }
         Ok(true)
+    }
+}
+
+/// Before a connection the server ends (HTTP's `Connection: close`, a
+/// refusal) is closed: sends its end of the stream, so the peer reads the
+/// last answer and then the end, blocking model or not; then reads and
+/// drops what the peer sent meanwhile, without waiting (at most 4 reads
+/// of 4 KiB): closing a socket with unread bytes resets it, and a reset
+/// can destroy the last answer before the peer reads it.
+pub(crate) fn linger(fd: std::os::fd::BorrowedFd<'_>) {
+    use rustix::net::{recv, shutdown, RecvFlags, Shutdown};
+    let _ = shutdown(fd, Shutdown::Write);
+    let mut scratch = [0u8; 4096];
+    for _ in 0..4 {
+        match recv(fd, &mut scratch, RecvFlags::DONTWAIT) {
+            Ok((n, _)) if n > 0 => {}
+            Err(rustix::io::Errno::INTR) => {}
+            _ => break,
+        }
     }
 }
 
@@ -390,9 +586,7 @@ pub(crate) fn serve_blocking(stream: TcpStream, buffer: usize, stats: &Stats, wo
 
 impl Drop for Conn {
     fn drop(&mut self) {
-        if let Some(b) = self.buf.take() {
-            give_buffer(b);
-        }
+        self.release();
     }
 }
 
@@ -425,6 +619,16 @@ mod tests {
                 None if self.closed => Ok(0),
                 None => Err(io::ErrorKind::WouldBlock.into()),
             }
+        }
+    }
+
+    /// `linger` shuts down and reads a descriptor: /dev/null refuses
+    /// both, as a socket that is gone would.
+    impl AsFd for Fake {
+        fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+            static NULL: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
+            NULL.get_or_init(|| std::fs::File::open("/dev/null").unwrap())
+                .as_fd()
         }
     }
 
@@ -705,5 +909,99 @@ mod tests {
         }
         assert_eq!(s.output, data);
         assert_eq!(stats.summary("t").requests, 100);
+    }
+
+    fn http_work() -> Work {
+        Work {
+            http: Some(Http {
+                response: 13,
+                header_limit: 256,
+            }),
+            ..Work::default()
+        }
+    }
+
+    /// HTTP through the shared state machine: a head split across reads
+    /// waits for its rest, pipelined requests are answered in order, and
+    /// `Connection: close` ends the connection once its answer is written;
+    /// an idle connection holds neither buffer.
+    #[test]
+    fn http_split_pipelined_and_closed() {
+        let stats = Stats::default();
+        let work = http_work();
+        let mut s = Fake {
+            input: vec![b"GET /1 HTTP/1.1\r\n\r\nGET /2 HT".to_vec()].into(),
+            output: Vec::new(),
+            room: usize::MAX,
+            closed: false,
+        };
+        let mut c = Conn::new(256);
+        let drive =
+            |c: &mut Conn, s: &mut Fake| c.drive(s, 100, Reads::ToEmpty, &stats, &work).unwrap();
+        assert_eq!(drive(&mut c, &mut s), Want::Read);
+        assert_eq!(
+            String::from_utf8_lossy(&s.output)
+                .matches(" 200 OK")
+                .count(),
+            1
+        );
+        assert!(c.holds_buffer(), "the part of a head is kept");
+        s.input.push_back(
+            b"TP/1.1\r\n\r\nGET /3 HTTP/1.1\r\nConnection: close\r\n\r\nGET /4".to_vec(),
+        );
+        assert_eq!(drive(&mut c, &mut s), Want::Done);
+        let text = String::from_utf8(s.output.clone()).unwrap();
+        assert_eq!(text.matches(" 200 OK").count(), 3, "none after the close");
+        assert!(text.ends_with("Connection: close\r\n\r\nHello, World!"));
+        assert_eq!(stats.summary("t").requests, 3);
+        // Idle: no buffers held.
+        let mut s = Fake {
+            input: vec![b"GET / HTTP/1.1\r\n\r\n".to_vec()].into(),
+            output: Vec::new(),
+            room: usize::MAX,
+            closed: false,
+        };
+        let mut c = Conn::new(256);
+        assert_eq!(drive(&mut c, &mut s), Want::Read);
+        assert!(!c.holds_buffer());
+        assert_eq!(c.http.as_ref().map(|h| h.out.capacity()), Some(0));
+    }
+
+    /// A peer that pipelines without reading stops the reading once
+    /// `OUT_LIMIT` bytes of answers wait; every request is still answered,
+    /// in order, once it reads.
+    #[test]
+    fn http_backpressure_bounds_the_answers_queued() {
+        let stats = Stats::default();
+        let work = http_work();
+        let one = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+        let n = 4000;
+        let all: Vec<u8> = one.iter().copied().cycle().take(one.len() * n).collect();
+        let mut s = Fake {
+            input: all.chunks(200).map(<[u8]>::to_vec).collect(),
+            output: Vec::new(),
+            room: 0,
+            closed: true,
+        };
+        let mut c = Conn::new(256);
+        let mut rounds = 0;
+        loop {
+            match c
+                .drive(&mut s, 1000, Reads::ToEmpty, &stats, &work)
+                .unwrap()
+            {
+                Want::Done => break,
+                Want::Write | Want::More => {}
+                other => panic!("unexpected {other:?}"),
+            }
+            let queued = c.http.as_ref().map_or(0, |h| h.out.len() - h.sent);
+            assert!(queued < OUT_LIMIT + 1024, "{queued} bytes queued");
+            s.room = 5000;
+            rounds += 1;
+            assert!(rounds < 10_000, "did not finish");
+        }
+        let text = String::from_utf8(s.output).unwrap();
+        assert_eq!(text.matches("\r\n\r\nHello, World!").count(), n);
+        assert_eq!(stats.summary("t").requests, n as u64);
     }
 }

@@ -11,6 +11,7 @@
 
 pub mod accept;
 pub mod conn;
+pub mod http;
 pub mod knobs;
 pub mod pace;
 pub mod reactor;

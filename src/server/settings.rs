@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::work::{Capacity, Profile};
 use super::AcceptMode;
+use crate::protocol::Protocol;
 use crate::sys::lock::LockKind;
 
 /// How uring's connections receive (`--ring-recv`).
@@ -76,6 +77,12 @@ pub struct Settings {
     /// `--message-size`: bytes of one request under `--work`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_size: Option<usize>,
+    /// `--protocol`: what the server speaks (echo when not given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<Protocol>,
+    /// `--response-size`: bytes of an HTTP response's body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_bytes: Option<usize>,
     /// `--block-inline`.
     #[serde(default, skip_serializing_if = "is_off")]
     pub block_inline: bool,
@@ -224,6 +231,8 @@ impl Settings {
             shared_state: top.shared_state.or(self.shared_state),
             work: top.work.clone().or_else(|| self.work.clone()),
             message_size: top.message_size.or(self.message_size),
+            protocol: top.protocol.or(self.protocol),
+            response_bytes: top.response_bytes.or(self.response_bytes),
             block_inline: top.block_inline || self.block_inline,
             global_queue_interval: top.global_queue_interval.or(self.global_queue_interval),
             blocking_threads: top.blocking_threads.or(self.blocking_threads),
@@ -350,6 +359,11 @@ impl Settings {
         put("--lock", self.shared_state.map(|k| k.name().to_string()));
         put("--work", self.work.as_ref().map(ToString::to_string));
         put("--message-size", self.message_size.map(|n| n.to_string()));
+        put("--protocol", self.protocol.map(|p| p.name().to_string()));
+        put(
+            "--response-size",
+            self.response_bytes.map(|n| n.to_string()),
+        );
         put(
             "--global-queue-interval",
             self.global_queue_interval.map(|n| n.to_string()),

@@ -26,7 +26,8 @@ pub struct Stats {
     waits: AtomicU64,
     events: AtomicU64,
     overflows: AtomicU64,
-    /// Requests whose work was done (`--work`).
+    bad_requests: AtomicU64,
+    /// Requests whose work was done (`--work`), or HTTP requests answered.
     requests: AtomicU64,
     /// `--shared-state`: off unless enabled.
     pub(crate) state: SharedState,
@@ -51,7 +52,8 @@ pub struct Summary {
     /// `--shared-state`: what the shared table held.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared_state: Option<StateSummary>,
-    /// Requests whose work was done (`--work`; 0 without work).
+    /// Requests whose work was done (`--work`; 0 without work), or with
+    /// `--protocol http` every request answered.
     #[serde(default)]
     pub requests: u64,
     /// `--work`: the work per request and what the model's handlers can
@@ -103,6 +105,9 @@ pub struct Errors {
     pub reset: u64,
     /// Connections that ended with any other I/O error.
     pub io_other: u64,
+    /// HTTP: requests refused (400, 431, 501), each ending its connection.
+    #[serde(default)]
+    pub bad_request: u64,
 }
 
 impl Stats {
@@ -142,6 +147,11 @@ impl Stats {
     /// A request's work was done.
     pub(crate) fn requested(&self) {
         self.requests.fetch_add(1, Relaxed);
+    }
+
+    /// An HTTP request was refused (400, 431, 501).
+    pub(crate) fn bad_request(&self) {
+        self.bad_requests.fetch_add(1, Relaxed);
     }
 
     /// `sigio`'s signal queue overflowed.
@@ -199,6 +209,7 @@ impl Stats {
                 accept_other: self.accept_other.load(Relaxed),
                 reset: self.reset.load(Relaxed),
                 io_other: self.io_other.load(Relaxed),
+                bad_request: self.bad_requests.load(Relaxed),
             },
             waits: Waits {
                 waits: self.waits.load(Relaxed),

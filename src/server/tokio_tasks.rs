@@ -307,6 +307,12 @@ impl Read for Sock<'_> {
     }
 }
 
+impl std::os::fd::AsFd for Sock<'_> {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.0.as_fd()
+    }
+}
+
 impl Write for Sock<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.0.try_write(buf)

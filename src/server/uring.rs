@@ -50,6 +50,12 @@
 //!   (blocking it, as in any loop); a `wait` is an io_uring timeout, after
 //!   which the connection is pumped again. Receiving resumes once no more
 //!   than part of a request is held.
+//! - HTTP (`--protocol http`): the received bytes are the requests, parsed
+//!   by the same [`super::http::Exchange`] every model uses; once no send is
+//!   in flight, every complete request queued is answered into one vector
+//!   and sent, and the bytes it used are dropped. A `Connection: close`, a
+//!   400 or a 431 is sent, then the socket's write side is shut and the
+//!   connection closed, as in [`super::conn::linger`].
 //! - Errors end only their connection (counted); its other requests are
 //!   cancelled and the socket is closed once the kernel has let go of them.
 //! - An empty buffer ring ends a recv with ENOBUFS. Nothing is lost (the
@@ -84,6 +90,8 @@ use anyhow::Context as _;
 use rustix::event::{eventfd, EventfdFlags};
 
 use super::accept::{admit, Gate};
+use super::conn::linger;
+use super::http::Exchange;
 use super::start::{threads_fit, StartLine, STD_STACK};
 use super::work::{Next, Requests, Work};
 use super::{run, Config, Context, Model, Variant};
@@ -312,7 +320,8 @@ struct Conn {
     sending: usize,
     /// The peer shut down its write side.
     eof: bool,
-    /// An error ended the connection; waiting for its requests to finish.
+    /// An error ended the connection, or the server did (HTTP's
+    /// `Connection: close`); waiting for its requests to finish.
     failed: bool,
     /// Its remaining requests were cancelled.
     cancelled: bool,
@@ -322,6 +331,8 @@ struct Conn {
     /// are done (the rest wait for their work or their last bytes).
     ready: usize,
     requests: Requests,
+    /// With `--protocol http`: its requests, answered from `queued`.
+    exchange: Exchange,
     /// A timeout for a request's wait is in flight.
     timer: bool,
 }
@@ -335,7 +346,10 @@ impl Conn {
     /// plain echo owes nothing; with `--work`, at most part of a request
     /// is held, waiting for its rest.
     fn drained(&self, work: &Work) -> bool {
-        if work.is_none() {
+        if let Some(http) = &work.http {
+            // What is queued is part of a head, waiting for its rest.
+            self.sending == 0 && !self.timer && self.queued.len() < http.header_limit
+        } else if work.is_none() {
             self.owed() == 0
         } else {
             self.sending == 0
@@ -509,6 +523,7 @@ impl<'a> Worker<'a> {
             id: None,
             ready: 0,
             requests: Requests::default(),
+            exchange: Exchange::default(),
             timer: false,
         });
     }
@@ -602,7 +617,42 @@ impl<'a> Worker<'a> {
         }
         let ctx = self.ctx;
         let work = &ctx.config.work;
-        if work.is_none() {
+        if let Some(http) = &work.http {
+            if conn.sending == 0 {
+                // Answers the requests queued, a batch of at most
+                // `OUT_LIMIT` bytes per send, as `super::conn` does.
+                let mut out = self.spare.pop().unwrap_or_default();
+                let (used, next) =
+                    conn.exchange
+                        .answer(&conn.queued, &mut out, http, work, ctx.stats);
+                conn.queued.drain(..used);
+                if let Next::Wait(until) = next {
+                    if !conn.timer {
+                        conn.timer = true;
+                        let after = until.saturating_duration_since(std::time::Instant::now());
+                        self.ring.timeout(after, tag(slot, WAKE));
+                    }
+                }
+                if conn.eof && !conn.timer {
+                    // A head the peer never finished gets no answer.
+                    conn.queued.clear();
+                }
+                if out.is_empty() {
+                    self.spare.push(out);
+                } else {
+                    conn.sending = out.len();
+                    self.ring.send(conn.stream.as_fd(), out, 0, tag(slot, SEND));
+                }
+                if conn.exchange.closing() && conn.sending == 0 {
+                    // The last answer is sent: end the connection (its
+                    // recv is cancelled, then it closes), no error.
+                    linger(conn.stream.as_fd());
+                    conn.failed = true;
+                    conn.queued = Vec::new();
+                    return self.pump(slot);
+                }
+            }
+        } else if work.is_none() {
             conn.ready = conn.queued.len();
         } else {
             // The requests' work runs here, on the ring's thread: a

@@ -181,6 +181,16 @@ impl From<Profile> for String {
     }
 }
 
+/// How a server speaks HTTP: the settings of `--protocol http`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Http {
+    /// Bytes of every `200` response's body (`--response-size`).
+    pub response: usize,
+    /// A request head longer than this gets `431`: the connection's read
+    /// buffer (`--buffer`), which must hold a whole head.
+    pub header_limit: usize,
+}
+
 /// What a server does per request, and how its model runs blocking calls.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Work {
@@ -190,6 +200,9 @@ pub struct Work {
     /// Blocking calls are handed to the caller ([`Next::Block`]) instead of
     /// made in place: tokio's `spawn_blocking`.
     pub offload_block: bool,
+    /// `--protocol http`: requests are HTTP requests, framed by their
+    /// parser (`super::http`), not every `request` bytes; `None`: echo.
+    pub http: Option<Http>,
 }
 
 impl Default for Work {
@@ -198,6 +211,7 @@ impl Default for Work {
             profile: Profile::default(),
             request: 64,
             offload_block: false,
+            http: None,
         }
     }
 }
@@ -215,6 +229,7 @@ impl Work {
             profile,
             request: request.max(1),
             offload_block: false,
+            http: None,
         }
     }
 
@@ -376,6 +391,16 @@ impl Requests {
             ready = unready;
         }
         (ready, Next::Idle)
+    }
+
+    /// The work of one whole request framed elsewhere (an HTTP request,
+    /// by its parser), from where it stopped: `None` once done. A stopping
+    /// server starts no more work: the request stays unanswered (`Idle`).
+    pub(crate) fn one(&mut self, work: &Work) -> Option<Next> {
+        if self.part == 0 && crate::sys::signals::stop_requested() {
+            return Some(Next::Idle);
+        }
+        self.step(work)
     }
 
     /// Runs the parts of the request in hand from where it stopped; `None`

@@ -49,6 +49,7 @@ mod conformance;
 mod docs;
 mod foreign;
 mod herd;
+mod http;
 mod load;
 mod micro;
 mod micro_accept;
@@ -85,6 +86,7 @@ const GROUPS: &[fn() -> Vec<Trial>] = &[
     docs::trials,
     foreign::trials,
     herd::trials,
+    http::trials,
     load::trials,
     micro::trials,
     micro_accept::trials,

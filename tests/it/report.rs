@@ -15,10 +15,8 @@
 use c10k::client::plan::LoadKind;
 use std::collections::BTreeMap;
 use std::io::Read as _;
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::Duration;
 
 use c10k::client::report::{Burst, Client, Connect, Connections, Percentiles, Report, Throughput};
@@ -32,7 +30,7 @@ use libtest_mimic::Failed;
 use quick_xml::events::Event;
 use quick_xml::Reader;
 
-use crate::support::scratch_in;
+use crate::support::{installed, on_path, run_bounded, scratch_in};
 
 tests![
     parses_as_strict_xml,
@@ -1199,15 +1197,6 @@ fn runs_auto_names_unsettled_cells() -> Result<(), Failed> {
 /// The longest Chromium (or its installation) may take before it is
 /// killed: a guard against a hang, not a timing assertion.
 const BROWSER_PATIENCE: Duration = Duration::from_secs(60);
-const INSTALL_PATIENCE: Duration = Duration::from_secs(900);
-
-fn on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
-
 fn find_chromium() -> Option<PathBuf> {
     ["chromium", "chromium-browser"]
         .iter()
@@ -1216,60 +1205,7 @@ fn find_chromium() -> Option<PathBuf> {
 
 /// Chromium, installed by `scripts/install-chromium.sh` when missing.
 fn chromium() -> Result<PathBuf, Failed> {
-    if let Some(p) = find_chromium() {
-        return Ok(p);
-    }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install-chromium.sh");
-    let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("install-chromium.log");
-    let mut cmd = Command::new("sh");
-    cmd.arg(&script);
-    let status = run_bounded(cmd, &log, INSTALL_PATIENCE)?;
-    let said = std::fs::read_to_string(&log).unwrap_or_default();
-    let last = said
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("");
-    match (status, find_chromium()) {
-        (Some(0), Some(p)) => Ok(p),
-        _ => Err(format!(
-            "chromium is not installed and {} could not install it (no network?): {last}",
-            script.display()
-        )
-        .into()),
-    }
-}
-
-/// Runs `cmd` in its own process group with stdout and stderr into `log`;
-/// kills the whole group after `patience`. The exit code, `None` when
-/// killed by a signal.
-fn run_bounded(mut cmd: Command, log: &Path, patience: Duration) -> Result<Option<i32>, Failed> {
-    let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
-    let err = out.try_clone().map_err(|e| e.to_string())?;
-    let mut child = cmd
-        .process_group(0)
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .spawn()
-        .map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
-    let pid = child.id() as i32;
-    let (tx, rx) = mpsc::channel();
-    let waiter = std::thread::spawn(move || {
-        let _ = tx.send(child.wait());
-    });
-    let status = match rx.recv_timeout(patience) {
-        Ok(status) => status.map_err(|e| e.to_string())?,
-        Err(_) => {
-            let _ = c10k::sys::process::kill(-pid, libc::SIGKILL);
-            let _ = waiter.join();
-            return Err(format!("{cmd:?} was still running after {patience:?}: killed").into());
-        }
-    };
-    let _ = waiter.join();
-    // Helpers Chromium left in its group go too.
-    let _ = c10k::sys::process::kill(-pid, libc::SIGKILL);
-    Ok(status.code())
+    installed(find_chromium, "install-chromium.sh", "chromium")
 }
 
 /// Opens `page` headless, screenshots it into `png`, and returns what

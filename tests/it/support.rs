@@ -27,10 +27,11 @@ use std::cell::RefCell;
 use std::fmt::{Debug, Display};
 use std::io::Read;
 use std::net::SocketAddr;
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::channel;
+use std::sync::mpsc::{self, channel};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -586,4 +587,87 @@ pub fn load_json(server: &Server, name: &str, args: &[&str]) -> Result<serde_jso
         .output()?;
     succeeded(&o, "c10k load: ")?;
     Ok(serde_json::from_slice(&std::fs::read(&json)?)?)
+}
+
+// ------------------------------------------------ tools the tests install
+
+/// The longest an installer may take before it is killed: a guard against
+/// a hang, not a timing assertion.
+const INSTALL_PATIENCE: Duration = Duration::from_secs(900);
+
+/// The file `name` names on PATH.
+pub fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// What `find` finds, after `scripts/SCRIPT` installed it when it was
+/// missing; a failure names the tool and the installer's last line.
+pub fn installed(
+    find: impl Fn() -> Option<PathBuf>,
+    script: &str,
+    tool: &str,
+) -> Result<PathBuf, Failed> {
+    if let Some(p) = find() {
+        return Ok(p);
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scripts")
+        .join(script);
+    let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{tool}-install.log"));
+    let mut cmd = Command::new("sh");
+    cmd.arg(&script);
+    let status = run_bounded(cmd, &log, INSTALL_PATIENCE)?;
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    let last = said
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    match (status, find()) {
+        (Some(0), Some(p)) => Ok(p),
+        _ => Err(format!(
+            "{tool} is not installed and {} could not install it (no network?): {last}",
+            script.display()
+        )
+        .into()),
+    }
+}
+
+/// Runs `cmd` in its own process group with stdout and stderr into `log`;
+/// kills the whole group after `patience`. The exit code, `None` when
+/// killed by a signal.
+pub fn run_bounded(
+    mut cmd: Command,
+    log: &Path,
+    patience: Duration,
+) -> Result<Option<i32>, Failed> {
+    let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let err = out.try_clone().map_err(|e| e.to_string())?;
+    let mut child = cmd
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
+    let pid = child.id() as i32;
+    let (tx, rx) = mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let status = match rx.recv_timeout(patience) {
+        Ok(status) => status.map_err(|e| e.to_string())?,
+        Err(_) => {
+            let _ = c10k::sys::process::kill(-pid, libc::SIGKILL);
+            let _ = waiter.join();
+            return Err(format!("{cmd:?} was still running after {patience:?}: killed").into());
+        }
+    };
+    let _ = waiter.join();
+    // Helpers Chromium left in its group go too.
+    let _ = c10k::sys::process::kill(-pid, libc::SIGKILL);
+    Ok(status.code())
 }
