@@ -994,7 +994,13 @@ pub struct ConformArgs {
     /// --server-arg=--edge (repeatable).
     #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub server_args: Vec<String>,
-    /// Run only this check (repeatable) [default: all; see --list].
+    /// What the server speaks: echo, or http (HTTP/1.1; its own checks
+    /// of the wire, and the process checks asked over HTTP). A --model is
+    /// started with it.
+    #[arg(long, value_enum, default_value = "echo")]
+    pub protocol: Protocol,
+    /// Run only this check (repeatable) [default: all of --protocol's;
+    /// see --list].
     #[arg(long = "check")]
     pub checks: Vec<String>,
     /// List the checks and exit.

@@ -5,6 +5,7 @@ pub mod agents;
 pub mod conn;
 pub mod drive;
 pub mod engine;
+pub mod http;
 pub mod launch;
 pub mod limit;
 pub mod live;

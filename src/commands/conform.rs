@@ -1,4 +1,4 @@
-//! `c10k conform`: the suite against any echo server, a row per check as
+//! `c10k conform`: the suite against any echo or HTTP/1.1 server, a row per check as
 //! it is done.
 
 use std::io::Write as _;
@@ -8,9 +8,9 @@ use super::Exit;
 /// `c10k conform`: each check's row as it is done, the totals, the JSON;
 /// exit 0 only when no check failed, 130 when SIGINT or SIGTERM cut it.
 pub fn conform(args: &crate::cli::ConformArgs) -> Exit {
-    use crate::conform::{Report, CHECKS};
+    use crate::conform::{checks, Report};
     if args.list {
-        for c in CHECKS {
+        for c in checks(args.protocol) {
             println!("{:<28} {}", c.name, c.about);
         }
         return Exit::Done;
@@ -24,7 +24,7 @@ pub fn conform(args: &crate::cli::ConformArgs) -> Exit {
     };
     // 1,100 connections at once: the client wants the hard limit.
     let _ = crate::sys::rlimit::raise_nofile();
-    println!("{}", Report::title(&plan.suite.subject.describe()));
+    println!("{}", Report::title(&plan.suite.describe()));
     let report = plan.suite.run_all(&plan.checks, |row| {
         println!("{}", Report::line(row));
         let _ = std::io::stdout().flush();

@@ -1,6 +1,9 @@
-//! The conformance suite for any TCP echo server: `c10k conform`, and the
-//! integration tests that hold every c10k model to it (one suite, two
-//! front ends). A check starts its own server (a fresh one, so what one
+//! The conformance suite for any TCP echo server or HTTP/1.1 server
+//! (`--protocol http`): `c10k conform`, and the integration tests that
+//! hold every c10k model to it (one suite, two front ends). Each check is
+//! of one protocol or of both ([`Check::speaks`]): the checks of the
+//! server's process and of many connections at once are asked in the
+//! subject's protocol, the checks of the wire are the protocol's own. A check starts its own server (a fresh one, so what one
 //! check leaves cannot fail the next), drives it over real sockets, and
 //! says PASS with its evidence (bytes, counts, CPU seconds), FAIL with what
 //! went wrong, or SKIP with why it could not run.
@@ -22,6 +25,7 @@
 //! by the suite's patience after its server is ready (and its start by the
 //! same patience), so a broken server costs at most that per check.
 
+mod http;
 mod process;
 pub mod subject;
 mod traffic;
@@ -34,6 +38,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::protocol::Protocol;
 use subject::Checking;
 pub use subject::Subject;
 use watch::Watched;
@@ -80,7 +85,13 @@ pub struct Check {
     /// What it holds the server to, one line.
     pub about: &'static str,
     run: fn(&Checking) -> Checked,
+    /// The protocols it checks.
+    pub speaks: &'static [Protocol],
 }
+
+const ECHO: &[Protocol] = &[Protocol::Echo];
+const HTTP: &[Protocol] = &[Protocol::Http];
+const BOTH: &[Protocol] = &[Protocol::Echo, Protocol::Http];
 
 /// Every check, in the order they run.
 pub const CHECKS: &[Check] = &[
@@ -88,53 +99,119 @@ pub const CHECKS: &[Check] = &[
         name: "echo_sizes_in_fragments",
         about: "1 B to 1 MiB in random fragments on 16 connections come back equal",
         run: traffic::echo_sizes_in_fragments,
+        speaks: ECHO,
     },
     Check {
         name: "past_fd_setsize",
-        about: "1,100 connections open at once (past FD_SETSIZE), every one echoing",
+        about: "1,100 connections open at once (past FD_SETSIZE), every one served",
         run: traffic::past_fd_setsize,
+        speaks: BOTH,
     },
     Check {
         name: "half_close",
         about: "after the client's shutdown(SHUT_WR), every byte comes back, then EOF",
         run: traffic::half_close,
+        speaks: ECHO,
     },
     Check {
         name: "reset_mid_message",
         about: "clients that reset mid-message do not disturb the others",
         run: traffic::reset_mid_message,
+        speaks: ECHO,
     },
     Check {
         name: "silent_connections",
         about: "connections that send nothing (or half a message) block no one",
         run: traffic::silent_connections,
+        speaks: ECHO,
     },
     Check {
         name: "slow_reader_bounded_memory",
         about: "a peer that never reads leaves the server's memory bounded",
         run: process::slow_reader_bounded_memory,
+        speaks: ECHO,
     },
     Check {
         name: "emfile",
         about: "out of descriptors (limit 64): no busy loop, served again once others leave",
         run: process::emfile,
+        speaks: ECHO,
     },
     Check {
         name: "idle_no_busy_loop",
         about: "with connections open and no traffic, the server does not spin",
         run: process::idle_no_busy_loop,
+        speaks: BOTH,
     },
     Check {
         name: "sigterm",
         about: "SIGTERM ends it cleanly, no process of its tree left",
         run: process::sigterm,
+        speaks: BOTH,
     },
     Check {
         name: "max_conns_refuses_the_rest",
         about: "c10k's --max-conns 3: the rest are closed at once and counted",
         run: process::max_conns_refuses_the_rest,
+        speaks: ECHO,
+    },
+    Check {
+        name: "keep_alive",
+        about: "4 connections × 50 requests one after another, each answered 2xx, none closed",
+        run: http::keep_alive,
+        speaks: HTTP,
+    },
+    Check {
+        name: "pipelined_in_order",
+        about: "32 GETs and HEADs in one write, then 2,000 more, answered in order",
+        run: http::pipelined_in_order,
+        speaks: HTTP,
+    },
+    Check {
+        name: "split_byte_by_byte",
+        about: "a GET and a POST written one byte per segment are answered",
+        run: http::split_byte_by_byte,
+        speaks: HTTP,
+    },
+    Check {
+        name: "connection_close",
+        about: "Connection: close gets its response, then EOF",
+        run: http::connection_close,
+        speaks: HTTP,
+    },
+    Check {
+        name: "http10",
+        about: "HTTP/1.0 is answered then closed; with Connection: keep-alive, kept",
+        run: http::http10,
+        speaks: HTTP,
+    },
+    Check {
+        name: "bad_request_400",
+        about: "a request line that does not parse gets 400 and a close; others are served",
+        run: http::bad_request_400,
+        speaks: HTTP,
+    },
+    Check {
+        name: "header_too_large_431",
+        about: "a header section past the server's limit gets 431 (or nginx's 400) and a close",
+        run: http::header_too_large_431,
+        speaks: HTTP,
+    },
+    Check {
+        name: "unfinished_request",
+        about: "half-sent heads and bodies hold only their own connections; then each is answered",
+        run: http::unfinished_request,
+        speaks: HTTP,
     },
 ];
+
+/// The checks of `protocol`, in the order they run.
+pub fn checks(protocol: Protocol) -> Vec<&'static Check> {
+    CHECKS
+        .iter()
+        .filter(|c| c.speaks.contains(&protocol))
+        .collect()
+}
 
 /// The check named `name`.
 pub fn find(name: &str) -> Option<&'static Check> {
@@ -197,6 +274,8 @@ pub struct Suite {
     /// message whose echo a check waits for is padded to whole requests,
     /// since a request's bytes come back only once it is whole.
     pub request: usize,
+    /// What the subject speaks; a model is started with it.
+    pub protocol: Protocol,
 }
 
 impl Suite {
@@ -206,6 +285,15 @@ impl Suite {
             program: None,
             patience: PATIENCE,
             request: 1,
+            protocol: Protocol::Echo,
+        }
+    }
+
+    /// The subject in words, with its protocol when not echo.
+    pub fn describe(&self) -> String {
+        match self.protocol {
+            Protocol::Echo => self.subject.describe(),
+            Protocol::Http => format!("{}, over HTTP/1.1", self.subject.describe()),
         }
     }
 
@@ -287,6 +375,8 @@ pub struct Report {
     pub schema_version: u32,
     /// What was checked, in words.
     pub subject: String,
+    /// What it was checked as speaking.
+    pub protocol: Protocol,
     pub checks: Vec<Row>,
     /// SIGINT or SIGTERM cut the suite: `checks` are those done before;
     /// the one in progress is not among them.
@@ -302,7 +392,8 @@ impl Suite {
     pub fn run_all(&self, checks: &[&Check], mut each: impl FnMut(&Row)) -> Report {
         let mut report = Report {
             schema_version: 1,
-            subject: self.subject.describe(),
+            subject: self.describe(),
+            protocol: self.protocol,
             checks: Vec::new(),
             interrupted: false,
         };

@@ -358,7 +358,7 @@ fn read_echoes(
     Ok(ready.len())
 }
 
-/// Ten connections echo once and stay open with no traffic: over a second
+/// Ten connections are answered once and stay open with no traffic: over a second
 /// the server's CPU must stay under half of it.
 pub(super) fn idle_no_busy_loop(suite: &Checking) -> Checked {
     const CONNS: usize = 10;
@@ -372,7 +372,7 @@ pub(super) fn idle_no_busy_loop(suite: &Checking) -> Checked {
         process: Some("CPU"),
         ..Needs::default()
     })?;
-    let streams = server.connect_echoed(CONNS, &suite.message(b"ping"))?;
+    let streams = server.connect_served(suite, CONNS)?;
     let cpu0 = server.cpu();
     let t0 = Instant::now();
     // The measured window itself, not a wait for readiness.
@@ -413,7 +413,7 @@ pub(super) fn sigterm(suite: &Checking) -> Checked {
         process: Some("signals and process tree"),
         ..Needs::default()
     })?;
-    let streams = server.connect_echoed(CONNS, &suite.message(b"ping"))?;
+    let streams = server.connect_served(suite, CONNS)?;
     let model = server.model().map(str::to_string);
     // A c10k model has the launcher's patience; another server the grace
     // period the runner gives it.

@@ -118,7 +118,12 @@ impl Checking {
         }
         let (child, model) = match &self.subject {
             Subject::Model { model, settings } => {
-                let args = serve_args(model, settings, &needs);
+                // It speaks the suite's protocol.
+                let settings = settings.over(&Settings {
+                    protocol: (!self.protocol.is_echo()).then_some(self.protocol),
+                    ..Settings::default()
+                });
+                let args = serve_args(model, &settings, &needs);
                 let child = launcher
                     .start_telling(&args, &spawned)
                     .map_err(|e| match e {
@@ -194,14 +199,13 @@ impl Under {
             .collect()
     }
 
-    /// `n` connections, each of which has echoed `message` (so the
-    /// server holds every one of them).
-    pub fn connect_echoed(&self, n: usize, message: &[u8]) -> Result<Vec<TcpStream>, Stop> {
+    /// `n` connections, each of which has been answered once in the
+    /// suite's protocol (so the server holds every one of them).
+    pub fn connect_served(&self, suite: &Suite, n: usize) -> Result<Vec<TcpStream>, Stop> {
         let streams = self.connect_many(n)?;
         for (i, mut s) in streams.iter().enumerate() {
-            s.write_all(message)?;
-            wire::read_fully(s, &mut vec![0u8; message.len()])
-                .map_err(|e| format!("connection {i}: {}", wire::words(&e)))?;
+            s.write_all(&wire::ask(suite, i))?;
+            wire::answer(suite, s, i).map_err(|e| format!("connection {i}: {e}"))?;
         }
         Ok(streams)
     }

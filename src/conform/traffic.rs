@@ -12,6 +12,7 @@ use super::subject::Checking;
 use super::subject::Needs;
 use super::wire::{self, count, echo_fragmented, expect_eof, finish, pattern, Rng};
 use super::{ensure, Checked, Stop};
+use crate::protocol::Protocol;
 use crate::server::settings::Settings;
 
 /// 1 B, 100 B, 64 KiB and 1 MiB, each written in random fragments, on 16
@@ -83,8 +84,8 @@ pub(super) fn echo_sizes_in_fragments(suite: &Checking) -> Checked {
     Ok(evidence)
 }
 
-/// 1,100 connections open at once (past FD_SETSIZE), every message sent
-/// before any echo is read.
+/// 1,100 connections open at once (past FD_SETSIZE), every message (or
+/// request) sent before any answer is read.
 pub(super) fn past_fd_setsize(suite: &Checking) -> Checked {
     const N: usize = 1100;
     // The client needs more than 1,100 descriptors.
@@ -98,19 +99,14 @@ pub(super) fn past_fd_setsize(suite: &Checking) -> Checked {
         ..Needs::default()
     })?;
     let mut streams = server.connect_many(N)?;
-    let message = |i: usize| suite.message(format!("message {i:>24}\n").as_bytes());
     for (i, s) in streams.iter_mut().enumerate() {
-        s.write_all(&message(i))
+        s.write_all(&wire::ask(suite, i))
             .map_err(|e| format!("connection {i}: {e}"))?;
     }
     for (i, s) in streams.iter().enumerate() {
-        let mut back = vec![0u8; suite.whole(33)];
-        if let Err(e) = wire::read_fully(s, &mut back) {
-            return Err(server.diagnose(format!("connection {i}: {}", wire::words(&e)).into()));
+        if let Err(e) = wire::answer(suite, s, i) {
+            return Err(server.diagnose(format!("connection {i}: {e}").into()));
         }
-        ensure(back == message(i), || {
-            format!("connection {i} got {:?}", String::from_utf8_lossy(&back))
-        })?;
     }
     let max_fd = streams
         .iter()
@@ -126,11 +122,15 @@ pub(super) fn past_fd_setsize(suite: &Checking) -> Checked {
     ensure(max_fd > 1024, || {
         format!("the client's descriptors stopped at {max_fd}, not past 1,024")
     })?;
+    let asked = wire::ask(suite, 0).len() as u64;
+    let answered = match suite.protocol {
+        Protocol::Echo => format!("echoed its {} B", count(asked)),
+        Protocol::Http => "was answered 2xx".to_string(),
+    };
     let mut evidence = format!(
-        "{} connections open at once (client descriptors up to {}): every one echoed its {} B and saw EOF",
+        "{} connections open at once (client descriptors up to {}): every one {answered} and saw EOF",
         count(N as u64),
         count(max_fd as u64),
-        count(suite.whole(33) as u64)
     );
     if let Some(summary) = server.stop()? {
         ensure(summary.peak_connections >= N as u64, || {
@@ -139,10 +139,19 @@ pub(super) fn past_fd_setsize(suite: &Checking) -> Checked {
                 summary.peak_connections
             )
         })?;
-        ensure(
-            summary.bytes_echoed == suite.whole(33) as u64 * N as u64,
-            || format!("its summary says {} bytes echoed", summary.bytes_echoed),
-        )?;
+        let (said, want) = match suite.protocol {
+            Protocol::Echo => (summary.bytes_echoed, asked * N as u64),
+            Protocol::Http => (summary.requests, N as u64),
+        };
+        ensure(said == want, || {
+            format!(
+                "its summary says {said} {} where the clients got {want}",
+                match suite.protocol {
+                    Protocol::Echo => "bytes echoed",
+                    Protocol::Http => "requests",
+                }
+            )
+        })?;
         evidence += &format!("; its summary's peak: {}", count(summary.peak_connections));
     }
     Ok(evidence)

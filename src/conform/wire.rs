@@ -1,12 +1,143 @@
 //! The client side of the conformance checks: blocking connections with
 //! bounded waits, a message written in random fragments while another
 //! thread reads its echo, half-close and EOF, and a byte pattern that lets
-//! 64 MiB be checked without keeping a copy. Cost: one thread per
-//! connection while a message is in flight.
+//! 64 MiB be checked without keeping a copy; over HTTP, the responses of
+//! one connection framed as the load generator frames them
+//! ([`crate::client::http::Framer`]). A check asked in either protocol
+//! sends [`ask`] and reads [`answer`]. Cost: one thread per connection
+//! while a message is in flight.
 
+use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::time::Duration;
+
+use super::Suite;
+use crate::client::http::{self, Framer, Response};
+use crate::protocol::Protocol;
+
+/// What a check asked in the subject's protocol sends on its connection
+/// `i`: a 33-byte message (padded to whole requests) to echo, or `GET /`.
+pub(super) fn ask(suite: &Suite, i: usize) -> Vec<u8> {
+    match suite.protocol {
+        Protocol::Echo => suite.message(format!("message {i:>24}\n").as_bytes()),
+        Protocol::Http => get(),
+    }
+}
+
+/// `GET /` as the load generator sends it.
+pub(super) fn get() -> Vec<u8> {
+    http::request("localhost", 0)
+}
+
+/// Reads the answer to [`ask`] on connection `i`: the echo, equal, or a
+/// 2xx response.
+pub(super) fn answer(suite: &Suite, stream: &TcpStream, i: usize) -> Result<(), String> {
+    match suite.protocol {
+        Protocol::Echo => {
+            let want = ask(suite, i);
+            let mut back = vec![0u8; want.len()];
+            read_fully(stream, &mut back).map_err(|e| words(&e))?;
+            if back != want {
+                return Err(format!("got {:?}", String::from_utf8_lossy(&back)));
+            }
+            Ok(())
+        }
+        Protocol::Http => {
+            let r = Responses::new().next(stream)?;
+            if !r.ok() {
+                return Err(format!("got status {} to GET /", r.status));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The responses of one HTTP connection, read and framed as they come.
+pub(super) struct Responses {
+    framer: Framer,
+    ready: VecDeque<Response>,
+    /// Responses handed out so far.
+    got: u64,
+    ended: bool,
+}
+
+impl Responses {
+    pub fn new() -> Responses {
+        Responses {
+            framer: Framer::new(),
+            ready: VecDeque::new(),
+            got: 0,
+            ended: false,
+        }
+    }
+
+    /// The next request sent was a HEAD (`true`) or not: needed, in order,
+    /// for every request once any is a HEAD.
+    pub fn expect(&mut self, head: bool) {
+        self.framer.expect(head);
+    }
+
+    /// The next response, reading as much as it takes.
+    pub fn next(&mut self, stream: &TcpStream) -> Result<Response, String> {
+        let mut buf = [0u8; 16 << 10];
+        loop {
+            if let Some(r) = self.ready.pop_front() {
+                self.got += 1;
+                return Ok(r);
+            }
+            if self.ended {
+                return Err(format!(
+                    "the server closed the connection after {} responses",
+                    self.got
+                ));
+            }
+            let ready = &mut self.ready;
+            let framed = match (&*stream).read(&mut buf) {
+                Ok(0) => {
+                    self.ended = true;
+                    self.framer.eof(|r| ready.push_back(r))
+                }
+                Ok(n) => self.framer.feed(&buf[..n], |r| ready.push_back(r)),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Ok(()),
+                Err(e) => {
+                    return Err(format!(
+                        "waiting for response {}: {}",
+                        self.got + 1,
+                        words(&e)
+                    ))
+                }
+            };
+            framed.map_err(|b| format!("after {} responses: {b}", self.got))?;
+        }
+    }
+
+    /// Expects the server's close next, with nothing more before it.
+    pub fn then_eof(&mut self, stream: &TcpStream) -> Result<(), String> {
+        if !self.ended && self.ready.is_empty() {
+            let mut rest = Vec::new();
+            (&*stream).read_to_end(&mut rest).map_err(|e| {
+                format!(
+                    "waiting for the close after {} responses: {}",
+                    self.got,
+                    words(&e)
+                )
+            })?;
+            self.ended = true;
+            let ready = &mut self.ready;
+            let fed = self.framer.feed(&rest, |r| ready.push_back(r));
+            fed.and_then(|()| self.framer.eof(|r| ready.push_back(r)))
+                .map_err(|b| format!("after {} responses: {b}", self.got))?;
+        }
+        match self.ready.len() {
+            0 => Ok(()),
+            n => Err(format!(
+                "{n} more responses came after response {} where the close was due",
+                self.got
+            )),
+        }
+    }
+}
 
 /// A blocking connection whose reads and writes fail after `patience`.
 pub(super) fn connect(addr: SocketAddr, patience: Duration) -> std::io::Result<TcpStream> {

@@ -57,7 +57,15 @@ pub fn plan(a: &ConformArgs) -> Result<ConformPlan, String> {
             )
         })?;
         let settings = super::serve_settings("--server-arg", Some(m.name()), &a.server_args)?;
-        request = super::request_bytes(m.name(), &settings)?;
+        if let Some(p) = settings.protocol.filter(|p| *p != a.protocol) {
+            return Err(format!(
+                "--server-arg=--protocol {p} disagrees with --protocol {}: give --protocol alone",
+                a.protocol
+            ));
+        }
+        if a.protocol.is_echo() {
+            request = super::request_bytes(m.name(), &settings)?;
+        }
         Subject::Model {
             model: m.name().to_string(),
             settings,
@@ -70,17 +78,26 @@ pub fn plan(a: &ConformArgs) -> Result<ConformPlan, String> {
             .ok_or_else(|| unknown("--peer", name, peers::PEERS.iter().map(|p| p.name)))?;
         Subject::Command(peer.resolve(&peers::cache_dir()))
     };
-    let checks = if a.checks.is_empty() {
-        conform::CHECKS.iter().collect()
-    } else {
-        a.checks
-            .iter()
-            .map(|name| {
-                conform::find(name)
-                    .ok_or_else(|| unknown("--check", name, conform::CHECKS.iter().map(|c| c.name)))
-            })
-            .collect::<Result<_, _>>()?
-    };
+    let protocol = a.protocol;
+    let of_protocol = conform::checks(protocol);
+    let checks =
+        if a.checks.is_empty() {
+            of_protocol
+        } else {
+            a.checks
+                .iter()
+                .map(|name| match conform::find(name) {
+                    Some(c) if c.speaks.contains(&protocol) => Ok(c),
+                    Some(_) => {
+                        Err(format!(
+                    "--check {name}: not a check of --protocol {protocol}; its checks are {}",
+                    of_protocol.iter().map(|c| c.name).collect::<Vec<_>>().join(", ")
+                ))
+                    }
+                    None => Err(unknown("--check", name, of_protocol.iter().map(|c| c.name))),
+                })
+                .collect::<Result<_, _>>()?
+        };
     // Refused before any check runs, as load, micro and herd do.
     crate::export::target::check_flag("--json", a.json.as_deref())?;
     let patience = super::parse_duration(&a.patience).map_err(|e| format!("--patience: {e}"))?;
@@ -90,6 +107,7 @@ pub fn plan(a: &ConformArgs) -> Result<ConformPlan, String> {
     let mut suite = Suite::new(subject);
     suite.patience = patience;
     suite.request = request;
+    suite.protocol = a.protocol;
     Ok(ConformPlan {
         suite,
         checks,

@@ -63,7 +63,6 @@ impl Place {
 
 /// serve's defaults where a setting is not given; clap shows the same
 /// ones in `--help` (a test holds the two together).
-const DEFAULT_BUFFER: usize = 16 << 10;
 const DEFAULT_BACKLOG: i32 = 4096;
 const DEFAULT_MESSAGE: usize = 64;
 
@@ -83,7 +82,9 @@ impl ServePlan {
     /// a one-line error that names the flag; serve's defaults where `s`
     /// gives nothing.
     pub fn of(model: &'static dyn Model, place: Place, s: &Settings) -> Result<ServePlan, String> {
-        let buffer = s.buffer_bytes.unwrap_or(DEFAULT_BUFFER);
+        let buffer = s
+            .buffer_bytes
+            .unwrap_or(crate::server::settings::DEFAULT_BUFFER);
         if !(64..=64 << 20).contains(&buffer) {
             return Err(format!("--buffer {buffer}: must be from 64 B to 64 MiB"));
         }

@@ -18,6 +18,10 @@ use super::AcceptMode;
 use crate::protocol::Protocol;
 use crate::sys::lock::LockKind;
 
+/// `--buffer` when not given: 16 KiB per connection (and an HTTP
+/// server's header limit).
+pub const DEFAULT_BUFFER: usize = 16 << 10;
+
 /// How uring's connections receive (`--ring-recv`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]

@@ -47,9 +47,9 @@ impl Conformed {
     }
 }
 
-/// Every check's name.
+/// Every echo check's name.
 fn all() -> BTreeSet<String> {
-    c10k::conform::CHECKS
+    c10k::conform::checks(c10k::protocol::Protocol::Echo)
         .iter()
         .map(|c| c.name.to_string())
         .collect()
@@ -243,6 +243,22 @@ fn bad_input_is_one_line_and_exit_2() -> Result<(), Failed> {
         (
             &["conform", "--model", "poll", "--server-arg=--port=9"][..],
             "--port is set by c10k",
+        ),
+        (
+            &[
+                "conform",
+                "--model",
+                "poll",
+                "--protocol",
+                "http",
+                "--check",
+                "half_close",
+            ][..],
+            "--check half_close: not a check of --protocol http",
+        ),
+        (
+            &["conform", "--model", "poll", "--server-arg=--protocol=http"][..],
+            "disagrees with --protocol echo",
         ),
     ] {
         let r = run_c10k(args)?;

@@ -7,8 +7,12 @@
 //! `--work wait:`, and tokio's `--block-inline`): requests of 16 KiB, so
 //! the checks' bulk traffic stays a few thousand requests, each padded to
 //! whole requests by the suite.
+//!
+//! And every variant of every model over HTTP/1.1 (`--protocol http`,
+//! the HTTP checks), once more with `--work block:` per request.
 
 use c10k::conform::{Check, Subject, Suite, Verdict};
+use c10k::protocol::Protocol;
 use libtest_mimic::{Completion, Failed, Trial};
 
 use crate::support::{bin, group, trial, PATIENCE};
@@ -19,7 +23,7 @@ pub fn trials() -> Vec<Trial> {
     let group = group(module_path!());
     let mut trials = Vec::new();
     for case in cases() {
-        for check in c10k::conform::CHECKS {
+        for check in c10k::conform::checks(case.protocol) {
             let case = case.clone();
             trials.push(trial(
                 group,
@@ -37,8 +41,9 @@ struct Case {
     label: String,
     model: &'static str,
     flags: Vec<String>,
-    /// Bytes per request under `--work` (1: a plain echo).
+    /// Bytes per request under `--work` (1: a plain echo, and HTTP).
     request: usize,
+    protocol: Protocol,
 }
 
 /// Bytes of a request in the cases with work.
@@ -66,6 +71,20 @@ fn cases() -> Vec<Case> {
                 model: m.name(),
                 flags: v.flags.iter().map(|f| f.to_string()).collect(),
                 request: 1,
+                protocol: Protocol::Echo,
+            });
+        }
+        for v in m.variants() {
+            cases.push(Case {
+                label: if v.label.is_empty() {
+                    format!("{name}_http")
+                } else {
+                    format!("{name}_{}_http", v.label)
+                },
+                model: m.name(),
+                flags: v.flags.iter().map(|f| f.to_string()).collect(),
+                request: 1,
+                protocol: Protocol::Http,
             });
         }
         // With work, on the model's first variant.
@@ -90,8 +109,18 @@ fn cases() -> Vec<Case> {
                 model: m.name(),
                 flags: all,
                 request: REQUEST,
+                protocol: Protocol::Echo,
             });
         }
+        let mut flags: Vec<String> = base.iter().map(|f| f.to_string()).collect();
+        flags.extend(["--work".to_string(), "block:50us".to_string()]);
+        cases.push(Case {
+            label: format!("{name}_http_block"),
+            model: m.name(),
+            flags,
+            request: 1,
+            protocol: Protocol::Http,
+        });
     }
     cases
 }
@@ -109,6 +138,7 @@ fn run(case: &Case, check: &Check) -> Result<Completion, Failed> {
         program: Some(bin().into()),
         patience: PATIENCE,
         request: case.request,
+        protocol: case.protocol,
     };
     let row = suite.run(check);
     match row.verdict {
