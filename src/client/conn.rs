@@ -11,12 +11,18 @@
 //! the bytes received pass its end; its latency is measured from the time it
 //! was due to be sent (open loop: the intended time, which corrects for
 //! coordinated omission) and, beside it, from the time it was written.
+//!
+//! Over HTTP there is nothing to compare: the requests written are
+//! dropped once sent, and the connection's [`Framer`] counts the responses
+//! that come back.
 
 use std::collections::VecDeque;
 use std::net::TcpStream;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
+
+use super::http::Framer;
 
 /// Why a connection ended early: the kinds a load report counts its
 /// `errors` by, each named in the JSON (a key of `errors`, a record's
@@ -34,9 +40,11 @@ pub enum Failure {
     AddrNotAvail,
     /// EMFILE or ENFILE: the client ran out of descriptors.
     Emfile,
-    /// The echo differed from what was sent.
+    /// The echo differed from what was sent; over HTTP, the bytes were not
+    /// a response (or answered no request).
     Mismatch,
-    /// The peer closed the connection while echoes were owed.
+    /// The peer closed the connection while echoes were owed (over HTTP:
+    /// before it answered any request of the connection).
     Closed,
     /// Anything else.
     Other,
@@ -239,8 +247,15 @@ pub struct Conn {
     pub rt_sum_ns: u128,
     pub rt_min_ns: u64,
     pub rt_max_ns: u64,
+    /// The first connect's start, and when it was first established.
     pub connect_started: Option<Instant>,
     pub established: Option<Instant>,
+    /// When the latest connect began: the first, or (HTTP) a reconnect's.
+    pub dialed: Option<Instant>,
+    /// HTTP: the framing of this connection's responses (`None`: echo).
+    pub framer: Option<Box<Framer>>,
+    /// HTTP: responses since the connection was last opened.
+    pub answered: u64,
     pub ended: Option<Instant>,
     /// Last time bytes arrived or the connect started (for timeouts).
     pub last_progress: Instant,
@@ -272,6 +287,9 @@ impl Conn {
             rt_max_ns: 0,
             connect_started: None,
             established: None,
+            dialed: None,
+            framer: None,
+            answered: 0,
             ended: None,
             last_progress: now,
             failure: None,

@@ -29,11 +29,13 @@ use hdrhistogram::Histogram;
 use rustix::event::epoll::{self, CreateFlags, Event, EventData, EventFlags};
 
 use super::conn::{Conn, Failure, InFlight, Payload, State};
+use super::http::Counts;
 use super::measured::{histogram, Measured, Round, MAX_NS};
 use super::plan::{Arrivals, LoadPlan, Stop, Workload, PENDING_CONNECTS};
 use super::record::{ConnRecord, Records};
 use super::report::Syscalls;
 use super::source::{connect_socket, connected_to_itself};
+use crate::protocol::Protocol;
 
 /// Open loop: messages waiting for a free slot on one connection at most;
 /// past this, sends are skipped and counted as missed.
@@ -77,6 +79,8 @@ pub struct Shared {
     /// When the run began: loops report their times from here.
     pub origin: Instant,
     pub payload: Payload,
+    /// HTTP: the request every message is, rendered once (`None`: echo).
+    pub request: Option<Vec<u8>>,
     /// Set by the coordinator after the connect phase (and before each
     /// window of a resident plan); read by a loop as a phase starts.
     schedule: Mutex<Option<Schedule>>,
@@ -102,11 +106,14 @@ impl Shared {
             Some(t) => Payload::Text(t.clone()),
             None => Payload::Generated(plan.message_size),
         };
+        let request = (plan.protocol == Protocol::Http)
+            .then(|| super::http::request(&plan.target.to_string(), plan.message_size));
         Shared {
             origin: Instant::now(),
             barrier: Rendezvous::new(plan.threads + 1),
             plan,
             payload,
+            request,
             schedule: Mutex::new(None),
             more_rounds: AtomicBool::new(false),
             interrupted: AtomicBool::new(false),
@@ -326,6 +333,11 @@ struct Engine<'a> {
     /// Resident: each connection's bytes sent and received when the
     /// current window began (its record counts the window's share).
     window_bytes: Vec<(u64, u64)>,
+    /// HTTP: the status codes of the responses a read framed, in order
+    /// (what [`Engine::completed`] counts for those it measures), and the
+    /// counts so far.
+    statuses: Vec<u16>,
+    http: Counts,
     /// Draws the gaps of Poisson arrivals; seeded by the loop's place and
     /// the clock, so no two loops (or agents) send in step.
     rng: crate::stats::rng::SplitMix64,
@@ -354,6 +366,9 @@ impl<'a> Engine<'a> {
             .step_by(p * threads)
             .map(|j| {
                 let mut c = Conn::new(j as u32, j >= plan.connections, now);
+                if shared.request.is_some() {
+                    c.framer = Some(Box::default());
+                }
                 let sources = &plan.sources;
                 if !sources.is_empty() {
                     // By the id among this process's (j / p), not j: an
@@ -413,6 +428,8 @@ impl<'a> Engine<'a> {
             failed: None,
             sched: None,
             window_bytes: Vec::new(),
+            statuses: Vec::new(),
+            http: Counts::default(),
             rng: crate::stats::rng::SplitMix64::new(
                 (index as u64 + ((k as u64) << 20))
                     ^ std::time::SystemTime::now()
@@ -484,10 +501,16 @@ impl<'a> Engine<'a> {
 
     /// Starts a non-blocking connect for `conns[i]`.
     fn open(&mut self, i: usize) {
-        let now = Instant::now();
         self.opened += 1;
+        self.conns[i].connect_started = Some(Instant::now());
+        self.dial(i);
+    }
+
+    /// The connect itself, the first or (HTTP) a reconnect.
+    fn dial(&mut self, i: usize) {
+        let now = Instant::now();
         let c = &mut self.conns[i];
-        c.connect_started = Some(now);
+        c.dialed = Some(now);
         c.last_progress = now;
         match connect_socket(self.plan.target, c.source, self.plan.linger0) {
             Ok((sock, _)) => {
@@ -530,9 +553,9 @@ impl<'a> Engine<'a> {
                 let now = Instant::now();
                 let c = &mut self.conns[i];
                 c.state = State::Up;
-                c.established = Some(now);
+                c.established.get_or_insert(now);
                 c.last_progress = now;
-                if let Some(t) = c.connect_started {
+                if let Some(t) = c.dialed {
                     let _ = self.connect.record(ns(now - t));
                 }
                 self.shared.up.fetch_add(1, Relaxed);
@@ -558,7 +581,10 @@ impl<'a> Engine<'a> {
             _ => None,
         };
         for i in 0..self.conns.len() {
-            if self.conns[i].idle || self.conns[i].state != State::Up {
+            // A connection reconnecting (HTTP) starts too: what it is
+            // given goes out once it is up.
+            let c = &self.conns[i];
+            if c.idle || !matches!(c.state, State::Up | State::Connecting) {
                 continue;
             }
             match (interval, self.plan.workload) {
@@ -683,7 +709,9 @@ impl<'a> Engine<'a> {
                 break;
             }
             self.timers.pop();
-            if self.conns[i].state != State::Up {
+            // A connection reconnecting (HTTP) keeps its schedule: what
+            // falls due meanwhile goes out once it is up.
+            if !matches!(self.conns[i].state, State::Up | State::Connecting) {
                 continue;
             }
             let next = if due < sched.measure_from && now >= sched.measure_from {
@@ -790,13 +818,25 @@ impl<'a> Engine<'a> {
     /// client does the same). The flush follows before the loop waits
     /// again, so no message goes out later than the event that made it due.
     fn queue(&mut self, i: usize, f: InFlight, now: Instant) {
-        let payload = &self.shared.payload;
         let c = &mut self.conns[i];
         if c.in_flight.is_empty() {
             c.last_progress = now;
         }
-        payload.write_at(c.next_at, &mut c.out);
-        c.next_at = Payload::next_offset(c.next_at);
+        match &self.shared.request {
+            Some(request) => {
+                // Nothing to compare a response with: what is written is
+                // dropped.
+                if c.out_pos == c.out.len() {
+                    c.out.clear();
+                    c.out_pos = 0;
+                }
+                c.out.extend_from_slice(request);
+            }
+            None => {
+                self.shared.payload.write_at(c.next_at, &mut c.out);
+                c.next_at = Payload::next_offset(c.next_at);
+            }
+        }
         c.queued += 1;
         c.in_flight.push_back(f);
     }
@@ -871,7 +911,7 @@ impl<'a> Engine<'a> {
         // the same as recording each; closed loop at depth D makes runs of
         // up to D).
         let mut run: Option<(InFlight, u64)> = None;
-        for _ in 0..k {
+        for j in 0..k {
             let Some(f) = self.conns[i].in_flight.pop_front() else {
                 break;
             };
@@ -879,6 +919,9 @@ impl<'a> Engine<'a> {
                 continue;
             }
             measured += 1;
+            if let Some(&code) = self.statuses.get(j) {
+                *self.http.status.entry(code).or_default() += 1;
+            }
             match &mut run {
                 Some((g, count)) if g.intended == f.intended && g.sent == f.sent => *count += 1,
                 _ => {
@@ -1053,6 +1096,9 @@ impl<'a> Engine<'a> {
                     let source = self.conns[i].source;
                     self.conns[i] = Conn::new(id, false, now);
                     self.conns[i].source = source;
+                    if self.shared.request.is_some() {
+                        self.conns[i].framer = Some(Box::default());
+                    }
                 }
                 *cycle += 1;
                 self.open(i);
@@ -1121,7 +1167,7 @@ impl<'a> Engine<'a> {
     /// Writes queued bytes until the socket would block.
     fn flush(&mut self, i: usize) {
         let c = &mut self.conns[i];
-        let Some(sock) = c.sock.as_ref() else {
+        let Some(sock) = c.sock.as_ref().filter(|_| c.state == State::Up) else {
             return;
         };
         while c.out_pos < c.out.len() {
@@ -1162,6 +1208,10 @@ impl<'a> Engine<'a> {
             match rustix::net::recv(sock, &mut self.scratch[..], rustix::net::RecvFlags::empty())
                 .map(|(n, _)| n)
             {
+                Ok(0) if self.conns[i].framer.is_some() => {
+                    self.server_closed(i);
+                    return;
+                }
                 Ok(0) => {
                     // The server closed: a failure unless we were done.
                     self.fail(i, Failure::Closed);
@@ -1172,12 +1222,36 @@ impl<'a> Engine<'a> {
                     let m = self.shared.payload.len();
                     let c = &mut self.conns[i];
                     c.last_progress = now;
-                    let Some(k) = c.receive(&self.scratch[..n], m) else {
+                    let mut closes = false;
+                    let got = match c.framer.as_deref_mut() {
+                        None => c.receive(&self.scratch[..n], m),
+                        Some(framer) => {
+                            c.bytes_received += n as u64;
+                            self.statuses.clear();
+                            let statuses = &mut self.statuses;
+                            let framed = framer.feed(&self.scratch[..n], |r| {
+                                statuses.push(r.status);
+                                closes |= r.closes;
+                            });
+                            let k = statuses.len();
+                            self.http.responses += k as u64;
+                            c.answered += k as u64;
+                            // A response to no request is as wrong as
+                            // bytes that are not one.
+                            (framed.is_ok() && k <= c.in_flight.len()).then_some(k)
+                        }
+                    };
+                    let Some(k) = got else {
                         self.fail(i, Failure::Mismatch);
                         return;
                     };
                     if k > 0 {
                         self.completed(i, k, now);
+                        if closes && self.conns[i].state == State::Up {
+                            // The server said it closes after this one.
+                            self.reopen(i);
+                            return;
+                        }
                         // Everything the batch made due goes out in one
                         // write.
                         self.flush(i);
@@ -1194,6 +1268,82 @@ impl<'a> Engine<'a> {
                 }
             }
         }
+    }
+
+    /// HTTP: the server closed connection `i`. A response framed by the
+    /// close completes; one cut short is counted. A connection the server
+    /// closes after answering (idle, or after `Connection: close`) opens
+    /// again, as a browser's or wrk's does; one it closes before any answer
+    /// fails (`closed`), so a server that hangs up on every request is an
+    /// error, not a loop of connects.
+    fn server_closed(&mut self, i: usize) {
+        let now = Instant::now();
+        self.statuses.clear();
+        let c = &mut self.conns[i];
+        let statuses = &mut self.statuses;
+        let cut = c
+            .framer
+            .as_deref_mut()
+            .is_some_and(|f| f.eof(|r| statuses.push(r.status)).is_err());
+        self.http.cut_short += u64::from(cut);
+        let k = self.statuses.len().min(c.in_flight.len());
+        self.http.responses += k as u64;
+        c.answered += k as u64;
+        if k > 0 {
+            self.completed(i, k, now);
+        }
+        let c = &self.conns[i];
+        if c.state != State::Up {
+            return;
+        }
+        let owed = !c.in_flight.is_empty() || !c.backlog.is_empty();
+        if c.answered == 0 && owed {
+            self.fail(i, Failure::Closed);
+        } else if owed || (c.answered > 0 && self.plan.resident) || self.in_traffic() {
+            self.reopen(i);
+        } else {
+            self.close(i);
+        }
+    }
+
+    /// Whether the traffic of a window is under way (not its drain, not
+    /// churn, which closes every connection itself).
+    fn in_traffic(&self) -> bool {
+        !self.stopping()
+            && !matches!(self.plan.workload, Workload::Churn { .. })
+            && self
+                .sched
+                .is_some_and(|s| s.until.is_none_or(|u| Instant::now() < u))
+    }
+
+    /// HTTP: opens connection `i` again after the server closed it; the
+    /// requests it still owed are written again once it is up, keeping
+    /// their times, so their latency includes the reconnect.
+    fn reopen(&mut self, i: usize) {
+        if matches!(self.plan.workload, Workload::Churn { .. }) {
+            self.close(i);
+            return;
+        }
+        self.http.reconnects += 1;
+        let c = &mut self.conns[i];
+        if let Some(sock) = c.sock.take() {
+            let _ = epoll::delete(&self.ep, sock.as_fd());
+        }
+        if c.state == State::Up {
+            self.shared.up.fetch_sub(1, Relaxed);
+        }
+        c.state = State::Waiting;
+        c.answered = 0;
+        c.framer = Some(Box::default());
+        c.out.clear();
+        c.out_pos = 0;
+        c.acked = 0;
+        if let Some(request) = &self.shared.request {
+            for _ in 0..c.in_flight.len() {
+                c.out.extend_from_slice(request);
+            }
+        }
+        self.dial(i);
     }
 
     /// Fails connections whose connect or echo is overdue.
@@ -1311,6 +1461,7 @@ impl<'a> Engine<'a> {
             records,
             missed: std::mem::take(&mut self.missed),
             io: std::mem::take(&mut self.io_window),
+            http: std::mem::take(&mut self.http),
             ..Measured::empty()
         }
     }
@@ -1341,6 +1492,7 @@ impl<'a> Engine<'a> {
                 .collect(),
             connect_seconds: since(self.connected_at),
             io: self.io_window,
+            http: self.http,
             ..Measured::empty()
         }
     }

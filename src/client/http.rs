@@ -20,7 +20,9 @@
 //! Cost per response: one head parse (SIMD where the CPU has it) and a few
 //! compares; per byte of body, nothing but the count.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
 
 use crate::protocol::HELLO;
 
@@ -44,6 +46,42 @@ pub fn request(host: &str, body: usize) -> Vec<u8> {
     };
     r.extend(HELLO.iter().cycle().take(body));
     r
+}
+
+/// What a run's HTTP responses were, counted by each event loop and
+/// merged as the rest of what it measured ([`super::measured::Measured`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Every response framed, warm-up and drain included (what a run that
+    /// measured too little is judged by).
+    pub responses: u64,
+    /// The measured responses by status code.
+    pub status: BTreeMap<u16, u64>,
+    /// Times a connection was opened again because the server closed it
+    /// (after a `Connection: close`, or an idle one it timed out).
+    pub reconnects: u64,
+    /// Responses the server's close cut short.
+    pub cut_short: u64,
+}
+
+impl Counts {
+    pub fn merge(&mut self, o: &Counts) {
+        self.responses += o.responses;
+        for (&code, &n) in &o.status {
+            *self.status.entry(code).or_default() += n;
+        }
+        self.reconnects += o.reconnects;
+        self.cut_short += o.cut_short;
+    }
+
+    /// Measured responses whose status is not 2xx: errors.
+    pub fn errors(&self) -> u64 {
+        self.status
+            .iter()
+            .filter(|(c, _)| !(200..300).contains(*c))
+            .map(|(_, n)| n)
+            .sum()
+    }
 }
 
 /// One response, framed.

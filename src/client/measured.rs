@@ -68,6 +68,9 @@ pub struct Measured {
     /// What the machine and the server used over the measured window (set
     /// by the process).
     pub window: WindowCpu,
+    /// HTTP: the responses' status codes, reconnects and cut responses.
+    #[serde(default)]
+    pub http: super::http::Counts,
 }
 
 /// One burst round, in seconds since the process started its loops.
@@ -104,6 +107,7 @@ impl Measured {
             interrupted: false,
             io: Syscalls::default(),
             window: WindowCpu::default(),
+            http: Default::default(),
         }
     }
 
@@ -136,6 +140,7 @@ impl Measured {
         self.interrupted |= o.interrupted;
         self.io.add(o.io);
         self.window.merge(&o.window);
+        self.http.merge(&o.http);
     }
 }
 

@@ -11,6 +11,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::protocol::Protocol;
+
 /// Connects in progress per thread at most: enough to keep a fast server
 /// busy, few enough not to overflow a default backlog.
 pub(crate) const PENDING_CONNECTS: usize = 256;
@@ -159,13 +161,16 @@ pub enum Stop {
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadPlan {
     pub target: SocketAddr,
+    /// What the connections speak: echo, or HTTP/1.1 requests.
+    pub protocol: Protocol,
     pub connections: usize,
     pub idle: usize,
     pub threads: usize,
     pub workload: Workload,
     pub stop: Stop,
     pub warmup: Duration,
-    /// Bytes of each message; `payload` when the user gave the text.
+    /// Bytes of each message; `payload` when the user gave the text. Over
+    /// HTTP, the bytes of each request's body: 0 is a `GET`, more a `POST`.
     pub message_size: usize,
     pub payload: Option<Vec<u8>>,
     pub connect_rate: Option<f64>,
@@ -215,6 +220,7 @@ impl LoadPlan {
     pub fn new(target: SocketAddr, connections: usize, workload: Workload) -> LoadPlan {
         LoadPlan {
             target,
+            protocol: Protocol::Echo,
             connections,
             idle: 0,
             threads: 1,
@@ -255,7 +261,19 @@ impl LoadPlan {
         if self.connections > MAX_CONNECTIONS || self.idle > MAX_CONNECTIONS {
             return Err("more than 10,000,000 connections is beyond any machine".into());
         }
+        let http = self.protocol == Protocol::Http;
         match &self.payload {
+            Some(_) if http => return Err(
+                "--payload is an echo message; over --protocol http, -m N sends a POST of N bytes"
+                    .into(),
+            ),
+            None if http && self.message_size > MAX_MESSAGE => {
+                return Err(format!(
+                    "--message-size {}: a request body must be from 0 (a GET) to 64 MiB",
+                    self.message_size
+                ))
+            }
+            None if http => {}
             Some(p) if p.is_empty() => return Err("--payload must not be empty".into()),
             Some(p) if p.len() != self.message_size => {
                 return Err(format!(
@@ -341,6 +359,9 @@ impl LoadPlan {
     /// `process` (a worker's place in a split run).
     pub(crate) fn to_args(&self) -> Vec<String> {
         let mut a = Words(vec!["load".into(), self.target.to_string()]);
+        if !self.protocol.is_echo() {
+            a.flag("--protocol", self.protocol);
+        }
         a.flag("-c", self.connections);
         if self.idle > 0 {
             a.flag("--idle", self.idle);

@@ -104,9 +104,10 @@ pub struct Connect {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct Throughput {
-    /// Measured echoes per second (round trips).
+    /// Measured echoes per second (round trips; over HTTP, responses).
     pub messages_per_second: f64,
-    /// Measured echoed bytes per second, one way.
+    /// Measured echoed bytes per second, one way (over HTTP, the bytes of
+    /// the responses, at their mean size over the run).
     pub bytes_per_second: f64,
 }
 
@@ -244,10 +245,14 @@ pub struct Report {
     pub command: String,
     /// The server's address as resolved (`IP:PORT`).
     pub target: String,
+    /// What the connections spoke: echo, or http (HTTP/1.1 requests).
+    #[serde(default)]
+    pub protocol: crate::protocol::Protocol,
     /// closed, open, burst or churn.
     #[schemars(with = "String", extend("enum" = ["closed", "open", "burst", "churn"]))]
     pub workload: LoadKind,
-    /// Bytes of each message.
+    /// Bytes of each message (over HTTP: of each request's body, 0 for a
+    /// GET).
     pub message_bytes: usize,
     /// Messages in flight per connection (1 for burst and churn).
     pub depth: usize,
@@ -276,6 +281,10 @@ pub struct Report {
     /// Connections ended early, by kind (every kind listed, zeros too).
     #[schemars(with = "BTreeMap<String, u64>")]
     pub errors: BTreeMap<Failure, u64>,
+    /// Over HTTP: the responses by status, reconnects and responses cut
+    /// short (`null` for echo).
+    #[serde(default)]
+    pub http: Option<Http>,
     /// Round trips per connection: closed and open loop (`null` for burst
     /// and churn, whose connections each do the same fixed work).
     pub fairness: Option<Fairness>,
@@ -302,6 +311,53 @@ pub struct Report {
     /// Where the run took place.
     #[schemars(with = "Environment")]
     pub environment: serde_json::Value,
+}
+
+/// What an HTTP run's responses were.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Http {
+    /// Bytes of one request on the wire, head and body.
+    pub request_bytes: usize,
+    /// Every response framed, the warm-up's and the drain's too.
+    pub responses: u64,
+    /// Measured responses by status code (each is in `messages`, as wrk
+    /// counts them).
+    pub status: BTreeMap<String, u64>,
+    /// Measured responses whose status is not 2xx: errors.
+    pub errors: u64,
+    /// Times a connection was opened again because the server closed it
+    /// (after `Connection: close`, or idle).
+    pub reconnects: u64,
+    /// Responses the server's close cut short.
+    pub cut_short: u64,
+}
+
+impl Http {
+    pub fn of(request_bytes: usize, c: &super::http::Counts) -> Http {
+        Http {
+            request_bytes,
+            responses: c.responses,
+            status: c.status.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            errors: c.errors(),
+            reconnects: c.reconnects,
+            cut_short: c.cut_short,
+        }
+    }
+
+    /// The non-2xx statuses and cut responses, e.g. `404 ×3, 1 cut short`.
+    pub fn error_text(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .status
+            .iter()
+            .filter(|(code, n)| **n > 0 && !code.starts_with('2'))
+            .map(|(code, n)| format!("HTTP {code} ×{n}"))
+            .collect();
+        if self.cut_short > 0 {
+            out.push(format!("{} response(s) cut short", self.cut_short));
+        }
+        out
+    }
 }
 
 /// A run spread over agents (`--agent`, or worker processes past the
@@ -427,7 +483,10 @@ impl Report {
         // the window. The echoes drained after the window are in the count
         // but their time is not, so the rate is an upper bound and the
         // round a lower one.
-        let echoed = self.bytes_received / self.message_bytes.max(1) as u64;
+        let echoed = match &self.http {
+            Some(h) => h.responses,
+            None => self.bytes_received / self.message_bytes.max(1) as u64,
+        };
         let rate = echoed as f64 / span.max(1e-9);
         if rate <= 0.0 {
             // Not a window too short: no round at all, however long.
@@ -468,6 +527,7 @@ impl Report {
             return None;
         }
         let target = &self.target;
+        let http = self.http.is_some();
         if self.every_connection_failed() {
             let kinds: Vec<(Failure, u64)> = self
                 .errors
@@ -483,10 +543,19 @@ impl Report {
                 [(Failure::Timeout, _)] if !up => format!(
                     "no connection to {target} came up within the timeout: is it reachable, or is a firewall dropping the SYNs?"
                 ),
+                [(Failure::Timeout, _)] if http => format!(
+                    "every connection timed out waiting for its connect or a response: does {target} speak HTTP/1.1?"
+                ),
                 [(Failure::Timeout, _)] => format!(
                     "every connection timed out waiting for its connect or its echo: does {target} echo (RFC 862)?"
                 ),
                 [(Failure::Reset, _)] => format!("{target} reset every connection"),
+                [(Failure::Closed, _)] if http => format!(
+                    "{target} closed every connection before answering a request: does it speak HTTP/1.1?"
+                ),
+                [(Failure::Mismatch, _)] if http => format!(
+                    "every connection got back bytes that are not an HTTP/1.1 response to its request: is {target} a web server?"
+                ),
                 [(Failure::Closed, _)] => format!(
                     "{target} closed every connection with echoes owed: does it echo (RFC 862)?"
                 ),
@@ -507,6 +576,12 @@ impl Report {
         }
         let echoes = self.workload != LoadKind::Churn;
         let n = self.connections.requested;
+        if echoes && n > 0 && self.bytes_received == 0 && http {
+            return Some(format!(
+                "no response came back from {target} on any of the {n} connection(s) in {:.1} s: does it speak HTTP/1.1?",
+                self.warmup_seconds + self.measured_seconds
+            ));
+        }
         if echoes && n > 0 && self.bytes_received == 0 {
             return Some(format!(
                 "no echo came back from {target} on any of the {n} connection(s) in {:.1} s: does it echo (RFC 862)?",
@@ -522,8 +597,9 @@ impl Report {
         let c = &self.connections;
         let _ = writeln!(
             s,
-            "c10k load {} — {}, {} connections{}, {} B messages{}, {} thread{}{}",
+            "c10k load {} — {}{}, {} connections{}, {}{}, {} thread{}{}",
             self.target,
+            if self.http.is_some() { "HTTP/1.1 " } else { "" },
             self.workload_text(),
             c.requested,
             if c.idle > 0 {
@@ -531,7 +607,14 @@ impl Report {
             } else {
                 String::new()
             },
-            self.message_bytes,
+            match &self.http {
+                None => format!("{} B messages", self.message_bytes),
+                Some(h) if self.message_bytes == 0 => format!("GET / ({} B)", h.request_bytes),
+                Some(h) => format!(
+                    "POST / of {} B ({} B with its head)",
+                    self.message_bytes, h.request_bytes
+                ),
+            },
             if self.workload == LoadKind::Closed {
                 format!(", depth {}", self.depth)
             } else {
@@ -562,14 +645,41 @@ impl Report {
                 self.connect.per_second
             );
         }
-        let _ = writeln!(
-            s,
-            "  messages     {} in {:.3} s: {:.0} round trips/s, {}/s each way",
-            self.messages,
-            self.measured_seconds,
-            self.throughput.messages_per_second,
-            bytes(self.throughput.bytes_per_second),
-        );
+        match &self.http {
+            None => {
+                let _ = writeln!(
+                    s,
+                    "  messages     {} in {:.3} s: {:.0} round trips/s, {}/s each way",
+                    self.messages,
+                    self.measured_seconds,
+                    self.throughput.messages_per_second,
+                    bytes(self.throughput.bytes_per_second),
+                );
+            }
+            Some(h) => {
+                let status: Vec<String> =
+                    h.status.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
+                let _ = writeln!(
+                    s,
+                    "  requests     {} in {:.3} s: {:.0} requests/s, {}/s of responses",
+                    self.messages,
+                    self.measured_seconds,
+                    self.throughput.messages_per_second,
+                    bytes(self.throughput.bytes_per_second),
+                );
+                let _ = writeln!(
+                    s,
+                    "  responses    {}; {} reconnect{}",
+                    if status.is_empty() {
+                        "none".to_string()
+                    } else {
+                        status.join(", ")
+                    },
+                    h.reconnects,
+                    if h.reconnects == 1 { "" } else { "s" },
+                );
+            }
+        }
         if self.latency_us.count > 0 {
             let _ = writeln!(s, "  latency      {}", pct(&self.latency_us));
         }
@@ -618,12 +728,13 @@ impl Report {
                 }
             );
         }
-        let errors: Vec<String> = self
+        let mut errors: Vec<String> = self
             .errors
             .iter()
             .filter(|(_, n)| **n > 0)
             .map(|(k, n)| format!("{k} {n}"))
             .collect();
+        errors.extend(self.http.iter().flat_map(Http::error_text));
         let _ = writeln!(
             s,
             "  errors       {}",
@@ -800,6 +911,7 @@ pub(crate) fn example(connections: usize, messages: u64, echoed_bytes: u64) -> R
         schema_version: SCHEMA_VERSION,
         command: String::new(),
         target: "127.0.0.1:1".into(),
+        protocol: crate::protocol::Protocol::Echo,
         workload: LoadKind::Closed,
         message_bytes: 64,
         depth: 1,
@@ -828,6 +940,7 @@ pub(crate) fn example(connections: usize, messages: u64, echoed_bytes: u64) -> R
         open_loop: None,
         burst: None,
         errors: BTreeMap::new(),
+        http: None,
         fairness: None,
         limits: Default::default(),
         client: Client {

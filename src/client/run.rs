@@ -27,6 +27,7 @@ use super::plan::{LoadPlan, Workload};
 use super::record::ConnRecord;
 use super::report::{self, Percentiles, Report};
 use super::{limit, preflight, source};
+use crate::protocol::Protocol;
 use crate::sys;
 
 use super::drive::drive;
@@ -335,6 +336,21 @@ fn assemble(
             "{failed} connection(s) ended early: see errors (and --per-connection-csv)"
         ));
     }
+    let http = plan.protocol == Protocol::Http;
+    let http_report = http.then(|| {
+        let request = super::http::request(&plan.target.to_string(), plan.message_size);
+        report::Http::of(request.len(), &m.http)
+    });
+    if let Some(h) = &http_report {
+        if h.errors > 0 {
+            warnings.push(format!(
+                "{} of {} measured responses were not 2xx ({}): they are counted in the requests and their latency, as wrk counts them, and are errors",
+                h.errors,
+                messages,
+                h.error_text().join(", ")
+            ));
+        }
+    }
     if m.interrupted {
         warnings.push("interrupted (Ctrl-C or SIGTERM): results cover the run so far".into());
     }
@@ -367,6 +383,7 @@ fn assemble(
         schema_version: report::SCHEMA_VERSION,
         command: plan.command.clone(),
         target: plan.target.to_string(),
+        protocol: plan.protocol,
         workload,
         message_bytes,
         depth: match plan.workload {
@@ -396,12 +413,19 @@ fn assemble(
         bytes_received,
         throughput: report::Throughput {
             messages_per_second: per_second(messages as f64),
-            bytes_per_second: per_second((messages * message_bytes as u64) as f64),
+            bytes_per_second: if http {
+                // Responses at their mean size over the run.
+                let each = bytes_received as f64 / m.http.responses.max(1) as f64;
+                per_second(messages as f64 * each)
+            } else {
+                per_second((messages * message_bytes as u64) as f64)
+            },
         },
         latency_us: Percentiles::of(&m.latency),
         open_loop,
         burst,
         errors,
+        http: http_report,
         client: report::Client {
             threads: agents::threads_each(plan.threads, processes),
             cpus: plan.cpus.clone(),

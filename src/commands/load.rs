@@ -48,7 +48,12 @@ pub fn load(args: &crate::cli::LoadArgs) -> Exit {
         eprintln!("c10k load: {cause}");
         return Exit::NoResult;
     }
-    if plan.fail_on_error && outcome.report.failures() > 0 {
+    let http_errors = outcome
+        .report
+        .http
+        .as_ref()
+        .map_or(0, |h| h.errors + h.cut_short);
+    if plan.fail_on_error && outcome.report.failures() + http_errors > 0 {
         return Exit::Errors;
     }
     Exit::Done

@@ -3,7 +3,7 @@
 //! checked against this machine, output paths checked before anything is
 //! measured; the bounds are the plan's own ([`LoadPlan::validate`]).
 
-use super::parse_duration;
+use super::{parse_duration, DEFAULT_MESSAGE};
 use crate::cli::{AgentArgs, LoadArgs};
 use crate::client::launch::Launch;
 use crate::client::launch::{self, Template};
@@ -29,7 +29,11 @@ pub fn plan(a: &LoadArgs, command: String) -> Result<LoadPlan, String> {
     let (message_size, payload) = match &a.payload {
         Some(text) => (text.len(), Some(text.as_bytes().to_vec())),
         None => {
-            let n = parse_size(&a.message_size).map_err(|e| format!("--message-size: {e}"))?;
+            let n = match &a.message_size {
+                Some(m) => parse_size(m).map_err(|e| format!("--message-size: {e}"))?,
+                None if a.protocol.is_echo() => DEFAULT_MESSAGE,
+                None => 0,
+            };
             (n, None)
         }
     };
@@ -73,6 +77,7 @@ pub fn plan(a: &LoadArgs, command: String) -> Result<LoadPlan, String> {
     });
     let plan = LoadPlan {
         target,
+        protocol: a.protocol,
         connections: a.connections,
         idle: a.idle,
         threads,

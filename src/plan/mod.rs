@@ -64,7 +64,7 @@ impl Place {
 /// serve's defaults where a setting is not given; clap shows the same
 /// ones in `--help` (a test holds the two together).
 const DEFAULT_BACKLOG: i32 = 4096;
-const DEFAULT_MESSAGE: usize = 64;
+pub(crate) const DEFAULT_MESSAGE: usize = 64;
 
 impl ServePlan {
     /// `c10k serve`'s flags as a plan: the settings they give, checked.

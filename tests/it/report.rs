@@ -95,6 +95,7 @@ fn load_report(kind: LoadKind, n: usize, c: &Cell) -> Report {
         schema_version: c10k::client::report::SCHEMA_VERSION,
         command: "c10k load (synthetic)".into(),
         target: "127.0.0.1:9".into(),
+        protocol: c10k::protocol::Protocol::Echo,
         workload: kind,
         message_bytes: 64,
         depth: 1,
@@ -125,6 +126,7 @@ fn load_report(kind: LoadKind, n: usize, c: &Cell) -> Report {
             makespan_us: vec![c.time_s.map(|t| t * 1e6); 3],
         }),
         errors: BTreeMap::new(),
+        http: None,
         fairness: None,
         // The server's CPU over the window, recorded as a run records it
         // (most of the cell's, within 2 s on its one CPU); no verdict.

@@ -262,6 +262,25 @@ impl Server {
         }
     }
 
+    /// Starts a server that is not c10k's, `argv` (which must listen on
+    /// 127.0.0.1:`port`), through the same launcher `c10k run` starts
+    /// foreign servers with: ready once it says READY or its port listens.
+    pub fn foreign(argv: &[String], port: u16) -> Result<Server, String> {
+        let launcher = Launcher {
+            program: None,
+            patience: PATIENCE,
+        };
+        match launcher.start_foreign(argv, port, &[], None) {
+            Ok(child) => Ok(Server {
+                addr: child.addr,
+                child,
+            }),
+            Err(StartError::Unsupported(why) | StartError::Failed(why)) => {
+                Err(format!("{argv:?}: {why}"))
+            }
+        }
+    }
+
     pub fn pid(&self) -> i32 {
         self.child.pid() as i32
     }
@@ -269,6 +288,12 @@ impl Server {
     /// Sends SIGTERM and waits (bounded) for the exit and the summary line.
     pub fn stop(self) -> Result<(ExitStatus, Summary), String> {
         self.child.stop().checked()
+    }
+
+    /// [`Server::stop`] for a server that is not c10k's (no summary line):
+    /// an error when it did not end cleanly on SIGTERM.
+    pub fn stop_foreign(self) -> Result<(), String> {
+        self.child.stop().trouble().map_or(Ok(()), Err)
     }
 }
 
