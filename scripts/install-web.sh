@@ -1,16 +1,17 @@
 #!/bin/sh
 # Installs the web instruments and peers of `--protocol http`: curl (a real
 # client in the tests), wrk (the load generator `bench/wrk.py` compares
-# `c10k load` with) and nginx (nginx-light, the web peer). Idempotent:
-# installs only what is missing. Debian/Ubuntu only (apt-get); needs root
-# and network. Go and Node.js, for the Go and Node web peers, come with
-# install-peers.sh.
+# `c10k load` with), nginx (nginx-light, the web peer), and Go and Node.js
+# for the go-http and node-http peers. Idempotent: installs only what is
+# missing. Debian/Ubuntu only (apt-get); needs root and network.
 set -eu
 
 missing=""
 command -v curl >/dev/null 2>&1 || missing="$missing curl"
 command -v wrk >/dev/null 2>&1 || missing="$missing wrk"
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$missing nginx-light"
+command -v go >/dev/null 2>&1 || missing="$missing golang-go"
+command -v node >/dev/null 2>&1 || command -v nodejs >/dev/null 2>&1 || missing="$missing nodejs"
 
 if [ -z "$missing" ]; then
     exit 0

@@ -581,9 +581,16 @@ pub struct RunArgs {
     /// Traffic before each timed cell's measured window.
     #[arg(long, group = "matrix")]
     pub warmup: Option<String>,
-    /// Message size, e.g. 64, 1KiB.
+    /// Message size, e.g. 64, 1KiB; over --protocol http, the body of a
+    /// POST (0, the default there: a GET).
     #[arg(short = 'm', long, groups = ["matrix", "customises"])]
     pub message_size: Option<String>,
+    /// What every server and client speaks: echo, or http (HTTP/1.1:
+    /// every model runs `serve --protocol http`, the client sends
+    /// requests, keep-alive, pipelined with --depth; --server and
+    /// --target then name web servers) [default: echo; web: http].
+    #[arg(long, value_enum, groups = ["matrix", "customises"])]
+    pub protocol: Option<Protocol>,
     /// Open loop: messages per second in total over each cell's
     /// connections, on a schedule whatever the server's pace (latency
     /// corrected for coordinated omission, as wrk2's -R).

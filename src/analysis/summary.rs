@@ -572,7 +572,7 @@ pub fn ranking(data: &RunData) -> Vec<Table> {
                 format_count(n as f64),
                 data.plan.size_label,
                 leaders(&rows, data.plan.margin),
-                p.label(),
+                data.plan.figure_label(),
                 if higher { "higher" } else { "lower" },
             ),
             &[

@@ -352,7 +352,7 @@ fn judgement(data: &RunData, n: usize, rows: &[Ranked], user: &[memory::Slope]) 
     let churn = data.plan.workload.kind() == crate::results::matrix::WorkloadKind::Churn;
     let mut best = vec![format!(
         "{}: {}",
-        data.plan.primary.label(),
+        data.plan.figure_label(),
         summary::leaders(rows, data.plan.margin)
             .split(';')
             .next()
@@ -569,7 +569,7 @@ pub fn ranking_rows(plan: &RunPlan, rows: &[Standing]) -> (Vec<String>, Vec<Vec<
     let mut header = vec![
         "#".to_string(),
         "model".to_string(),
-        p.label().to_string(),
+        plan.figure_label().to_string(),
         "vs best".to_string(),
         "p99 latency".to_string(),
         if churn {
@@ -712,7 +712,7 @@ fn title(data: &RunData, n: usize, rows: &[Ranked]) -> String {
         format_count(n as f64),
         data.plan.size_label,
         summary::leaders(rows, data.plan.margin),
-        p.label(),
+        data.plan.figure_label(),
         if p.higher_is_better() {
             "higher"
         } else {
@@ -737,7 +737,7 @@ fn notes(data: &RunData) -> Vec<String> {
          counts (≤: no cost shown, at most that; no cost seen: the interval is wholly below \
          zero). CPU/msg: the server's tree over the measured window (a burst's rounds) per \
          message, or in resident slots over the whole slot, read while the server sleeps \
-         (schedstat, to the nanosecond), per echo; 'unresolved' where the kernel's accounting \
+         (schedstat, to the nanosecond), per message; 'unresolved' where the kernel's accounting \
          cannot resolve it in the window; \
          'not measurable' above the window's wall time on the server's CPUs or the whole \
          cell's CPU. Idle CPU: the server with no connection, over 200 ms after it was ready \

@@ -438,6 +438,15 @@ pub struct Agent {
 }
 
 impl Report {
+    /// Every round trip of the run, warm-up and drain included: the
+    /// echoes its bytes read back make, or (HTTP) the responses framed.
+    pub fn round_trips(&self) -> u64 {
+        match &self.http {
+            Some(h) => h.responses,
+            None => self.bytes_received / self.message_bytes.max(1) as u64,
+        }
+    }
+
     /// Total connections that ended early.
     pub fn failures(&self) -> u64 {
         self.errors.values().sum()
@@ -483,10 +492,7 @@ impl Report {
         // the window. The echoes drained after the window are in the count
         // but their time is not, so the rate is an upper bound and the
         // round a lower one.
-        let echoed = match &self.http {
-            Some(h) => h.responses,
-            None => self.bytes_received / self.message_bytes.max(1) as u64,
-        };
+        let echoed = self.round_trips();
         let rate = echoed as f64 / span.max(1e-9);
         if rate <= 0.0 {
             // Not a window too short: no round at all, however long.

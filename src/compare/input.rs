@@ -178,6 +178,7 @@ fn loads(path: &Path, files: &[PathBuf]) -> Result<Side, String> {
                 r.message_bytes,
                 r.depth,
                 r.connections.requested,
+                r.protocol,
             )
         };
         if frame(r) != frame(first) {
@@ -347,6 +348,7 @@ fn run_of_loads(path: &Path, reports: Vec<Report>) -> RunData {
     let n = first.connections.requested;
     let mut workload = Workload::closed(first.measured_seconds, first.warmup_seconds);
     workload.message_bytes = first.message_bytes;
+    workload.protocol = first.protocol;
     workload.shape = Shape::Closed {
         depth: first.depth.max(1),
     };

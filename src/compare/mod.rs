@@ -255,7 +255,7 @@ pub fn compare(settings: &Settings, base: &Side, new: &Side) -> Result<Compariso
             figure: bp.primary,
             label: match &bp.capacity {
                 Some(search) => format!("capacity at {}", search.slo.describe()),
-                None => bp.primary.label().into(),
+                None => bp.figure_label().into(),
             },
             higher_is_better: higher,
             worse: worse.into(),

@@ -158,7 +158,7 @@ pub fn frame(base: &RunPlan, new: &RunPlan) -> Option<String> {
     let describe = |p: &RunPlan| {
         format!(
             "{} ({} loop, depth {}{}{})",
-            p.primary.label(),
+            p.figure_label(),
             p.workload.load_kind(),
             p.workload.depth(),
             p.workload
@@ -173,6 +173,12 @@ pub fn frame(base: &RunPlan, new: &RunPlan) -> Option<String> {
     };
     if let Some(why) = searches(base, new) {
         return Some(why);
+    }
+    if b.protocol != n.protocol {
+        return Some(format!(
+            "BASE spoke {}, NEW {}: an echo and an HTTP request are different work, so one protocol is never compared with the other",
+            b.protocol, n.protocol
+        ));
     }
     let same = base.primary == new.primary
         && b.load_kind() == n.load_kind()
@@ -238,6 +244,15 @@ mod tests {
         let env_c = json!({"cpu_model": "Y", "cpus_online": 4});
         let loud = other_machine(&env_a, &env_c).expect("another machine");
         assert!(loud.starts_with("⚠ other machine: X (2 CPUs"), "{loud}");
+    }
+
+    #[test]
+    fn echo_is_never_compared_with_http() {
+        let a = RunPlan::example(&["epoll"], &[10], 3);
+        let mut b = a.clone();
+        b.workload.protocol = crate::protocol::Protocol::Http;
+        let why = frame(&a, &b).expect("refused");
+        assert!(why.starts_with("BASE spoke echo, NEW http:"), "{why}");
     }
 
     #[test]

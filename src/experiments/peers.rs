@@ -1,7 +1,10 @@
 //! The peers: echo servers in the runtimes people would otherwise pick
-//! (Go, Node.js, Python asyncio and uvloop, Erlang/OTP, socat), each a
-//! small idiomatic program under `peers/`, carried inside this binary and
-//! run as a foreign server ([`crate::child::foreign`]) beside the models.
+//! (Go, Node.js, Python asyncio and uvloop, Erlang/OTP, socat), and the
+//! web servers people run (nginx from the distribution, Go's `net/http`,
+//! Node's `http`), each a small idiomatic program under `peers/`, carried
+//! inside this binary and run as a foreign server
+//! ([`crate::child::foreign`]) beside the models; each speaks one
+//! protocol.
 //!
 //! A peer runs where its toolchain is installed: the first interpreter of
 //! its list that answers its probe is used, and a compiled peer (Go) is
@@ -15,11 +18,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::child::foreign::Foreign;
+use crate::protocol::Protocol;
 
 /// One peer.
 pub struct Peer {
     /// Its name in tables.
     pub name: &'static str,
+    /// What it serves: echo, or HTTP/1.1.
+    pub speaks: Protocol,
     /// How it serves connections, one line.
     pub about: &'static str,
     /// The Debian package of its toolchain.
@@ -41,6 +47,7 @@ pub struct Peer {
 /// Every peer, in the order tables list them.
 pub const PEERS: &[Peer] = &[
     Peer {
+        speaks: Protocol::Echo,
         name: "go",
         about: "a goroutine per connection on Go's netpoller",
         package: "golang-go",
@@ -51,6 +58,7 @@ pub const PEERS: &[Peer] = &[
         command: "{dir}/go_echo {port} {addr}",
     },
     Peer {
+        speaks: Protocol::Echo,
         name: "node",
         about: "Node.js net module: callbacks on libuv's event loop",
         package: "nodejs",
@@ -61,6 +69,7 @@ pub const PEERS: &[Peer] = &[
         command: "{run} {dir}/node_echo.js {port} {addr}",
     },
     Peer {
+        speaks: Protocol::Echo,
         name: "asyncio",
         about: "Python asyncio: a coroutine per connection on one event loop",
         package: "python3",
@@ -74,6 +83,7 @@ pub const PEERS: &[Peer] = &[
         command: "{run} {dir}/asyncio_echo.py {port} {addr}",
     },
     Peer {
+        speaks: Protocol::Echo,
         name: "uvloop",
         about: "the same asyncio server on uvloop (libuv)",
         package: "python3-uvloop",
@@ -87,6 +97,7 @@ pub const PEERS: &[Peer] = &[
         command: "{run} {dir}/asyncio_echo.py {port} {addr} --uvloop",
     },
     Peer {
+        speaks: Protocol::Echo,
         name: "erlang",
         about: "Erlang/OTP: a process per connection with gen_tcp",
         package: "erlang-base",
@@ -100,6 +111,7 @@ pub const PEERS: &[Peer] = &[
         command: "{run} {dir}/erlang_echo.escript {port} {addr}",
     },
     Peer {
+        speaks: Protocol::Echo,
         name: "socat",
         about: "socat: a fork per connection running cat, the inetd way",
         package: "socat",
@@ -108,6 +120,43 @@ pub const PEERS: &[Peer] = &[
         source: ("", ""),
         build: &[],
         command: "{run} TCP-LISTEN:{port},bind={addr},reuseaddr,fork,backlog=4096 EXEC:cat",
+    },
+    Peer {
+        speaks: Protocol::Http,
+        name: "nginx",
+        about: "nginx: one worker's event loop (epoll), return 200 from its configuration",
+        package: "nginx-light",
+        interpreters: &["sh"],
+        probe: &[
+            "{run}",
+            "-c",
+            "command -v nginx >/dev/null || test -x /usr/sbin/nginx",
+        ],
+        source: ("nginx_http.sh", include_str!("../../peers/nginx_http.sh")),
+        build: &[],
+        command: "{run} {dir}/nginx_http.sh {port} {addr}",
+    },
+    Peer {
+        speaks: Protocol::Http,
+        name: "go-http",
+        about: "Go net/http: a goroutine per connection on Go's netpoller",
+        package: "golang-go",
+        interpreters: &["go"],
+        probe: &["{run}", "version"],
+        source: ("go_http.go", include_str!("../../peers/go_http.go")),
+        build: &["build", "-o", "{dir}/go_http", "{dir}/go_http.go"],
+        command: "{dir}/go_http {port} {addr}",
+    },
+    Peer {
+        speaks: Protocol::Http,
+        name: "node-http",
+        about: "Node.js http module: callbacks on libuv's event loop",
+        package: "nodejs",
+        interpreters: &["node", "nodejs"],
+        probe: &["{run}", "--version"],
+        source: ("node_http.js", include_str!("../../peers/node_http.js")),
+        build: &[],
+        command: "{run} {dir}/node_http.js {port} {addr}",
     },
 ];
 
@@ -228,6 +277,7 @@ mod tests {
     #[test]
     fn a_missing_toolchain_is_named_with_its_install_line() {
         let p = Peer {
+            speaks: Protocol::Echo,
             name: "nothing",
             about: "",
             package: "no-such-package",

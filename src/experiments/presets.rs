@@ -1,6 +1,7 @@
 //! The presets: each a matrix that follows one study's method. Flags given
 //! to `c10k run` change a preset's matrix; the plan records the result.
 
+use crate::protocol::Protocol;
 use crate::results::matrix::{Bench, Pin, Rate, Shape, Workload, WorkloadKind};
 
 /// A named experiment before flags change it.
@@ -121,6 +122,23 @@ pub fn all() -> Vec<Preset> {
                 &[10, 100, 1000],
                 3,
                 Workload::closed(1.0, 0.25),
+            )
+        },
+        Preset {
+            // As the tour, over HTTP/1.1, with the web servers people run.
+            looks_budget: Some(180.0),
+            peers: &["nginx", "go-http", "node-http"],
+            ..study(
+                "web",
+                "HTTP/1.1: every model and the web servers people run (nginx, Go net/http, Node.js http) at 10, 100 and 1,000 connections, closed loop, keep-alive",
+                &[],
+                &[10, 100, 1000],
+                3,
+                Workload {
+                    protocol: Protocol::Http,
+                    message_bytes: 0,
+                    ..Workload::closed(1.0, 0.25)
+                },
             )
         },
         Preset {

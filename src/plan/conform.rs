@@ -76,6 +76,20 @@ pub fn plan(a: &ConformArgs) -> Result<ConformPlan, String> {
         let name = a.peer.as_deref().unwrap_or_default();
         let peer = peers::find(name)
             .ok_or_else(|| unknown("--peer", name, peers::PEERS.iter().map(|p| p.name)))?;
+        if peer.speaks != a.protocol {
+            let same: Vec<&str> = peers::PEERS
+                .iter()
+                .filter(|p| p.speaks == a.protocol)
+                .map(|p| p.name)
+                .collect();
+            return Err(format!(
+                "--peer {name}: it speaks {} (give --protocol {}); the peers of --protocol {} are {}",
+                peer.speaks,
+                peer.speaks,
+                a.protocol,
+                same.join(", ")
+            ));
+        }
         Subject::Command(peer.resolve(&peers::cache_dir()))
     };
     let protocol = a.protocol;

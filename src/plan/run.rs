@@ -7,6 +7,7 @@ use crate::child::foreign::{Foreign, Target};
 use crate::cli::{self, RunArgs};
 use crate::experiments::presets;
 use crate::present::units::parse_size;
+use crate::protocol::Protocol;
 use crate::results::matrix::{self, Order, Pin, RunPlan, WorkloadKind, RESULTS_VERSION};
 use crate::server::settings::Settings;
 use crate::server::work::Profile;
@@ -38,7 +39,29 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         repeat_disturbed,
     } = repeats_of(args, &preset)?;
     let (workload, primary) = workload_of(args, &preset)?;
-    let server_settings = super::serve_settings("--server-arg", None, &args.server_args)?;
+    let mut server_settings = super::serve_settings("--server-arg", None, &args.server_args)?;
+    // Every model serves what the client speaks.
+    match server_settings.protocol {
+        Some(p) if p != workload.protocol => {
+            return Err(format!(
+                "--server-arg=--protocol {p} disagrees with the run's protocol, {}: give --protocol {p} alone",
+                workload.protocol
+            ))
+        }
+        _ if workload.protocol.is_echo() => {}
+        _ => server_settings.protocol = Some(workload.protocol),
+    }
+    for peer in preset.peers {
+        if let Some(speaks) = crate::experiments::peers::find(peer)
+            .map(|p| p.speaks)
+            .filter(|s| *s != workload.protocol)
+        {
+            return Err(format!(
+                "--protocol {}: the {name} experiment's peers speak {speaks} ({peer} among them); run it over {speaks}, or name your own servers with --server",
+                workload.protocol
+            ));
+        }
+    }
     let buffer = server_settings
         .buffer_bytes
         .map_or_else(|| "16KiB".to_string(), |b| b.to_string());
@@ -726,10 +749,28 @@ fn workload_of(
             .map_err(|e| format!("--warmup: {e}"))?
             .as_secs_f64();
     }
+    if let Some(p) = args.protocol {
+        if p != workload.protocol {
+            workload.protocol = p;
+            // A GET unless -m says; an echo's text is not a request.
+            workload.message_bytes = if p == Protocol::Http {
+                0
+            } else {
+                super::DEFAULT_MESSAGE
+            };
+            workload.payload = None;
+        }
+    }
+    let http = workload.protocol == Protocol::Http;
     if let Some(m) = &args.message_size {
         let n = parse_size(m).map_err(|e| format!("--message-size: {e}"))?;
-        if !(1..=crate::client::plan::MAX_MESSAGE).contains(&n) {
-            return Err(format!("--message-size {n}: must be from 1 B to 64 MiB"));
+        let least = usize::from(!http);
+        if !(least..=crate::client::plan::MAX_MESSAGE).contains(&n) {
+            return Err(if http {
+                format!("--message-size {n}: a request body must be from 0 (a GET) to 64 MiB")
+            } else {
+                format!("--message-size {n}: must be from 1 B to 64 MiB")
+            });
         }
         workload.message_bytes = n;
         workload.payload = None;
@@ -861,8 +902,13 @@ fn custom_title(
     } else {
         format!(", under work {}", crate::present::words::list(work))
     };
+    let over = if workload.protocol == Protocol::Http {
+        " over HTTP/1.1"
+    } else {
+        ""
+    };
     format!(
-        "a custom matrix: {models} at {} connection{}, {how}{under}",
+        "a custom matrix: {models} at {} connection{}, {how}{over}{under}",
         counts.join(", "),
         if connections == [1] { "" } else { "s" }
     )
@@ -1045,6 +1091,42 @@ mod tests {
             p.title,
             "a custom matrix: every model at 2, 1,000 connections, open loop at 500 messages/s in total"
         );
+    }
+
+    #[test]
+    fn over_http_every_model_serves_it_and_the_web_peers_join() {
+        let p = from_args(&["web", "--pin", "none"]).expect("the web preset");
+        assert_eq!(p.workload.protocol, Protocol::Http);
+        assert_eq!(p.workload.message_bytes, 0, "a GET");
+        assert_eq!(p.server_settings.protocol, Some(Protocol::Http));
+        assert_eq!(p.connections, [10, 100, 1000]);
+        let peers: Vec<&str> = p.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(peers, ["nginx", "go-http", "node-http"]);
+        assert!(p.looks.is_some(), "decided as the tour is");
+        let p = from_args(&[
+            "--protocol",
+            "http",
+            "--models",
+            "epoll",
+            "-c",
+            "10",
+            "-m",
+            "100",
+        ])
+        .expect("a POST of 100 B");
+        assert_eq!(p.workload.message_bytes, 100);
+        assert!(
+            p.title.ends_with("closed loop over HTTP/1.1"),
+            "{}",
+            p.title
+        );
+        let e = from_args(&["peers", "--protocol", "http"]).expect_err("echo peers");
+        assert!(e.contains("peers speak echo"), "{e}");
+        let e = from_args(&["--protocol", "http", "--server-arg=--protocol=echo"])
+            .expect_err("disagrees");
+        assert!(e.contains("disagrees with the run's protocol"), "{e}");
+        let e = from_args(&["--models", "epoll", "-m", "0"]).expect_err("an empty echo");
+        assert!(e.contains("from 1 B"), "{e}");
     }
 
     /// Slots that sum to the budget fit it, whatever floating point makes

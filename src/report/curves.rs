@@ -150,7 +150,7 @@ pub fn charts(data: &RunData) -> Vec<(usize, Chart)> {
                     format_count(n as f64)
                 ),
                 caption: vec![
-                    "Achieved: echoes a second in the measured part (a server at capacity falls below the offered rate). Uncorrected p99: from when each message was written, the figure a closed loop reports. CPU per message: the server tree's CPU over the slot, per echo; geometric means (CPU: medians) over the slots.".into(),
+                    "Achieved: echoes a second in the measured part (a server at capacity falls below the offered rate). Uncorrected p99: from when each message was written, the figure a closed loop reports. CPU per message: the server tree's CPU over the slot, per message; geometric means (CPU: medians) over the slots.".into(),
                 ],
                 figure: figure(vec![
                     panel("achieved", "messages/s", Unit::Count, &|p| p.share * p.rate),

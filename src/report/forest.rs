@@ -138,7 +138,6 @@ fn svg(rows: &[&Ranked], margin: f64) -> anyhow::Result<String> {
 /// two): `<figure class="forest">` with the plot and a caption that says
 /// how to read it; empty when nothing was ranked.
 pub(super) fn html(data: &RunData, suffix: &str) -> anyhow::Result<String> {
-    let p = data.plan.primary;
     let margin = data.plan.margin;
     let mut out = String::new();
     for (n, rows) in standings(data) {
@@ -150,7 +149,7 @@ pub(super) fn html(data: &RunData, suffix: &str) -> anyhow::Result<String> {
             "{} {}: each model against the best by {}",
             format_count(n as f64),
             data.plan.size_label,
-            p.label()
+            data.plan.figure_label()
         );
         let svg = svg(&ranked, margin)?
             .replacen(super::charts::SVG_XMLNS, "", 1)

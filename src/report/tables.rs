@@ -199,7 +199,7 @@ pub fn glance(data: &RunData) -> String {
     } else {
         format!(
             "The answer ({} against the best at each count; {} intervals, {} margin):",
-            data.plan.primary.label(),
+            data.plan.figure_label(),
             crate::analysis::summary::level_text(data.plan.rule().level),
             crate::analysis::summary::margin_text(data.plan.margin),
         )

@@ -533,7 +533,7 @@ impl CellResult {
         // its drain, read while the server sleeps, over every echo of the
         // slot (its bytes read back, warm-up and drain included).
         if let (Some(_), Some(error)) = (&self.slot, server.cpu_error_seconds) {
-            let echoes = load.bytes_received / load.message_bytes.max(1) as u64;
+            let echoes = load.round_trips();
             if echoes > 0 {
                 let cpu = server.cpu_user_seconds + server.cpu_system_seconds;
                 let wall = self.wall_seconds;

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::plan::LoadKind;
 use crate::present::units::{amount, format_count};
+use crate::protocol::Protocol;
 use crate::server::settings::Settings;
 use crate::server::work::Profile;
 
@@ -108,6 +109,15 @@ impl Primary {
             Primary::Throughput => "round trips/s",
             Primary::AcceptRate => "connections/s",
             Primary::Latency => "p99 latency",
+        }
+    }
+
+    /// [`Primary::label`] where the messages are `protocol`'s: over HTTP
+    /// a round trip is a request (`requests/s`).
+    pub fn label_over(self, protocol: Protocol) -> &'static str {
+        match (self, protocol) {
+            (Primary::Throughput, Protocol::Http) => "requests/s",
+            _ => self.label(),
         }
     }
 
@@ -224,6 +234,11 @@ pub struct Workload {
         skip_serializing_if = "crate::client::plan::Arrivals::is_uniform"
     )]
     pub arrivals: crate::client::plan::Arrivals,
+    /// What the connections speak (`--protocol`): echo, or HTTP/1.1
+    /// requests to servers that serve it (every c10k model then runs
+    /// `serve --protocol http`).
+    #[serde(default, skip_serializing_if = "Protocol::is_echo")]
+    pub protocol: Protocol,
 }
 
 /// An open loop's rate of messages per second.
@@ -279,6 +294,7 @@ impl Workload {
             connect_rate: None,
             client_interval_seconds: None,
             arrivals: crate::client::plan::Arrivals::Uniform,
+            protocol: Protocol::Echo,
         }
     }
 
@@ -310,9 +326,11 @@ impl Workload {
                 ));
             }
         }
-        if !(1..=MAX_MESSAGE).contains(&self.message_bytes) {
+        // Over HTTP the bytes are a request's body, none for a GET.
+        let least = usize::from(self.protocol.is_echo());
+        if !(least..=MAX_MESSAGE).contains(&self.message_bytes) {
             return Err(format!(
-                "workload.message_bytes {} is not from 1 B to 64 MiB",
+                "workload.message_bytes {} is not from {least} B to 64 MiB",
                 self.message_bytes
             ));
         }
@@ -867,6 +885,14 @@ pub(crate) fn server_processes(connections: usize, hard: Option<u64>) -> usize {
             .div_ceil(h.saturating_sub(SERVER_HEADROOM).max(1) as usize)
             .max(1)
     })
+}
+
+impl RunPlan {
+    /// What the ranking figure is called for this plan's protocol
+    /// (`round trips/s`, over HTTP `requests/s`).
+    pub fn figure_label(&self) -> &'static str {
+        self.primary.label_over(self.workload.protocol)
+    }
 }
 
 impl RunPlan {

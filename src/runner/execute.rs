@@ -492,7 +492,12 @@ fn server_args(
         workers: Some(default_workers(plan, model, connections)),
         nofile: hard,
         work: spec.work.clone(),
-        message_size: spec.work.as_ref().map(|_| plan.workload.message_size()),
+        // An echo's request is a message of -m bytes; HTTP's its own.
+        message_size: spec
+            .work
+            .as_ref()
+            .filter(|_| plan.workload.protocol.is_echo())
+            .map(|_| plan.workload.message_size()),
         ..Settings::default()
     };
     let tuned = plan
@@ -593,6 +598,7 @@ pub(super) fn load_plan(
     };
     let cpus = (!plan.client_cpus.is_empty()).then(|| plan.client_cpus.clone());
     let mut p = LoadPlan {
+        protocol: w.protocol,
         threads: plan.client_threads(n),
         stop,
         warmup,

@@ -71,7 +71,13 @@ impl Progress {
             Status::Ok => {
                 let figure = result.metrics().primary(self.primary).map_or_else(
                     || "ok".into(),
-                    |v| format!("{} {}", self.primary.format(v), unit(self.primary)),
+                    |v| {
+                        let http = result
+                            .load
+                            .as_ref()
+                            .is_some_and(|l| l.protocol == crate::protocol::Protocol::Http);
+                        format!("{} {}", self.primary.format(v), unit(self.primary, http))
+                    },
                 );
                 match result.load.as_ref().map(|l| &l.limits) {
                     Some(l) if l.interference => {
@@ -141,9 +147,10 @@ impl Progress {
     }
 }
 
-fn unit(p: Primary) -> &'static str {
+fn unit(p: Primary, http: bool) -> &'static str {
     match p {
         Primary::Time => "",
+        Primary::Throughput if http => "req/s",
         Primary::Throughput => "rt/s",
         Primary::AcceptRate => "conn/s",
         Primary::Latency => "p99",

@@ -20,7 +20,7 @@ pub fn table(data: &RunData) -> Option<Table> {
         if tune.is_some() {
             format!(
                 "Each model at its best (--tune): the settings each ran with, beside its defaults ({})",
-                p.label()
+                p.label_over(data.plan.workload.protocol)
             )
         } else {
             "Pools sized for the work: the settings each model ran with (c10k run --tune searches them)".to_string()

@@ -18,6 +18,7 @@ tests![
     every_peer_runs_or_says_what_to_install,
     a_noisy_server_is_inconclusive_against_a_steady_one_never_tied,
     a_foreign_server_runs_under_none_and_is_skipped_under_work,
+    the_web_peers_are_contestants_over_http,
 ];
 
 /// Runs `c10k run ARGS --no-report --out DIR/out` (with `env` set) and
@@ -388,6 +389,48 @@ fn a_noisy_server_is_inconclusive_against_a_steady_one_never_tied() -> Result<()
         && !stdout.contains("equivalent (");
     if !fine {
         return Err(format!("the noisy server's ranking: {stdout}").into());
+    }
+    let left = left_running(&dir);
+    if !left.is_empty() {
+        return Err(format!("left running: {left:?}").into());
+    }
+    Ok(())
+}
+
+/// `c10k run web` with one model: nginx, Go's net/http and Node's http
+/// beside it, every cell measured over HTTP/1.1 with every response a
+/// 200, and nothing of theirs left running.
+fn the_web_peers_are_contestants_over_http() -> Result<(), Failed> {
+    crate::http::nginx()?;
+    for tool in ["go", "node"] {
+        crate::support::installed(|| crate::support::on_path(tool), "install-web.sh", tool)?;
+    }
+    let dir = scratch("foreign-web")?;
+    let cells = run_with(
+        &dir,
+        &[("XDG_CACHE_HOME", dir.join("cache"))],
+        &[
+            "web", "--models", "epoll", "-c", "3", "--runs", "1", "-d", "200ms",
+        ],
+    )?;
+    let names: Vec<&str> = cells.iter().filter_map(|c| c["model"].as_str()).collect();
+    crate::support::expect_eq(
+        "the contestants",
+        vec!["epoll", "nginx", "go-http", "node-http"],
+        names,
+    )?;
+    for c in &cells {
+        let model = c["model"].as_str().unwrap_or("");
+        let load = &c["load"];
+        let messages = load["messages"].as_u64().unwrap_or(0);
+        crate::support::ensure(
+            c["status"] == "ok"
+                && load["protocol"] == "http"
+                && messages > 0
+                && load["http"]["status"]["200"].as_u64() == Some(messages)
+                && load["http"]["errors"] == 0,
+            || format!("{model}: {} {} {}", c["status"], c["reason"], load["http"]),
+        )?;
     }
     let left = left_running(&dir);
     if !left.is_empty() {

@@ -266,6 +266,7 @@ fn plan(
             connect_rate: None,
             client_interval_seconds: None,
             arrivals: Default::default(),
+            protocol: Default::default(),
         },
         primary,
         per_connection_csv: false,
