@@ -73,7 +73,8 @@ fn memory_cost(c: &CellResult, kind: Kind, cpus: usize) -> Option<f64> {
 /// where it does not apply, and memory per connection where the cell
 /// resolves no cost: [`memory_cost`]). `work` is the cell's profile
 /// (`none` without work), `work_bound` the term that set its bound (empty
-/// without work); `offered_rate` the messages per second a capacity
+/// without work); `protocol` what the cell spoke (echo or http);
+/// `offered_rate` the messages per second a capacity
 /// search offered the slot and `cost_round` its round of the cost phase
 /// (both empty outside a search, the round empty on a search step).
 fn csv_bytes(data: &RunData) -> anyhow::Result<Vec<u8>> {
@@ -91,6 +92,7 @@ fn csv_bytes(data: &RunData) -> anyhow::Result<Vec<u8>> {
         "server_instances",
         "work",
         "work_bound",
+        "protocol",
         "offered_rate",
         "cost_round",
     ];
@@ -123,6 +125,7 @@ fn csv_bytes(data: &RunData) -> anyhow::Result<Vec<u8>> {
                 .as_ref()
                 .and_then(|w| w.bound.as_ref())
                 .map_or(String::new(), |b| b.why.clone()),
+            data.plan.workload.protocol.to_string(),
             c.cell.offered.map_or(String::new(), |o| o.rate.to_string()),
             c.cell
                 .offered

@@ -13,6 +13,7 @@ use super::summary;
 use super::{charts, environment};
 use crate::export::table::escape_html;
 use crate::present::units;
+use crate::protocol::Protocol;
 use crate::results::axis;
 use crate::results::dir::RunData;
 use crate::results::matrix::{Order, RunPlan, Shape};
@@ -375,9 +376,14 @@ fn workload(plan: &RunPlan) -> String {
 }
 
 fn workload_kind(w: &crate::results::matrix::Workload) -> String {
-    let bytes = match &w.payload {
-        Some(p) => format!("the {}-byte message \"{p}\"", w.message_bytes),
-        None => format!("a {}-byte message", w.message_bytes),
+    let bytes = match (&w.payload, w.protocol) {
+        (_, Protocol::Http) if w.message_bytes == 0 => "an HTTP/1.1 GET / (keep-alive)".to_string(),
+        (_, Protocol::Http) => format!(
+            "an HTTP/1.1 POST / of {} bytes (keep-alive)",
+            w.message_bytes
+        ),
+        (Some(p), _) => format!("the {}-byte message \"{p}\"", w.message_bytes),
+        (None, _) => format!("a {}-byte message", w.message_bytes),
     };
     let timed = format!(
         "for {} s after {} s of warm-up",
