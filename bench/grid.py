@@ -51,30 +51,14 @@ connections (a thread per connection on one CPU at 1,000). Exit 0 when nothing i
 2 for arguments it cannot run (one line on stderr naming what was typed, before anything is built or run). Traffic goes to 127.0.0.1 only; every server it starts is stopped,
 and every C server exits by itself after 60 s.
 """
-import json, math, os, random, re, select, shutil, signal, socket, statistics, subprocess, sys, tempfile, threading, time
+import json, os, random, re, shutil, signal, statistics, subprocess, sys, tempfile, threading, time
+
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+from paired import free_port, interval, refuse, said_ready, seconds, stop, verdict, wait_listening  # noqa: E402
 
 HERE = os.path.join(os.path.dirname(os.path.realpath(__file__)), "c")
 # The models with a C twin (TWINS below, once they are built).
 TWIN_NAMES = ("epoll", "uring", "hybrid", "epoll-workers", "prefork", "tokio", "threads", "fork", "select", "poll")
-
-
-def refuse(why):
-    """An argument that cannot be run: one line naming what was typed, exit 2 (1 is "something behind"),
-    before anything is built or run."""
-    print(why, file=sys.stderr)
-    sys.exit(2)
-
-
-def seconds(name, default, least_exclusive=True):
-    """GRID_<NAME> in seconds: a finite number above 0 (at least 0 where `least_exclusive` is False)."""
-    text = os.environ.get(name, default)
-    try:
-        v = float(text)
-    except ValueError:
-        v = math.nan
-    if not math.isfinite(v) or v < 0 or (least_exclusive and v == 0):
-        refuse(f"{name}={text}: not a number of seconds{' above 0' if least_exclusive else ', 0 or more'}")
-    return v
 
 
 def point(text):
@@ -178,33 +162,6 @@ PREFORK, PREFORK_WHY = build("prefork")
 EPWORK, EPWORK_WHY = build("epwork", "-lpthread")
 
 
-def free_port():
-    """A free port below the ephemeral range, so no client's TIME_WAIT or source port can take it."""
-    lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-    for _ in range(200):
-        p = rng.randrange(10000, lo)
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", p))
-            return p
-        except OSError:
-            continue
-        finally:
-            s.close()
-    raise SystemExit("no free port below the ephemeral range")
-
-
-def wait_listening(port, proc, limit=5.0):
-    end = time.time() + limit
-    while time.time() < end and proc.poll() is None:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return True
-        except OSError:
-            time.sleep(0.02)
-    return False
-
-
 # Each model's C twin: the command that serves PORT on CPU 0 for at most ALIVE s, or (None, why).
 # {workers}: a pool of processes that each serve one connection at a time gets one per connection and 8
 # spare, as `c10k run` sizes prefork; c10k's side gets the same --workers.
@@ -226,32 +183,9 @@ def workers(n):
     return str(n + 8)
 
 
-def said_ready(p, limit=10.0):
-    """Whether p printed its ready line (every twin prints one once its setup is done, prefork's after its
-    last fork) within limit seconds; what it prints after is read and dropped, so it never blocks on a pipe.
-    c10k's side is measured from its READY line, which it prints at the same point: measuring one side
-    from its first accepted connection instead measured prefork's C twin before its pool was formed, when
-    either side served 1,000 connections at up to twice the rate it had seconds later (not explained)."""
-    end = time.time() + limit
-    buf = b""
-    while time.time() < end and p.poll() is None:
-        ready, _, _ = select.select([p.stdout], [], [], 0.1)
-        if not ready:
-            continue
-        chunk = os.read(p.stdout.fileno(), 4096)
-        if not chunk:
-            return False
-        buf += chunk
-        if b"ready" in buf.lower():
-            threading.Thread(target=lambda: [None for _ in iter(lambda: os.read(p.stdout.fileno(), 4096), b"")],
-                             daemon=True).start()
-            return True
-    return False
-
-
 def c_server(model):
     def start(n):
-        port = free_port()
+        port = free_port(rng)
         cmd = [a.replace("{port}", str(port)).replace("{workers}", workers(n)) for a in TWINS[model][0]]
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         return p, (port if said_ready(p) and wait_listening(port, p) else None)
@@ -304,16 +238,6 @@ def c10k_client(port, n, d):
         return doc["throughput"]["messages_per_second"], cpu, lat.get("p50"), lat.get("p99"), None, None
     except (OSError, ValueError, KeyError):
         return None
-
-
-def stop(p):
-    if p.poll() is None:
-        p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
 
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -427,25 +351,6 @@ def answered_after(runs):
     return ((f"{statistics.median(ts):.2f} s" if ts else "never") +
             (f" ({len(late)} of {len(runs)} runs not within {SETTLE:g} s: "
              f"{statistics.median(late):,.0f} unanswered when the window opened, median)" if late else ""))
-
-
-def interval(ratios):
-    logs = [math.log(r) for r in ratios]
-    g = math.exp(statistics.mean(logs))
-    if len(logs) < 2:
-        return g, g, g
-    t = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23, 11: 2.20,
-         12: 2.18, 13: 2.16, 14: 2.14, 15: 2.13, 19: 2.09, 24: 2.06, 29: 2.05}
-    df = len(logs) - 1
-    tv = t.get(df) or next(v for k, v in sorted(t.items(), reverse=True) if k <= df)
-    h = tv * statistics.stdev(logs) / math.sqrt(len(logs))
-    return g, math.exp(statistics.mean(logs) - h), math.exp(statistics.mean(logs) + h)
-
-
-def verdict(lo, hi, lower_is_better=False):
-    if lower_is_better:
-        return "behind" if lo > 1 else "ahead" if hi < 1 else "level"
-    return "ahead" if lo > 1 else "behind" if hi < 1 else "level"
 
 
 if models:
