@@ -27,8 +27,14 @@ and a verdict: ahead (the interval lies on c10k's better side of 1), level (it h
   client CPU/request    user + system CPU of the client's process (wait4) over the responses it read:
                         wrk's "N requests in", c10k's http.responses (lower is better)
 
+Each point also prints, for each side, the closed loop's cycle N·D/rate (Little's law: the mean time from
+one request's write to the next's on a connection) beside the client's mean latency: the share of the cycle
+a client's latency covers. wrk writes a connection's next request on the pass of its loop after the one that
+read its response, and starts the timer then, so that wait is in neither the cycle's latency share nor its
+p50; c10k load writes in the pass that read the response.
+
 --twin: every round runs c10k's epoll HTTP server (as above) and the C twin ephttp, each driven by the same
-pinned client: wrk where it is installed, else c10k load. Rows as above, as ratios c10k / C: requests/s,
+pinned client: c10k load (one latency per request, and a p99 at every point; --twin-wrk drives both with wrk). Rows as above, as ratios c10k / C: requests/s,
 p50, p99 (both sides measured by the same client, so comparable at any D), and the server's CPU per request:
 the server process's utime + stime (/proc/PID/stat, clock ticks) from just before its client's measured
 run starts to just after it ends, over the responses that client read.
@@ -91,7 +97,9 @@ def point(text):
 
 args = sys.argv[1:]
 twin = "--twin" in args
-args = [a for a in args if a != "--twin"]
+TWIN_WITH_WRK = "--twin-wrk" in args
+twin = twin or TWIN_WITH_WRK
+args = [a for a in args if a not in ("--twin", "--twin-wrk")]
 chosen = None
 if "--servers" in args:
     i = args.index("--servers")
@@ -109,7 +117,7 @@ if not args:
     sys.exit(2)
 flags = [a for a in args if a.startswith("--")]
 if flags:
-    refuse(f"{flags[0]}: not a flag of bench/wrk.py (--servers, --twin)")
+    refuse(f"{flags[0]}: not a flag of bench/wrk.py (--servers, --twin, --twin-wrk)")
 BIN = os.path.abspath(args[0])
 if not os.access(BIN, os.X_OK):
     refuse(f"{BIN}: not an executable (cargo build --release first)")
@@ -261,15 +269,18 @@ def wrk_client(port, n, d):
     rate = re.search(r"^Requests/sec:\s+([\d.]+)", out, re.M)
     total = re.search(r"^\s+(\d+) requests in ", out, re.M)
     lat = {q: re.search(rf"^\s+{q}%\s+([\d.]+)(us|ms|s|m|h)\s*$", out, re.M) for q in ("50", "99")}
-    if not (rate and total and all(lat.values())):
+    avg = re.search(r"^\s+Latency\s+([\d.]+)(us|ms|s|m|h)\s", out, re.M)
+    if not (rate and total and avg and all(lat.values())):
         return None, "wrk printed no result" + (f" ({out.strip().splitlines()[-1]})" if out.strip() else "")
     bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     sock = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
     if bad or sock:
         return None, "wrk: " + "; ".join(m.group(0) for m in (bad, sock) if m)
-    return {"rate": float(rate.group(1)), "p50": float(lat["50"].group(1)) * UNITS[lat["50"].group(2)],
-            "p99": float(lat["99"].group(1)) * UNITS[lat["99"].group(2)], "cpu": cpu,
-            "requests": int(total.group(1))}, None
+    # A percentile past the range of wrk's corrected histogram prints as 0.00us (seen at 100:16 against
+    # 1.6 M requests/s): no figure, never a zero.
+    q = {k: (float(m.group(1)) * UNITS[m.group(2)]) or None for k, m in lat.items()}
+    return {"rate": float(rate.group(1)), "p50": q["50"], "p99": q["99"], "cpu": cpu,
+            "mean": float(avg.group(1)) * UNITS[avg.group(2)], "requests": int(total.group(1))}, None
 
 
 def load_cmd(port, n, d, length, js=None):
@@ -287,7 +298,7 @@ def load_client(port, n, d):
         doc = json.load(open(js))
         http, lat = doc["http"], doc["latency_us"]
         fig = {"rate": doc["throughput"]["messages_per_second"], "p50": lat["p50"], "p99": lat["p99"], "cpu": cpu,
-               "requests": http["responses"]}
+               "mean": lat["mean"], "requests": http["responses"]}
     except (OSError, ValueError, KeyError, TypeError):
         return None, "c10k load wrote no report"
     bad = {k: v for k, v in (http.get("status") or {}).items() if not 200 <= int(k) < 400}
@@ -344,7 +355,8 @@ def cell(server, client, n, d):
 # The plans: for each pair of sides, which is the reference (the ratio's denominator), and the figures.
 FIGURES = (("requests/s", "rate", False), ("p50", "p50", True), ("p99", "p99", True))
 if twin:
-    TWIN_CLIENT, TWIN_CLIENT_NAME = (wrk_client, "wrk") if WRK else (load_client, "c10k load")
+    TWIN_CLIENT, TWIN_CLIENT_NAME = ((wrk_client, "wrk") if TWIN_WITH_WRK and WRK else
+                                     (load_client, "c10k load"))
     sides = {"C ephttp": (c_server, TWIN_CLIENT), "c10k": (c10k_server, TWIN_CLIENT)}
     skipped = {} if EPHTTP else {"twin": EPHTTP_WHY}
     pairs = [("twin", "c10k", "C ephttp")] if EPHTTP else []
@@ -404,6 +416,16 @@ try:
             rates = {k: statistics.median([g["rate"] for g in got[k] if g] or [0]) for k in (ref, mine)}
             print(f"{name} N={n} D={d}: " + ", ".join(f"{k} {v:,.0f} req/s" for k, v in rates.items()) +
                   " (median)", flush=True)
+            # Little's law: a closed loop's cycle is N·D / rate; the share of it a client's mean latency
+            # covers says what its latency leaves out (wrk starts its timer when it writes, on the next
+            # pass of its loop after the response before it, so that wait is in neither its latency nor
+            # c10k load's, which writes in the pass that read the response).
+            cycle = {k: [(n * d / g["rate"] * 1e6, g["mean"]) for g in got[k] if g and g["rate"] and g.get("mean")]
+                     for k in (ref, mine)}
+            if all(cycle.values()):
+                print("   cycle N·D/rate, mean latency (median): " + ", ".join(
+                    f"{k} {statistics.median(c for c, _ in v):,.0f} µs, {statistics.median(m for _, m in v):,.0f} µs"
+                    for k, v in cycle.items()), flush=True)
             for k in (ref, mine):
                 for why in sorted(set(whys[k])):
                     print(f"   {k}: no result in {whys[k].count(why)} of {ROUNDS} rounds: {why}", flush=True)

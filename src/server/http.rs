@@ -29,7 +29,7 @@
 //! copy of the response (about 140 bytes by default) into the
 //! connection's output, and a relaxed atomic add (the request count). The
 //! response's head is rendered once a second per thread (for its `Date`);
-//! reading the clock costs one vDSO call per batch of requests.
+//! reading the clock costs one vDSO call per response.
 
 use std::cell::RefCell;
 use std::time::{SystemTime, UNIX_EPOCH};
