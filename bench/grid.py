@@ -54,20 +54,11 @@ and every C server exits by itself after 60 s.
 import json, os, random, re, shutil, signal, statistics, subprocess, sys, tempfile, threading, time
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-from paired import free_port, interval, refuse, said_ready, seconds, stop, verdict, wait_listening  # noqa: E402
+from paired import free_port, interval, plan_of, refuse, said_ready, seconds, stop, verdict, wait_listening  # noqa: E402
 
 HERE = os.path.join(os.path.dirname(os.path.realpath(__file__)), "c")
 # The models with a C twin (TWINS below, once they are built).
 TWIN_NAMES = ("epoll", "uring", "hybrid", "epoll-workers", "prefork", "tokio", "threads", "fork", "select", "poll")
-
-
-def point(text):
-    """A point N:D (connections, messages in flight on each), both whole numbers from 1."""
-    parts = text.split(":")
-    if len(parts) != 2 or not all(p.isdigit() and int(p) >= 1 for p in parts):
-        refuse(f"{text}: a point is N:D, connections and messages in flight on each, whole numbers from 1 "
-               f"(e.g. 100:16)")
-    return int(parts[0]), int(parts[1])
 
 
 args = sys.argv[1:]
@@ -102,24 +93,8 @@ if not args:
 flags = [a for a in args if a.startswith("--")]
 if flags:
     refuse(f"{flags[0]}: not a flag of bench/grid.py (--models, --also, --tails, --switches, --settled)")
-BIN = os.path.abspath(args[0])
-if not os.access(BIN, os.X_OK):
-    refuse(f"{BIN}: not an executable (cargo build --release first)")
-rest = args[1:]
-ROUNDS = 5
-if rest and ":" not in rest[0]:
-    if not rest[0].isdigit():
-        refuse(f"{rest[0]}: not a number of rounds nor a point N:D (bench/grid.py BIN [ROUNDS] [N:D ...])")
-    ROUNDS = int(rest[0])
-    # A ratio's interval takes two rounds; with fewer every row would read "no result", behind.
-    if ROUNDS < 2:
-        refuse(f"ROUNDS {rest[0]}: a ratio and its interval need at least 2 rounds per point")
-    rest = rest[1:]
-GRID = [point(a) for a in rest] or [(100, 1), (100, 16), (1000, 1)]
-seed = os.environ.get("GRID_SEED")
-if seed is not None and not seed.isdigit():
-    refuse(f"GRID_SEED={seed}: not a whole number")
-SEED = int(seed) if seed is not None else time.time_ns() % 100000
+BIN, ROUNDS, GRID, SEED = plan_of(args, "bench/grid.py", 5, [(100, 1), (100, 16), (1000, 1)],
+                                  "messages in flight")
 # The warm-up and measured seconds of every side (a quick check of the script: GRID_MEASURE=0.5).
 WARMUP = seconds("GRID_WARMUP", "1", least_exclusive=False)
 MEASURE = seconds("GRID_MEASURE", "4")

@@ -27,6 +27,37 @@ def seconds(name, default, least_exclusive=True):
     return v
 
 
+def point(text, what):
+    """A point N:D (connections, and `what` on each), both whole numbers from 1."""
+    parts = text.split(":")
+    if len(parts) != 2 or not all(p.isdigit() and int(p) >= 1 for p in parts):
+        refuse(f"{text}: a point is N:D, connections and {what} on each, whole numbers from 1 (e.g. 100:16)")
+    return int(parts[0]), int(parts[1])
+
+
+def plan_of(args, script, default_rounds, default_points, what):
+    """BIN, ROUNDS and the points of `script BIN [ROUNDS] [N:D ...]` (its flags already taken out), and
+    the seed (GRID_SEED, or one from the clock)."""
+    binary = os.path.abspath(args[0])
+    if not os.access(binary, os.X_OK):
+        refuse(f"{binary}: not an executable (cargo build --release first)")
+    rest = args[1:]
+    rounds = default_rounds
+    if rest and ":" not in rest[0]:
+        if not rest[0].isdigit():
+            refuse(f"{rest[0]}: not a number of rounds nor a point N:D ({script} BIN [ROUNDS] [N:D ...])")
+        rounds = int(rest[0])
+        # A ratio's interval takes two rounds; with fewer every row would read "no result", behind.
+        if rounds < 2:
+            refuse(f"ROUNDS {rest[0]}: a ratio and its interval need at least 2 rounds per point")
+        rest = rest[1:]
+    points = [point(a, what) for a in rest] or default_points
+    seed = os.environ.get("GRID_SEED")
+    if seed is not None and not seed.isdigit():
+        refuse(f"GRID_SEED={seed}: not a whole number")
+    return binary, rounds, points, int(seed) if seed is not None else time.time_ns() % 100000
+
+
 def free_port(rng):
     """A free port below the ephemeral range, so no client's TIME_WAIT or source port can take it."""
     lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])

@@ -78,21 +78,12 @@ SIGTERM or Ctrl-C too, and when it runs 30 s past its time.
 import json, math, os, random, re, select, shutil, signal, statistics, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-from paired import free_port, interval, refuse, said_ready, seconds, stop, verdict, wait_listening  # noqa: E402
+from paired import free_port, interval, plan_of, refuse, said_ready, seconds, stop, verdict, wait_listening  # noqa: E402
 
 BENCH = os.path.dirname(os.path.realpath(__file__))
 NGINX_SH = os.path.join(os.path.dirname(BENCH), "peers", "nginx_http.sh")
 PIPELINE = os.path.join(BENCH, "wrk", "pipeline.lua")
 SERVER_NAMES = ("nginx", "c10k", "c")
-
-
-def point(text):
-    """A point N:D (connections, requests pipelined on each), both whole numbers from 1."""
-    parts = text.split(":")
-    if len(parts) != 2 or not all(p.isdigit() and int(p) >= 1 for p in parts):
-        refuse(f"{text}: a point is N:D, connections and requests pipelined on each, whole numbers from 1 "
-               f"(e.g. 100:16)")
-    return int(parts[0]), int(parts[1])
 
 
 args = sys.argv[1:]
@@ -118,23 +109,8 @@ if not args:
 flags = [a for a in args if a.startswith("--")]
 if flags:
     refuse(f"{flags[0]}: not a flag of bench/wrk.py (--servers, --twin, --twin-wrk)")
-BIN = os.path.abspath(args[0])
-if not os.access(BIN, os.X_OK):
-    refuse(f"{BIN}: not an executable (cargo build --release first)")
-rest = args[1:]
-ROUNDS = 6
-if rest and ":" not in rest[0]:
-    if not rest[0].isdigit():
-        refuse(f"{rest[0]}: not a number of rounds nor a point N:D (bench/wrk.py BIN [ROUNDS] [N:D ...])")
-    ROUNDS = int(rest[0])
-    if ROUNDS < 2:
-        refuse(f"ROUNDS {rest[0]}: a ratio and its interval need at least 2 rounds per point")
-    rest = rest[1:]
-POINTS = [point(a) for a in rest] or [(100, 1), (1000, 1), (100, 16)]
-seed = os.environ.get("GRID_SEED")
-if seed is not None and not seed.isdigit():
-    refuse(f"GRID_SEED={seed}: not a whole number")
-SEED = int(seed) if seed is not None else time.time_ns() % 100000
+BIN, ROUNDS, POINTS, SEED = plan_of(args, "bench/wrk.py", 6, [(100, 1), (1000, 1), (100, 16)],
+                                    "requests pipelined")
 WARMUP = seconds("GRID_WARMUP", "1", least_exclusive=False)
 MEASURE = seconds("GRID_MEASURE", "4")
 WRK = shutil.which("wrk")
