@@ -150,14 +150,104 @@ pub(crate) fn rank(
     out
 }
 
-/// The models at each connection count by the experiment's figure.
+/// CPUs' worth of work outside the run, on average over a count's slots,
+/// past which the models there are ranked by the server's CPU per message
+/// instead of throughput ([`ranked_by`]): a quarter of a CPU. On this
+/// project's 2-CPU machine at rest the processes outside used 0.01–0.1;
+/// one `yes` took 1.0, and the model that won most of the contended CPU
+/// then led by throughput. Why the line is there: docs/method.md.
+pub(crate) const BUSY_OUTSIDE: f64 = 0.25;
+
+/// What the models at one count are ranked by.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum RankedBy {
+    /// The experiment's figure (throughput, time, accept rate, or an open
+    /// loop's p99).
+    #[default]
+    Primary,
+    /// The server's CPU per message, lower is better: the machine was busy
+    /// outside the run, so throughput measured how much of the contended
+    /// CPU each server won as much as what it costs; what a message costs
+    /// the server does not depend on its neighbours.
+    ServerCpu,
+}
+
+impl RankedBy {
+    pub(crate) fn is_primary(&self) -> bool {
+        *self == RankedBy::Primary
+    }
+
+    pub(crate) fn higher_is_better(self, plan: &crate::results::matrix::RunPlan) -> bool {
+        match self {
+            RankedBy::Primary => plan.primary.higher_is_better(),
+            RankedBy::ServerCpu => false,
+        }
+    }
+
+    /// What it is, for headings.
+    pub(crate) fn label(self, plan: &crate::results::matrix::RunPlan) -> &'static str {
+        match self {
+            RankedBy::Primary => plan.figure_label(),
+            RankedBy::ServerCpu => "server CPU/msg",
+        }
+    }
+
+    /// The words for "worse" and "better" under it.
+    pub(crate) fn words(
+        self,
+        plan: &crate::results::matrix::RunPlan,
+    ) -> (&'static str, &'static str) {
+        match self {
+            RankedBy::Primary => words(plan.primary.higher_is_better()),
+            RankedBy::ServerCpu => ("costlier", "cheaper"),
+        }
+    }
+
+    /// Each model's values of it at count `n`.
+    pub(crate) fn rounds(self, data: &RunData, n: usize) -> Vec<(String, Vec<(usize, f64)>)> {
+        let p = data.plan.primary;
+        match self {
+            RankedBy::Primary => rounds(data, n, &|m| m.primary(p)),
+            RankedBy::ServerCpu => rounds(data, n, &|m| m.server_cpu_per_message_us),
+        }
+    }
+}
+
+/// What ranks the models at count `n`: the server's CPU per message where
+/// throughput is the figure, the machine was busy outside the run by more
+/// than [`BUSY_OUTSIDE`] over the count's slots, and at least two models
+/// have that CPU in two rounds or more; the experiment's figure otherwise.
+pub(crate) fn ranked_by(data: &RunData, n: usize) -> RankedBy {
+    let busy = data.plan.primary == crate::results::matrix::Primary::Throughput
+        && data.plan.workload.kind() != crate::results::matrix::WorkloadKind::Churn
+        && outside_cpus(data, n).is_some_and(|c| c > BUSY_OUTSIDE);
+    if !busy {
+        return RankedBy::Primary;
+    }
+    let with = RankedBy::ServerCpu
+        .rounds(data, n)
+        .iter()
+        .filter(|(_, v)| v.len() >= 2)
+        .count();
+    if with >= 2 {
+        RankedBy::ServerCpu
+    } else {
+        RankedBy::Primary
+    }
+}
+
+/// The models at each connection count by the figure that ranks them
+/// there ([`ranked_by`]).
 pub(crate) fn standings(data: &RunData) -> BTreeMap<usize, Vec<Ranked>> {
-    let p = data.plan.primary;
     crate::results::series::connections(data)
         .into_iter()
         .map(|n| {
-            let values = rounds(data, n, &|m| m.primary(p));
-            (n, rank(data, n, values, p.higher_is_better()))
+            let by = ranked_by(data, n);
+            let values = by.rounds(data, n);
+            (n, rank(data, n, values, by.higher_is_better(&data.plan)))
         })
         .filter(|(_, rows)| !rows.is_empty())
         .collect()
@@ -245,8 +335,9 @@ pub(crate) fn settle_text(c: &Comparison) -> String {
 /// `equivalent (0.98–1.03×, within ±5 %)`, `inconclusive (0.84–1.93×; ~7
 /// runs)`; with `whom`, `1.07× slower than epoll (…)`. `c` is how many
 /// times worse the row is.
-pub(crate) fn against(c: &Comparison, whom: &str, higher_is_better: bool) -> String {
-    let (worse, better) = words(higher_is_better);
+/// `said`: the words for worse and better ([`words`], [`RankedBy::words`]).
+pub(crate) fn against(c: &Comparison, whom: &str, said: (&str, &str)) -> String {
+    let (worse, better) = said;
     let than = if whom.is_empty() {
         String::new()
     } else {
@@ -287,7 +378,7 @@ pub(crate) fn against(c: &Comparison, whom: &str, higher_is_better: bool) -> Str
 
 /// What the "vs best" column says of a row.
 /// `first`: the row is the table's first.
-pub(crate) fn versus_text(higher_is_better: bool, row: &Ranked, first: bool) -> String {
+pub(crate) fn versus_text(said: (&str, &str), row: &Ranked, first: bool) -> String {
     if first {
         return if row.rank.is_some() {
             "best".into()
@@ -299,7 +390,7 @@ pub(crate) fn versus_text(higher_is_better: bool, row: &Ranked, first: bool) -> 
         return "untested: no positive value".into();
     };
     if best.outcome == Outcome::Untested {
-        let (worse, _) = words(higher_is_better);
+        let (worse, _) = said;
         return format!(
             "{}× {worse} (untested: {})",
             times(best.ratio),
@@ -315,10 +406,10 @@ pub(crate) fn versus_text(higher_is_better: bool, row: &Ranked, first: bool) -> 
         // what placed it there.
         Some(b) if !best.larger() && row.rank != Some(1) => format!(
             "{}; vs best {}",
-            against(&b.comparison, &b.by, higher_is_better),
-            against(&best, "", higher_is_better)
+            against(&b.comparison, &b.by, said),
+            against(&best, "", said)
         ),
-        _ => against(&best, "", higher_is_better),
+        _ => against(&best, "", said),
     }
 }
 
@@ -471,7 +562,8 @@ pub(crate) fn glance_line(data: &RunData, n: usize, rows: &[Ranked]) -> Option<S
     if rest.is_empty() {
         return None;
     }
-    let (worse, _) = words(data.plan.primary.higher_is_better());
+    let by = ranked_by(data, n);
+    let (worse, _) = by.words(&data.plan);
     let (mut equivalent, mut behind, mut ahead, mut open) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for r in rest {
@@ -492,7 +584,7 @@ pub(crate) fn glance_line(data: &RunData, n: usize, rows: &[Ranked]) -> Option<S
         format!("{} best by median", best.model)
     }];
     if !ahead.is_empty() {
-        let (_, better) = words(data.plan.primary.higher_is_better());
+        let (_, better) = by.words(&data.plan);
         parts.push(format!(
             "{better} by the paired rounds, though not by median: {}",
             ahead.join(", ")
@@ -521,10 +613,14 @@ pub(crate) fn glance_line(data: &RunData, n: usize, rows: &[Ranked]) -> Option<S
         .map_or_else(String::new, |r| format!(" after {r} rounds"));
     let busy = outside_cpus(data, n)
         .filter(|&c| c > crate::client::limit::INTERFERENCE)
-        .map_or_else(String::new, |c| {
-            format!(
+        .map_or_else(String::new, |c| match by {
+            RankedBy::ServerCpu => format!(
+                " (by server CPU per message: {c:.2} CPUs busy outside the run, so {} measured each model's share of them)",
+                data.plan.figure_label()
+            ),
+            RankedBy::Primary => format!(
                 " ({c:.2} CPUs busy outside the run: throughput includes each model's share of them, CPU per message does not)"
-            )
+            ),
         });
     Some(format!(
         "{} {}: {}; {} of {} decided{rounds}{busy}",
@@ -562,17 +658,17 @@ pub fn glance(data: &RunData) -> Vec<String> {
 
 /// One table per connection count, models by median, best first.
 pub fn ranking(data: &RunData) -> Vec<Table> {
-    let p = data.plan.primary;
-    let higher = p.higher_is_better();
     let mut tables = Vec::new();
     for (n, rows) in standings(data) {
+        let by = ranked_by(data, n);
+        let higher = by.higher_is_better(&data.plan);
         let mut t = Table::new(
             format!(
                 "{} {}: {} ({}, {} is better)",
                 format_count(n as f64),
                 data.plan.size_label,
                 leaders(&rows, data.plan.margin),
-                data.plan.figure_label(),
+                by.label(&data.plan),
                 if higher { "higher" } else { "lower" },
             ),
             &[
@@ -589,7 +685,13 @@ pub fn ranking(data: &RunData) -> Vec<Table> {
         let all = rows
             .iter()
             .flat_map(|r| [r.summary.median, r.summary.max, r.summary.stdev]);
-        let fmt = primary_scale(p, all.collect::<Vec<f64>>());
+        let fmt = match by {
+            RankedBy::Primary => primary_scale(data.plan.primary, all.collect::<Vec<f64>>()),
+            RankedBy::ServerCpu => primary_scale(
+                crate::results::matrix::Primary::Latency,
+                all.collect::<Vec<f64>>(),
+            ),
+        };
         // Under work: the bound beside each figure, and its share.
         let shares: Vec<Option<super::bound::Share>> = rows
             .iter()
@@ -609,7 +711,7 @@ pub fn ranking(data: &RunData) -> Vec<Table> {
                 fmt(s.stdev),
                 format!("{} … {}", fmt(s.min), fmt(s.max)),
                 runs_text(row),
-                versus_text(higher, row, i == 0),
+                versus_text(by.words(&data.plan), row, i == 0),
             ];
             if bounded {
                 let share = shares[i].as_ref();
@@ -619,6 +721,14 @@ pub fn ranking(data: &RunData) -> Vec<Table> {
             t.rows.push(cells);
         }
         t.notes.push(rule(&data.plan));
+        if by == RankedBy::ServerCpu {
+            t.notes.push(format!(
+                "Ranked by the server's CPU per message: the machine was busy outside the run \
+                 (more than {BUSY_OUTSIDE} CPUs' worth over the slots), so {} measured the share \
+                 of the busy CPUs each model won as much as what it costs.",
+                data.plan.figure_label()
+            ));
+        }
         if bounded {
             t.notes.push(super::bound::NOTE.to_string());
         }
@@ -701,6 +811,96 @@ mod tests {
             }
         }
         assert!(!line(&data).contains("outside the run"));
+    }
+
+    /// Beside a hog, a model that wins more of the busy CPUs (more round
+    /// trips/s) but costs its server more per message is not called best:
+    /// the ranking, its heading and the answer's line go by the server's
+    /// CPU per message; on a quiet machine the same figures rank by
+    /// throughput.
+    #[test]
+    fn beside_a_hog_the_models_are_ranked_by_what_a_message_costs() {
+        let figures = |tp: [f64; 4], cpu: [f64; 4]| -> Vec<crate::results::dir::Figures> {
+            tp.iter()
+                .zip(cpu)
+                .map(|(&throughput, server_cpu_s)| crate::results::dir::Figures {
+                    throughput,
+                    server_cpu_s,
+                    ..Default::default()
+                })
+                .collect()
+        };
+        let mut data = RunData::example_of(&[
+            (
+                "spinner",
+                figures(
+                    [200_000.0, 204_000.0, 198_000.0, 202_000.0],
+                    [0.080, 0.081, 0.079, 0.080],
+                ),
+            ),
+            (
+                "lean",
+                figures(
+                    [150_000.0, 152_000.0, 149_000.0, 151_000.0],
+                    [0.050, 0.051, 0.049, 0.050],
+                ),
+            ),
+        ]);
+        let outside = |data: &mut RunData, cpu: f64| {
+            for c in &mut data.cells {
+                c.slot = Some(crate::results::cell::Slot {
+                    position: 1,
+                    of: 2,
+                    first: c.cell.run == 1,
+                    outside_cpu_seconds: Some(cpu),
+                    outside_seconds: Some(0.31),
+                });
+                if let Some(s) = c.server.as_mut() {
+                    s.cpu_error_seconds = Some(1e-6);
+                }
+            }
+        };
+        outside(&mut data, 0.3);
+        assert_eq!(ranked_by(&data, 10), RankedBy::ServerCpu);
+        let rows = standings(&data).remove(&10).expect("ranked");
+        assert_eq!(rows[0].model, "lean");
+        let c = rows[1].versus_best.expect("compared");
+        assert_eq!(c.outcome, Outcome::Different, "{c:?}");
+        let said = glance_line(&data, 10, &rows).expect("a line");
+        assert!(
+            said.contains("lean best") && said.contains("costlier: spinner 1.6"),
+            "{said}"
+        );
+        assert!(said.contains("(by server CPU per message: 0.97 CPUs busy outside the run, so round trips/s measured each model's share of them)"), "{said}");
+        let t = &ranking(&data)[0];
+        assert!(
+            t.title.contains("(server CPU/msg, lower is better)"),
+            "{}",
+            t.title
+        );
+        let verdict = &crate::analysis::verdict::tables(&data)[0];
+        assert!(verdict.title.contains("lean is best"), "{}", verdict.title);
+        assert!(
+            verdict
+                .header
+                .contains(&"round trips/s (share)".to_string()),
+            "{:?}",
+            verdict.header
+        );
+        assert!(
+            verdict.notes[0]
+                .contains("round trips/s (the share of the busy CPUs each won): spinner"),
+            "{:?}",
+            verdict.notes
+        );
+        // Quiet: throughput leads, as it should.
+        outside(&mut data, 0.01);
+        assert_eq!(ranked_by(&data, 10), RankedBy::Primary);
+        let rows = standings(&data).remove(&10).expect("ranked");
+        assert_eq!(rows[0].model, "spinner");
+        assert!(ranking(&data)[0]
+            .title
+            .contains("(round trips/s, higher is better)"));
     }
 
     /// A model behind the best by its median but ahead of it in the paired

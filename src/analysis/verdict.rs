@@ -19,7 +19,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::memory::{self, Kind};
-use super::summary::{self, Ranked};
+use super::summary::{self, Ranked, RankedBy};
 use crate::client::limit::LimitedBy;
 use crate::export::table::Table;
 use crate::present::units::{format_count, sig3, Scale};
@@ -284,8 +284,13 @@ fn dominance(
 
 /// The best group by a repeated figure, in words: `uring (epoll
 /// equivalent; sigio not told apart)`; `None` when no model has it.
-fn best_by(data: &RunData, n: usize, pick: &dyn Fn(&Metrics) -> Option<f64>) -> Option<String> {
-    let rows = summary::rank(data, n, summary::rounds(data, n, pick), false);
+fn best_by(
+    data: &RunData,
+    n: usize,
+    pick: &dyn Fn(&Metrics) -> Option<f64>,
+    higher_is_better: bool,
+) -> Option<String> {
+    let rows = summary::rank(data, n, summary::rounds(data, n, pick), higher_is_better);
     let top = rows.first()?;
     if top.rank.is_none() {
         return Some(format!("{} (untested)", top.model));
@@ -350,9 +355,10 @@ fn judgement(data: &RunData, n: usize, rows: &[Ranked], user: &[memory::Slope]) 
     }
     let all = judged(data, n, user);
     let churn = data.plan.workload.kind() == crate::results::matrix::WorkloadKind::Churn;
+    let by = summary::ranked_by(data, n);
     let mut best = vec![format!(
         "{}: {}",
-        data.plan.figure_label(),
+        by.label(&data.plan),
         summary::leaders(rows, data.plan.margin)
             .split(';')
             .next()
@@ -360,15 +366,29 @@ fn judgement(data: &RunData, n: usize, rows: &[Ranked], user: &[memory::Slope]) 
             .trim_end_matches(" is best")
     )];
     if data.plan.primary != crate::results::matrix::Primary::Latency {
-        if let Some(b) = best_by(data, n, &|m| m.latency_p99_us) {
+        if let Some(b) = best_by(data, n, &|m| m.latency_p99_us, false) {
             best.push(format!("p99: {b}"));
         }
     }
-    if let Some(b) = best_by(data, n, &|m| cpu_pick(churn)(m)) {
-        best.push(format!(
-            "server CPU/{}: {b}",
-            if churn { "connection" } else { "message" }
-        ));
+    match by {
+        // Ranked by the server's CPU: throughput, the share each won, beside it.
+        RankedBy::ServerCpu => {
+            let p = data.plan.primary;
+            if let Some(b) = best_by(data, n, &|m| m.primary(p), p.higher_is_better()) {
+                best.push(format!(
+                    "{} (the share of the busy CPUs each won): {b}",
+                    data.plan.figure_label()
+                ));
+            }
+        }
+        RankedBy::Primary => {
+            if let Some(b) = best_by(data, n, &|m| cpu_pick(churn)(m), false) {
+                best.push(format!(
+                    "server CPU/{}: {b}",
+                    if churn { "connection" } else { "message" }
+                ));
+            }
+        }
     }
     if let Some(b) = least(data, &all, Aspect::Memory, &order) {
         best.push(format!("memory/connection: {b}"));
@@ -407,8 +427,19 @@ pub struct Standing {
     /// The work profile; absent without a work axis.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work: Option<String>,
-    /// The primary figure over its runs.
+    /// The figure that ranked the models at this count over its runs: the
+    /// experiment's own, or the server's CPU per message (µs) where
+    /// `ranked_by` says so.
     pub primary: Summary,
+    /// What ranked the models at this count: absent for the experiment's
+    /// figure, `server_cpu` where the machine was busy outside the run.
+    #[serde(default, skip_serializing_if = "RankedBy::is_primary")]
+    pub ranked_by: RankedBy,
+    /// Ranked by the server's CPU: the experiment's figure (throughput)
+    /// over its runs, which measured the share of the busy CPUs the model
+    /// won.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<Summary>,
     /// Its group's rank; `null` when untested.
     pub rank: Option<usize>,
     /// Its group's first model.
@@ -490,6 +521,7 @@ fn standings_with(data: &RunData, user: &[memory::Slope]) -> Vec<(usize, Vec<Sta
     summary::standings(data)
         .into_iter()
         .map(|(n, rows)| {
+            let ranked_by = summary::ranked_by(data, n);
             let out = rows
                 .into_iter()
                 .map(|r| {
@@ -498,14 +530,17 @@ fn standings_with(data: &RunData, user: &[memory::Slope]) -> Vec<(usize, Vec<Sta
                         .iter()
                         .filter(|c| c.cell.model == r.model && c.cell.connections == n)
                         .collect();
-                    let median = |pick: &dyn Fn(&Metrics) -> Option<f64>| {
+                    let median_summary = |pick: &dyn Fn(&Metrics) -> Option<f64>| {
                         let v: Vec<f64> = cells
                             .iter()
                             .filter(|c| c.status == Status::Ok)
                             .filter_map(|c| pick(&c.metrics()))
                             .filter(|v| v.is_finite())
                             .collect();
-                        Summary::of(&v).map(|s| s.median)
+                        Summary::of(&v)
+                    };
+                    let median = |pick: &dyn Fn(&Metrics) -> Option<f64>| {
+                        median_summary(pick).map(|s| s.median)
                     };
                     let server_cpu = if churn {
                         let v: Vec<f64> = cells
@@ -528,6 +563,10 @@ fn standings_with(data: &RunData, user: &[memory::Slope]) -> Vec<(usize, Vec<Sta
                         connections: n,
                         work: work.clone(),
                         primary: r.summary,
+                        ranked_by,
+                        share: (!ranked_by.is_primary())
+                            .then(|| median_summary(&|m| m.primary(data.plan.primary)))
+                            .flatten(),
                         rank: r.rank,
                         group_leader: r.leader,
                         versus_best: r.versus_best,
@@ -565,17 +604,18 @@ fn standings_with(data: &RunData, user: &[memory::Slope]) -> Vec<(usize, Vec<Sta
 /// left out, and the p99 when it is the ranked figure.
 pub fn ranking_rows(plan: &RunPlan, rows: &[Standing]) -> (Vec<String>, Vec<Vec<String>>) {
     let p = plan.primary;
+    let by = rows.first().map_or(RankedBy::Primary, |r| r.ranked_by);
     let churn = plan.workload.kind() == crate::results::matrix::WorkloadKind::Churn;
     let mut header = vec![
         "#".to_string(),
         "model".to_string(),
-        plan.figure_label().to_string(),
+        by.label(plan).to_string(),
         "vs best".to_string(),
         "p99 latency".to_string(),
-        if churn {
-            "server CPU/conn".to_string()
-        } else {
-            "server CPU/msg".to_string()
+        match by {
+            RankedBy::ServerCpu => format!("{} (share)", plan.figure_label()),
+            RankedBy::Primary if churn => "server CPU/conn".to_string(),
+            RankedBy::Primary => "server CPU/msg".to_string(),
         },
         "memory/conn".to_string(),
         "idle CPU".to_string(),
@@ -593,7 +633,13 @@ pub fn ranking_rows(plan: &RunPlan, rows: &[Standing]) -> (Vec<String>, Vec<Vec<
         rows.iter()
             .filter_map(|r| r.costs.memory_per_connection.map(|m| m.magnitude())),
     );
-    let primary = summary::primary_scale(p, rows.iter().map(|r| r.primary.median));
+    let primary = summary::primary_scale(
+        match by {
+            RankedBy::Primary => p,
+            RankedBy::ServerCpu => crate::results::matrix::Primary::Latency,
+        },
+        rows.iter().map(|r| r.primary.median),
+    );
     let mut body: Vec<Vec<String>> = Vec::new();
     for (i, row) in rows.iter().enumerate() {
         let ranked = row.ranked();
@@ -624,12 +670,19 @@ pub fn ranking_rows(plan: &RunPlan, rows: &[Standing]) -> (Vec<String>, Vec<Vec<
             summary::rank_text(&ranked),
             tuned_of(plan, row).map_or_else(|| row.model.clone(), |t| t.shown()),
             primary(row.primary.median),
-            summary::versus_text(p.higher_is_better(), &ranked, i == 0),
+            summary::versus_text(by.words(plan), &ranked, i == 0),
             c.p99_us.map(|v| p99_scale.format(v)).unwrap_or_else(dash),
-            c.server_cpu
-                .as_ref()
-                .map(|f| f.text(&cpu_scale))
-                .unwrap_or_else(unseen),
+            match by {
+                RankedBy::ServerCpu => row
+                    .share
+                    .map(|s| summary::primary_scale(p, [s.median])(s.median))
+                    .unwrap_or_else(dash),
+                RankedBy::Primary => c
+                    .server_cpu
+                    .as_ref()
+                    .map(|f| f.text(&cpu_scale))
+                    .unwrap_or_else(unseen),
+            },
             c.memory_per_connection
                 .map(|m| m.text(&mem_scale, false))
                 .unwrap_or_else(unseen),
@@ -706,14 +759,14 @@ fn only(row: Vec<String>, keep: &[bool]) -> Vec<String> {
 /// `10 connections: epoll is best; poll equivalent to it (±5 %) (round
 /// trips/s, higher is better)`.
 fn title(data: &RunData, n: usize, rows: &[Ranked]) -> String {
-    let p = data.plan.primary;
+    let by = summary::ranked_by(data, n);
     format!(
         "{} {}: {} ({}, {} is better)",
         format_count(n as f64),
         data.plan.size_label,
         summary::leaders(rows, data.plan.margin),
-        data.plan.figure_label(),
-        if p.higher_is_better() {
+        by.label(&data.plan),
+        if by.higher_is_better(&data.plan) {
             "higher"
         } else {
             "lower"

@@ -149,7 +149,7 @@ pub(super) fn html(data: &RunData, suffix: &str) -> anyhow::Result<String> {
             "{} {}: each model against the best by {}",
             format_count(n as f64),
             data.plan.size_label,
-            data.plan.figure_label()
+            crate::analysis::summary::ranked_by(data, n).label(&data.plan)
         );
         let svg = svg(&ranked, margin)?
             .replacen(super::charts::SVG_XMLNS, "", 1)

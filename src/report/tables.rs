@@ -197,9 +197,20 @@ pub fn glance(data: &RunData) -> String {
             crate::analysis::summary::margin_text(data.plan.margin),
         )
     } else {
+        let busy = crate::results::series::connections(data)
+            .into_iter()
+            .any(|n| {
+                crate::analysis::summary::ranked_by(data, n)
+                    == crate::analysis::summary::RankedBy::ServerCpu
+            });
         format!(
-            "The answer ({} against the best at each count; {} intervals, {} margin):",
+            "The answer ({}{} against the best at each count; {} intervals, {} margin):",
             data.plan.figure_label(),
+            if busy {
+                ", or the server's CPU per message where the machine was busy outside the run,"
+            } else {
+                ""
+            },
             crate::analysis::summary::level_text(data.plan.rule().level),
             crate::analysis::summary::margin_text(data.plan.margin),
         )
