@@ -206,6 +206,18 @@ impl RankedBy {
         }
     }
 
+    /// How a column of it is written ([`primary_scale`]; CPU in µs).
+    pub(crate) fn scale(
+        self,
+        plan: &crate::results::matrix::RunPlan,
+        values: impl IntoIterator<Item = f64>,
+    ) -> Box<dyn Fn(f64) -> String> {
+        match self {
+            RankedBy::Primary => primary_scale(plan.primary, values),
+            RankedBy::ServerCpu => primary_scale(crate::results::matrix::Primary::Latency, values),
+        }
+    }
+
     /// Each model's values of it at count `n`.
     pub(crate) fn rounds(self, data: &RunData, n: usize) -> Vec<(String, Vec<(usize, f64)>)> {
         let p = data.plan.primary;
@@ -685,13 +697,7 @@ pub fn ranking(data: &RunData) -> Vec<Table> {
         let all = rows
             .iter()
             .flat_map(|r| [r.summary.median, r.summary.max, r.summary.stdev]);
-        let fmt = match by {
-            RankedBy::Primary => primary_scale(data.plan.primary, all.collect::<Vec<f64>>()),
-            RankedBy::ServerCpu => primary_scale(
-                crate::results::matrix::Primary::Latency,
-                all.collect::<Vec<f64>>(),
-            ),
-        };
+        let fmt = by.scale(&data.plan, all.collect::<Vec<f64>>());
         // Under work: the bound beside each figure, and its share.
         let shares: Vec<Option<super::bound::Share>> = rows
             .iter()

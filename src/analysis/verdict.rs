@@ -633,13 +633,7 @@ pub fn ranking_rows(plan: &RunPlan, rows: &[Standing]) -> (Vec<String>, Vec<Vec<
         rows.iter()
             .filter_map(|r| r.costs.memory_per_connection.map(|m| m.magnitude())),
     );
-    let primary = summary::primary_scale(
-        match by {
-            RankedBy::Primary => p,
-            RankedBy::ServerCpu => crate::results::matrix::Primary::Latency,
-        },
-        rows.iter().map(|r| r.primary.median),
-    );
+    let primary = by.scale(plan, rows.iter().map(|r| r.primary.median));
     let mut body: Vec<Vec<String>> = Vec::new();
     for (i, row) in rows.iter().enumerate() {
         let ranked = row.ranked();
