@@ -7,7 +7,7 @@ use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
 use crate::client::plan::Arrivals;
 use crate::protocol::Protocol;
-use crate::results::matrix::{Order, Pin, WorkloadKind};
+use crate::results::matrix::{Instances, Order, Pin, WorkloadKind};
 use crate::server::settings::{HandBack, RingRecv};
 use crate::server::AcceptMode;
 use crate::sys::lock::LockKind;
@@ -637,6 +637,12 @@ pub struct RunArgs {
     /// The start of each slot that is not measured [default: 100ms].
     #[arg(long, value_name = "DURATION", groups = ["matrix", "customises"])]
     pub slot_warmup: Option<String>,
+    /// How long a resident server's instance serves: `round` starts every
+    /// model anew each round, so the interval covers how much two
+    /// instances of one model differ; `run` keeps one for the whole run
+    /// (no start per round) [default: round].
+    #[arg(long, value_enum, groups = ["matrix", "customises"], conflicts_with = "sequential")]
+    pub instances: Option<Instances>,
     /// Write each cell's per-connection CSV under cells/.
     #[arg(long, group = "matrix")]
     pub per_connection_csv: bool,
@@ -1063,6 +1069,11 @@ flag_values!(Pin {
 flag_values!(Order {
     Interleaved = "interleaved": "Run r of every cell before run r+1 of any (drift spreads evenly)",
     Sequential = "sequential": "Every run of one model and connection count, then the next",
+});
+
+flag_values!(Instances {
+    Round = "round": "Every round serves each model from a new instance: the intervals cover how instances differ",
+    Run = "run": "One instance of each model for the whole run: no start per round",
 });
 
 flag_values!(WorkloadKind {

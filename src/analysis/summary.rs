@@ -802,6 +802,8 @@ mod tests {
                 position: 1,
                 of: 2,
                 first: c.cell.run == 1,
+                instance: None,
+                start_seconds: None,
                 outside_cpu_seconds: Some(0.3),
                 outside_seconds: Some(0.31),
             });
@@ -858,6 +860,8 @@ mod tests {
                     position: 1,
                     of: 2,
                     first: c.cell.run == 1,
+                    instance: None,
+                    start_seconds: None,
                     outside_cpu_seconds: Some(cpu),
                     outside_seconds: Some(0.31),
                 });

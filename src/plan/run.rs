@@ -593,7 +593,7 @@ fn slots_of(
     bench: bool,
     order: Order,
 ) -> Result<Option<matrix::Slots>, String> {
-    let asked = args.slot.is_some() || args.slot_warmup.is_some();
+    let asked = args.slot.is_some() || args.slot_warmup.is_some() || args.instances.is_some();
     let why_not = if bench {
         Some("a micro-benchmark has no slots")
     } else if workload.kind() == WorkloadKind::Burst {
@@ -612,7 +612,7 @@ fn slots_of(
     if let Some(why) = why_not {
         if asked {
             return Err(format!(
-                "--slot, --slot-warmup: {why}; give one or the other"
+                "--slot, --slot-warmup, --instances: {why}; give one or the other"
             ));
         }
         return Ok(None);
@@ -655,6 +655,7 @@ fn slots_of(
     Ok(Some(matrix::Slots {
         seconds,
         warmup_seconds,
+        instances: args.instances.unwrap_or(d.instances),
     }))
 }
 

@@ -309,10 +309,11 @@ fn method(plan: &RunPlan) -> String {
             " The servers of each count stayed up together, each holding its connections, \
              and the load moved between them in slots of {} ({} of each a warm-up, not \
              measured), one slot per server in each round, in an order shuffled every round, \
-             so two models were compared within seconds; a record with no slot (a count too \
-             large to hold at once) was measured on its own.",
+             so two models were compared within seconds, {}; a record with no slot (a count \
+             too large to hold at once) was measured on its own.",
             crate::present::units::seconds(s.seconds),
-            crate::present::units::seconds(s.warmup_seconds)
+            crate::present::units::seconds(s.warmup_seconds),
+            s.instances.said()
         ),
         None => {
             " Each cell was measured on its own: its server started, measured, stopped.".to_string()

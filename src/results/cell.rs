@@ -72,13 +72,22 @@ pub struct ServerSide {
 }
 
 /// Where a resident slot fell: its place in its round's shuffled order,
-/// of how many servers resident then, and whether it is the server's
-/// first slot (its memory samples count once, there).
+/// of how many servers resident then, and whether it is the first slot of
+/// its server's instance (that instance's memory samples count once,
+/// there).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Slot {
     pub position: usize,
     pub of: usize,
     pub first: bool,
+    /// Which instance of its model at this count served it (from 1;
+    /// [`crate::results::matrix::Instances`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<usize>,
+    /// On an instance's first slot: the seconds that instance took to
+    /// start and take its connections, before the slot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_seconds: Option<f64>,
     /// CPU seconds every process outside the run used over the slot
     /// ([`crate::metrics::cpu::Outside`]), and the wall seconds that
     /// covers: what else the machine ran beside the measured server.
@@ -794,6 +803,8 @@ mod tests {
             position: 1,
             of: 2,
             first: true,
+            instance: None,
+            start_seconds: None,
             outside_cpu_seconds: None,
             outside_seconds: None,
         });

@@ -328,12 +328,13 @@ fn next_look(
             cells,
         } => (best, undecided, cells),
     };
-    // What a slot of this count took, setup left out.
+    // What a slot of this count took, with the start of its instance
+    // when it had one of its own (`--instances round`).
     let walls: Vec<f64> = data
         .cells
         .iter()
-        .filter(|c| here(&c.cell) && c.slot.is_some())
-        .map(|c| c.wall_seconds)
+        .filter(|c| here(&c.cell))
+        .filter_map(|c| Some(c.wall_seconds + c.slot.as_ref()?.start_seconds.unwrap_or(0.0)))
         .collect();
     let per_slot = if walls.is_empty() {
         data.plan.least_seconds(&cells[..1])
@@ -639,9 +640,10 @@ fn method_line(p: &crate::results::matrix::RunPlan) -> String {
             c.cost_rounds
         ),
         None => format!(
-            "  method: resident slots: a count's servers stay up together and the load moves between them, {} a slot ({} of it warm-up), one slot each per round, shuffled every round\n",
+            "  method: resident slots: a count's servers stay up together and the load moves between them, {} a slot ({} of it warm-up), one slot each per round, shuffled every round; {}\n",
             seconds(slots.seconds),
-            seconds(slots.warmup_seconds)
+            seconds(slots.warmup_seconds),
+            slots.instances.said()
         ),
     };
     if let Some(l) = p.looks {

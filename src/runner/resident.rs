@@ -80,6 +80,10 @@ struct Resident {
     slots: usize,
     /// Stopped between its slots ([`frozen`]).
     frozen: bool,
+    /// Which of its model's instances at this count it is (from 1), and
+    /// the seconds it took to start and connect.
+    instance: usize,
+    start_seconds: f64,
 }
 
 /// A model's state through the rounds.
@@ -119,12 +123,16 @@ pub(crate) fn run(
             stop_all(states);
             return Ok(Ended::Interrupted(None));
         }
-        let Some(state) = start(plan, spec, hard) else {
+        let Some(state) = start(plan, spec, hard, 1) else {
             stop_all(states);
             return Ok(Ended::Interrupted(None));
         };
         states.insert(spec.model.clone(), state);
     }
+    let fresh = plan
+        .slots
+        .is_some_and(|s| s.instances == crate::results::matrix::Instances::Round);
+
     let mut position = BTreeMap::<usize, usize>::new();
     let mut queue: std::collections::VecDeque<CellSpec> = cells.iter().cloned().collect();
     loop {
@@ -135,6 +143,13 @@ pub(crate) fn run(
             let added = more()?;
             if added.is_empty() {
                 break;
+            }
+            // The next look's models, whose last slot had no later one
+            // queued, start on new instances now.
+            if fresh && renew(plan, &added.iter().collect::<Vec<_>>(), &mut states, hard).is_none()
+            {
+                stop_all(states);
+                return Ok(Ended::Interrupted(None));
             }
             queue.extend(added);
             continue;
@@ -158,7 +173,7 @@ pub(crate) fn run(
         // setting) starts now, and stays up as the others.
         let state = match states.remove(&spec.model) {
             Some(s) => s,
-            None => match start(plan, spec, hard) {
+            None => match start(plan, spec, hard, 1) {
                 Some(s) => s,
                 None => {
                     stop_all(states);
@@ -204,6 +219,8 @@ pub(crate) fn run(
                     },
                     of,
                     first: r.slots == 0,
+                    instance: Some(r.instance),
+                    start_seconds: (r.slots == 0).then_some(r.start_seconds),
                     outside_cpu_seconds: None,
                     outside_seconds: None,
                 };
@@ -258,15 +275,61 @@ pub(crate) fn run(
         };
         states.insert(spec.model.clone(), next);
         record(result)?;
+        // Its next slot will be on a new instance, started now: what a
+        // start and a stop leave behind then falls in the next slot,
+        // whichever model's, as every slot follows one.
+        if fresh {
+            let later: Vec<&CellSpec> = queue
+                .iter()
+                .filter(|c| c.model == spec.model)
+                .take(1)
+                .collect();
+            if renew(plan, &later, &mut states, hard).is_none() {
+                stop_all(states);
+                return Ok(Ended::Interrupted(None));
+            }
+        }
     }
     stop_all(states);
     Ok(Ended::Done)
 }
 
-/// The state of `spec`'s model once started ([`up`]): up, or out with
-/// why; `None` when Ctrl-C stopped the start.
-fn start(plan: &RunPlan, spec: &CellSpec, hard: Option<u64>) -> Option<State> {
-    Some(match up(plan, spec, hard) {
+/// Replaces the instance of each model of `cells` that is up and has
+/// served a slot with a new one (its idle CPU is the first instance's;
+/// `--instances round`); a server found gone is left for its next slot
+/// to report. `None` when Ctrl-C stopped a start.
+fn renew(
+    plan: &RunPlan,
+    cells: &[&CellSpec],
+    states: &mut BTreeMap<String, State>,
+    hard: Option<u64>,
+) -> Option<()> {
+    for spec in cells {
+        let Some(State::Up(r)) = states.get(&spec.model) else {
+            continue;
+        };
+        if r.slots == 0 || r.started.servers.iter().any(|s| !s.running()) {
+            continue;
+        }
+        let instance = r.instance + 1;
+        let Some(State::Up(r)) = states.remove(&spec.model) else {
+            unreachable!("matched above");
+        };
+        let idle_cpus = r.idle_cpus;
+        stop(*r);
+        let mut state = start(plan, spec, hard, instance)?;
+        if let State::Up(r) = &mut state {
+            r.idle_cpus = idle_cpus;
+        }
+        states.insert(spec.model.clone(), state);
+    }
+    Some(())
+}
+
+/// The state of `spec`'s model once started ([`up`]) as its `instance`th
+/// instance: up, or out with why; `None` when Ctrl-C stopped the start.
+fn start(plan: &RunPlan, spec: &CellSpec, hard: Option<u64>, instance: usize) -> Option<State> {
+    Some(match up(plan, spec, hard, instance) {
         Ok(r) => State::Up(Box::new(r)),
         Err(Trouble::Interrupted) => return None,
         Err(Trouble::Skipped(why)) => State::Out(Status::Skipped, why),
@@ -277,15 +340,24 @@ fn start(plan: &RunPlan, spec: &CellSpec, hard: Option<u64>) -> Option<State> {
 /// What a broken client session's reason starts with.
 const SESSION: &str = "the load generator failed";
 
-/// Starts the server of `spec`'s model, samples it idle, opens its
-/// client's connections and samples it again holding them.
-fn up(plan: &RunPlan, spec: &CellSpec, hard: Option<u64>) -> Result<Resident, Trouble> {
+/// Starts the server of `spec`'s model, samples it idle (its CPU only as
+/// the first instance: 200 ms), opens its client's connections and
+/// samples it again holding them.
+fn up(
+    plan: &RunPlan,
+    spec: &CellSpec,
+    hard: Option<u64>,
+    instance: usize,
+) -> Result<Resident, Trouble> {
+    let t0 = Instant::now();
     let kernel_before = kernel::sample();
     let started = execute::start_servers(plan, spec, hard)?;
     let pids: Vec<u32> = started.servers.iter().map(ServerChild::pid).collect();
     let observed = !pids.is_empty();
     let idle = tree::sample(&pids);
-    let idle_cpus = observed.then(|| execute::idle_cpu(&pids)).flatten();
+    let idle_cpus = (observed && instance == 1)
+        .then(|| execute::idle_cpu(&pids))
+        .flatten();
     let slots = plan
         .slots
         .map(|s| s.for_block(spec.connections, spec.work.as_ref()));
@@ -343,6 +415,8 @@ fn up(plan: &RunPlan, spec: &CellSpec, hard: Option<u64>) -> Result<Resident, Tr
         kernel_loaded,
         all_accepted,
         slots: 0,
+        instance,
+        start_seconds: t0.elapsed().as_secs_f64(),
     })
 }
 

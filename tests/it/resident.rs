@@ -21,6 +21,7 @@ tests![
     a_resident_server_that_dies_loses_only_its_own_cells,
     a_server_gone_between_its_slots_is_not_said_to_die_during_one,
     sigterm_stops_every_resident_server_and_client,
+    each_round_serves_twins_from_new_instances_unless_one_per_run_is_asked,
     runs_auto_adds_looks_of_rounds_to_the_undecided_and_the_plan_says_so_first,
 ];
 
@@ -34,6 +35,86 @@ fn run_ok(dir: &Path, args: &[&str]) -> Result<Vec<serde_json::Value>, Failed> {
         .output()?;
     succeeded(&o, "")?;
     lines(&results_dir(dir)?)
+}
+
+/// The server's pid a cell's client was given (`--server-pid N` in its
+/// command).
+fn server_pid(cell: &serde_json::Value) -> Option<u64> {
+    let command = cell["load"]["command"].as_str()?;
+    let mut words = command.split_whitespace();
+    words.find(|w| *w == "--server-pid")?;
+    words.next()?.parse().ok()
+}
+
+/// An A/A pair (one model under two names): by default every round
+/// starts each twin anew (its own process, listener and connections),
+/// numbered, its start timed; `--instances run` keeps one instance of
+/// each through every round.
+fn each_round_serves_twins_from_new_instances_unless_one_per_run_is_asked() -> Result<(), Failed> {
+    for (instances, rounds) in [(None, 3), (Some("run"), 3)] {
+        let dir = scratch(&format!(
+            "resident-instances-{}",
+            instances.unwrap_or("round")
+        ))?;
+        let mut args = vec![
+            "--models",
+            "epoll",
+            "--variant",
+            "epoll2=epoll",
+            "-c",
+            "4",
+            "--runs",
+            "3",
+        ];
+        if let Some(i) = instances {
+            args.extend(["--instances", i]);
+        }
+        let cells = run_ok(&dir, &args)?;
+        let plan: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(results_dir(&dir)?.join("plan.json"))?)?;
+        expect_eq(
+            "the plan's instances",
+            instances.unwrap_or("round"),
+            plan["slots"]["instances"].as_str().unwrap_or(""),
+        )?;
+        let mut pids = std::collections::BTreeSet::new();
+        for model in ["epoll", "epoll2"] {
+            let mut mine: Vec<&serde_json::Value> =
+                cells.iter().filter(|c| c["model"] == model).collect();
+            mine.sort_by_key(|c| c["run"].as_u64());
+            ensure(
+                mine.len() == rounds && mine.iter().all(|c| c["status"] == "ok"),
+                || format!("{model}: {rounds} measured slots: {mine:?}"),
+            )?;
+            let numbers: Vec<u64> = mine
+                .iter()
+                .filter_map(|c| c["slot"]["instance"].as_u64())
+                .collect();
+            let own: std::collections::BTreeSet<u64> =
+                mine.iter().filter_map(|c| server_pid(c)).collect();
+            let timed = mine
+                .iter()
+                .filter(|c| c["slot"]["start_seconds"].as_f64().is_some_and(|s| s > 0.0))
+                .count();
+            let fresh = instances.is_none();
+            let (want_numbers, want_pids, want_timed) = if fresh {
+                (vec![1, 2, 3], 3, 3)
+            } else {
+                (vec![1, 1, 1], 1, 1)
+            };
+            expect_eq(&format!("{model}'s instances"), want_numbers, numbers)?;
+            expect_eq(&format!("{model}'s server pids"), want_pids, own.len())?;
+            expect_eq(&format!("{model}'s timed starts"), want_timed, timed)?;
+            pids.extend(own);
+        }
+        // No instance of one twin served the other.
+        expect_eq(
+            "server pids across the twins",
+            if instances.is_none() { 6 } else { 2 },
+            pids.len(),
+        )?;
+    }
+    Ok(())
 }
 
 fn slots_record_their_place_and_a_spinning_model_sleeps_between_its_own() -> Result<(), Failed> {
@@ -105,9 +186,10 @@ fn slots_record_their_place_and_a_spinning_model_sleeps_between_its_own() -> Res
     crate::schema::results_agree(&results_dir(&dir)?)?;
     for model in ["epoll", "poll", "busy"] {
         let mine: Vec<&serde_json::Value> = cells.iter().filter(|c| c["model"] == model).collect();
+        // A new instance each round: each slot is its instance's first.
         let firsts = mine.iter().filter(|c| c["slot"]["first"] == true).count();
-        if mine.len() != 3 || firsts != 1 {
-            return Err(format!("{model}: 3 slots, the first marked once: {mine:?}").into());
+        if mine.len() != 3 || firsts != 3 {
+            return Err(format!("{model}: 3 slots, each an instance's first: {mine:?}").into());
         }
         for c in &mine {
             let s = &c["slot"];
