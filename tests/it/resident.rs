@@ -102,9 +102,9 @@ fn each_round_serves_twins_from_new_instances_unless_one_per_run_is_asked() -> R
             } else {
                 (vec![1, 1, 1], 1, 1)
             };
-            expect_eq(&format!("{model}'s instances"), want_numbers, numbers)?;
-            expect_eq(&format!("{model}'s server pids"), want_pids, own.len())?;
-            expect_eq(&format!("{model}'s timed starts"), want_timed, timed)?;
+            expect_eq(format!("{model}'s instances"), want_numbers, numbers)?;
+            expect_eq(format!("{model}'s server pids"), want_pids, own.len())?;
+            expect_eq(format!("{model}'s timed starts"), want_timed, timed)?;
             pids.extend(own);
         }
         // No instance of one twin served the other.
