@@ -85,7 +85,8 @@ pub struct Slot {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance: Option<usize>,
     /// On an instance's first slot: the seconds that instance took to
-    /// start and take its connections, before the slot.
+    /// start and take its connections, before the slot, with the stop of
+    /// the instance it replaced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_seconds: Option<f64>,
     /// CPU seconds every process outside the run used over the slot

@@ -316,10 +316,13 @@ fn renew(
             unreachable!("matched above");
         };
         let idle_cpus = r.idle_cpus;
+        let t0 = Instant::now();
         stop(*r);
         let mut state = start(plan, spec, hard, instance)?;
         if let State::Up(r) = &mut state {
             r.idle_cpus = idle_cpus;
+            // What the new instance cost the run: the old one's stop too.
+            r.start_seconds = t0.elapsed().as_secs_f64();
         }
         states.insert(spec.model.clone(), state);
     }
