@@ -638,9 +638,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", groups = ["matrix", "customises"])]
     pub slot_warmup: Option<String>,
     /// How long a resident server's instance serves: `round` starts every
-    /// model anew each round, so the interval covers how much two
-    /// instances of one model differ; `run` keeps one for the whole run
-    /// (no start per round) [default: round].
+    /// model anew after each of its slots, so the interval covers how much
+    /// two instances of one model differ; `run` keeps one for the whole
+    /// run (no start per round) [default: run].
     #[arg(long, value_enum, groups = ["matrix", "customises"], conflicts_with = "sequential")]
     pub instances: Option<Instances>,
     /// Write each cell's per-connection CSV under cells/.

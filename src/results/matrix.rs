@@ -450,19 +450,22 @@ impl Instances {
     /// What it means, for the method's line and the report.
     pub fn said(self) -> &'static str {
         match self {
-            Instances::Round => "every round on new instances of its servers (each started anew, with its connections), so the intervals cover how instances differ",
-            Instances::Run => "one instance of each server for the whole run (--instances run), so the intervals leave out how instances differ",
+            Instances::Round => "every round on new instances of its servers (each started anew with its connections after its slot; --instances round), so the intervals cover how instances differ",
+            Instances::Run => "one instance of each server for the whole run, so the intervals leave out how instances differ (--instances round covers it)",
         }
     }
 }
 
 impl Slots {
-    /// 300 ms slots, 100 ms of each a warm-up, a fresh instance of each
-    /// server every round: 11 models in a round of about 3.5 s.
+    /// 300 ms slots, 100 ms of each a warm-up, one instance of each
+    /// server for the run: 11 models in a round of about 3.5 s. (A new
+    /// instance every round cost the tour's slots at 1,000 connections
+    /// up to half their rate after the thread and process models' stops
+    /// and starts: docs/method.md#instances.)
     pub const DEFAULT: Slots = Slots {
         seconds: 0.3,
         warmup_seconds: 0.1,
-        instances: Instances::Round,
+        instances: Instances::Run,
     };
 
     /// The measured part of a slot.
