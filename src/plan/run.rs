@@ -593,7 +593,14 @@ fn slots_of(
     bench: bool,
     order: Order,
 ) -> Result<Option<matrix::Slots>, String> {
-    let asked = args.slot.is_some() || args.slot_warmup.is_some() || args.instances.is_some();
+    let asked: Vec<&str> = [
+        ("--slot", args.slot.is_some()),
+        ("--slot-warmup", args.slot_warmup.is_some()),
+        ("--instances", args.instances.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(flag, given)| given.then_some(flag))
+    .collect();
     let why_not = if bench {
         Some("a micro-benchmark has no slots")
     } else if workload.kind() == WorkloadKind::Burst {
@@ -610,9 +617,10 @@ fn slots_of(
         None
     };
     if let Some(why) = why_not {
-        if asked {
+        if !asked.is_empty() {
             return Err(format!(
-                "--slot, --slot-warmup, --instances: {why}; give one or the other"
+                "{}: {why}; give one or the other",
+                asked.join(", ")
             ));
         }
         return Ok(None);

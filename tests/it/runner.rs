@@ -499,7 +499,11 @@ fn bad_input_is_one_line() -> Result<(), Failed> {
         ),
         (
             &["run", "--slot", "1s", "--workload", "burst"],
-            "--slot, --slot-warmup: the burst workload times its own rounds",
+            "--slot: the burst workload times its own rounds",
+        ),
+        (
+            &["run", "--instances", "round", "--workload", "burst"],
+            "--instances: the burst workload times its own rounds",
         ),
         (
             &["run", "--slot", "1s", "--duration", "2s"],
