@@ -23,6 +23,13 @@
 //! fit: it runs one cell at a time, as before, and its records say so
 //! (they have no `slot`).
 //!
+//! With `--instances round` ([`crate::results::matrix::Instances`]),
+//! each model's server and client session are replaced right after each
+//! of its slots ([`renew`]), so every round draws new instances and the
+//! paired interval covers how two instances of one model differ; each
+//! slot then follows one stop and start (timed in `slot.start_seconds`,
+//! which the looks' budget counts). The default keeps one for the run.
+//!
 //! A server that dies loses its own cells only, each naming the cause; the
 //! others go on. Ctrl-C ends the slot in progress unrecorded and stops
 //! every resident server and session (the runner's signal handling, and
