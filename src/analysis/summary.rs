@@ -783,6 +783,23 @@ mod tests {
         RunData::example_of(&figures)
     }
 
+    /// Every cell of `data` as a resident slot (one instance per run)
+    /// over which the machine spent `cpu` seconds of every 0.31 outside
+    /// the run.
+    fn in_slots_beside(data: &mut RunData, cpu: f64) {
+        for c in &mut data.cells {
+            c.slot = Some(crate::results::cell::Slot {
+                position: 1,
+                of: 2,
+                first: c.cell.run == 1,
+                instance: None,
+                start_seconds: None,
+                outside_cpu_seconds: Some(cpu),
+                outside_seconds: Some(0.31),
+            });
+        }
+    }
+
     #[test]
     fn the_answer_says_when_the_machine_was_busy_outside_the_run() {
         let mut data = run_of(&[
@@ -797,17 +814,7 @@ mod tests {
         assert_eq!(outside_cpus(&data, 10), None);
         assert!(!line(&data).contains("outside the run"));
         // Slots beside a hog: 0.3 s of every 0.31 s, about a CPU.
-        for c in &mut data.cells {
-            c.slot = Some(crate::results::cell::Slot {
-                position: 1,
-                of: 2,
-                first: c.cell.run == 1,
-                instance: None,
-                start_seconds: None,
-                outside_cpu_seconds: Some(0.3),
-                outside_seconds: Some(0.31),
-            });
-        }
+        in_slots_beside(&mut data, 0.3);
         let busy = outside_cpus(&data, 10).expect("recorded");
         assert!((busy - 0.3 / 0.31).abs() < 1e-9, "{busy}");
         let said = line(&data);
@@ -855,16 +862,8 @@ mod tests {
             ),
         ]);
         let outside = |data: &mut RunData, cpu: f64| {
+            in_slots_beside(data, cpu);
             for c in &mut data.cells {
-                c.slot = Some(crate::results::cell::Slot {
-                    position: 1,
-                    of: 2,
-                    first: c.cell.run == 1,
-                    instance: None,
-                    start_seconds: None,
-                    outside_cpu_seconds: Some(cpu),
-                    outside_seconds: Some(0.31),
-                });
                 if let Some(s) = c.server.as_mut() {
                     s.cpu_error_seconds = Some(1e-6);
                 }
