@@ -312,17 +312,19 @@ fn renew(
     hard: Option<u64>,
 ) -> Option<()> {
     for spec in cells {
-        let Some(State::Up(r)) = states.get(&spec.model) else {
-            continue;
+        let r = match states.remove(&spec.model) {
+            Some(State::Up(r))
+                if r.slots > 0 && r.started.servers.iter().all(ServerChild::running) =>
+            {
+                r
+            }
+            Some(other) => {
+                states.insert(spec.model.clone(), other);
+                continue;
+            }
+            None => continue,
         };
-        if r.slots == 0 || r.started.servers.iter().any(|s| !s.running()) {
-            continue;
-        }
-        let instance = r.instance + 1;
-        let Some(State::Up(r)) = states.remove(&spec.model) else {
-            unreachable!("matched above");
-        };
-        let idle_cpus = r.idle_cpus;
+        let (instance, idle_cpus) = (r.instance + 1, r.idle_cpus);
         let t0 = Instant::now();
         stop(*r);
         let mut state = start(plan, spec, hard, instance)?;
