@@ -73,9 +73,11 @@ pub struct SlotPoint {
     pub cpu_per_message: Option<f64>,
     /// The server's CPUs busy over the slot (CPU seconds over wall).
     pub cpu_busy: Option<f64>,
-    /// The slot's place: the model's slot number, and its cost round.
+    /// The slot's place: the model's slot number, its cost round, its
+    /// recheck round.
     pub run: usize,
     pub cost_round: Option<usize>,
+    pub recheck: Option<usize>,
 }
 
 impl SlotPoint {
@@ -137,6 +139,7 @@ impl SlotPoint {
             cpu_busy: busy,
             run: c.cell.run,
             cost_round: offered.cost_round,
+            recheck: offered.recheck,
         })
     }
 }
@@ -326,16 +329,43 @@ fn point(rate: f64, here: &[&SlotPoint], search: &Search, targets: &[f64]) -> Ra
     // twice, 500 echoes at 707/s read 85 % here and were called
     // saturated while every one came back within 1 ms).
     let expected: f64 = ok.iter().map(|s| s.rate * search.measured_at(s.rate)).sum();
-    if p.share < SATURATED - 4.0 / expected.max(1.0).sqrt() {
-        p.call = Call::Misses(Miss::Saturated(p.share));
-        p.decided = true;
-        return p;
+    let short = p.share < SATURATED - 4.0 / expected.max(1.0).sqrt();
+    // One slot short may be the host's, not the server's (a 30 ms stall
+    // takes a tenth of a 300 ms slot; one slot at 256,000/s answered 90 %
+    // where the same server held that rate in three): saturation is
+    // decided once `confirm` slots' answered shares lie below 95 % by
+    // their interval, as a share above a target is.
+    if short && n >= search.confirm {
+        let shares: Vec<f64> = ok.iter().map(|s| s.achieved / rate).collect();
+        let var = shares.iter().map(|x| (x - p.share).powi(2)).sum::<f64>() / (n as f64 - 1.0);
+        let t = crate::stats::student::two_sided(level, n as f64 - 1.0);
+        if p.share + t * (var / n as f64).sqrt() < SATURATED {
+            p.call = Call::Misses(Miss::Saturated(p.share));
+            p.decided = true;
+            return p;
+        }
     }
     let over = |j: usize| {
         p.above[j]
             .interval
             .is_some_and(|(lo, _)| lo > allowed(search, j))
     };
+    if short {
+        // Short of what was offered, not yet decided: a miss to steer
+        // by, unless a target is missed by its interval, or the rate has
+        // had its most slots (then it answers about what is offered,
+        // within noise: at capacity).
+        if let Some(j) = (0..targets.len()).find(|&j| over(j)) {
+            p.call = Call::Misses(Miss::Over(j));
+            p.decided = true;
+        } else if n >= search.most_per_rate {
+            p.call = Call::Near;
+            p.decided = true;
+        } else {
+            p.call = Call::Misses(Miss::Saturated(p.share));
+        }
+        return p;
+    }
     let under = |j: usize| {
         p.above[j]
             .interval
@@ -383,6 +413,32 @@ pub enum End {
         missed: Option<f64>,
         why: Stuck,
     },
+    /// Measured again once every search had ended ([`rechecked`]), an
+    /// end of the bracket went the other way: the host's drift moved the
+    /// rate the model carries. The bracket widened to what both
+    /// measurements allow: below the held rate that then missed, down to
+    /// the next rate the search held; above the missed rate that then
+    /// held, up to the next rate it missed (`None`: none decided).
+    Unstable {
+        held: Option<f64>,
+        missed: Option<f64>,
+        /// The bracket the search found: (held, missed).
+        searched: (Option<f64>, Option<f64>),
+        overturned: Overturned,
+        /// The server's CPU per message at the overturned end, measured
+        /// again over first: the drift the run saw (1.2: 20 % costlier).
+        drift: Option<f64>,
+    },
+}
+
+/// Which end of a bracket its recheck overturned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overturned {
+    /// The rate held missed.
+    Held,
+    /// The rate missed held.
+    Missed,
+    Both,
 }
 
 /// Why a search stopped undecided.
@@ -549,6 +605,59 @@ pub fn inconclusive(points: &[RatePoint], why: Stuck) -> End {
         .map(|p| p.rate)
         .next_back();
     End::Inconclusive { held, missed, why }
+}
+
+/// `end` as the recheck leaves it: the same when each end measured again
+/// (`again`, the recheck's slots at each rate, called on their own) went
+/// as in the search (`points`), by its point figures (a recheck tests
+/// that the bracket holds up, with `confirm` slots an end); else
+/// [`End::Unstable`], widened. An end the recheck did not measure stands.
+pub fn rechecked(end: End, points: &[RatePoint], again: &[RatePoint]) -> End {
+    if again.is_empty() || matches!(end, End::NeverMet(_) | End::Unstable { .. }) {
+        return end;
+    }
+    let (held, missed) = bracket_of(&end);
+    let at = |r: f64| again.iter().find(|p| p.rate == r);
+    let fell = held
+        .and_then(at)
+        .is_some_and(|p| matches!(p.call, Call::Misses(_)));
+    let rose = missed.and_then(at).is_some_and(|p| p.call == Call::Holds);
+    let overturned = match (fell, rose) {
+        (false, false) => return end,
+        (true, false) => Overturned::Held,
+        (false, true) => Overturned::Missed,
+        (true, true) => Overturned::Both,
+    };
+    let decided = |p: &&RatePoint, holds: bool| p.decided && (p.call == Call::Holds) == holds;
+    let wide_held = match held {
+        Some(h) if fell => points
+            .iter()
+            .filter(|p| decided(p, true) && p.rate < h)
+            .map(|p| p.rate)
+            .next_back(),
+        h => h,
+    };
+    let wide_missed = match missed {
+        Some(m) if rose => points
+            .iter()
+            .find(|p| decided(p, false) && matches!(p.call, Call::Misses(_)) && p.rate > m)
+            .map(|p| p.rate),
+        m => m,
+    };
+    let end_rate = if fell { held } else { missed };
+    let cpu = |pts: &[RatePoint]| {
+        end_rate.and_then(|r| pts.iter().find(|p| p.rate == r)?.cpu_per_message)
+    };
+    End::Unstable {
+        held: wide_held,
+        missed: wide_missed,
+        searched: (held, missed),
+        overturned,
+        drift: cpu(again)
+            .zip(cpu(points))
+            .filter(|(_, first)| *first > 0.0)
+            .map(|(now, first)| now / first),
+    }
 }
 
 /// Where the p99 left its low-load plateau: the first rate whose p99 is
@@ -733,6 +842,7 @@ fn within(b: &Bound, search: &Search, targets: &[f64]) -> Option<f64> {
 pub fn held(end: &End) -> Option<f64> {
     match end {
         End::Found { held, .. } | End::HeldAll(held) => Some(*held),
+        End::Unstable { held, .. } => *held,
         _ => None,
     }
 }
@@ -765,8 +875,32 @@ pub enum State {
     Failed(String),
 }
 
-/// The state of `model`'s search at `n` under `work`.
+/// The state of `model`'s search at `n` under `work`, with its recheck
+/// ([`rechecked`]) once that has run: a search the budget stopped then
+/// ends with what it had decided.
 pub fn state(data: &RunData, model: &str, n: usize, work: Option<&Profile>) -> State {
+    let Some(search) = &data.plan.capacity else {
+        return State::Failed("not a capacity run".into());
+    };
+    let searched = searched_state(data, model, n, work);
+    let again = recheck_slots(data, search, model, n, work);
+    if again.is_empty() {
+        return searched;
+    }
+    let targets = search.targets_under(work);
+    let points = rates(
+        &search_slots(data, search, model, n, work),
+        search,
+        &targets,
+    );
+    match end_of(&searched, &points) {
+        Some(e) => State::Ended(rechecked(e, &points, &rates(&again, search, &targets))),
+        None => searched,
+    }
+}
+
+/// The state of `model`'s search from its own slots, before any recheck.
+fn searched_state(data: &RunData, model: &str, n: usize, work: Option<&Profile>) -> State {
     let Some(search) = &data.plan.capacity else {
         return State::Failed("not a capacity run".into());
     };
@@ -817,7 +951,7 @@ pub fn decided(
 }
 
 /// The slots of `model`'s search at `n` under `work`, the cost rounds'
-/// apart.
+/// and the recheck's apart.
 pub fn search_slots(
     data: &RunData,
     search: &Search,
@@ -827,7 +961,21 @@ pub fn search_slots(
 ) -> Vec<SlotPoint> {
     slots_of(&data.cells, search, model, n, work)
         .into_iter()
-        .filter(|s| s.cost_round.is_none())
+        .filter(|s| s.cost_round.is_none() && s.recheck.is_none())
+        .collect()
+}
+
+/// The recheck's slots of `model` at `n` under `work`.
+pub fn recheck_slots(
+    data: &RunData,
+    search: &Search,
+    model: &str,
+    n: usize,
+    work: Option<&Profile>,
+) -> Vec<SlotPoint> {
+    slots_of(&data.cells, search, model, n, work)
+        .into_iter()
+        .filter(|s| s.recheck.is_some())
         .collect()
 }
 
@@ -848,7 +996,9 @@ pub fn bracket_of(e: &End) -> (Option<f64>, Option<f64>) {
         End::Found { held, missed } => (Some(*held), Some(*missed)),
         End::HeldAll(h) => (Some(*h), None),
         End::NeverMet(m) => (None, Some(*m)),
-        End::Inconclusive { held, missed, .. } => (*held, *missed),
+        End::Inconclusive { held, missed, .. } | End::Unstable { held, missed, .. } => {
+            (*held, *missed)
+        }
     }
 }
 
@@ -863,7 +1013,19 @@ pub fn ended_lines(data: &RunData, n: usize, work: Option<&Profile>) -> Vec<Stri
                     format!("stopped by the budget, next rate {}/s", format_count(r))
                 }
                 State::Failed(why) => format!("failed: {why}"),
-                State::Ended(e) => end_text(&e),
+                State::Ended(e) => {
+                    let again = data
+                        .plan
+                        .capacity
+                        .as_ref()
+                        .is_some_and(|s| !recheck_slots(data, s, m, n, work).is_empty());
+                    match e {
+                        End::Found { .. } | End::HeldAll(_) if again => {
+                            format!("{} (held up when measured again)", end_text(&e))
+                        }
+                        _ => end_text(&e),
+                    }
+                }
             };
             format!("    {m}: {what}")
         })
@@ -893,15 +1055,48 @@ pub fn end_text(e: &End) -> String {
             held.map_or("none decided".into(), |r| format!("{}/s", format_count(r))),
             missed.map_or("none decided".into(), |r| format!("{}/s", format_count(r)))
         ),
+        End::Unstable {
+            held,
+            missed,
+            searched,
+            overturned,
+            drift,
+        } => {
+            let r = |v: Option<f64>, none: &str| {
+                v.map_or(none.to_string(), |r| format!("{}/s", format_count(r)))
+            };
+            let what = match overturned {
+                Overturned::Held => format!("{} missed", r(searched.0, "–")),
+                Overturned::Missed => format!("{} held", r(searched.1, "–")),
+                Overturned::Both => format!(
+                    "{} missed and {} held",
+                    r(searched.0, "–"),
+                    r(searched.1, "–")
+                ),
+            };
+            let drift = drift.map_or(String::new(), |d| {
+                format!(
+                    ", its server's CPU per message there {:+.0} %",
+                    (d - 1.0) * 100.0
+                )
+            });
+            format!(
+                "unstable: measured again at the end, {what}{drift}; between {} and {} over the run",
+                r(*held, "none held"),
+                r(*missed, "none missed")
+            )
+        }
     }
 }
 
 // The rounds the search runs: the first, and each next one.
 
 /// The next round at `n` under `work`: a slot for every model still
-/// searching, or a round of the cost phase; empty when both are done.
-/// The search phase is over once a cost round is planned, or when
-/// `stop_search` says (the budget).
+/// searching, a round of the recheck (every decided end of every
+/// bracket, held and missed, measured again in one shuffled round), or a
+/// round of the cost phase; empty when all are done. The search phase is
+/// over once a recheck or cost round is planned, or when `stop_search`
+/// says (the budget).
 pub(crate) fn next_round(
     data: &RunData,
     n: usize,
@@ -928,10 +1123,18 @@ pub(crate) fn next_round(
         .iter()
         .filter(here)
         .any(|c| c.offered.is_some_and(|o| o.cost_round.is_some()));
+    let rechecked = data
+        .plan
+        .cells
+        .iter()
+        .filter(here)
+        .filter_map(|c| c.offered.and_then(|o| o.recheck))
+        .max()
+        .unwrap_or(0);
     let mut wanted: Vec<(String, f64, Option<usize>)> = Vec::new();
-    if !(stop_search || costing) {
+    if !(stop_search || costing || rechecked > 0) {
         for m in &data.plan.models {
-            if let State::Measure(r) = state(data, m, n, work) {
+            if let State::Measure(r) = searched_state(data, m, n, work) {
                 wanted.push((m.clone(), r, None));
             }
         }
@@ -945,6 +1148,12 @@ pub(crate) fn next_round(
         .max()
         .unwrap_or(0)
         + 1;
+    if wanted.is_empty() && !costing && rechecked < search.recheck_rounds {
+        let again = recheck_round(data, search, n, work, round, rechecked + 1);
+        if !again.is_empty() {
+            return again;
+        }
+    }
     if wanted.is_empty() {
         let done = data
             .plan
@@ -972,8 +1181,57 @@ pub(crate) fn next_round(
             let offered = Offered {
                 rate: rate.round().max(1.0) as u64,
                 cost_round,
+                recheck: None,
             };
             slot(&model, work, n, last_run(&model) + 1, Some(offered))
+        })
+        .collect()
+}
+
+/// Recheck round `k` at `n` under `work`: each model's decided ends as its
+/// search left them (held and missed), every end a slot, in an order
+/// shuffled by `round`; empty where no search decided an end.
+fn recheck_round(
+    data: &RunData,
+    search: &Search,
+    n: usize,
+    work: Option<&Profile>,
+    round: usize,
+    k: usize,
+) -> Vec<CellSpec> {
+    let targets = search.targets_under(work);
+    let mut ends: Vec<(String, f64)> = Vec::new();
+    for m in &data.plan.models {
+        let points = rates(&search_slots(data, search, m, n, work), search, &targets);
+        let Some(end) = end_of(&searched_state(data, m, n, work), &points) else {
+            continue;
+        };
+        if matches!(end, End::NeverMet(_)) {
+            continue;
+        }
+        let (h, missed) = bracket_of(&end);
+        ends.extend([h, missed].into_iter().flatten().map(|r| (m.clone(), r)));
+    }
+    let mut runs: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    round_order(&ends, round)
+        .into_iter()
+        .map(|(model, rate)| {
+            let run = runs.entry(model.clone()).or_insert_with(|| {
+                data.plan
+                    .cells
+                    .iter()
+                    .filter(|c| c.connections == n && c.work.as_ref() == work && c.model == *model)
+                    .map(|c| c.run)
+                    .max()
+                    .unwrap_or(0)
+            });
+            *run += 1;
+            let offered = Offered {
+                rate: rate.round().max(1.0) as u64,
+                cost_round: None,
+                recheck: Some(k),
+            };
+            slot(model, work, n, *run, Some(offered))
         })
         .collect()
 }
@@ -993,6 +1251,7 @@ pub(crate) fn first_cells(
                 let offered = Offered {
                     rate: search.start_rate.round() as u64,
                     cost_round: None,
+                    recheck: None,
                 };
                 cells.push(CellSpec {
                     index: cells.len(),
@@ -1065,6 +1324,7 @@ mod tests {
                         cpu_busy: Some(rate * service),
                         run: slots.len() + 1,
                         cost_round: None,
+                        recheck: None,
                     });
                 }
             }
@@ -1078,9 +1338,11 @@ mod tests {
 
     /// 200 searches of an M/D/1 server (1 ms per request, so 1,000/s at
     /// most) with 10 % drift per slot and the binomial noise of its
-    /// echoes, against p99 ≤ 5 ms: at this commit's settings all 200
-    /// decided, in 16 slots on average, and 2 of them placed the true rate
-    /// a hair outside their bracket (within 5 %: a rate at the target).
+    /// echoes, against p99 ≤ 5 ms: at this commit's settings (5 %
+    /// resolution, 40 slots) 191 of 200 decided, in 31 slots on average
+    /// (16 at 20 % and 30 slots, where all 200 did), and a few placed the
+    /// true rate a hair outside their bracket (within 5 %: a rate at the
+    /// target).
     #[test]
     fn one_handler_blocking_1ms_is_bracketed_below_1000_a_second() {
         let s = search("p99=5ms");
@@ -1113,8 +1375,8 @@ mod tests {
                 );
             }
         }
-        assert!(found >= 190 && wrong <= 8, "found {found}, wrong {wrong}");
-        assert!(used_all <= 200 * 25, "{used_all}");
+        assert!(found >= 185 && wrong <= 8, "found {found}, wrong {wrong}");
+        assert!(used_all <= 200 * 34, "{used_all}");
     }
 
     #[test]
@@ -1130,10 +1392,8 @@ mod tests {
         assert_eq!(end, End::HeldAll(64_000.0));
     }
 
-    #[test]
-    fn a_saturated_rate_misses_at_once_and_noise_is_not_saturation() {
-        let s = search("p99=1s");
-        let slot = |rate: f64, achieved: f64| SlotPoint {
+    fn answered(rate: f64, achieved: f64) -> SlotPoint {
+        SlotPoint {
             rate,
             ok: true,
             reason: None,
@@ -1149,14 +1409,88 @@ mod tests {
             cpu_busy: None,
             run: 1,
             cost_round: None,
-        };
+            recheck: None,
+        }
+    }
+
+    #[test]
+    fn a_rate_is_saturated_when_its_slots_say_so_and_noise_is_not_saturation() {
+        let s = search("p99=1s");
         let t = s.targets_under(None);
-        let p = rates(&[slot(10_000.0, 8_000.0)], &s, &t);
+        // One slot short steers the search; it decides nothing (one slot
+        // at 256,000/s answered 90 % where the same server held it in
+        // three).
+        let p = rates(&[answered(10_000.0, 8_000.0)], &s, &t);
         assert_eq!(p[0].call, Call::Misses(Miss::Saturated(0.8)));
-        assert!(p[0].decided);
+        assert!(!p[0].decided);
+        // Three slots short, and close together: decided.
+        let three = [8_000.0, 8_100.0, 7_900.0].map(|a| answered(10_000.0, a));
+        let p = rates(&three, &s, &t);
+        assert!(matches!(p[0].call, Call::Misses(Miss::Saturated(_))) && p[0].decided);
+        // Three slots whose interval reaches 95 %: still provisional;
+        // at the most slots a rate gets, at capacity within noise.
+        let spread = [7_000.0, 9_900.0, 9_400.0].map(|a| answered(10_000.0, a));
+        let p = rates(&spread, &s, &t);
+        assert!(matches!(p[0].call, Call::Misses(Miss::Saturated(_))) && !p[0].decided);
+        let most: Vec<SlotPoint> = (0..s.most_per_rate)
+            .map(|i| answered(10_000.0, [7_000.0, 9_900.0][i % 2]))
+            .collect();
+        let p = rates(&most, &s, &t);
+        assert_eq!((p[0].call.clone(), p[0].decided), (Call::Near, true));
         // 500 echoes expected: 85 % is within the count's noise.
-        let p = rates(&[slot(1000.0, 850.0)], &s, &t);
+        let p = rates(&[answered(1000.0, 850.0)], &s, &t);
         assert_eq!((p[0].call.clone(), p[0].decided), (Call::Holds, false));
+    }
+
+    #[test]
+    fn a_bracket_the_recheck_overturns_is_widened_and_called_unstable() {
+        let s = search("p99=1s");
+        let t = s.targets_under(None);
+        // Held up to 200,000/s, missed 250,000/s and above, each decided.
+        let mut searched = Vec::new();
+        for rate in [100_000.0, 150_000.0, 200_000.0] {
+            searched.extend((0..3).map(|_| answered(rate, rate)));
+        }
+        for rate in [250_000.0, 300_000.0] {
+            searched.extend((0..3).map(|_| answered(rate, rate * 0.8)));
+        }
+        let points = rates(&searched, &s, &t);
+        let found = End::Found {
+            held: 200_000.0,
+            missed: 250_000.0,
+        };
+        let again = |held: f64, missed: f64| {
+            let mut v: Vec<SlotPoint> = (0..3).map(|_| answered(200_000.0, held)).collect();
+            v.extend((0..3).map(|_| answered(250_000.0, missed)));
+            rates(&v, &s, &t)
+        };
+        // Both ends went as in the search: the bracket stands.
+        assert_eq!(
+            rechecked(found.clone(), &points, &again(200_000.0, 200_000.0)),
+            found
+        );
+        // Nothing measured again: it stands too.
+        assert_eq!(rechecked(found.clone(), &points, &[]), found);
+        // The held rate missed: down to the next rate held.
+        let e = rechecked(found.clone(), &points, &again(150_000.0, 200_000.0));
+        assert!(matches!(
+            e,
+            End::Unstable {
+                held: Some(150_000.0),
+                missed: Some(250_000.0),
+                searched: (Some(200_000.0), Some(250_000.0)),
+                overturned: Overturned::Held,
+                ..
+            }
+        ));
+        assert_eq!(held(&e), Some(150_000.0));
+        // The missed rate held: up to the next rate missed.
+        let e = rechecked(found.clone(), &points, &again(200_000.0, 250_000.0));
+        assert_eq!(bracket_of(&e), (Some(200_000.0), Some(300_000.0)));
+        assert!(end_text(&e).starts_with("unstable: measured again at the end, 250,000/s held"));
+        // Both: as wide as the search's decided rates allow.
+        let e = rechecked(found, &points, &again(150_000.0, 250_000.0));
+        assert_eq!(bracket_of(&e), (Some(150_000.0), Some(300_000.0)));
     }
 
     #[test]

@@ -75,8 +75,9 @@ fn memory_cost(c: &CellResult, kind: Kind, cpus: usize) -> Option<f64> {
 /// (`none` without work), `work_bound` the term that set its bound (empty
 /// without work); `protocol` what the cell spoke (echo or http);
 /// `offered_rate` the messages per second a capacity
-/// search offered the slot and `cost_round` its round of the cost phase
-/// (both empty outside a search, the round empty on a search step).
+/// search offered the slot, `cost_round` its round of the cost phase and
+/// `recheck` its round of the recheck (all empty outside a search, the
+/// rounds empty on a search step).
 fn csv_bytes(data: &RunData) -> anyhow::Result<Vec<u8>> {
     // As the memory tables read it (1 where it was not recorded).
     let cpus = data.environment["cpus_online"].as_u64().unwrap_or(1) as usize;
@@ -95,6 +96,7 @@ fn csv_bytes(data: &RunData) -> anyhow::Result<Vec<u8>> {
         "protocol",
         "offered_rate",
         "cost_round",
+        "recheck",
     ];
     let metric_names: Vec<String> =
         match serde_json::to_value(crate::results::cell::Metrics::default())? {
@@ -130,6 +132,10 @@ fn csv_bytes(data: &RunData) -> anyhow::Result<Vec<u8>> {
             c.cell
                 .offered
                 .and_then(|o| o.cost_round)
+                .map_or(String::new(), |r| r.to_string()),
+            c.cell
+                .offered
+                .and_then(|o| o.recheck)
                 .map_or(String::new(), |r| r.to_string()),
         ];
         for name in &metric_names {

@@ -330,7 +330,8 @@ fn cells(plan: &RunPlan) -> Result<(), String> {
 /// rounds over slots).
 fn most_runs(plan: &RunPlan) -> usize {
     if let Some(c) = &plan.capacity {
-        return c.most_slots + c.cost_rounds;
+        // A recheck round gives a model a slot at each end of its bracket.
+        return c.most_slots + 2 * c.recheck_rounds + c.cost_rounds;
     }
     match (plan.auto_runs, plan.looks) {
         (Some(a), _) => a.max.max(plan.runs),

@@ -596,6 +596,11 @@ pub struct Offered {
     /// paired rounds), numbered from 1; absent: a step of the search.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_round: Option<usize>,
+    /// A round of the recheck (every bracket's ends measured again,
+    /// interleaved, once every search at the count has ended), numbered
+    /// from 1; absent: not a recheck.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recheck: Option<usize>,
 }
 
 impl CellSpec {

@@ -182,7 +182,10 @@ pub struct Search {
     pub least_rate: f64,
     /// The most: one that holds here ends the search (held every rate).
     pub most_rate: f64,
-    /// Bisection stops when the bracket's ends are this close (0.2: 20 %).
+    /// Bisection stops when the bracket's ends are this close (0.05: 5 %,
+    /// the margin, so that two models whose capacities lie within it can
+    /// end in brackets that show it; 20 % before the recheck, which no
+    /// pair of brackets within the margin could meet).
     pub resolution: f64,
     /// Slots a rate needs before its interval may decide it.
     pub confirm: usize,
@@ -201,6 +204,13 @@ pub struct Search {
     /// Rounds of every model at the highest rate all of them hold, for
     /// their cost.
     pub cost_rounds: usize,
+    /// Rounds in which every bracket's ends (the highest rate held, the
+    /// lowest missed) are measured again, interleaved with every model's,
+    /// once the searches at a count have ended: a bracket the host's drift
+    /// overturned is widened and called unstable. 0 in a plan written
+    /// before the recheck (read back as it ran).
+    #[serde(default)]
+    pub recheck_rounds: usize,
     /// Per model and profile, what its handlers can do.
     #[serde(default)]
     pub handlers: Vec<Handlers>,
@@ -223,15 +233,16 @@ impl Search {
             start_rate: 1000.0,
             least_rate: 50.0,
             most_rate: 2_000_000.0,
-            resolution: 0.2,
+            resolution: 0.05,
             confirm: 3,
             most_per_rate: 6,
-            most_slots: 30,
+            most_slots: 40,
             samples: 400.0,
             least_measured: 0.3,
             most_measured: 1.0,
             budget_seconds,
             cost_rounds: 3,
+            recheck_rounds: 3,
             handlers: Vec::new(),
             stalls: Vec::new(),
             round_trip: None,
@@ -324,6 +335,13 @@ impl Search {
         self.cost_rounds as f64 * models as f64 * each
     }
 
+    /// What a block's recheck takes on the clock: `recheck_rounds` rounds
+    /// of two slots (held and missed) for each of `models`, each as long
+    /// as `slot_wall` (a slot of the round that asks for the reserve).
+    pub fn recheck_reserve(&self, models: usize, slot_wall: f64) -> f64 {
+        self.recheck_rounds as f64 * 2.0 * models as f64 * slot_wall
+    }
+
     /// The targets in seconds under `work`, in the order of `slo`.
     pub fn targets_under(&self, work: Option<&Profile>) -> Vec<f64> {
         self.slo
@@ -371,6 +389,7 @@ impl Search {
             || self.most_measured > 600.0
             || !(self.budget_seconds > 0.0 && self.budget_seconds.is_finite())
             || self.cost_rounds > 100
+            || self.recheck_rounds > 100
         {
             return Err("capacity: a setting of the search is out of range".into());
         }

@@ -417,10 +417,14 @@ fn capacity_round(
         .first()
         .and_then(|c| c.offered)
         .is_some_and(|o| o.cost_round == Some(1));
+    let first_recheck = cells
+        .first()
+        .and_then(|c| c.offered)
+        .is_some_and(|o| o.recheck == Some(1));
     let searching = cells
         .first()
         .and_then(|c| c.offered)
-        .is_some_and(|o| o.cost_round.is_none());
+        .is_some_and(|o| o.cost_round.is_none() && o.recheck.is_none());
     let Some(search) = data.plan.capacity.as_ref() else {
         return Ok(Vec::new());
     };
@@ -434,7 +438,11 @@ fn capacity_round(
             .sum()
     };
     let cost_note = |cells: &[crate::results::matrix::CellSpec]| {
-        if let Some(o) = cells.first().and_then(|c| c.offered) {
+        if let Some(o) = cells
+            .first()
+            .and_then(|c| c.offered)
+            .filter(|o| o.cost_round == Some(1))
+        {
             progress.note(&format!(
                 "{at}: their cost at {}/s, the highest rate all that held one held: {} rounds",
                 format_count(o.rate as f64),
@@ -442,10 +450,25 @@ fn capacity_round(
             ));
         }
     };
+    let recheck_note = |cells: &[crate::results::matrix::CellSpec]| {
+        if cells
+            .first()
+            .and_then(|c| c.offered)
+            .is_some_and(|o| o.recheck == Some(1))
+        {
+            progress.note(&format!(
+                "{at}: each bracket's ends measured again, interleaved: {} rounds",
+                search.recheck_rounds
+            ));
+        }
+    };
     let cost = round_seconds(&cells);
-    // A search leaves the cost phase its rounds.
+    // A search leaves the recheck and the cost phase their rounds (the
+    // recheck's slots as long as this round's).
     let reserve = if searching {
+        let each = cost / cells.len().max(1) as f64;
         search.cost_reserve(data.plan.models.len(), warmup)
+            + search.recheck_reserve(data.plan.models.len(), each)
     } else {
         0.0
     };
@@ -473,33 +496,51 @@ fn capacity_round(
         for l in crate::capacity::search::ended_lines(data, n, work) {
             progress.note(&l);
         }
-        // The cost phase still runs, with the rates decided so far.
+        // The recheck and the cost phase still run, with the rates
+        // decided so far.
         cells = crate::capacity::search::next_round(data, n, work, true);
-        if cells.is_empty()
-            || !fits(
-                spent + search.cost_rounds as f64 * round_seconds(&cells),
-                deadline,
-            )
-        {
+        let rounds = match cells.first().and_then(|c| c.offered) {
+            Some(o) if o.recheck.is_some() => search.recheck_rounds,
+            _ => search.cost_rounds,
+        };
+        if cells.is_empty() || !fits(spent + rounds as f64 * round_seconds(&cells), deadline) {
             return Ok(Vec::new());
         }
+        recheck_note(&cells);
         cost_note(&cells);
         auto::append(&mut data.plan, &cells);
         results::save_plan(&data.dir, &data.plan)?;
         return Ok(cells);
     }
-    if first_cost || (cells.is_empty() && !cost_ran(data, n, work)) {
+    // How the searches ended, when they end, and again after the recheck.
+    let ended = first_cost || (cells.is_empty() && !cost_ran(data, n, work));
+    let again = rechecked(data, n, work);
+    if first_recheck || (ended && !again) {
         progress.note(&format!("{at}: every search has ended"));
+    } else if ended {
+        progress.note(&format!("{at}: measured again"));
+    }
+    if first_recheck || ended {
         for l in crate::capacity::search::ended_lines(data, n, work) {
             progress.note(&l);
         }
-        cost_note(&cells);
     }
+    recheck_note(&cells);
+    cost_note(&cells);
     if !cells.is_empty() {
         auto::append(&mut data.plan, &cells);
         results::save_plan(&data.dir, &data.plan)?;
     }
     Ok(cells)
+}
+
+/// Whether the recheck at `n` under `work` has run a round.
+fn rechecked(data: &RunData, n: usize, work: Option<&crate::server::work::Profile>) -> bool {
+    data.plan.cells.iter().any(|c| {
+        c.connections == n
+            && c.work.as_ref() == work
+            && c.offered.is_some_and(|o| o.recheck.is_some())
+    })
 }
 
 /// Whether the cost phase at `n` under `work` has run a round.

@@ -607,6 +607,9 @@ fn at_target(
     let t0 = Instant::now();
     let mut search = plan.capacity.clone().context("a plan without --slo")?;
     search.cost_rounds = 0;
+    // The defaults are measured at the rate found right after, which
+    // checks it as a recheck would.
+    search.recheck_rounds = 0;
     search.handlers.clear();
     let (n, work) = (job.connections, job.work.as_ref());
     let mut p = sub.clone();
@@ -656,6 +659,7 @@ fn at_target(
             let offered = crate::results::matrix::Offered {
                 rate: h.round() as u64,
                 cost_round: None,
+                recheck: None,
             };
             vec![slot(&names[0], work, n, run, Some(offered))]
         };

@@ -75,13 +75,14 @@ fn one_blocking_handler_is_searched_below_its_1000_a_second() -> Result<(), Fail
         return Err(format!("only {} slots: no search", records.len()).into());
     }
     // results.csv gives each slot the rate it was offered, and its cost
-    // round where it was one (58.8).
+    // round or its recheck round where it was one (58.8).
     let mut csv = csv::Reader::from_path(dir.join("results.csv"))?;
     let header = csv.headers()?.clone();
-    let (id, rate, round) = (
+    let (id, rate, round, recheck) = (
         column(&header, "id")?,
         column(&header, "offered_rate")?,
         column(&header, "cost_round")?,
+        column(&header, "recheck")?,
     );
     for row in csv.records() {
         let row = row?;
@@ -92,8 +93,14 @@ fn one_blocking_handler_is_searched_below_its_1000_a_second() -> Result<(), Fail
         let want_round = r["offered"]["cost_round"]
             .as_u64()
             .map_or(String::new(), |n| n.to_string());
+        let want_recheck = r["offered"]["recheck"]
+            .as_u64()
+            .map_or(String::new(), |n| n.to_string());
         let want_rate = r["offered"]["rate"].as_u64().map(|n| n.to_string());
-        if Some(&row[rate]) != want_rate.as_deref() || row[round] != want_round {
+        if Some(&row[rate]) != want_rate.as_deref()
+            || row[round] != want_round
+            || row[recheck] != want_recheck
+        {
             return Err(format!("results.csv row {row:?} against {}", r["offered"]).into());
         }
     }
@@ -102,12 +109,18 @@ fn one_blocking_handler_is_searched_below_its_1000_a_second() -> Result<(), Fail
     let all = c10k::capacity::tables::searched(&data, 10);
     let s = all.first().ok_or("no search")?;
     // The table's points, curve and estimate read the search's own slots,
-    // as its call does: the cost rounds are the cost table's (58.9).
+    // as its call does: the cost rounds are the cost table's (58.9), the
+    // recheck's its own.
     let searched = records
         .iter()
-        .filter(|r| r["offered"]["cost_round"].is_null())
+        .filter(|r| r["offered"]["cost_round"].is_null() && r["offered"]["recheck"].is_null())
         .count();
-    let costs = records.len() - searched;
+    let rechecks: Vec<u64> = records
+        .iter()
+        .filter(|r| r["offered"]["recheck"].is_u64())
+        .filter_map(|r| r["offered"]["rate"].as_u64())
+        .collect();
+    let costs = records.len() - searched - rechecks.len();
     let pointed: usize = s.points.iter().map(|p| p.slots).sum();
     if pointed != searched {
         return Err(format!(
@@ -115,8 +128,30 @@ fn one_blocking_handler_is_searched_below_its_1000_a_second() -> Result<(), Fail
         )
         .into());
     }
+    // Once the search ended, its bracket's ends were measured again, each
+    // in every recheck round, and nothing else was (60.4).
+    let (end_held, end_missed) = match &s.state {
+        State::Ended(End::Unstable { searched, .. }) => *searched,
+        _ => s.bracket(),
+    };
+    let ends: Vec<u64> = [end_held, end_missed]
+        .into_iter()
+        .flatten()
+        .map(|r| r as u64)
+        .collect();
+    let rounds = data.plan.capacity.as_ref().map_or(0, |c| c.recheck_rounds);
+    if !ends.is_empty()
+        && (rechecks.len() != ends.len() * rounds || rechecks.iter().any(|r| !ends.contains(r)))
+    {
+        return Err(format!("rechecked {rechecks:?} for the bracket's ends {ends:?}").into());
+    }
     match &s.state {
-        State::Ended(End::Found { held, missed }) => {
+        State::Ended(End::Found { held, missed })
+        | State::Ended(End::Unstable {
+            held: Some(held),
+            missed: Some(missed),
+            ..
+        }) => {
             // One handler blocking 1 ms cannot carry 1,000/s.
             if !(held < missed && *held < 1000.0) {
                 return Err(format!("held {held}/s, missed {missed}/s").into());
@@ -127,7 +162,7 @@ fn one_blocking_handler_is_searched_below_its_1000_a_second() -> Result<(), Fail
         }
         // The budget or the slots may end it undecided on a busy host: it
         // says so, and nothing it decided passes 1,000/s.
-        State::Ended(End::Inconclusive { held, .. }) => {
+        State::Ended(End::Inconclusive { held, .. } | End::Unstable { held, .. }) => {
             if held.is_some_and(|h| h >= 1000.0) {
                 return Err(format!("held {held:?}/s").into());
             }
