@@ -417,7 +417,8 @@ pub enum End {
     /// end of the bracket went the other way: the host's drift moved the
     /// rate the model carries. The bracket widened to what both
     /// measurements allow: below the held rate that then missed, down to
-    /// the next rate the search held; above the missed rate that then
+    /// the next rate the search held (by its slots' figures, decided or
+    /// not: the climb measures most rates once); above the missed rate that then
     /// held, up to the next rate it missed (`None`: none decided).
     Unstable {
         held: Option<f64>,
@@ -473,6 +474,9 @@ fn bracket(points: &[RatePoint]) -> (Option<&RatePoint>, Option<&RatePoint>) {
 /// How far beyond a rate at the target (within noise) the search looks
 /// for one it can decide: a quarter.
 const OUTWARD: f64 = 1.25;
+
+/// The bisection's step beside a rate at the target within noise: 20 %.
+const COARSE: f64 = 0.2;
 
 /// Where the search of `slots` goes next: the first rate; steps up (×4
 /// while every target is four times the latency, else ×2) until a rate
@@ -564,14 +568,19 @@ pub fn next(slots: &[SlotPoint], search: &Search, targets: &[f64]) -> Step {
         (Some(h), Some(m)) => {
             // Rates at the target within noise split the bracket: each
             // side of them is narrowed on its own.
+            // Narrowed to the resolution where the rates between decide;
+            // beside a rate at the target within noise only to COARSE: the
+            // noise, not the step, sets how narrow such a bracket can be
+            // (a 5 % step there spent a search's 40 slots on rates that
+            // each stayed near after three).
             let between = near(h.rate, m.rate);
-            let sides = match (between.first(), between.last()) {
-                (Some(&lo), Some(&hi)) => [(h.rate, lo), (hi, m.rate)],
-                _ => [(h.rate, m.rate), (h.rate, m.rate)],
+            let (sides, step) = match (between.first(), between.last()) {
+                (Some(&lo), Some(&hi)) => ([(h.rate, lo), (hi, m.rate)], COARSE),
+                _ => ([(h.rate, m.rate), (h.rate, m.rate)], search.resolution),
             };
             for (lo, hi) in sides {
                 let mid = fresh((lo * hi).sqrt());
-                if hi / lo > 1.0 + search.resolution && mid > lo && mid < hi && !measured(mid) {
+                if hi / lo > 1.0 + step && mid > lo && mid < hi && !measured(mid) {
                     return Step::Measure(mid);
                 }
             }
@@ -628,11 +637,13 @@ pub fn rechecked(end: End, points: &[RatePoint], again: &[RatePoint]) -> End {
         (false, true) => Overturned::Missed,
         (true, true) => Overturned::Both,
     };
-    let decided = |p: &&RatePoint, holds: bool| p.decided && (p.call == Call::Holds) == holds;
+    // The next rate the search held below (by its slots' figures: the
+    // climb gives most rates one slot) and the next it missed above
+    // (decided, as the search's own misses above a bracket are read).
     let wide_held = match held {
         Some(h) if fell => points
             .iter()
-            .filter(|p| decided(p, true) && p.rate < h)
+            .filter(|p| p.call == Call::Holds && p.rate < h)
             .map(|p| p.rate)
             .next_back(),
         h => h,
@@ -640,7 +651,7 @@ pub fn rechecked(end: End, points: &[RatePoint], again: &[RatePoint]) -> End {
     let wide_missed = match missed {
         Some(m) if rose => points
             .iter()
-            .find(|p| decided(p, false) && matches!(p.call, Call::Misses(_)) && p.rate > m)
+            .find(|p| p.decided && matches!(p.call, Call::Misses(_)) && p.rate > m)
             .map(|p| p.rate),
         m => m,
     };

@@ -837,7 +837,7 @@ fn call_text(p: &RatePoint) -> String {
         Call::Holds => format!("holds{q}"),
         Call::Near => "near".into(),
         Call::Misses(Miss::Saturated(s)) => {
-            format!("misses: saturated ({:.0} % answered)", 100.0 * s)
+            format!("misses{q}: saturated ({:.0} % answered)", 100.0 * s)
         }
         Call::Misses(Miss::Over(_)) => format!("misses{q}"),
         Call::Misses(Miss::Failed(why)) => format!("failed: {why}"),

@@ -670,7 +670,7 @@ fn method_line(p: &crate::results::matrix::RunPlan) -> String {
     };
     let mut s = match &p.capacity {
         Some(c) => format!(
-            "  method: a capacity search per model against {}: Poisson arrivals at each offered rate, one slot each per round ({} warm-up, then {} to {} measured, about {} echoes), shuffled every round, the rounds growing as the searches ask; at most {} slots a search, {} in all; then {} paired rounds at the highest rate all held, for their cost\n",
+            "  method: a capacity search per model against {}: Poisson arrivals at each offered rate, one slot each per round ({} warm-up, then {} to {} measured, about {} echoes), shuffled every round, the rounds growing as the searches ask; at most {} slots a search, {} in all; then {} rounds measuring every bracket's ends again, interleaved; then {} paired rounds at the highest rate all held, for their cost\n",
             c.slo,
             seconds(slots.warmup_seconds),
             seconds(c.least_measured),
@@ -678,6 +678,7 @@ fn method_line(p: &crate::results::matrix::RunPlan) -> String {
             c.samples,
             c.most_slots,
             seconds(c.budget_seconds),
+            c.recheck_rounds,
             c.cost_rounds
         ),
         None => format!(
