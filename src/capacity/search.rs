@@ -970,10 +970,9 @@ pub fn search_slots(
     n: usize,
     work: Option<&Profile>,
 ) -> Vec<SlotPoint> {
-    slots_of(&data.cells, search, model, n, work)
-        .into_iter()
-        .filter(|s| s.cost_round.is_none() && s.recheck.is_none())
-        .collect()
+    let mut v = slots_of(&data.cells, search, model, n, work);
+    v.retain(|s| s.cost_round.is_none() && s.recheck.is_none());
+    v
 }
 
 /// The recheck's slots of `model` at `n` under `work`.
@@ -984,10 +983,9 @@ pub fn recheck_slots(
     n: usize,
     work: Option<&Profile>,
 ) -> Vec<SlotPoint> {
-    slots_of(&data.cells, search, model, n, work)
-        .into_iter()
-        .filter(|s| s.recheck.is_some())
-        .collect()
+    let mut v = slots_of(&data.cells, search, model, n, work);
+    v.retain(|s| s.recheck.is_some());
+    v
 }
 
 /// A search as an end: its own, or, for one the budget stopped while it
