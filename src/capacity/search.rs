@@ -287,6 +287,13 @@ fn point(rate: f64, here: &[&SlotPoint], search: &Search, targets: &[f64]) -> Ra
     // At the most slots, the t of their degrees of freedom.
     let t_most = crate::stats::student::two_sided(level, search.most_per_rate.max(2) as f64 - 1.0);
     let total: f64 = ok.iter().map(|s| s.samples).sum();
+    // The slots' variance of `xs` about `mean`, and the half-width of the
+    // interval of their mean at `level` (with `confirm` slots or more).
+    let spread = |xs: &[f64], mean: f64| {
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n as f64 - 1.0);
+        let t = crate::stats::student::two_sided(level, n as f64 - 1.0);
+        (var, t * (var / n as f64).sqrt())
+    };
     // Per target: the pooled share above it, its interval, and the slots
     // the interval would need to leave the allowed share if the spread
     // seen so far holds.
@@ -302,15 +309,13 @@ fn point(rate: f64, here: &[&SlotPoint], search: &Search, targets: &[f64]) -> Ra
             };
             let mean = shares.iter().sum::<f64>() / n as f64;
             let interval = (n >= search.confirm).then(|| {
-                let var = shares.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n as f64 - 1.0);
-                let t = crate::stats::student::two_sided(level, n as f64 - 1.0);
+                let (var, half) = spread(&shares, mean);
                 let gap = (mean - allowed).abs();
                 needs = needs.max(if gap > 0.0 {
                     (t_most * var.sqrt() / gap).powi(2)
                 } else {
                     f64::INFINITY
                 });
-                let half = t * (var / n as f64).sqrt();
                 // None slower in every slot proves no share below what
                 // the echoes could show: 3/N (the rule of three).
                 (
@@ -337,9 +342,7 @@ fn point(rate: f64, here: &[&SlotPoint], search: &Search, targets: &[f64]) -> Ra
     // their interval, as a share above a target is.
     if short && n >= search.confirm {
         let shares: Vec<f64> = ok.iter().map(|s| s.achieved / rate).collect();
-        let var = shares.iter().map(|x| (x - p.share).powi(2)).sum::<f64>() / (n as f64 - 1.0);
-        let t = crate::stats::student::two_sided(level, n as f64 - 1.0);
-        if p.share + t * (var / n as f64).sqrt() < SATURATED {
+        if p.share + spread(&shares, p.share).1 < SATURATED {
             p.call = Call::Misses(Miss::Saturated(p.share));
             p.decided = true;
             return p;
@@ -894,16 +897,12 @@ pub fn state(data: &RunData, model: &str, n: usize, work: Option<&Profile>) -> S
         return State::Failed("not a capacity run".into());
     };
     let searched = searched_state(data, model, n, work);
-    let again = recheck_slots(data, search, model, n, work);
+    let (own, again) = phase_slots(data, search, model, n, work);
     if again.is_empty() {
         return searched;
     }
     let targets = search.targets_under(work);
-    let points = rates(
-        &search_slots(data, search, model, n, work),
-        search,
-        &targets,
-    );
+    let points = rates(&own, search, &targets);
     match end_of(&searched, &points) {
         Some(e) => State::Ended(rechecked(e, &points, &rates(&again, search, &targets))),
         None => searched,
@@ -915,7 +914,7 @@ fn searched_state(data: &RunData, model: &str, n: usize, work: Option<&Profile>)
     let Some(search) = &data.plan.capacity else {
         return State::Failed("not a capacity run".into());
     };
-    let slots = search_slots(data, search, model, n, work);
+    let slots = phase_slots(data, search, model, n, work).0;
     // Two failed slots in a row end it: a server that died, or a client
     // that cannot hold its connections, fails every slot after.
     if let [.., a, b] = &slots[..] {
@@ -956,36 +955,24 @@ pub fn decided(
     let Some(search) = &data.plan.capacity else {
         return (None, None);
     };
-    let slots = search_slots(data, search, model, n, work);
+    let slots = phase_slots(data, search, model, n, work).0;
     let points = rates(&slots, search, &search.targets_under(work));
     end_of(&state(data, model, n, work), &points).map_or((None, None), |e| bracket_of(&e))
 }
 
-/// The slots of `model`'s search at `n` under `work`, the cost rounds'
-/// and the recheck's apart.
-pub fn search_slots(
+/// The slots of `model` at `n` under `work`, the cost rounds' apart: the
+/// search's own, and the recheck's.
+pub fn phase_slots(
     data: &RunData,
     search: &Search,
     model: &str,
     n: usize,
     work: Option<&Profile>,
-) -> Vec<SlotPoint> {
-    let mut v = slots_of(&data.cells, search, model, n, work);
-    v.retain(|s| s.cost_round.is_none() && s.recheck.is_none());
-    v
-}
-
-/// The recheck's slots of `model` at `n` under `work`.
-pub fn recheck_slots(
-    data: &RunData,
-    search: &Search,
-    model: &str,
-    n: usize,
-    work: Option<&Profile>,
-) -> Vec<SlotPoint> {
-    let mut v = slots_of(&data.cells, search, model, n, work);
-    v.retain(|s| s.recheck.is_some());
-    v
+) -> (Vec<SlotPoint>, Vec<SlotPoint>) {
+    slots_of(&data.cells, search, model, n, work)
+        .into_iter()
+        .filter(|s| s.cost_round.is_none())
+        .partition(|s| s.recheck.is_none())
 }
 
 /// A search as an end: its own, or, for one the budget stopped while it
@@ -1027,7 +1014,7 @@ pub fn ended_lines(data: &RunData, n: usize, work: Option<&Profile>) -> Vec<Stri
                         .plan
                         .capacity
                         .as_ref()
-                        .is_some_and(|s| !recheck_slots(data, s, m, n, work).is_empty());
+                        .is_some_and(|s| !phase_slots(data, s, m, n, work).1.is_empty());
                     match e {
                         End::Found { .. } | End::HeldAll(_) if again => {
                             format!("{} (held up when measured again)", end_text(&e))
@@ -1116,30 +1103,19 @@ pub(crate) fn next_round(
         return Vec::new();
     };
     let here = |c: &&CellSpec| c.connections == n && c.work.as_ref() == work;
-    let last_run = |m: &str| {
+    // The most of `f` over the cells planned here (0 for none).
+    let most = |f: &dyn Fn(&CellSpec) -> Option<usize>| {
         data.plan
             .cells
             .iter()
             .filter(here)
-            .filter(|c| c.model == m)
-            .map(|c| c.run)
+            .filter_map(f)
             .max()
             .unwrap_or(0)
     };
-    let costing = data
-        .plan
-        .cells
-        .iter()
-        .filter(here)
-        .any(|c| c.offered.is_some_and(|o| o.cost_round.is_some()));
-    let rechecked = data
-        .plan
-        .cells
-        .iter()
-        .filter(here)
-        .filter_map(|c| c.offered.and_then(|o| o.recheck))
-        .max()
-        .unwrap_or(0);
+    let costed = most(&|c| c.offered.and_then(|o| o.cost_round));
+    let costing = costed > 0;
+    let rechecked = most(&|c| c.offered.and_then(|o| o.recheck));
     let mut wanted: Vec<(String, f64, Option<usize>)> = Vec::new();
     if !(stop_search || costing || rechecked > 0) {
         for m in &data.plan.models {
@@ -1148,15 +1124,7 @@ pub(crate) fn next_round(
             }
         }
     }
-    let round = data
-        .plan
-        .cells
-        .iter()
-        .filter(here)
-        .map(|c| c.run)
-        .max()
-        .unwrap_or(0)
-        + 1;
+    let round = most(&|c| Some(c.run)) + 1;
     if wanted.is_empty() && !costing && rechecked < search.recheck_rounds {
         let again = recheck_round(data, search, n, work, round, rechecked + 1);
         if !again.is_empty() {
@@ -1164,14 +1132,7 @@ pub(crate) fn next_round(
         }
     }
     if wanted.is_empty() {
-        let done = data
-            .plan
-            .cells
-            .iter()
-            .filter(here)
-            .filter_map(|c| c.offered.and_then(|o| o.cost_round))
-            .max()
-            .unwrap_or(0);
+        let done = costed;
         if done >= search.cost_rounds {
             return Vec::new();
         }
@@ -1192,9 +1153,26 @@ pub(crate) fn next_round(
                 cost_round,
                 recheck: None,
             };
-            slot(&model, work, n, last_run(&model) + 1, Some(offered))
+            slot(
+                &model,
+                work,
+                n,
+                last_run(data, &model, n, work) + 1,
+                Some(offered),
+            )
         })
         .collect()
+}
+
+/// The highest run `model` has planned at `n` under `work` (0 for none).
+fn last_run(data: &RunData, model: &str, n: usize, work: Option<&Profile>) -> usize {
+    data.plan
+        .cells
+        .iter()
+        .filter(|c| c.connections == n && c.work.as_ref() == work && c.model == model)
+        .map(|c| c.run)
+        .max()
+        .unwrap_or(0)
 }
 
 /// Recheck round `k` at `n` under `work`: each model's decided ends as its
@@ -1211,7 +1189,7 @@ fn recheck_round(
     let targets = search.targets_under(work);
     let mut ends: Vec<(String, f64)> = Vec::new();
     for m in &data.plan.models {
-        let points = rates(&search_slots(data, search, m, n, work), search, &targets);
+        let points = rates(&phase_slots(data, search, m, n, work).0, search, &targets);
         let Some(end) = end_of(&searched_state(data, m, n, work), &points) else {
             continue;
         };
@@ -1225,15 +1203,9 @@ fn recheck_round(
     round_order(&ends, round)
         .into_iter()
         .map(|(model, rate)| {
-            let run = runs.entry(model.clone()).or_insert_with(|| {
-                data.plan
-                    .cells
-                    .iter()
-                    .filter(|c| c.connections == n && c.work.as_ref() == work && c.model == *model)
-                    .map(|c| c.run)
-                    .max()
-                    .unwrap_or(0)
-            });
+            let run = runs
+                .entry(model.clone())
+                .or_insert_with(|| last_run(data, model, n, work));
             *run += 1;
             let offered = Offered {
                 rate: rate.round().max(1.0) as u64,

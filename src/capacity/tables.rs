@@ -58,7 +58,7 @@ pub fn searched(data: &RunData, n: usize) -> Vec<Searched> {
         .map(|m| {
             // The search's own slots, as its call reads them: the cost
             // rounds are the cost table's.
-            let slots = cap::search_slots(data, search, m, n, work.as_ref());
+            let slots = cap::phase_slots(data, search, m, n, work.as_ref()).0;
             let points = cap::rates(&slots, search, &targets);
             let state = state(data, m, n, work.as_ref());
             // With the pool `--tune` kept or the preset sized.
@@ -229,6 +229,13 @@ pub struct ModelAnswer {
     pub missed: Option<f64>,
     /// The highest rate whose pooled shares meet every target.
     pub estimate: Option<f64>,
+    /// Unstable: the bracket the search found before its recheck
+    /// overturned an end, and the server's CPU per message at that end,
+    /// measured again over first (the drift the run saw).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub searched: Option<(Option<f64>, Option<f64>)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drift: Option<f64>,
     pub versus_best: Call,
     /// Why it is inconclusive against the best.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -325,6 +332,14 @@ fn model_answers(all: &[Searched], margin: f64) -> Vec<ModelAnswer> {
                 held,
                 missed,
                 estimate: s.estimate,
+                searched: match &s.state {
+                    State::Ended(End::Unstable { searched, .. }) => Some(*searched),
+                    _ => None,
+                },
+                drift: match &s.state {
+                    State::Ended(End::Unstable { drift, .. }) => *drift,
+                    _ => None,
+                },
                 versus_best,
                 versus_why,
                 knee: s.knee.map(|(from, to)| Rates { from, to }),

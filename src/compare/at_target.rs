@@ -27,7 +27,7 @@ use crate::server::work::Profile;
 /// search.
 fn bracket(data: &RunData, work: Option<&Profile>, key: &Key) -> Option<Bracket> {
     let search = data.plan.capacity.as_ref()?;
-    let slots = cap::search_slots(data, search, &key.model, key.connections, work);
+    let slots = cap::phase_slots(data, search, &key.model, key.connections, work).0;
     let points = cap::rates(&slots, search, &search.targets_under(work));
     let state = cap::state(data, &key.model, key.connections, work);
     let measured = data

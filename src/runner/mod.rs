@@ -513,8 +513,8 @@ fn capacity_round(
         return Ok(cells);
     }
     // How the searches ended, when they end, and again after the recheck.
-    let ended = first_cost || (cells.is_empty() && !cost_ran(data, n, work));
-    let again = rechecked(data, n, work);
+    let ended = first_cost || (cells.is_empty() && !ran(data, n, work, |o| o.cost_round));
+    let again = ran(data, n, work, |o| o.recheck);
     if first_recheck || (ended && !again) {
         progress.note(&format!("{at}: every search has ended"));
     } else if ended {
@@ -534,21 +534,16 @@ fn capacity_round(
     Ok(cells)
 }
 
-/// Whether the recheck at `n` under `work` has run a round.
-fn rechecked(data: &RunData, n: usize, work: Option<&crate::server::work::Profile>) -> bool {
+/// Whether a round of the phase `of` picks out (the recheck's, the cost
+/// phase's) has been planned at `n` under `work`.
+fn ran(
+    data: &RunData,
+    n: usize,
+    work: Option<&crate::server::work::Profile>,
+    of: fn(&crate::results::matrix::Offered) -> Option<usize>,
+) -> bool {
     data.plan.cells.iter().any(|c| {
-        c.connections == n
-            && c.work.as_ref() == work
-            && c.offered.is_some_and(|o| o.recheck.is_some())
-    })
-}
-
-/// Whether the cost phase at `n` under `work` has run a round.
-fn cost_ran(data: &RunData, n: usize, work: Option<&crate::server::work::Profile>) -> bool {
-    data.plan.cells.iter().any(|c| {
-        c.connections == n
-            && c.work.as_ref() == work
-            && c.offered.is_some_and(|o| o.cost_round.is_some())
+        c.connections == n && c.work.as_ref() == work && c.offered.as_ref().and_then(of).is_some()
     })
 }
 
