@@ -1,7 +1,7 @@
 //! Runs disturbed from outside: a cell whose measured window saw CPU used
 //! by processes outside the run, or time stolen by the hypervisor
-//! ([`crate::client::limit`] flags it), measured the machine, not the
-//! model. Such a run is run again at once, up to the plan's
+//! ([`crate::client::limit`] flags it; a resident slot, its steal), measured
+//! the machine, not the model. Such a run is run again at once, up to the plan's
 //! `repeat_disturbed` times (`--repeat-disturbed`); the repeat's result
 //! replaces it in the figures ([`RunData::cells`]) and the disturbed one
 //! stays in `results.jsonl` and in [`RunData::superseded`]. What could not
@@ -13,9 +13,17 @@ use std::collections::BTreeMap;
 use crate::results::cell::{CellResult, Status};
 use crate::results::dir::RunData;
 
-/// Whether a measured cell was disturbed from outside the run.
+/// Whether a measured cell was disturbed from outside the run: its
+/// client saw interference over the window, or, in a resident slot, the
+/// hypervisor stole CPU from the machine ([`crate::results::cell::Slot::stolen_seconds`];
+/// a slot's window is too short for the client's own reading of it).
 pub(crate) fn disturbed(c: &CellResult) -> bool {
-    c.status == Status::Ok && c.load.as_ref().is_some_and(|l| l.limits.interference)
+    c.status == Status::Ok
+        && (c.load.as_ref().is_some_and(|l| l.limits.interference)
+            || c.slot
+                .as_ref()
+                .and_then(|s| s.stolen_seconds)
+                .is_some_and(|s| s > 0.0))
 }
 
 /// Whether cell `id`, just recorded, should run again: it was disturbed
@@ -124,6 +132,43 @@ mod tests {
             }
         }
         d
+    }
+
+    /// A slot whose client saw nothing (its window too short to read
+    /// the machine) is still disturbed when the hypervisor stole CPU over
+    /// it, and runs again; below the ticks' rounding it is not.
+    #[test]
+    fn a_slot_the_hypervisor_stole_from_is_disturbed_and_repeated() {
+        let plan = RunPlan::example(&["a", "b"], &[10], 1);
+        let id = plan.cells[0].id.clone();
+        let mut d = data(&plan, &[(0, &[false])]);
+        let slot = |stolen| crate::results::cell::Slot {
+            position: 1,
+            of: 2,
+            first: false,
+            instance: Some(1),
+            start_seconds: None,
+            outside_cpu_seconds: Some(0.0),
+            outside_seconds: Some(0.3),
+            stolen_seconds: Some(stolen),
+        };
+        d.cells[0].slot = Some(slot(0.0));
+        assert!(!disturbed(&d.cells[0]) && !repeat(&d, &id));
+        d.cells[0].slot = Some(slot(0.04));
+        assert!(disturbed(&d.cells[0]) && repeat(&d, &id));
+        // Stolen from in every try: kept, and counted so.
+        let mut c = d.cells[0].clone();
+        for k in 0..2 {
+            c.repeat = k;
+            d.superseded.push(c.clone());
+        }
+        d.cells[0].repeat = 2;
+        assert!(!repeat(&d, &id));
+        let t = tallies(&d);
+        assert_eq!(
+            t.values().next().map(|t| (t.repeated, t.kept)),
+            Some((2, 1))
+        );
     }
 
     #[test]

@@ -796,6 +796,7 @@ mod tests {
                 start_seconds: None,
                 outside_cpu_seconds: Some(cpu),
                 outside_seconds: Some(0.31),
+                stolen_seconds: None,
             });
         }
     }

@@ -497,6 +497,11 @@ fn parse_machine(text: &str) -> Option<MachineCpu> {
     })
 }
 
+/// Steal over a short window counts from this many clock ticks (30 ms at
+/// 100 Hz): each of the two readings may round a tick away, so three are
+/// at least one stolen for certain, and 10 % of a CPU over a 300 ms slot.
+pub(crate) const STOLEN_TICKS: f64 = 3.0;
+
 /// The CPU time of every process outside this one's tree (this process,
 /// the servers and clients it started), by pid, read at one moment: what
 /// else the machine ran. The kernel's softirq threads are left out (they
@@ -507,6 +512,8 @@ fn parse_machine(text: &str) -> Option<MachineCpu> {
 pub(crate) struct Outside {
     at: std::time::Instant,
     by_pid: std::collections::HashMap<u32, f64>,
+    /// The machine's steal time (`/proc/stat`), in seconds.
+    steal: Option<f64>,
 }
 
 impl Outside {
@@ -534,10 +541,24 @@ impl Outside {
                 }
             }
         }
+        let steal = std::fs::read_to_string("/proc/stat")
+            .ok()
+            .and_then(|t| parse_machine(&t))
+            .map(|m| m.steal);
         Outside {
             at: std::time::Instant::now(),
             by_pid,
+            steal,
         }
+    }
+
+    /// Seconds the hypervisor stole from the machine's CPUs from `start`
+    /// to this reading, when it took more than [`STOLEN_TICKS`] clock
+    /// ticks (fewer are each reading's rounding: `Some(0.0)`); `None`
+    /// where `/proc/stat` could not be read.
+    pub(crate) fn stolen_since(&self, start: &Outside) -> Option<f64> {
+        let s = (self.steal? - start.steal?).max(0.0);
+        Some(if s * ticks() >= STOLEN_TICKS { s } else { 0.0 })
     }
 
     /// CPU seconds used outside the run from `start` to this reading, and

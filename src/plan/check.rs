@@ -416,7 +416,7 @@ mod tests {
         p.cells.truncate(80);
         p.looks = p
             .looks
-            .map(|l| crate::results::matrix::Looks { most: 9, ..l });
+            .map(|l| crate::results::matrix::Looks { most: 21, ..l });
         assert!(check(&p).unwrap_err().starts_with("looks: "));
     }
 

@@ -198,6 +198,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     } else if preset.size_pools && plan.bench.is_none() {
         plan.tuned = crate::runner::tuner::sized(&plan);
     }
+    plan_looks(&mut plan);
     // Its errors name the plan's field, `work`: here, the flag.
     plan.check_work().map_err(|e| format!("--{e}"))?;
     // What a plan read back must pass, this one passes too (names unique
@@ -207,6 +208,32 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
         within_budget(&plan, b)?;
     }
     Ok(plan)
+}
+
+/// Of the budget, the share the looks' slots may plan on: the rest goes
+/// to starting servers, connecting and reading /proc between slots.
+const SLOTS_SHARE: f64 = 0.75;
+
+/// Plans as many looks as the budget holds ([`crate::stats::looks::planned`]):
+/// a round of the first look's cells again and again, at least the four
+/// looks of the tour, at most twenty, each at the level that many keep to
+/// 5 %. A pair of models given minutes then looks until noise of 15 % a
+/// round is told equivalent, where four looks stopped at 40 rounds.
+fn plan_looks(plan: &mut RunPlan) {
+    let Some(l) = plan.looks else {
+        return;
+    };
+    if plan.capacity.is_some() || l.every == 0 {
+        return;
+    }
+    let round = plan.least_seconds(&plan.cells) / l.every as f64;
+    let fit = if round > 0.0 {
+        (SLOTS_SHARE * l.budget_seconds / round / l.every as f64).floor() as usize
+    } else {
+        0
+    };
+    let most = crate::stats::looks::planned(fit, matrix::Looks::MOST);
+    plan.looks = Some(matrix::Looks { most, ..l });
 }
 
 /// Makes `plan` a capacity search against `--slo` `text` within `budget`
@@ -1168,6 +1195,25 @@ mod tests {
             e.starts_with("--budget 1.95 s: the plan's 20 cells take at least 2 s"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_pair_given_minutes_plans_more_looks_than_the_tour() {
+        // Two models at one count: a round is two 0.3 s slots, so 3
+        // minutes hold twenty looks of 10, each read at 99.25 %.
+        let pair = ["--models", "epoll,poll", "-c", "4", "--pin", "none"];
+        let p = from_args(&pair).expect("a pair");
+        let looks = p.looks.expect("looks by default");
+        assert_eq!((looks.every, looks.most), (10, 20));
+        assert!((p.rule().level - 0.9925).abs() < 1e-3, "{}", p.rule().level);
+        // 20 s hold 2.5 rounds of 10 at three quarters: the tour's four.
+        let p = from_args(&[&pair[..], &["--budget", "20s"]].concat()).expect("a pair");
+        assert_eq!(p.looks.map(|l| l.most), Some(4));
+        // 40 s hold five looks, 60 s eight (7.5: the table's 7).
+        let p = from_args(&[&pair[..], &["--budget", "40s"]].concat()).expect("a pair");
+        assert_eq!(p.looks.map(|l| l.most), Some(5));
+        let p = from_args(&[&pair[..], &["--budget", "60s"]].concat()).expect("a pair");
+        assert_eq!(p.looks.map(|l| l.most), Some(7));
     }
 
     #[test]

@@ -96,6 +96,12 @@ pub struct Slot {
     pub outside_cpu_seconds: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outside_seconds: Option<f64>,
+    /// CPU seconds the hypervisor stole from the machine over the slot
+    /// (`/proc/stat`'s steal; 0 below [`crate::metrics::cpu::STOLEN_TICKS`]
+    /// clock ticks): a slot it took time from measured the host, not the
+    /// model, and runs again ([`crate::analysis::disturbed`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stolen_seconds: Option<f64>,
 }
 
 /// The latency at one percentile of a capacity slot, µs, and the share
@@ -808,6 +814,7 @@ mod tests {
             start_seconds: None,
             outside_cpu_seconds: None,
             outside_seconds: None,
+            stolen_seconds: None,
         });
         if let Some(load) = c.load.as_mut() {
             load.workload = LoadKind::Closed;

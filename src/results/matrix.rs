@@ -508,7 +508,8 @@ pub struct Looks {
 }
 
 impl Looks {
-    /// Four looks at most (40 rounds of the default 10).
+    /// The fewest looks a run plans (the tour's, 40 rounds of 10); more
+    /// where its budget holds them ([`crate::stats::looks::planned`]).
     pub const MOST: usize = 4;
 
     /// The confidence of every interval of the run.

@@ -200,10 +200,7 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
                 &mut |result| {
                     let mut guard = shared.borrow_mut();
                     let (data, progress, appender) = &mut *guard;
-                    appender.append(&result)?;
-                    progress.finished(&result);
-                    data.cells.push(result);
-                    Ok(())
+                    keep(data, appender, progress, result)
                 },
                 &mut || {
                     let mut guard = shared.borrow_mut();
@@ -224,22 +221,8 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
         }
         progress.starting(&spec, &runs);
         match execute::run_cell(&data.plan, &spec, &data.dir) {
-            execute::Ended::Done(mut result) => {
-                // A repeat replaces the disturbed run it repeats.
-                let before = data.cells.iter().position(|c| c.cell.id == spec.id);
-                if let Some(i) = before {
-                    result.repeat = data.cells[i].repeat + 1;
-                }
-                appender.append(&result)?;
-                progress.finished(&result);
-                match before {
-                    Some(i) => data
-                        .superseded
-                        .push(std::mem::replace(&mut data.cells[i], *result)),
-                    None => data.cells.push(*result),
-                }
-                if crate::analysis::disturbed::repeat(data, &spec.id) {
-                    progress.repeating(&spec);
+            execute::Ended::Done(result) => {
+                if keep(data, appender, &mut progress, *result)? {
                     todo.push_front(spec);
                     continue;
                 }
@@ -329,17 +312,27 @@ fn next_look(
         } => (best, undecided, cells),
     };
     // What a slot of this count took, with the start of its instance
-    // when it had one of its own (`--instances round`).
-    let walls: Vec<f64> = data
+    // when it had one of its own (`--instances round`) and the repeats of
+    // those disturbed from outside.
+    let wall = |c: &&crate::results::cell::CellResult| {
+        Some(c.wall_seconds + c.slot.as_ref()?.start_seconds.unwrap_or(0.0))
+    };
+    let kept = data
         .cells
         .iter()
         .filter(|c| here(&c.cell))
-        .filter_map(|c| Some(c.wall_seconds + c.slot.as_ref()?.start_seconds.unwrap_or(0.0)))
-        .collect();
-    let per_slot = if walls.is_empty() {
+        .filter_map(|c| wall(&c));
+    let slots = kept.clone().count();
+    let repeats: f64 = data
+        .superseded
+        .iter()
+        .filter(|c| here(&c.cell))
+        .filter_map(|c| wall(&c))
+        .sum();
+    let per_slot = if slots == 0 {
         data.plan.least_seconds(&cells[..1])
     } else {
-        walls.iter().sum::<f64>() / walls.len() as f64
+        (kept.sum::<f64>() + repeats) / slots as f64
     };
     let cost = per_slot * cells.len() as f64;
     let spent = clock.spent();
@@ -368,6 +361,38 @@ fn next_look(
     auto::append(&mut data.plan, &cells);
     results::save_plan(&data.dir, &data.plan)?;
     Ok(cells)
+}
+
+/// Records `result` (a cell's, or a slot's) and keeps it in `data`: a
+/// repeat replaces the disturbed run it repeats, which stays in
+/// `superseded`. True when it was disturbed from outside and has repeats
+/// left ([`crate::analysis::disturbed::repeat`]): it runs again at once
+/// (a slot beside its round's others).
+fn keep(
+    data: &mut RunData,
+    appender: &mut results::Appender,
+    progress: &mut progress::Progress,
+    mut result: crate::results::cell::CellResult,
+) -> anyhow::Result<bool> {
+    let id = result.cell.id.clone();
+    let before = data.cells.iter().position(|c| c.cell.id == id);
+    if let Some(i) = before {
+        result.repeat = data.cells[i].repeat + 1;
+    }
+    appender.append(&result)?;
+    progress.finished(&result);
+    let spec = result.cell.clone();
+    match before {
+        Some(i) => data
+            .superseded
+            .push(std::mem::replace(&mut data.cells[i], result)),
+        None => data.cells.push(result),
+    }
+    let again = crate::analysis::disturbed::repeat(data, &id);
+    if again {
+        progress.repeating(&spec);
+    }
+    Ok(again)
 }
 
 /// `  1,000 connections under block:1ms`: a block's name on the terminal.

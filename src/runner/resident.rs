@@ -116,7 +116,7 @@ pub(crate) fn run(
     plan: &RunPlan,
     cells: &[CellSpec],
     starting: &mut dyn FnMut(&CellSpec),
-    record: &mut dyn FnMut(CellResult) -> anyhow::Result<()>,
+    record: &mut dyn FnMut(CellResult) -> anyhow::Result<bool>,
     more: &mut dyn FnMut() -> anyhow::Result<Vec<CellSpec>>,
 ) -> anyhow::Result<Ended> {
     let hard = sys::rlimit::nofile().hard;
@@ -230,14 +230,17 @@ pub(crate) fn run(
                     start_seconds: (r.slots == 0).then_some(r.start_seconds),
                     outside_cpu_seconds: None,
                     outside_seconds: None,
+                    stolen_seconds: None,
                 };
                 if r.frozen {
                     freeze(&r.started.servers, false);
                 }
                 let outside = crate::metrics::cpu::Outside::read();
                 let outcome = measure(spec, ask(plan, spec), &mut r, &mut result);
-                let (cpu, wall) = crate::metrics::cpu::Outside::read().since(&outside);
+                let after = crate::metrics::cpu::Outside::read();
+                let (cpu, wall) = after.since(&outside);
                 (slot.outside_cpu_seconds, slot.outside_seconds) = (Some(cpu), Some(wall));
+                slot.stolen_seconds = after.stolen_since(&outside);
                 if r.frozen {
                     freeze(&r.started.servers, true);
                 }
@@ -281,7 +284,11 @@ pub(crate) fn run(
             }
         };
         states.insert(spec.model.clone(), next);
-        record(result)?;
+        // Disturbed from outside, with repeats left: again, now, beside
+        // the round's other slots.
+        if record(result)? {
+            queue.push_front(spec.clone());
+        }
         // Its next slot will be on a new instance, started now: what a
         // start and a stop leave behind then falls in the next slot,
         // whichever model's, as every slot follows one.

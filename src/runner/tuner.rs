@@ -484,7 +484,7 @@ fn one(plan: &RunPlan, dir: &Path, job: &Job, share: f64) -> anyhow::Result<Opti
             st.slot_seconds += result.wall_seconds;
             serde_json::to_writer(&mut log, &result)?;
             log.write_all(b"\n")?;
-            Ok(())
+            Ok(false)
         },
         &mut || {
             let mut st = state.borrow_mut();
@@ -724,7 +724,7 @@ impl Slots {
                 serde_json::to_writer(&mut me.log, &result)?;
                 me.log.write_all(b"\n")?;
                 data.cells.push(result);
-                Ok(())
+                Ok(false)
             },
             &mut || {
                 if crate::sys::signals::interrupted() {

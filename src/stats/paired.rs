@@ -904,47 +904,80 @@ mod tests {
     /// B against A (truth: B over A); each round's ratio has 8 % noise
     /// (wide against the ±5 % margin, so that many tries need every look).
     /// Returns how often B was called different, and the mean rounds run.
-    fn looked(truth: f64, tries: usize, level: f64, seed: u64) -> (f64, f64) {
+    /// How often, in `tries` of up to `looks` looks of 10 rounds each,
+    /// a true ratio `truth` through `noise` per round (log sd) under ±30 %
+    /// drift shared by the pair is called different, and equivalent; and
+    /// the rounds a try took on average.
+    fn looked(truth: f64, tries: usize, looks: usize, noise: f64, seed: u64) -> (f64, f64, f64) {
         let rule = Rule {
             margin: DEFAULT_MARGIN,
-            level,
+            level: crate::stats::looks::level(looks),
         };
+        looked_at(truth, tries, looks, noise, rule, seed)
+    }
+
+    fn looked_at(
+        truth: f64,
+        tries: usize,
+        looks: usize,
+        noise: f64,
+        rule: Rule,
+        seed: u64,
+    ) -> (f64, f64, f64) {
         let mut rng = SplitMix64::new(seed);
-        let (mut different, mut rounds) = (0, 0);
+        let (mut different, mut equivalent, mut rounds) = (0, 0, 0);
         for _ in 0..tries {
             let (mut a, mut b) = (Vec::new(), Vec::new());
-            for look in 1..=4 {
+            for look in 1..=looks {
                 for r in (look - 1) * 10 + 1..=look * 10 {
                     let drift = 1.0 + 0.3 * (2.0 * rng.unit() - 1.0);
                     a.push((r, 100.0 * drift));
-                    b.push((r, 100.0 * truth * drift * (0.08 * rng.normal()).exp()));
+                    b.push((r, 100.0 * truth * drift * (noise * rng.normal()).exp()));
                 }
                 let c = compare(&Sample::new(&b).unwrap(), &Sample::new(&a).unwrap(), rule);
-                if c.outcome != Outcome::Inconclusive || look == 4 {
+                if c.outcome != Outcome::Inconclusive || look == looks {
                     different += usize::from(c.outcome == Outcome::Different);
+                    equivalent += usize::from(c.outcome == Outcome::Equivalent);
                     rounds += look * 10;
                     break;
                 }
             }
         }
-        (
-            different as f64 / tries as f64,
-            rounds as f64 / tries as f64,
-        )
+        let share = |n: usize| n as f64 / tries as f64;
+        (share(different), share(equivalent), share(rounds))
     }
 
     #[test]
     fn looks_at_pococks_level_keep_identical_models_apart_no_more_than_5_percent() {
-        let pocock = crate::stats::looks::level(4);
-        let (aa, _) = looked(1.0, 2000, pocock, 41);
+        let (aa, _, _) = looked(1.0, 2000, 4, 0.08, 41);
         // Within two standard errors of 5 % over 2,000 tries.
         assert!(aa <= 0.06, "A/A at Pocock's level: {aa}");
         // Four looks at 95 % each call noise a difference more often.
-        let (naive, _) = looked(1.0, 2000, DEFAULT_LEVEL, 41);
+        let naive = Rule {
+            margin: DEFAULT_MARGIN,
+            level: DEFAULT_LEVEL,
+        };
+        let (naive, _, _) = looked_at(1.0, 2000, 4, 0.08, naive, 41);
         assert!(naive > aa, "A/A at 95 % each look: {naive} against {aa}");
         // A 10 % difference is still found nearly always.
-        let (power, rounds) = looked(1.1, 2000, pocock, 42);
+        let (power, _, rounds) = looked(1.1, 2000, 4, 0.08, 42);
         assert!(power > 0.9, "power {power} in {rounds} rounds");
+    }
+
+    /// Twenty looks, as two models given minutes plan: through 15 % noise
+    /// a round (1,000 connections here), identical models are still
+    /// called different at most 5 % of the time, and equivalent in most
+    /// tries, where four looks seldom get there.
+    #[test]
+    fn twenty_looks_keep_five_per_cent_and_reach_equivalence_through_noise() {
+        let (aa, same, rounds) = looked(1.0, 1000, 20, 0.15, 43);
+        assert!(aa <= 0.065, "A/A over 20 looks: {aa}");
+        assert!(same > 0.6, "equivalent in {same} of tries, {rounds} rounds");
+        let (_, four, _) = looked(1.0, 1000, 4, 0.15, 43);
+        assert!(four < same / 2.0, "four looks: equivalent in {four}");
+        // A 10 % difference is found through the same noise.
+        let (power, _, _) = looked(1.1, 1000, 20, 0.15, 44);
+        assert!(power > 0.8, "power {power}");
     }
 
     #[test]
