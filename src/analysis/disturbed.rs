@@ -18,12 +18,45 @@ use crate::results::dir::RunData;
 /// hypervisor stole CPU from the machine ([`crate::results::cell::Slot::stolen_seconds`];
 /// a slot's window is too short for the client's own reading of it).
 pub(crate) fn disturbed(c: &CellResult) -> bool {
-    c.status == Status::Ok
-        && (c.load.as_ref().is_some_and(|l| l.limits.interference)
-            || c.slot
-                .as_ref()
-                .and_then(|s| s.stolen_seconds)
-                .is_some_and(|s| s > 0.0))
+    c.status == Status::Ok && (c.load.as_ref().is_some_and(|l| l.limits.interference) || stolen(c))
+}
+
+/// Whether a resident slot lost CPU to the hypervisor.
+fn stolen(c: &CellResult) -> bool {
+    c.slot
+        .as_ref()
+        .and_then(|s| s.stolen_seconds)
+        .is_some_and(|s| s > 0.0)
+}
+
+/// The ids of the slots the figures leave out: stolen from in every try
+/// (their repeats ran out), of a model that has two slots or more at the
+/// count that were not. Their rounds then pair nothing with that model:
+/// the steal is the host's, not either model's, so leaving the round out
+/// takes nothing from the comparison but the noise. A model with fewer
+/// clean slots keeps them all, counted and marked.
+pub(crate) fn left_out(data: &RunData) -> std::collections::BTreeSet<String> {
+    let key = |c: &CellResult| {
+        (
+            c.cell.model.clone(),
+            c.cell.connections,
+            c.cell.work.clone(),
+        )
+    };
+    let mut clean: BTreeMap<_, usize> = BTreeMap::new();
+    for c in data
+        .cells
+        .iter()
+        .filter(|c| c.status == Status::Ok && c.slot.is_some())
+    {
+        *clean.entry(key(c)).or_default() += usize::from(!stolen(c));
+    }
+    data.cells
+        .iter()
+        .filter(|c| c.status == Status::Ok && stolen(c))
+        .filter(|c| clean.get(&key(c)).is_some_and(|&n| n >= 2))
+        .map(|c| c.cell.id.clone())
+        .collect()
 }
 
 /// Whether cell `id`, just recorded, should run again: it was disturbed
@@ -41,6 +74,9 @@ pub(crate) struct Tally {
     pub repeated: usize,
     /// Runs that count although disturbed: their repeats ran out.
     pub kept: usize,
+    /// Slots stolen from in every try, left out of the figures
+    /// ([`left_out`]).
+    pub left_out: usize,
 }
 
 /// The tally of every (model, connections) that had any.
@@ -50,8 +86,14 @@ pub(crate) fn tallies(data: &RunData) -> BTreeMap<(String, usize), Tally> {
     for c in data.superseded.iter().filter(|c| disturbed(c)) {
         out.entry(key(c)).or_default().repeated += 1;
     }
+    let out_ids = left_out(data);
     for c in data.cells.iter().filter(|c| disturbed(c)) {
-        out.entry(key(c)).or_default().kept += 1;
+        let t = out.entry(key(c)).or_default();
+        if out_ids.contains(&c.cell.id) {
+            t.left_out += 1;
+        } else {
+            t.kept += 1;
+        }
     }
     out
 }
@@ -77,13 +119,22 @@ pub(crate) fn headline(data: &RunData) -> Option<String> {
         })
         .collect();
     let kept_n: usize = t.values().map(|x| x.kept).sum();
-    if repeated == 0 && kept_n == 0 {
+    let out_n: usize = t.values().map(|x| x.left_out).sum();
+    if repeated == 0 && kept_n == 0 && out_n == 0 {
         return None;
     }
     let mut s = format!(
         "Disturbed from outside the run: {repeated} run{} repeated",
         if repeated == 1 { "" } else { "s" }
     );
+    if out_n > 0 {
+        s += &format!(
+            "; {out_n} slot{} the hypervisor stole CPU from in every try left out of the figures, with {} round{}' pairs",
+            if out_n == 1 { "" } else { "s" },
+            if out_n == 1 { "its" } else { "their" },
+            if out_n == 1 { "'s" } else { "s" }
+        );
+    }
     if kept_n > 0 {
         s += &format!(
             "; {kept_n} still disturbed after {} repeat{} and counted, marked ⚠: {}",
@@ -164,11 +215,61 @@ mod tests {
         }
         d.cells[0].repeat = 2;
         assert!(!repeat(&d, &id));
+        // Its model has no other slot: kept, counted and marked.
         let t = tallies(&d);
         assert_eq!(
-            t.values().next().map(|t| (t.repeated, t.kept)),
-            Some((2, 1))
+            t.values().next().map(|t| (t.repeated, t.kept, t.left_out)),
+            Some((2, 1, 0))
         );
+    }
+
+    /// A slot stolen from in every try is left out of the figures, with
+    /// its round's pairs, where its model has two clean slots or more:
+    /// the ranking's values skip its round, and the headline says so.
+    #[test]
+    fn a_slot_stolen_from_in_every_try_is_left_out_where_its_model_has_clean_ones() {
+        let at = |throughput| crate::results::dir::Figures {
+            throughput,
+            ..Default::default()
+        };
+        let mut d = RunData::example_of(&[("a", vec![at(1000.0); 3]), ("b", vec![at(900.0); 3])]);
+        let slot = |stolen| crate::results::cell::Slot {
+            position: 1,
+            of: 2,
+            first: false,
+            instance: Some(1),
+            start_seconds: None,
+            outside_cpu_seconds: Some(0.0),
+            outside_seconds: Some(0.3),
+            stolen_seconds: Some(stolen),
+        };
+        for c in d.cells.iter_mut() {
+            c.slot = Some(slot(0.0));
+        }
+        let of_a = |d: &RunData, run: usize| {
+            d.cells
+                .iter()
+                .position(|c| c.cell.model == "a" && c.cell.run == run)
+                .expect("a's round")
+        };
+        let stolen = of_a(&d, 2);
+        d.cells[stolen].slot = Some(slot(0.05));
+        let out: Vec<String> = left_out(&d).into_iter().collect();
+        assert_eq!(out, vec![d.cells[stolen].cell.id.clone()]);
+        let values = crate::analysis::summary::rounds(&d, 10, &|m| m.throughput);
+        let a = &values.iter().find(|(m, _)| m == "a").expect("a ranked").1;
+        assert_eq!(a.iter().map(|v| v.0).collect::<Vec<_>>(), vec![1, 3]);
+        let t = tallies(&d);
+        assert_eq!(t[&("a".to_string(), 10)].left_out, 1);
+        let line = headline(&d).unwrap();
+        assert!(
+            line.contains("1 slot the hypervisor stole CPU from in every try left out"),
+            "{line}"
+        );
+        // With one clean slot left, the model keeps them all.
+        let third = of_a(&d, 3);
+        d.cells[third].slot = Some(slot(0.05));
+        assert!(left_out(&d).is_empty());
     }
 
     #[test]
@@ -197,14 +298,16 @@ mod tests {
             t[&("a".to_string(), 10)],
             Tally {
                 repeated: 1,
-                kept: 0
+                kept: 0,
+                left_out: 0
             }
         );
         assert_eq!(
             t[&("b".to_string(), 10)],
             Tally {
                 repeated: 2,
-                kept: 1
+                kept: 1,
+                left_out: 0
             }
         );
         let line = headline(&d).unwrap();

@@ -22,12 +22,14 @@ use crate::stats::Summary;
 
 /// The values of one figure, each with its round, of every model measured
 /// at count `n`, in plan order of models (the cells that count: a disturbed
-/// run's repeat, not the run).
+/// run's repeat, not the run; not a slot the hypervisor stole from in
+/// every try, [`disturbed::left_out`]).
 pub(crate) fn rounds(
     data: &RunData,
     n: usize,
     pick: &dyn Fn(&Metrics) -> Option<f64>,
 ) -> Vec<(String, Vec<(usize, f64)>)> {
+    let out = disturbed::left_out(data);
     crate::results::series::models(data)
         .into_iter()
         .filter_map(|model| {
@@ -35,7 +37,7 @@ pub(crate) fn rounds(
                 .cells
                 .iter()
                 .filter(|c| c.cell.model == model && c.cell.connections == n)
-                .filter(|c| c.status == Status::Ok)
+                .filter(|c| c.status == Status::Ok && !out.contains(&c.cell.id))
                 .filter_map(|c| pick(&c.metrics()).map(|v| (c.cell.run, v)))
                 .filter(|(_, v)| v.is_finite())
                 .collect();
@@ -107,7 +109,7 @@ pub(crate) fn rank(
         let Some(summary) = Summary::of(&plain) else {
             continue;
         };
-        let Tally { repeated, kept } = tally(&model);
+        let Tally { repeated, kept, .. } = tally(&model);
         match Sample::new(&values) {
             Some(s) => {
                 testable.push((model, summary, repeated, kept));

@@ -796,11 +796,20 @@ mod tests {
     /// count it, and a window gives each side's runs as the difference.
     #[test]
     fn runs_count_the_wake_ups_of_each_side() {
-        let (_, _, _, before) = own(false);
+        // This thread's own: the process's sum drops when another test's
+        // thread exits with its runs.
+        let me = rustix::thread::gettid().as_raw_nonzero().get() as u32;
+        let mine = || {
+            threads(std::process::id())
+                .iter()
+                .find(|t| t.tid == me)
+                .map_or(0, |t| t.runs)
+        };
+        let before = mine();
         for _ in 0..3 {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
-        let (_, _, _, after) = own(true);
+        let after = mine();
         assert!(after >= before + 3, "{before} → {after}");
         let t0 = std::time::Instant::now();
         let tree = |runs| TreeCpu {
