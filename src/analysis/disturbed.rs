@@ -185,15 +185,9 @@ mod tests {
         d
     }
 
-    /// A slot whose client saw nothing (its window too short to read
-    /// the machine) is still disturbed when the hypervisor stole CPU over
-    /// it, and runs again; below the ticks' rounding it is not.
-    #[test]
-    fn a_slot_the_hypervisor_stole_from_is_disturbed_and_repeated() {
-        let plan = RunPlan::example(&["a", "b"], &[10], 1);
-        let id = plan.cells[0].id.clone();
-        let mut d = data(&plan, &[(0, &[false])]);
-        let slot = |stolen| crate::results::cell::Slot {
+    /// A 300 ms slot the hypervisor stole `stolen` seconds from.
+    fn slot(stolen: f64) -> crate::results::cell::Slot {
+        crate::results::cell::Slot {
             position: 1,
             of: 2,
             first: false,
@@ -202,7 +196,17 @@ mod tests {
             outside_cpu_seconds: Some(0.0),
             outside_seconds: Some(0.3),
             stolen_seconds: Some(stolen),
-        };
+        }
+    }
+
+    /// A slot whose client saw nothing (its window too short to read
+    /// the machine) is still disturbed when the hypervisor stole CPU over
+    /// it, and runs again; below the ticks' rounding it is not.
+    #[test]
+    fn a_slot_the_hypervisor_stole_from_is_disturbed_and_repeated() {
+        let plan = RunPlan::example(&["a", "b"], &[10], 1);
+        let id = plan.cells[0].id.clone();
+        let mut d = data(&plan, &[(0, &[false])]);
         d.cells[0].slot = Some(slot(0.0));
         assert!(!disturbed(&d.cells[0]) && !repeat(&d, &id));
         d.cells[0].slot = Some(slot(0.04));
@@ -233,16 +237,6 @@ mod tests {
             ..Default::default()
         };
         let mut d = RunData::example_of(&[("a", vec![at(1000.0); 3]), ("b", vec![at(900.0); 3])]);
-        let slot = |stolen| crate::results::cell::Slot {
-            position: 1,
-            of: 2,
-            first: false,
-            instance: Some(1),
-            start_seconds: None,
-            outside_cpu_seconds: Some(0.0),
-            outside_seconds: Some(0.3),
-            stolen_seconds: Some(stolen),
-        };
         for c in d.cells.iter_mut() {
             c.slot = Some(slot(0.0));
         }
