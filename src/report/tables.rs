@@ -118,9 +118,16 @@ pub fn outro(data: &RunData) -> String {
     let mut s = String::new();
     for p in &pieces {
         match p {
+            // A line fits the terminal as a note does (the disturbed
+            // headline runs past 80 columns).
             Piece::Line(l) => {
-                s += l;
-                s += "\n";
+                for line in l.split('\n') {
+                    if line.is_empty() {
+                        s += "\n";
+                    } else {
+                        s += &wrap(line, width, "", "  ");
+                    }
+                }
             }
             Piece::Table(t) => {
                 s += "\n";
