@@ -66,6 +66,10 @@ fn twins_serve_from_new_instances_each_round_when_asked_and_from_one_by_default(
             "4",
             "--runs",
             "3",
+            // A slot the host stole from would run again on an instance
+            // of its own, and the instances counted would skip one.
+            "--repeat-disturbed",
+            "0",
         ];
         if let Some(i) = instances {
             args.extend(["--instances", i]);
