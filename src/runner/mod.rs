@@ -146,7 +146,11 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
             let open = left.iter().any(|c| c.connections == n && c.work == work);
             if !open && resident::unfit(n, data.plan.models.len()).is_none() {
                 let later = data.plan.least_seconds(&data.remaining());
-                next_look(data, &progress, n, work.as_ref(), later, &clock)?;
+                let end = data
+                    .plan
+                    .looks
+                    .map(|l| share_of(l.budget_seconds, clock.spent(), 0.0, later, 1));
+                next_look(data, &progress, n, work.as_ref(), end, &clock)?;
             }
         }
         progress.set_total(data.plan.cells.len());
@@ -181,17 +185,28 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
             let plan = data.plan.clone();
             let (n, work) = (spec.connections, spec.work.clone());
             let later = data.plan.least_seconds(todo.make_contiguous());
+            let mut others: Vec<_> = todo
+                .iter()
+                .map(|c| (c.connections, c.work.clone()))
+                .collect();
+            others.dedup();
+            let share = |budget: f64, first: f64| {
+                share_of(budget, clock.spent(), first, later, 1 + others.len())
+            };
             // A capacity search's share of what the budget has left: this
             // block's and every block still to come's alike.
-            let deadline = data.plan.capacity.as_ref().map(|c| {
-                let mut others: Vec<_> = todo
-                    .iter()
-                    .map(|c| (c.connections, c.work.clone()))
-                    .collect();
-                others.dedup();
-                let spent = clock.spent();
-                spent + (c.budget_seconds - spent).max(0.0) / (1 + others.len()) as f64
-            });
+            let deadline = data
+                .plan
+                .capacity
+                .as_ref()
+                .map(|c| share(c.budget_seconds, 0.0));
+            // The looks' share: what is left once every block's first
+            // look is counted, split alike, so that the first count's
+            // looks cannot take the last count's.
+            let looks_end = data
+                .plan
+                .looks
+                .map(|l| share(l.budget_seconds, data.plan.least_seconds(&block)));
             let shared = std::cell::RefCell::new((&mut *data, &mut progress, &mut *appender));
             let ended = resident::run(
                 &plan,
@@ -207,7 +222,7 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
                     let (data, progress, _) = &mut *guard;
                     let cells = match deadline {
                         Some(d) => capacity_round(data, progress, n, work.as_ref(), d, &clock)?,
-                        None => next_look(data, progress, n, work.as_ref(), later, &clock)?,
+                        None => next_look(data, progress, n, work.as_ref(), looks_end, &clock)?,
                     };
                     progress.set_total(data.plan.cells.len());
                     Ok(cells)
@@ -275,18 +290,28 @@ impl Clock {
     }
 }
 
+/// When a block that starts `spent` seconds into a run of `budget` must
+/// end: its `first` seconds (its first look's, or none), and an equal
+/// share of what is left once they and the `later` seconds of the blocks
+/// still to come are counted, among the `blocks` left with it. What a
+/// block does not use goes to the next.
+fn share_of(budget: f64, spent: f64, first: f64, later: f64, blocks: usize) -> f64 {
+    let spare = (budget - spent - first - later).max(0.0);
+    spent + first + spare / blocks.max(1) as f64
+}
+
 /// With `--runs auto` over slots, the next look at `n` connections under
 /// `work` ([`auto::look`]), when the count's rounds are done: its cells,
 /// added to the plan (and `plan.json`) before they run, unless every
-/// model is decided, the last look has run, or the look would take the
-/// run past its budget with `later` seconds still to come; each said on
+/// model is decided, the last look has run, or the look would end past
+/// `end`, the count's share of the budget ([`share_of`]); each said on
 /// the terminal.
 fn next_look(
     data: &mut RunData,
     progress: &progress::Progress,
     n: usize,
     work: Option<&crate::server::work::Profile>,
-    later: f64,
+    end: Option<f64>,
     clock: &Clock,
 ) -> anyhow::Result<Vec<crate::results::matrix::CellSpec>> {
     use crate::present::units::seconds;
@@ -336,14 +361,22 @@ fn next_look(
     };
     let cost = per_slot * cells.len() as f64;
     let spent = clock.spent();
-    if !fits(spent + cost + later, looks.budget_seconds) {
+    let end = end.unwrap_or(looks.budget_seconds);
+    if !fits(spent + cost, end) {
+        let whose = if end >= looks.budget_seconds - 1e-6 {
+            format!("the budget ({})", seconds(looks.budget_seconds))
+        } else {
+            format!(
+                "this count's share of the budget (to {} of {}, the later counts' first looks and shares kept)",
+                seconds(end),
+                seconds(looks.budget_seconds)
+            )
+        };
         progress.note(&format!(
-            "{at}: after {rounds} rounds, {} not yet told apart from {best}; another look ({}) would pass the budget ({}, {} spent, {} still to run): stopping here",
+            "{at}: after {rounds} rounds, {} not yet told apart from {best}; another look ({}) would pass {whose}, {} spent: stopping here",
             crate::present::words::and_list(&undecided),
             seconds(cost),
-            seconds(looks.budget_seconds),
             seconds(spent),
-            seconds(later)
         ));
         return Ok(Vec::new());
     }

@@ -23,6 +23,14 @@
 //! fit: it runs one cell at a time, as before, and its records say so
 //! (they have no `slot`).
 //!
+//! A model the next look does not name is decided: its server and
+//! client stop then ([`retire`]), and start anew if a later look names it
+//! again (the best changed). A server whose tree holds [`CROWD`]
+//! processes or more (the fork family at high counts) is up for its own
+//! slots only: it stops after each and starts again for its next, a new
+//! instance each time, since the host's memory monitor walks every
+//! mapping of the pages it shares, in the others' slots too.
+//!
 //! With `--instances round` ([`crate::results::matrix::Instances`]),
 //! each model's server and client session are replaced right after each
 //! of its slots ([`renew`]), so every round draws new instances and the
@@ -140,6 +148,8 @@ pub(crate) fn run(
         .slots
         .is_some_and(|s| s.instances == crate::results::matrix::Instances::Round);
 
+    // Each model stopped once decided: its last instance and idle CPU.
+    let mut retired = BTreeMap::<String, (usize, Option<f64>)>::new();
     let mut position = BTreeMap::<usize, usize>::new();
     let mut queue: std::collections::VecDeque<CellSpec> = cells.iter().cloned().collect();
     loop {
@@ -151,6 +161,12 @@ pub(crate) fn run(
             if added.is_empty() {
                 break;
             }
+            // A model the next cells do not name is decided: its server
+            // and client stop now, so that what they hold costs the
+            // models still measured nothing (a thousand processes of the
+            // fork family made the host's memory monitor walk their
+            // pages 30 times as long, in the slots of every other model).
+            retire(&added, &mut states, &mut retired);
             // The next look's models, whose last slot had no later one
             // queued, start on new instances now.
             if fresh && renew(plan, &added.iter().collect::<Vec<_>>(), &mut states, hard).is_none()
@@ -177,16 +193,25 @@ pub(crate) fn run(
             ..CellResult::new(spec.clone(), Status::Failed)
         };
         // A server first named by a later round (a tuning search's next
-        // setting) starts now, and stays up as the others.
+        // setting), or named again after it was retired, starts now, and
+        // stays up as the others.
         let state = match states.remove(&spec.model) {
             Some(s) => s,
-            None => match start(plan, spec, hard, 1) {
-                Some(s) => s,
-                None => {
-                    stop_all(states);
-                    return Ok(Ended::Interrupted(None));
+            None => {
+                let before = retired.get(&spec.model).copied();
+                match start(plan, spec, hard, before.map_or(1, |b| b.0 + 1)) {
+                    Some(mut s) => {
+                        if let (State::Up(r), Some((_, idle))) = (&mut s, before) {
+                            r.idle_cpus = idle;
+                        }
+                        s
+                    }
+                    None => {
+                        stop_all(states);
+                        return Ok(Ended::Interrupted(None));
+                    }
                 }
-            },
+            }
         };
         let next = match state {
             // Gone since its last slot (or since it started): this slot
@@ -289,6 +314,10 @@ pub(crate) fn run(
         if record(result)? {
             queue.push_front(spec.clone());
         }
+        // A server of many processes is up for its own slots only.
+        if crowds(&states, &spec.model) {
+            retire_one(&spec.model, &mut states, &mut retired);
+        }
         // Its next slot will be on a new instance, started now: what a
         // start and a stop leave behind then falls in the next slot,
         // whichever model's, as every slot follows one.
@@ -306,6 +335,55 @@ pub(crate) fn run(
     }
     stop_all(states);
     Ok(Ended::Done)
+}
+
+/// Stops each model up in `states` that no cell of `next` names,
+/// noting in `retired` its instance and idle CPU for a start if a later
+/// cell names it again.
+fn retire(
+    next: &[CellSpec],
+    states: &mut BTreeMap<String, State>,
+    retired: &mut BTreeMap<String, (usize, Option<f64>)>,
+) {
+    let done: Vec<String> = states
+        .iter()
+        .filter(|(m, s)| matches!(s, State::Up(_)) && !next.iter().any(|c| &c.model == *m))
+        .map(|(m, _)| m.clone())
+        .collect();
+    for model in done {
+        retire_one(&model, states, retired);
+    }
+}
+
+fn retire_one(
+    model: &str,
+    states: &mut BTreeMap<String, State>,
+    retired: &mut BTreeMap<String, (usize, Option<f64>)>,
+) {
+    if let Some(State::Up(r)) = states.remove(model) {
+        retired.insert(model.to_string(), (r.instance, r.idle_cpus));
+        stop(*r);
+    }
+}
+
+/// Processes a resident may hold (loaded) and stay up between its slots
+/// beside other servers. The host's memory monitor (DAMON, `kdamond`)
+/// checks a sampled page's every mapping, and a process per connection
+/// maps each page of its parent's: measured here, at 1,000 connections
+/// with `fork` and `prefork` resident it took 50–86 ms of CPU a second
+/// (5–20 % of some slots, in every other model's slots too) against 2 ms
+/// without them; 15 ms at 300, 5 ms at 100.
+pub(crate) const CROWD: u64 = 500;
+
+/// Whether `model`'s server, up, holds [`CROWD`] processes or more while
+/// another model is up beside it: it then stops after each slot and
+/// starts again for its next, a new instance each time (its start timed
+/// in `slot.start_seconds`), so the others' slots run without it.
+fn crowds(states: &BTreeMap<String, State>, model: &str) -> bool {
+    let many = matches!(states.get(model), Some(State::Up(r)) if r.loaded.processes >= CROWD);
+    many && states
+        .iter()
+        .any(|(m, s)| m != model && matches!(s, State::Up(_)))
 }
 
 /// Replaces the instance of each model of `cells` that is up and has

@@ -2,8 +2,10 @@
 //! recorded with its place in its round, a model that spins stopped
 //! between its slots (it takes no CPU from the others' then),
 //! a resident server that dies losing its own cells only, SIGTERM
-//! stopping every resident server and client at once, and `--runs auto`
-//! adding looks of rounds with the plan written before they run.
+//! stopping every resident server and client at once, `--runs auto`
+//! adding looks of rounds with the plan written before they run, a
+//! model decided stopping before the next look, and a server of hundreds
+//! of processes up for its own slots only.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -23,6 +25,8 @@ tests![
     sigterm_stops_every_resident_server_and_client,
     twins_serve_from_new_instances_each_round_when_asked_and_from_one_by_default,
     runs_auto_adds_looks_of_rounds_to_the_undecided_and_the_plan_says_so_first,
+    a_model_decided_stops_before_the_next_look,
+    a_server_of_hundreds_of_processes_is_up_for_its_own_slots_only,
 ];
 
 /// Runs `c10k run ARGS --no-report --out DIR` to success; its records.
@@ -506,6 +510,106 @@ fn runs_auto_adds_looks_of_rounds_to_the_undecided_and_the_plan_says_so_first() 
     }
     if !out.contains(&format!("after {rounds} rounds")) {
         return Err(format!("the answer lacks the rounds run: {out}").into());
+    }
+    Ok(())
+}
+
+/// Three servers, one far slower (a 20 ms wait between its loop's
+/// turns): decided after the first look, it stops, and the next look's
+/// slots run beside the twins only (`of`, the servers up). The twins'
+/// margin of 0.1 % keeps them looking, unless one instance happens to
+/// differ from the other beyond it: then the run is tried again (three
+/// times at most).
+fn a_model_decided_stops_before_the_next_look() -> Result<(), Failed> {
+    for attempt in 1..=3 {
+        let dir = scratch(&format!("resident-retire-{attempt}"))?;
+        let cells = run_ok(
+            &dir,
+            &[
+                "--models",
+                "epoll",
+                "--variant",
+                "epoll2=epoll",
+                "--variant",
+                "slow=epoll --interval 20ms",
+                "-c",
+                "3",
+                "--runs",
+                "auto",
+                "--margin",
+                "0.1%",
+                "--slot",
+                "60ms",
+                "--slot-warmup",
+                "20ms",
+                "--budget",
+                "12s",
+                "--repeat-disturbed",
+                "0",
+            ],
+        )?;
+        let rounds = cells.iter().filter_map(|c| c["run"].as_u64()).max();
+        if rounds.is_none_or(|r| r <= 10) {
+            continue;
+        }
+        let slow: Vec<_> = cells.iter().filter(|c| c["model"] == "slow").collect();
+        expect_eq("slow's slots (one look)", 10, slow.len())?;
+        for c in &cells {
+            let run = c["run"].as_u64().unwrap_or(0);
+            let want = if run <= 10 { 3 } else { 2 };
+            expect_eq(
+                format!("servers up at {}", c["id"]),
+                Some(want),
+                c["slot"]["of"].as_u64(),
+            )?;
+        }
+        return Ok(());
+    }
+    Err("the twins were told apart after the first look in three runs: no second look".into())
+}
+
+/// `fork` at 500 connections holds 500 processes: beside `epoll` it is
+/// started for each of its slots and stopped after it (each slot a new,
+/// timed instance), while `epoll` keeps its one instance.
+fn a_server_of_hundreds_of_processes_is_up_for_its_own_slots_only() -> Result<(), Failed> {
+    let dir = scratch("resident-crowd")?;
+    let cells = run_ok(
+        &dir,
+        &[
+            "--models",
+            "fork,epoll",
+            "-c",
+            "500",
+            "--runs",
+            "3",
+            "--repeat-disturbed",
+            "0",
+        ],
+    )?;
+    for (model, instances) in [("fork", vec![1, 2, 3]), ("epoll", vec![1, 1, 1])] {
+        let mut mine: Vec<&serde_json::Value> =
+            cells.iter().filter(|c| c["model"] == model).collect();
+        mine.sort_by_key(|c| c["run"].as_u64());
+        ensure(mine.iter().all(|c| c["status"] == "ok"), || {
+            format!("{model}: measured slots: {mine:?}")
+        })?;
+        let numbers: Vec<u64> = mine
+            .iter()
+            .filter_map(|c| c["slot"]["instance"].as_u64())
+            .collect();
+        expect_eq(format!("{model}'s instances"), instances.clone(), numbers)?;
+        let pids: std::collections::BTreeSet<u64> =
+            mine.iter().filter_map(|c| server_pid(c)).collect();
+        let distinct = instances
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        expect_eq(format!("{model}'s server pids"), distinct, pids.len())?;
+        let timed = mine
+            .iter()
+            .filter(|c| c["slot"]["start_seconds"].as_f64().is_some_and(|s| s > 0.0))
+            .count();
+        expect_eq(format!("{model}'s timed starts"), distinct, timed)?;
     }
     Ok(())
 }
