@@ -513,9 +513,10 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',', value_name = "SPECS", groups = ["matrix", "customises", "own_matrix"])]
     pub work: Option<Vec<String>>,
     /// Rounds of resident slots [default: 10], or repeats of every cell
-    /// measured one at a time. `auto`: in slots, looks of 10 rounds until
-    /// every model is told apart from the best, 4 looks or --budget (each
-    /// interval then at 98.2 %, so that 4 looks keep 5 %); with
+    /// measured one at a time. `auto`: in slots, looks of 5 rounds until
+    /// every model is told apart from the best, to 40 rounds or more as
+    /// --budget holds (each interval at Pocock's level for the looks
+    /// planned, 98.8 % for 8, so that together they keep 5 %); with
     /// --sequential, repeat each cell until its median is known to ±5 %
     /// (95 % interval), 3 to 10 runs.
     #[arg(long, value_name = "N|auto", groups = ["matrix", "customises"])]

@@ -85,7 +85,7 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
     let by_default = args.runs.is_none() && preset.looks_budget.is_some();
     let looks = (slots.is_some() && (auto_runs.is_some() || by_default)).then(|| matrix::Looks {
         every: preset.rounds,
-        most: matrix::Looks::MOST,
+        most: crate::stats::looks::MOST_LOOKS,
         budget_seconds: budget
             .or(preset.looks_budget)
             .unwrap_or(matrix::DEFAULT_BUDGET_SECONDS),
@@ -215,10 +215,15 @@ pub fn plan(args: &RunArgs, command: String) -> Result<RunPlan, String> {
 const SLOTS_SHARE: f64 = 0.75;
 
 /// Plans as many looks as the budget holds ([`crate::stats::looks::planned`]):
-/// a round of the first look's cells again and again, at least the four
-/// looks of the tour, at most twenty, each at the level that many keep to
-/// 5 %. A pair of models given minutes then looks until noise of 15 % a
-/// round is told equivalent, where four looks stopped at 40 rounds.
+/// a round of the first look's cells again and again. A look is 5 rounds
+/// (`Looks::EVERY`), so a model clearly apart from the best is decided
+/// and stops after 5 rounds rather than 10, where the budget holds at
+/// most 100 rounds (the tour's 3 minutes hold about 12); past that, 10
+/// (`Looks::WIDE`), so twenty looks still reach 200 rounds. At least 40
+/// rounds' worth of looks (`Looks::LEAST_ROUNDS`), at most twenty, each
+/// at the level that many keep to 5 %. A pair of models given minutes
+/// then looks until noise of 15 % a round is told equivalent, where four
+/// looks stopped at 40 rounds.
 fn plan_looks(plan: &mut RunPlan) {
     let Some(l) = plan.looks else {
         return;
@@ -227,13 +232,39 @@ fn plan_looks(plan: &mut RunPlan) {
         return;
     }
     let round = plan.least_seconds(&plan.cells) / l.every as f64;
-    let fit = if round > 0.0 {
-        (SLOTS_SHARE * l.budget_seconds / round / l.every as f64).floor() as usize
+    let rounds = if round > 0.0 {
+        (SLOTS_SHARE * l.budget_seconds / round).floor() as usize
     } else {
         0
     };
-    let most = crate::stats::looks::planned(fit, matrix::Looks::MOST);
-    plan.looks = Some(matrix::Looks { most, ..l });
+    let every = if rounds <= matrix::Looks::EVERY * crate::stats::looks::MOST_LOOKS {
+        matrix::Looks::EVERY
+    } else {
+        matrix::Looks::WIDE
+    };
+    if every != l.every {
+        set_runs(plan, every);
+    }
+    let least = matrix::Looks::LEAST_ROUNDS.div_ceil(every);
+    let most = crate::stats::looks::planned(rounds / every, least);
+    plan.looks = Some(matrix::Looks {
+        every,
+        most,
+        budget_seconds: l.budget_seconds,
+    });
+}
+
+/// Makes `plan` `runs` rounds (or repeats) of each cell, its cells laid
+/// out anew in its order.
+fn set_runs(plan: &mut RunPlan, runs: usize) {
+    plan.runs = runs;
+    plan.cells = crate::results::schedule::expand(
+        &plan.models,
+        &plan.connections,
+        &plan.work,
+        runs,
+        plan.order,
+    );
 }
 
 /// Makes `plan` a capacity search against `--slo` `text` within `budget`
@@ -1048,14 +1079,7 @@ pub fn from_baseline(
     let mut plan = base.clone();
     plan.command = command;
     let runs = plan.auto_runs.map_or(plan.runs, |a| a.min);
-    plan.runs = runs;
-    plan.cells = crate::results::schedule::expand(
-        &plan.models,
-        &plan.connections,
-        &plan.work,
-        runs,
-        plan.order,
-    );
+    set_runs(&mut plan, runs);
     (plan.server_cpus, plan.client_cpus) = if plan.bench.is_some() {
         (Vec::new(), Vec::new())
     } else {
@@ -1206,14 +1230,19 @@ mod tests {
         let looks = p.looks.expect("looks by default");
         assert_eq!((looks.every, looks.most), (10, 20));
         assert!((p.rule().level - 0.9925).abs() < 1e-3, "{}", p.rule().level);
-        // 20 s hold 2.5 rounds of 10 at three quarters: the tour's four.
+        // 20 s hold 25 rounds at three quarters: looks of 5, at least
+        // the tour's eight (40 rounds), with the first look's 5 cells.
         let p = from_args(&[&pair[..], &["--budget", "20s"]].concat()).expect("a pair");
-        assert_eq!(p.looks.map(|l| l.most), Some(4));
-        // 40 s hold five looks, 60 s eight (7.5: the table's 7).
+        assert_eq!(p.looks.map(|l| (l.every, l.most)), Some((5, 8)));
+        assert_eq!((p.runs, p.cells.len()), (5, 10));
+        // 40 s hold ten looks of 5, 60 s fifteen (the table's, for 15),
+        // 70 s 17.5: the table's 15.
         let p = from_args(&[&pair[..], &["--budget", "40s"]].concat()).expect("a pair");
-        assert_eq!(p.looks.map(|l| l.most), Some(5));
+        assert_eq!(p.looks.map(|l| (l.every, l.most)), Some((5, 10)));
         let p = from_args(&[&pair[..], &["--budget", "60s"]].concat()).expect("a pair");
-        assert_eq!(p.looks.map(|l| l.most), Some(7));
+        assert_eq!(p.looks.map(|l| (l.every, l.most)), Some((5, 15)));
+        let p = from_args(&[&pair[..], &["--budget", "70s"]].concat()).expect("a pair");
+        assert_eq!(p.looks.map(|l| (l.every, l.most)), Some((5, 15)));
     }
 
     #[test]
@@ -1224,13 +1253,16 @@ mod tests {
             (p.experiment.as_str(), p.title.as_str()),
             ("tour", tour.title)
         );
-        // It looks until decided, within 3 minutes, at Pocock's level.
+        // It looks until decided, within 3 minutes, at Pocock's level:
+        // eight looks of 5 rounds, the first look's cells 5 rounds.
         let looks = p.looks.expect("looks by default");
         assert_eq!(
             (looks.every, looks.most, looks.budget_seconds),
-            (10, 4, 180.0)
+            (5, 8, 180.0)
         );
-        assert!((p.rule().level - 0.9818).abs() < 1e-3);
+        assert_eq!(p.runs, 5);
+        assert!(p.cells.iter().all(|c| c.run <= 5) && p.cells.iter().any(|c| c.run == 5));
+        assert!((p.rule().level - 0.988).abs() < 1e-3, "{}", p.rule().level);
         let p = from_args(&["--budget", "5m", "--pin", "none"]).expect("the tour");
         assert_eq!(p.looks.map(|l| l.budget_seconds), Some(300.0));
         // Another number of runs is still the tour's matrix, without looks.

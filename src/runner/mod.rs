@@ -142,7 +142,7 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
     // call for its next look (a run stopped between the two).
     if data.plan.looks.is_some() {
         let left: Vec<_> = data.remaining();
-        for (n, work) in blocks(&data.plan) {
+        for (n, work) in blocks(&data.plan.cells) {
             let open = left.iter().any(|c| c.connections == n && c.work == work);
             if !open && resident::unfit(n, data.plan.models.len()).is_none() {
                 let later = data.plan.least_seconds(&data.remaining());
@@ -150,7 +150,7 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
                     .plan
                     .looks
                     .map(|l| share_of(l.budget_seconds, clock.spent(), 0.0, later, 1));
-                next_look(data, &progress, n, work.as_ref(), end, &clock)?;
+                next_look(data, &progress, n, work.as_ref(), end, &clock, false)?;
             }
         }
         progress.set_total(data.plan.cells.len());
@@ -159,7 +159,7 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
     // owe its next round.
     if data.plan.capacity.is_some() {
         let left: Vec<_> = data.remaining();
-        for (n, work) in blocks(&data.plan) {
+        for (n, work) in blocks(&data.plan.cells) {
             let open = left.iter().any(|c| c.connections == n && c.work == work);
             if !open {
                 let cells = crate::capacity::search::next_round(data, n, work.as_ref(), false);
@@ -174,84 +174,107 @@ pub fn execute(data: &mut RunData, appender: &mut results::Appender) -> anyhow::
     let mut todo: std::collections::VecDeque<_> = data.remaining().into();
     let runs = data.plan.runs_text();
     let mut abandoned = None;
-    while let Some(spec) = todo.pop_front() {
-        if interrupted.load(Ordering::Relaxed) {
+    // A count run again once every count has had its looks: its turn,
+    // and the end of its share.
+    let (mut turn, mut again_end) = (0, None);
+    loop {
+        while let Some(spec) = todo.pop_front() {
+            if interrupted.load(Ordering::Relaxed) {
+                break;
+            }
+            // The first cell of a count (and work profile) not yet run: its
+            // servers that can stay resident together run their slots now.
+            let block = resident_block(&data.plan, &spec, &mut todo);
+            if !block.is_empty() {
+                let plan = data.plan.clone();
+                let (n, work) = (spec.connections, spec.work.clone());
+                let later = data.plan.least_seconds(todo.make_contiguous());
+                // The blocks still to come (their cells come round by round,
+                // so a block's are not next to each other).
+                let others = blocks(todo.make_contiguous());
+                let share = |budget: f64, first: f64| {
+                    share_of(budget, clock.spent(), first, later, 1 + others.len())
+                };
+                // A capacity search's share of what the budget has left: this
+                // block's and every block still to come's alike.
+                let deadline = data
+                    .plan
+                    .capacity
+                    .as_ref()
+                    .map(|c| share(c.budget_seconds, 0.0));
+                // The looks' share: what is left once every block's first
+                // look is counted, split alike, so that the first count's
+                // looks cannot take the last count's.
+                let looks_end = again_end.or_else(|| {
+                    data.plan
+                        .looks
+                        .map(|l| share(l.budget_seconds, data.plan.least_seconds(&block)))
+                });
+                let before = instances_before(data, n, work.as_ref());
+                let shared = std::cell::RefCell::new((&mut *data, &mut progress, &mut *appender));
+                let ended = resident::run(
+                    &plan,
+                    &block,
+                    before,
+                    &mut |s| shared.borrow().1.starting(s, &runs),
+                    &mut |result| {
+                        let mut guard = shared.borrow_mut();
+                        let (data, progress, appender) = &mut *guard;
+                        keep(data, appender, progress, result)
+                    },
+                    &mut || {
+                        let mut guard = shared.borrow_mut();
+                        let (data, progress, _) = &mut *guard;
+                        let cells = match deadline {
+                            Some(d) => capacity_round(data, progress, n, work.as_ref(), d, &clock)?,
+                            None => next_look(
+                                data,
+                                progress,
+                                n,
+                                work.as_ref(),
+                                looks_end,
+                                &clock,
+                                false,
+                            )?,
+                        };
+                        progress.set_total(data.plan.cells.len());
+                        Ok(cells)
+                    },
+                )?;
+                if let resident::Ended::Interrupted(a) = ended {
+                    abandoned = a;
+                    break;
+                }
+                continue;
+            }
+            progress.starting(&spec, &runs);
+            match execute::run_cell(&data.plan, &spec, &data.dir) {
+                execute::Ended::Done(result) => {
+                    if keep(data, appender, &mut progress, *result)? {
+                        todo.push_front(spec);
+                        continue;
+                    }
+                    if auto::extend(&mut data.plan, &data.cells) > 0 {
+                        results::save_plan(&data.dir, &data.plan)?;
+                        todo = data.remaining().into();
+                        progress.set_total(data.plan.cells.len());
+                    }
+                }
+                execute::Ended::Interrupted => {
+                    abandoned = Some(spec.id.clone());
+                    break;
+                }
+            }
+        }
+        if abandoned.is_some() || interrupted.load(Ordering::Relaxed) || !todo.is_empty() {
             break;
         }
-        // The first cell of a count (and work profile) not yet run: its
-        // servers that can stay resident together run their slots now.
-        let block = resident_block(&data.plan, &spec, &mut todo);
-        if !block.is_empty() {
-            let plan = data.plan.clone();
-            let (n, work) = (spec.connections, spec.work.clone());
-            let later = data.plan.least_seconds(todo.make_contiguous());
-            let mut others: Vec<_> = todo
-                .iter()
-                .map(|c| (c.connections, c.work.clone()))
-                .collect();
-            others.dedup();
-            let share = |budget: f64, first: f64| {
-                share_of(budget, clock.spent(), first, later, 1 + others.len())
-            };
-            // A capacity search's share of what the budget has left: this
-            // block's and every block still to come's alike.
-            let deadline = data
-                .plan
-                .capacity
-                .as_ref()
-                .map(|c| share(c.budget_seconds, 0.0));
-            // The looks' share: what is left once every block's first
-            // look is counted, split alike, so that the first count's
-            // looks cannot take the last count's.
-            let looks_end = data
-                .plan
-                .looks
-                .map(|l| share(l.budget_seconds, data.plan.least_seconds(&block)));
-            let shared = std::cell::RefCell::new((&mut *data, &mut progress, &mut *appender));
-            let ended = resident::run(
-                &plan,
-                &block,
-                &mut |s| shared.borrow().1.starting(s, &runs),
-                &mut |result| {
-                    let mut guard = shared.borrow_mut();
-                    let (data, progress, appender) = &mut *guard;
-                    keep(data, appender, progress, result)
-                },
-                &mut || {
-                    let mut guard = shared.borrow_mut();
-                    let (data, progress, _) = &mut *guard;
-                    let cells = match deadline {
-                        Some(d) => capacity_round(data, progress, n, work.as_ref(), d, &clock)?,
-                        None => next_look(data, progress, n, work.as_ref(), looks_end, &clock)?,
-                    };
-                    progress.set_total(data.plan.cells.len());
-                    Ok(cells)
-                },
-            )?;
-            if let resident::Ended::Interrupted(a) = ended {
-                abandoned = a;
-                break;
-            }
-            continue;
-        }
-        progress.starting(&spec, &runs);
-        match execute::run_cell(&data.plan, &spec, &data.dir) {
-            execute::Ended::Done(result) => {
-                if keep(data, appender, &mut progress, *result)? {
-                    todo.push_front(spec);
-                    continue;
-                }
-                if auto::extend(&mut data.plan, &data.cells) > 0 {
-                    results::save_plan(&data.dir, &data.plan)?;
-                    todo = data.remaining().into();
-                    progress.set_total(data.plan.cells.len());
-                }
-            }
-            execute::Ended::Interrupted => {
-                abandoned = Some(spec.id.clone());
-                break;
-            }
-        }
+        let Some((again, end)) = revisit(data, &progress, &clock, &mut turn)? else {
+            break;
+        };
+        again_end = Some(end);
+        progress.set_total(data.plan.cells.len());
+        todo.extend(again);
     }
     progress.clear();
     let left = data.remaining().len();
@@ -313,6 +336,7 @@ fn next_look(
     work: Option<&crate::server::work::Profile>,
     end: Option<f64>,
     clock: &Clock,
+    again: bool,
 ) -> anyhow::Result<Vec<crate::results::matrix::CellSpec>> {
     use crate::present::units::seconds;
     let Some(looks) = data.plan.looks else {
@@ -359,29 +383,58 @@ fn next_look(
     } else {
         (kept.sum::<f64>() + repeats) / slots as f64
     };
-    let cost = per_slot * cells.len() as f64;
+    // A count run again starts its servers anew: what each model's
+    // starts took here, on average.
+    let restart: f64 = if again {
+        let mut models: Vec<&str> = cells.iter().map(|c| c.model.as_str()).collect();
+        models.sort_unstable();
+        models.dedup();
+        models
+            .iter()
+            .filter_map(|m| {
+                let starts: Vec<f64> = data
+                    .cells
+                    .iter()
+                    .filter(|c| here(&c.cell) && c.cell.model == *m)
+                    .filter_map(|c| c.slot.as_ref()?.start_seconds)
+                    .collect();
+                (!starts.is_empty()).then(|| starts.iter().sum::<f64>() / starts.len() as f64)
+            })
+            .sum()
+    } else {
+        0.0
+    };
+    let cost = per_slot * cells.len() as f64 + restart;
     let spent = clock.spent();
     let end = end.unwrap_or(looks.budget_seconds);
+    if !fits(spent + cost, end) && again {
+        // [`revisit`] says it once, for every count it tried.
+        return Ok(Vec::new());
+    }
     if !fits(spent + cost, end) {
         let whose = if end >= looks.budget_seconds - 1e-6 {
-            format!("the budget ({})", seconds(looks.budget_seconds))
+            format!(
+                "the budget ({}), {} spent: stopping here",
+                seconds(looks.budget_seconds),
+                seconds(spent)
+            )
         } else {
             format!(
-                "this count's share of the budget (to {} of {}, the later counts' first looks and shares kept)",
+                "this count's share of the budget (to {} of {}, the later counts' first looks and shares kept), {} spent: stopping here until the counts after it have had theirs",
                 seconds(end),
-                seconds(looks.budget_seconds)
+                seconds(looks.budget_seconds),
+                seconds(spent),
             )
         };
         progress.note(&format!(
-            "{at}: after {rounds} rounds, {} not yet told apart from {best}; another look ({}) would pass {whose}, {} spent: stopping here",
+            "{at}: after {rounds} rounds, {} not yet told apart from {best}; another look ({}) would pass {whose}",
             crate::present::words::and_list(&undecided),
             seconds(cost),
-            seconds(spent),
         ));
         return Ok(Vec::new());
     }
     progress.note(&format!(
-        "{at}: after {rounds} rounds, {} not yet told apart from {best}: look {} of {}, {} more rounds of {} (about {})",
+        "{at}: after {rounds} rounds, {} not yet told apart from {best}: look {} of {}, {} more rounds of {} (about {}){}",
         crate::present::words::and_list(&undecided),
         rounds / looks.every + 1,
         looks.most,
@@ -389,11 +442,103 @@ fn next_look(
         crate::present::words::and_list(
             &undecided.iter().chain([&best]).cloned().collect::<Vec<_>>()
         ),
-        seconds(cost)
+        seconds(cost),
+        if again {
+            ", its servers started anew with what the other counts left of the budget"
+        } else {
+            ""
+        }
     ));
     auto::append(&mut data.plan, &cells);
     results::save_plan(&data.dir, &data.plan)?;
     Ok(cells)
+}
+
+/// Once every count has had its looks within its share, what the budget
+/// has left goes back to the counts still undecided: the next look of
+/// one of them, in turn from the one after the count `turn` last named,
+/// within an equal share of what is left among them (with the end of that
+/// share, for its later looks), its servers started anew (each as its
+/// next instance). None when every count is decided,
+/// at its last look, or no look fits. In a tour beside a hog, 10
+/// connections stopped at its share, undecided, and 1,000 and 100 decided
+/// with 37 s of the 3 minutes unused.
+fn revisit(
+    data: &mut RunData,
+    progress: &progress::Progress,
+    clock: &Clock,
+    turn: &mut usize,
+) -> anyhow::Result<Option<(Vec<crate::results::matrix::CellSpec>, f64)>> {
+    let Some(looks) = data.plan.looks else {
+        return Ok(None);
+    };
+    let all = blocks(&data.plan.cells);
+    let open: Vec<usize> = (0..all.len())
+        .map(|i| (*turn + i) % all.len())
+        .filter(|&i| {
+            let (n, work) = &all[i];
+            resident::unfit(*n, data.plan.models.len()).is_none()
+                && matches!(auto::look(data, *n, work.as_ref()), auto::Look::More { .. })
+        })
+        .collect();
+    for (k, &i) in open.iter().enumerate() {
+        let (n, work) = &all[i];
+        let end = share_of(
+            looks.budget_seconds,
+            clock.spent(),
+            0.0,
+            0.0,
+            open.len() - k,
+        );
+        let cells = next_look(data, progress, *n, work.as_ref(), Some(end), clock, true)?;
+        if !cells.is_empty() {
+            *turn = i + 1;
+            return Ok(Some((cells, end)));
+        }
+    }
+    if !open.is_empty() {
+        let at: Vec<String> = open
+            .iter()
+            .map(|&i| {
+                block_label(&data.plan, all[i].0, all[i].1.as_ref())
+                    .trim_start()
+                    .to_string()
+            })
+            .collect();
+        progress.note(&format!(
+            "  {}: still undecided; another look at any would pass what is left of the budget ({} of {} spent): stopping here",
+            crate::present::words::and_list(&at),
+            crate::present::units::seconds(clock.spent()),
+            crate::present::units::seconds(looks.budget_seconds),
+        ));
+    }
+    Ok(None)
+}
+
+/// What the slots recorded at `n` connections under `work` hold of each
+/// model's instances: its last one and the first's idle CPU.
+fn instances_before(
+    data: &RunData,
+    n: usize,
+    work: Option<&crate::server::work::Profile>,
+) -> resident::Before {
+    let mut before = resident::Before::new();
+    for c in data
+        .cells
+        .iter()
+        .filter(|c| c.cell.connections == n && c.cell.work.as_ref() == work)
+    {
+        let Some(instance) = c.slot.as_ref().and_then(|s| s.instance) else {
+            continue;
+        };
+        let idle = c.server.as_ref().and_then(|s| s.idle_cpus);
+        let e = before
+            .entry(c.cell.model.clone())
+            .or_insert((instance, idle));
+        e.0 = e.0.max(instance);
+        e.1 = e.1.or(idle);
+    }
+    before
 }
 
 /// Records `result` (a cell's, or a slot's) and keeps it in `data`: a
@@ -442,12 +587,12 @@ fn block_label(
     )
 }
 
-/// Every count and work profile of the plan's cells, in their order.
+/// Every count and work profile of `cells`, in their order.
 fn blocks(
-    plan: &crate::results::matrix::RunPlan,
+    cells: &[crate::results::matrix::CellSpec],
 ) -> Vec<(usize, Option<crate::server::work::Profile>)> {
     let mut blocks = Vec::new();
-    for c in &plan.cells {
+    for c in cells {
         if !blocks.contains(&(c.connections, c.work.clone())) {
             blocks.push((c.connections, c.work.clone()));
         }
@@ -816,5 +961,112 @@ mod tests {
         assert_eq!(civil_from_days(19_358), (2023, 1, 1));
         assert_eq!(civil_from_days(20_414), (2025, 11, 22));
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+
+    /// a at 100,000/s, c swinging ±10 % about it at 10 connections (not
+    /// told apart in 10 rounds) and at half of it at 100 (decided), 10
+    /// rounds of each, looks of 10 within 600 s.
+    fn two_counts(dir: &std::path::Path) -> RunData {
+        use crate::results::dir::Figures;
+        let at = |f: &dyn Fn(usize) -> f64| -> Vec<Figures> {
+            (1..=10)
+                .map(|r| Figures {
+                    throughput: f(r),
+                    ..Default::default()
+                })
+                .collect()
+        };
+        let wobble = |r: usize| 100_000.0 * (1.0 + 0.005 * ((r * 7 % 5) as f64 - 2.0));
+        let swing = |r: usize| 100_000.0 * if r % 2 == 0 { 1.1 } else { 0.9 };
+        let mut data = RunData::example_of(&[("a", at(&wobble)), ("c", at(&swing))]);
+        let half = RunData::example_of(&[("a", at(&wobble)), ("c", at(&|r| wobble(r) / 2.0))]);
+        for mut c in half.cells {
+            c.cell.connections = 100;
+            c.cell.id = format!("{}/c100/r{}", c.cell.model, c.cell.run);
+            data.plan.cells.push(c.cell.clone());
+            data.cells.push(c);
+        }
+        data.plan.connections = vec![10, 100];
+        data.plan.looks = Some(crate::results::matrix::Looks {
+            every: 10,
+            most: 4,
+            budget_seconds: 600.0,
+        });
+        data.dir = dir.to_path_buf();
+        data
+    }
+
+    /// Once every count has had its looks, what the budget has left goes
+    /// back to the count still undecided (10 connections, not 100, which
+    /// is decided), up to the budget's end when it is the only one; its
+    /// servers start as their next instances. With nothing left, no look.
+    #[test]
+    fn a_count_left_undecided_gets_what_the_others_left() {
+        let dir = std::env::temp_dir().join(format!("c10k-revisit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a directory");
+        let mut data = two_counts(&dir);
+        let progress = progress::Progress::new(0, 0, data.plan.primary);
+        let clock = Clock {
+            started: std::time::Instant::now(),
+            before: 100.0,
+        };
+        let mut turn = 0;
+        let (cells, end) = revisit(&mut data, &progress, &clock, &mut turn)
+            .expect("a plan saved")
+            .expect("another look at 10");
+        assert!(cells
+            .iter()
+            .all(|c| c.connections == 10 && (11..=20).contains(&c.run)));
+        assert_eq!(cells.len(), 20, "a and c, 10 rounds");
+        assert!(
+            (end - 600.0).abs() < 1e-6,
+            "the only one undecided: to the budget's end, {end}"
+        );
+        assert_eq!(turn, 1, "the next turn starts after 10 connections");
+        // The slots recorded ran on two instances of each model (the
+        // second from round 6): the count run again starts the third.
+        for c in &mut data.cells {
+            c.slot = Some(crate::results::cell::Slot {
+                position: 1,
+                of: 2,
+                first: c.cell.run == 1 || c.cell.run == 6,
+                instance: Some(if c.cell.run > 5 { 2 } else { 1 }),
+                start_seconds: None,
+                outside_cpu_seconds: None,
+                outside_seconds: None,
+                stolen_seconds: None,
+            });
+        }
+        let before = instances_before(&data, 10, None);
+        assert_eq!(before.get("a").map(|b| b.0), Some(2));
+        // No time left: no look, at 10 or anywhere.
+        let spent = Clock {
+            started: std::time::Instant::now(),
+            before: 599.0,
+        };
+        let mut data = two_counts(&dir);
+        assert!(revisit(&mut data, &progress, &spent, &mut 0)
+            .expect("no error")
+            .is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The tour's cells come round by round across its counts: once the
+    /// first count's are taken, two blocks are left, not one per run of
+    /// cells, and the first count's looks get a third of what the first
+    /// looks leave (they once got a twelfth: 29.5 s of 180).
+    #[test]
+    fn the_first_count_shares_the_budget_with_the_two_counts_after_it() {
+        use crate::results::matrix::Order;
+        let models: Vec<String> = ["epoll", "poll", "select"].map(String::from).into();
+        let cells =
+            crate::results::schedule::expand(&models, &[10, 100, 1000], &[], 5, Order::Interleaved);
+        let later: Vec<_> = cells.into_iter().filter(|c| c.connections != 10).collect();
+        assert!(later
+            .windows(2)
+            .any(|w| w[0].connections != w[1].connections));
+        assert_eq!(blocks(&later), [(100, None), (1000, None)]);
+        let share = share_of(180.0, 0.0, 18.0, 36.0, 1 + blocks(&later).len());
+        assert!((share - 60.0).abs() < 1e-9, "{share}");
     }
 }

@@ -115,20 +115,29 @@ pub(crate) enum Ended {
     Interrupted(Option<String>),
 }
 
+/// Each model's last instance at a count and its first instance's idle
+/// CPU, for an instance started after it.
+pub(crate) type Before = BTreeMap<String, (usize, Option<f64>)>;
+
 /// Runs `cells` (one count and work profile, every round of it, in the
 /// plan's order) resident, handing each result to `record` as it comes;
 /// `starting` is told of each cell before it runs. When they are done,
 /// `more` may give more cells of the same servers (the next look of
-/// `--runs auto`), run as the first were; none ends the block.
+/// `--runs auto`), run as the first were; none ends the block. A model
+/// in `before` (a count run again, once every count has had its looks)
+/// starts as its next instance, with the first's idle CPU.
 pub(crate) fn run(
     plan: &RunPlan,
     cells: &[CellSpec],
+    before: Before,
     starting: &mut dyn FnMut(&CellSpec),
     record: &mut dyn FnMut(CellResult) -> anyhow::Result<bool>,
     more: &mut dyn FnMut() -> anyhow::Result<Vec<CellSpec>>,
 ) -> anyhow::Result<Ended> {
     let hard = sys::rlimit::nofile().hard;
     let mut states: BTreeMap<String, State> = BTreeMap::new();
+    // Each model stopped once decided: its last instance and idle CPU.
+    let mut retired = before;
     // Up in the order of the first round; each once.
     for spec in cells {
         if states.contains_key(&spec.model) {
@@ -138,7 +147,7 @@ pub(crate) fn run(
             stop_all(states);
             return Ok(Ended::Interrupted(None));
         }
-        let Some(state) = start(plan, spec, hard, 1) else {
+        let Some(state) = start_after(plan, spec, hard, &retired) else {
             stop_all(states);
             return Ok(Ended::Interrupted(None));
         };
@@ -148,8 +157,6 @@ pub(crate) fn run(
         .slots
         .is_some_and(|s| s.instances == crate::results::matrix::Instances::Round);
 
-    // Each model stopped once decided: its last instance and idle CPU.
-    let mut retired = BTreeMap::<String, (usize, Option<f64>)>::new();
     let mut position = BTreeMap::<usize, usize>::new();
     let mut queue: std::collections::VecDeque<CellSpec> = cells.iter().cloned().collect();
     loop {
@@ -197,21 +204,13 @@ pub(crate) fn run(
         // stays up as the others.
         let state = match states.remove(&spec.model) {
             Some(s) => s,
-            None => {
-                let before = retired.get(&spec.model).copied();
-                match start(plan, spec, hard, before.map_or(1, |b| b.0 + 1)) {
-                    Some(mut s) => {
-                        if let (State::Up(r), Some((_, idle))) = (&mut s, before) {
-                            r.idle_cpus = idle;
-                        }
-                        s
-                    }
-                    None => {
-                        stop_all(states);
-                        return Ok(Ended::Interrupted(None));
-                    }
+            None => match start_after(plan, spec, hard, &retired) {
+                Some(s) => s,
+                None => {
+                    stop_all(states);
+                    return Ok(Ended::Interrupted(None));
                 }
-            }
+            },
         };
         let next = match state {
             // Gone since its last slot (or since it started): this slot
@@ -421,6 +420,22 @@ fn renew(
         states.insert(spec.model.clone(), state);
     }
     Some(())
+}
+
+/// [`start`] as the instance after the one `retired` notes for `spec`'s
+/// model (its first if none), with that one's idle CPU.
+fn start_after(
+    plan: &RunPlan,
+    spec: &CellSpec,
+    hard: Option<u64>,
+    retired: &Before,
+) -> Option<State> {
+    let before = retired.get(&spec.model).copied();
+    let mut state = start(plan, spec, hard, before.map_or(1, |b| b.0 + 1))?;
+    if let (State::Up(r), Some((_, idle))) = (&mut state, before) {
+        r.idle_cpus = idle;
+    }
+    Some(state)
 }
 
 /// The state of `spec`'s model once started ([`up`]) as its `instance`th

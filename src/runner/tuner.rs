@@ -465,6 +465,7 @@ fn one(plan: &RunPlan, dir: &Path, job: &Job, share: f64) -> anyhow::Result<Opti
     let ended = resident::run(
         &sub,
         &first_cells,
+        resident::Before::new(),
         &mut |_| {},
         &mut |mut result: CellResult| {
             // The search's own plan (a variant per setting) is no plan of
@@ -716,6 +717,7 @@ impl Slots {
         let ended = resident::run(
             &plan,
             first,
+            resident::Before::new(),
             &mut |_| {},
             &mut |mut result: CellResult| {
                 let mut guard = shared.borrow_mut();

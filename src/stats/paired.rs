@@ -913,13 +913,14 @@ mod tests {
             margin: DEFAULT_MARGIN,
             level: crate::stats::looks::level(looks),
         };
-        looked_at(truth, tries, looks, noise, rule, seed)
+        looked_at(truth, tries, (10, looks), noise, rule, seed)
     }
 
+    /// As [`looked`], with `looks` = (rounds a look, looks at most).
     fn looked_at(
         truth: f64,
         tries: usize,
-        looks: usize,
+        (every, looks): (usize, usize),
         noise: f64,
         rule: Rule,
         seed: u64,
@@ -929,7 +930,7 @@ mod tests {
         for _ in 0..tries {
             let (mut a, mut b) = (Vec::new(), Vec::new());
             for look in 1..=looks {
-                for r in (look - 1) * 10 + 1..=look * 10 {
+                for r in (look - 1) * every + 1..=look * every {
                     let drift = 1.0 + 0.3 * (2.0 * rng.unit() - 1.0);
                     a.push((r, 100.0 * drift));
                     b.push((r, 100.0 * truth * drift * (noise * rng.normal()).exp()));
@@ -938,7 +939,7 @@ mod tests {
                 if c.outcome != Outcome::Inconclusive || look == looks {
                     different += usize::from(c.outcome == Outcome::Different);
                     equivalent += usize::from(c.outcome == Outcome::Equivalent);
-                    rounds += look * 10;
+                    rounds += look * every;
                     break;
                 }
             }
@@ -957,7 +958,7 @@ mod tests {
             margin: DEFAULT_MARGIN,
             level: DEFAULT_LEVEL,
         };
-        let (naive, _, _) = looked_at(1.0, 2000, 4, 0.08, naive, 41);
+        let (naive, _, _) = looked_at(1.0, 2000, (10, 4), 0.08, naive, 41);
         assert!(naive > aa, "A/A at 95 % each look: {naive} against {aa}");
         // A 10 % difference is still found nearly always.
         let (power, _, rounds) = looked(1.1, 2000, 4, 0.08, 42);
@@ -978,6 +979,28 @@ mod tests {
         // A 10 % difference is found through the same noise.
         let (power, _, _) = looked(1.1, 1000, 20, 0.15, 44);
         assert!(power > 0.8, "power {power}");
+    }
+
+    /// Looks of 5 rounds, as the tour plans (eight, to 40 rounds): the
+    /// boundary for eight keeps identical models to 5 % as looks of 10
+    /// do, and a model 1.3× slower is decided at the first look, after 5
+    /// rounds where looks of 10 took 10.
+    #[test]
+    fn looks_of_five_keep_five_per_cent_and_let_the_clearly_slower_go_after_five() {
+        let rule = |k| Rule {
+            margin: DEFAULT_MARGIN,
+            level: crate::stats::looks::level(k),
+        };
+        let (aa, _, _) = looked_at(1.0, 4000, (5, 8), 0.08, rule(8), 45);
+        assert!(aa <= 0.06, "A/A over 8 looks of 5: {aa}");
+        let (power, _, fives) = looked_at(1.3, 2000, (5, 8), 0.08, rule(8), 46);
+        let (_, _, tens) = looked_at(1.3, 2000, (10, 4), 0.08, rule(4), 46);
+        assert!(
+            power > 0.99 && fives < 6.0 && tens >= 10.0,
+            "{power}: {fives} against {tens} rounds"
+        );
+        let (power, _, _) = looked_at(1.1, 2000, (5, 8), 0.08, rule(8), 47);
+        assert!(power > 0.95, "power {power}");
     }
 
     #[test]

@@ -473,11 +473,11 @@ fn runs_auto_adds_looks_of_rounds_to_the_undecided_and_the_plan_says_so_first() 
     succeeded(&o, "")?;
     let err = String::from_utf8_lossy(&o.stderr);
     let out = String::from_utf8_lossy(&o.stdout);
-    // Two 60 ms slots a round: three quarters of 12 s hold 7.5 looks of
-    // 10 rounds, so it plans the 7 Pocock's table gives, each at 98.7 %.
-    if !err.contains("--runs auto: looks of 10 rounds at each count")
-        || !err.contains("at most 7 looks (70 rounds)")
-        || !err.contains("at 98.7 %")
+    // Two short slots a round: three quarters of 12 s hold 60 rounds and
+    // more, so 12 looks of 5 (the table's next is 15), each at 99 %.
+    if !err.contains("--runs auto: looks of 5 rounds at each count")
+        || !err.contains("at most 12 looks (60 rounds)")
+        || !err.contains("at 99 %")
     {
         return Err(format!("the intro lacks the looks: {err}").into());
     }
@@ -485,7 +485,7 @@ fn runs_auto_adds_looks_of_rounds_to_the_undecided_and_the_plan_says_so_first() 
     let cells = lines(&run)?;
     let plan: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("plan.json"))?)?;
-    if plan["looks"]["every"] != 10 || plan["looks"]["most"] != 7 {
+    if plan["looks"]["every"] != 5 || plan["looks"]["most"] != 12 {
         return Err(format!("plan.json lacks its looks: {}", plan["looks"]).into());
     }
     let mut planned: Vec<&str> = plan["cells"]
@@ -505,11 +505,11 @@ fn runs_auto_adds_looks_of_rounds_to_the_undecided_and_the_plan_says_so_first() 
         .filter_map(|c| c["run"].as_u64())
         .max()
         .unwrap_or(0);
-    if rounds % 10 != 0 || !(10..=70).contains(&rounds) {
-        return Err(format!("rounds in whole looks of 10: {rounds}").into());
+    if rounds % 5 != 0 || !(5..=60).contains(&rounds) {
+        return Err(format!("rounds in whole looks of 5: {rounds}").into());
     }
-    for look in 2..=rounds / 10 {
-        if !err.contains(&format!("look {look} of 7, 10 more rounds of epoll")) {
+    for look in 2..=rounds / 5 {
+        if !err.contains(&format!("look {look} of 12, 5 more rounds of epoll")) {
             return Err(format!("look {look} not named: {err}").into());
         }
     }
@@ -541,14 +541,14 @@ fn a_model_decided_stops_before_the_next_look() -> Result<(), Failed> {
         args.extend(TWIN_LOOKS);
         let cells = run_ok(&dir, &args)?;
         let rounds = cells.iter().filter_map(|c| c["run"].as_u64()).max();
-        if rounds.is_none_or(|r| r <= 10) {
+        if rounds.is_none_or(|r| r <= 5) {
             continue;
         }
         let slow: Vec<_> = cells.iter().filter(|c| c["model"] == "slow").collect();
-        expect_eq("slow's slots (one look)", 10, slow.len())?;
+        expect_eq("slow's slots (one look of 5 rounds)", 5, slow.len())?;
         for c in &cells {
             let run = c["run"].as_u64().unwrap_or(0);
-            let want = if run <= 10 { 3 } else { 2 };
+            let want = if run <= 5 { 3 } else { 2 };
             expect_eq(
                 format!("servers up at {}", c["id"]),
                 Some(want),
