@@ -345,7 +345,7 @@ fn next_look(
     let here = |c: &crate::results::matrix::CellSpec| c.connections == n && c.work.as_ref() == work;
     let rounds = data.plan.rounds_at(n, work);
     let at = block_label(&data.plan, n, work);
-    let (best, undecided, cells) = match auto::look(data, n, work) {
+    let (best, undecided, unsettled, cells) = match auto::look(data, n, work) {
         auto::Look::Decided => return Ok(Vec::new()),
         auto::Look::Last(undecided) => {
             progress.note(&format!(
@@ -357,8 +357,9 @@ fn next_look(
         auto::Look::More {
             best,
             undecided,
+            unsettled,
             cells,
-        } => (best, undecided, cells),
+        } => (best, undecided, unsettled, cells),
     };
     // What a slot of this count took, with the start of its instance
     // when it had one of its own (`--instances round`) and the repeats of
@@ -434,13 +435,26 @@ fn next_look(
         return Ok(Vec::new());
     }
     progress.note(&format!(
-        "{at}: after {rounds} rounds, {} not yet told apart from {best}: look {} of {}, {} more rounds of {} (about {}){}",
+        "{at}: after {rounds} rounds, {} not yet told apart from {best}{}: look {} of {}, {} more rounds of {} (about {}){}",
         crate::present::words::and_list(&undecided),
+        if unsettled.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({} told apart from {best}, not yet from all of them)",
+                crate::present::words::and_list(&unsettled)
+            )
+        },
         rounds / looks.every + 1,
         looks.most,
         looks.every,
         crate::present::words::and_list(
-            &undecided.iter().chain([&best]).cloned().collect::<Vec<_>>()
+            &undecided
+                .iter()
+                .chain([&best])
+                .chain(&unsettled)
+                .cloned()
+                .collect::<Vec<_>>()
         ),
         seconds(cost),
         if again {
