@@ -310,6 +310,11 @@ fn capacity_of(
             "the search runs in resident slots, each rate a slot",
         );
     }
+    // The search times its slots by the rate offered; a count's shorter
+    // slots are for rounds of equal slots.
+    if let Some(s) = plan.slots.as_mut() {
+        s.short = None;
+    }
     if let Some(&n) = plan
         .connections
         .iter()
@@ -722,6 +727,10 @@ fn slots_of(
         seconds,
         warmup_seconds,
         instances: args.instances.unwrap_or(d.instances),
+        // A slot given is the slot at every count.
+        short: d
+            .short
+            .filter(|_| args.slot.is_none() && args.slot_warmup.is_none()),
     }))
 }
 
@@ -1223,25 +1232,25 @@ mod tests {
 
     #[test]
     fn a_pair_given_minutes_plans_more_looks_than_the_tour() {
-        // Two models at one count: a round is two 0.3 s slots, so 3
+        // Two models at one count: a round is two 0.15 s slots (below 1,000 connections), so 3
         // minutes hold twenty looks of 10, each read at 99.25 %.
         let pair = ["--models", "epoll,poll", "-c", "4", "--pin", "none"];
         let p = from_args(&pair).expect("a pair");
         let looks = p.looks.expect("looks by default");
         assert_eq!((looks.every, looks.most), (10, 20));
         assert!((p.rule().level - 0.9925).abs() < 1e-3, "{}", p.rule().level);
-        // 20 s hold 25 rounds at three quarters: looks of 5, at least
+        // 10 s hold 25 rounds at three quarters: looks of 5, at least
         // the tour's eight (40 rounds), with the first look's 5 cells.
-        let p = from_args(&[&pair[..], &["--budget", "20s"]].concat()).expect("a pair");
+        let p = from_args(&[&pair[..], &["--budget", "10s"]].concat()).expect("a pair");
         assert_eq!(p.looks.map(|l| (l.every, l.most)), Some((5, 8)));
         assert_eq!((p.runs, p.cells.len()), (5, 10));
-        // 40 s hold ten looks of 5, 60 s fifteen (the table's, for 15),
-        // 70 s 17.5: the table's 15.
-        let p = from_args(&[&pair[..], &["--budget", "40s"]].concat()).expect("a pair");
+        // 20 s hold ten looks of 5, 30 s fifteen (the table's, for 15),
+        // 35 s 17.5: the table's 15.
+        let p = from_args(&[&pair[..], &["--budget", "20s"]].concat()).expect("a pair");
         assert_eq!(p.looks.map(|l| (l.every, l.most)), Some((5, 10)));
-        let p = from_args(&[&pair[..], &["--budget", "60s"]].concat()).expect("a pair");
+        let p = from_args(&[&pair[..], &["--budget", "30s"]].concat()).expect("a pair");
         assert_eq!(p.looks.map(|l| (l.every, l.most)), Some((5, 15)));
-        let p = from_args(&[&pair[..], &["--budget", "70s"]].concat()).expect("a pair");
+        let p = from_args(&[&pair[..], &["--budget", "35s"]].concat()).expect("a pair");
         assert_eq!(p.looks.map(|l| (l.every, l.most)), Some((5, 15)));
     }
 

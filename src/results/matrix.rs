@@ -422,6 +422,26 @@ pub struct Slots {
     /// recorded kept one for the run.
     #[serde(default = "Instances::one_per_run")]
     pub instances: Instances,
+    /// Shorter slots below a connection count (the default's; none where
+    /// `--slot` or `--slot-warmup` is given, and in a plan written before
+    /// this was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub short: Option<ShortSlots>,
+}
+
+/// Slots of `seconds` (`warmup_seconds` of it a warm-up) at counts below
+/// `below` connections ([`Slots::short`]). There the noise between two
+/// models' slots is the host's slow spells, which last seconds: slots
+/// half as long put a round's slots closer together, so more of a spell
+/// falls on both of a pair, and give twice the rounds. At 1,000
+/// connections the noise is within the window (a few round trips per
+/// connection in it), which a shorter one only adds to
+/// (docs/method.md#slot-length-by-count).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ShortSlots {
+    pub below: usize,
+    pub seconds: f64,
+    pub warmup_seconds: f64,
 }
 
 /// How long a resident server's instance lasts ([`Slots::instances`]).
@@ -457,8 +477,9 @@ impl Instances {
 }
 
 impl Slots {
-    /// 300 ms slots, 100 ms of each a warm-up, one instance of each
-    /// server for the run: 11 models in a round of about 3.5 s. (A new
+    /// 300 ms slots, 100 ms of each a warm-up, and 150 ms (50 ms) below
+    /// 1,000 connections; one instance of each server for the run: 11
+    /// models in a round of about 3.5 s at 1,000 connections, 1.8 s below. (A new
     /// instance every round cost the tour's slots at 1,000 connections
     /// up to half their rate after the thread and process models' stops
     /// and starts: docs/method.md#instances.)
@@ -466,7 +487,25 @@ impl Slots {
         seconds: 0.3,
         warmup_seconds: 0.1,
         instances: Instances::Run,
+        short: Some(ShortSlots {
+            below: 1000,
+            seconds: 0.15,
+            warmup_seconds: 0.05,
+        }),
     };
+
+    /// The slots at `n` connections: the short ones below their count,
+    /// else these.
+    pub fn at(&self, n: usize) -> Slots {
+        match self.short {
+            Some(s) if n < s.below => Slots {
+                seconds: s.seconds,
+                warmup_seconds: s.warmup_seconds,
+                ..*self
+            },
+            _ => *self,
+        }
+    }
 
     /// The measured part of a slot.
     pub fn measured_seconds(&self) -> f64 {
@@ -482,13 +521,14 @@ impl Slots {
     /// serial). At 1,000 connections under block:1ms, 1.25 s measured.
     pub fn for_block(&self, n: usize, work: Option<&crate::server::work::Profile>) -> Slots {
         use crate::server::work::Kind;
+        let base = self.at(n);
         let serial = work.map_or(0.0, |w| {
             (w.mean(Kind::Cpu) + w.mean(Kind::Block)).as_secs_f64()
         });
-        let measured = self.measured_seconds().max(1.25 * n as f64 * serial);
+        let measured = base.measured_seconds().max(1.25 * n as f64 * serial);
         Slots {
-            seconds: self.warmup_seconds + measured,
-            ..*self
+            seconds: base.warmup_seconds + measured,
+            ..base
         }
     }
 }
@@ -973,9 +1013,17 @@ mod tests {
     fn slots_grow_to_hold_the_slowest_round() {
         let d = Slots::DEFAULT;
         let p = |s: &str| crate::server::work::Profile::parse(s).expect("a profile");
-        // No work, or little: the default slot.
+        // No work, or little: the default slot at its count.
         assert_eq!(d.for_block(1000, None), d);
-        assert_eq!(d.for_block(100, Some(&p("block:1ms"))), d);
+        assert_eq!(d.for_block(10, Some(&p("block:1ms"))), d.at(10));
+        // Below 1,000 connections the short slot's 100 ms window is the
+        // least; 100 handlers of 1 ms each need 125 ms.
+        let hundred = d.for_block(100, Some(&p("block:1ms")));
+        assert!(
+            (hundred.measured_seconds() - 0.125).abs() < 1e-9,
+            "{hundred:?}"
+        );
+        assert_eq!(hundred.warmup_seconds, 0.05);
         // One handler takes 1 s to go round 1,000 connections at 1 ms
         // each: the measured part holds that and a quarter more.
         let s = d.for_block(1000, Some(&p("block:1ms")));
@@ -985,6 +1033,28 @@ mod tests {
         let cpu = d.for_block(1000, Some(&p("cpu:1ms")));
         assert!((cpu.measured_seconds() - 1.25).abs() < 1e-9, "{cpu:?}");
         assert_eq!(d.for_block(1000, Some(&p("wait:1ms"))), d);
+    }
+
+    #[test]
+    fn slots_are_short_below_a_thousand_connections_unless_given() {
+        let d = Slots::DEFAULT;
+        for n in [1, 10, 100, 999] {
+            let s = d.at(n);
+            assert_eq!((s.seconds, s.warmup_seconds), (0.15, 0.05), "{n}");
+            assert_eq!(s.instances, d.instances);
+        }
+        for n in [1000, 10_000] {
+            assert_eq!(d.at(n), d, "{n}");
+        }
+        // A slot given (no short ones) is the same at every count.
+        let given = Slots {
+            seconds: 0.5,
+            warmup_seconds: 0.1,
+            short: None,
+            ..d
+        };
+        assert_eq!(given.at(10), given);
+        assert_eq!(given.at(1000), given);
     }
 
     #[test]

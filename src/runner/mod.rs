@@ -869,6 +869,31 @@ pub fn intro(data: &RunData) -> String {
     s
 }
 
+/// How long a slot is at the plan's counts: "300 ms a slot (100 ms of it
+/// warm-up)", or the short slots' and the others' where the counts have
+/// both.
+fn slot_lengths(slots: &crate::results::matrix::Slots, counts: &[usize]) -> String {
+    use crate::present::units::seconds;
+    let one = |s: crate::results::matrix::Slots| {
+        format!(
+            "{} a slot ({} of it warm-up)",
+            seconds(s.seconds),
+            seconds(s.warmup_seconds)
+        )
+    };
+    match slots.short {
+        Some(short) if counts.iter().all(|&n| n < short.below) => one(slots.at(0)),
+        Some(short) if counts.iter().any(|&n| n < short.below) => format!(
+            "{} below {} connections, {} from {}",
+            one(slots.at(0)),
+            crate::present::units::format_count(short.below as f64),
+            one(*slots),
+            crate::present::units::format_count(short.below as f64)
+        ),
+        _ => one(*slots),
+    }
+}
+
 /// How the cells are measured, one line: resident slots (and what runs
 /// apart, and why), or one cell at a time.
 fn method_line(p: &crate::results::matrix::RunPlan) -> String {
@@ -894,9 +919,8 @@ fn method_line(p: &crate::results::matrix::RunPlan) -> String {
             c.cost_rounds
         ),
         None => format!(
-            "  method: resident slots: a count's servers stay up together and the load moves between them, {} a slot ({} of it warm-up), one slot each per round, shuffled every round; {}\n",
-            seconds(slots.seconds),
-            seconds(slots.warmup_seconds),
+            "  method: resident slots: a count's servers stay up together and the load moves between them, {}, one slot each per round, shuffled every round; {}\n",
+            slot_lengths(&slots, &p.connections),
             slots.instances.said()
         ),
     };

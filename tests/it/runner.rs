@@ -470,10 +470,10 @@ fn bad_input_is_one_line() -> Result<(), Failed> {
         (&["run", "--budget", "soon"], "--budget"),
         (
             &["run", "--budget", "10s"],
-            "--budget 10 s: the plan's 180 cells take at least 54 s (the first look's slots alone)",
+            "--budget 10 s: the plan's 180 cells take at least 36 s (the first look's slots alone)",
         ),
         (
-            &["run", "--runs", "auto", "--budget", "40s"],
+            &["run", "--runs", "auto", "--budget", "30s"],
             "the first look's slots alone",
         ),
         // The machine's floor holds whoever runs the clients (58.6).
