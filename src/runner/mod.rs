@@ -994,6 +994,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_method_line_gives_each_count_its_slot() {
+        use crate::results::matrix::Slots;
+        let d = Slots::DEFAULT;
+        assert_eq!(
+            slot_lengths(&d, &[10, 100, 1000]),
+            "150 ms a slot (50 ms of it warm-up) below 1,000 connections, 300 ms a slot (100 ms of it warm-up) from 1,000"
+        );
+        assert_eq!(
+            slot_lengths(&d, &[4, 100]),
+            "150 ms a slot (50 ms of it warm-up)"
+        );
+        assert_eq!(
+            slot_lengths(&d, &[1000, 10_000]),
+            "300 ms a slot (100 ms of it warm-up)"
+        );
+        let given = Slots { short: None, ..d };
+        assert_eq!(
+            slot_lengths(&given, &[10, 1000]),
+            "300 ms a slot (100 ms of it warm-up)"
+        );
+    }
+
+    #[test]
     fn dates_from_day_counts() {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(19_358), (2023, 1, 1));
